@@ -1,0 +1,240 @@
+"""Delta log actions: the protocol/metaData records and the Arrow shapes in which file
+actions are read from JSON commits and Parquet checkpoints.
+
+Guarantees: ``Protocol.from_dict`` / ``Metadata.from_dict`` validate the fields the
+protocol requires and raise :class:`CorruptLogError` naming the file otherwise;
+``read_json_actions`` parses newline-delimited JSON actions into one Arrow table with
+the explicit schema below (unknown actions and fields are ignored, as the protocol
+requires), falling back to a per-line parser only when the fast path rejects a file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.json as pj
+
+from .errors import CorruptLogError
+
+DV_TYPE = pa.struct([
+    ("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int32()),
+    ("sizeInBytes", pa.int32()), ("cardinality", pa.int64()),
+])
+
+
+def add_type(partition_struct: pa.StructType) -> pa.StructType:
+    return pa.struct([
+        ("path", pa.string()), ("partitionValues", partition_struct), ("size", pa.int64()),
+        ("modificationTime", pa.int64()), ("dataChange", pa.bool_()), ("stats", pa.string()),
+        ("deletionVector", DV_TYPE), ("baseRowId", pa.int64()), ("defaultRowCommitVersion", pa.int64()),
+    ])
+
+
+def remove_type(partition_struct: pa.StructType) -> pa.StructType:
+    return pa.struct([
+        ("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()),
+        ("partitionValues", partition_struct), ("size", pa.int64()), ("deletionVector", DV_TYPE),
+    ])
+
+
+def cdc_type(partition_struct: pa.StructType) -> pa.StructType:
+    return pa.struct([
+        ("path", pa.string()), ("partitionValues", partition_struct), ("size", pa.int64()),
+        ("dataChange", pa.bool_()),
+    ])
+
+
+TXN_TYPE = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
+DOMAIN_TYPE = pa.struct([("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())])
+SIDECAR_TYPE = pa.struct([("path", pa.string()), ("sizeInBytes", pa.int64()), ("modificationTime", pa.int64())])
+
+
+def partition_struct_type(physical_partition_columns: Sequence[str]) -> pa.StructType:
+    return pa.struct([(c, pa.string()) for c in physical_partition_columns])
+
+
+def json_actions_schema(physical_partition_columns: Sequence[str]) -> pa.Schema:
+    ps = partition_struct_type(physical_partition_columns)
+    return pa.schema([
+        ("add", add_type(ps)), ("remove", remove_type(ps)), ("cdc", cdc_type(ps)),
+        ("txn", TXN_TYPE), ("domainMetadata", DOMAIN_TYPE), ("sidecar", SIDECAR_TYPE),
+    ])
+
+
+@dataclass(frozen=True)
+class Protocol:
+    min_reader_version: int
+    min_writer_version: int
+    reader_features: tuple[str, ...] | None = None
+    writer_features: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, source: str = "") -> "Protocol":
+        try:
+            rv, wv = int(d["minReaderVersion"]), int(d["minWriterVersion"])
+        except (KeyError, TypeError, ValueError):
+            raise CorruptLogError(f"malformed protocol action{_in(source)}: {dict(d)!r}") from None
+        rf, wf = d.get("readerFeatures"), d.get("writerFeatures")
+        return cls(rv, wv, tuple(rf) if rf is not None else None, tuple(wf) if wf is not None else None)
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"minReaderVersion": self.min_reader_version,
+                               "minWriterVersion": self.min_writer_version}
+        if self.reader_features is not None:
+            out["readerFeatures"] = list(self.reader_features)
+        if self.writer_features is not None:
+            out["writerFeatures"] = list(self.writer_features)
+        return out
+
+
+@dataclass(frozen=True)
+class Metadata:
+    id: str
+    schema_string: str
+    partition_columns: tuple[str, ...] = ()
+    configuration: Mapping[str, str] = field(default_factory=dict)
+    name: str | None = None
+    description: str | None = None
+    format_provider: str = "parquet"
+    format_options: Mapping[str, str] = field(default_factory=dict)
+    created_time: int | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, source: str = "") -> "Metadata":
+        try:
+            fmt = d.get("format") or {}
+            conf = d.get("configuration") or {}
+            if isinstance(conf, list):  # a map read from Parquet as key/value pairs
+                conf = dict(conf)
+            options = fmt.get("options") or {}
+            if isinstance(options, list):
+                options = dict(options)
+            return cls(
+                id=str(d["id"]), schema_string=d["schemaString"],
+                partition_columns=tuple(d.get("partitionColumns") or ()),
+                configuration={str(k): (None if v is None else str(v)) for k, v in conf.items()},
+                name=d.get("name"), description=d.get("description"),
+                format_provider=fmt.get("provider") or "parquet", format_options=dict(options),
+                created_time=d.get("createdTime"))
+        except (KeyError, TypeError, AttributeError):
+            raise CorruptLogError(f"malformed metaData action{_in(source)}") from None
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"id": self.id}
+        if self.name is not None:
+            out["name"] = self.name
+        if self.description is not None:
+            out["description"] = self.description
+        out["format"] = {"provider": self.format_provider, "options": dict(self.format_options)}
+        out["schemaString"] = self.schema_string
+        out["partitionColumns"] = list(self.partition_columns)
+        out["configuration"] = dict(self.configuration)
+        if self.created_time is not None:
+            out["createdTime"] = self.created_time
+        return out
+
+
+def _in(source: str) -> str:
+    return f" in {source}" if source else ""
+
+
+# --------------------------------------------------------------------------- JSON parsing
+def count_actions(data: bytes) -> int:
+    """How many non-blank lines (actions) a newline-delimited JSON file holds."""
+    if not data:
+        return 0
+    if b"\n\n" in data or data.startswith(b"\n") or b"\r" in data or b"\n " in data:
+        return sum(1 for line in data.splitlines() if line.strip())
+    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+
+def read_json_actions(data: bytes, schema: pa.Schema, *, source: str = "") -> pa.Table:
+    """Parses newline-delimited JSON actions with ``schema`` (unknown keys ignored)."""
+    if not data.strip():
+        return schema.empty_table()
+    try:
+        return pj.read_json(
+            io.BytesIO(data),
+            read_options=pj.ReadOptions(block_size=max(1 << 20, min(len(data) + 1, 1 << 30))),
+            parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return _read_json_actions_slow(data, schema, source)
+
+
+def _read_json_actions_slow(data: bytes, schema: pa.Schema, source: str) -> pa.Table:
+    rows = []
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise CorruptLogError(f"line {number}{_in(source)} is not valid JSON: {exc}") from None
+        if not isinstance(obj, dict):
+            raise CorruptLogError(f"line {number}{_in(source)} is not a JSON object")
+        rows.append({name: _conform(obj.get(name), schema.field(name).type, source, number)
+                     for name in schema.names})
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+        raise CorruptLogError(f"malformed action{_in(source)}: {exc}") from None
+
+
+def _conform(value: Any, dtype: pa.DataType, source: str, line: int) -> Any:
+    """Drops unknown fields and coerces scalars the way a JSON reader would."""
+    if value is None:
+        return None
+    if pa.types.is_struct(dtype):
+        if not isinstance(value, dict):
+            raise CorruptLogError(f"line {line}{_in(source)}: expected an object, got {value!r}")
+        return {f.name: _conform(value.get(f.name), f.type, source, line) for f in dtype}
+    if pa.types.is_string(dtype):
+        if isinstance(value, (dict, list)):
+            return json.dumps(value)
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+    if pa.types.is_integer(dtype):
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise CorruptLogError(f"line {line}{_in(source)}: expected an integer, got {value!r}")
+        try:
+            as_int = int(value)
+        except ValueError:
+            raise CorruptLogError(f"line {line}{_in(source)}: expected an integer, got {value!r}") from None
+        if isinstance(value, float) and as_int != value:
+            raise CorruptLogError(f"line {line}{_in(source)}: expected an integer, got {value!r}")
+        return as_int
+    if pa.types.is_boolean(dtype):
+        if not isinstance(value, bool):
+            raise CorruptLogError(f"line {line}{_in(source)}: expected a boolean, got {value!r}")
+        return value
+    return value
+
+
+def parse_special_lines(data: bytes, keys: Sequence[bytes], *, source: str = "") -> list[dict]:
+    """The JSON objects of the lines that mention one of ``keys`` (protocol, metaData...)."""
+    if not any(k in data for k in keys):
+        return []
+    out = []
+    for number, line in enumerate(data.splitlines(), 1):
+        if any(k in line for k in keys):
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                raise CorruptLogError(f"line {number}{_in(source)} is not valid JSON: {exc}") from None
+            if isinstance(obj, dict):
+                out.append(obj)
+    return out
+
+
+def first_action(data: bytes, *, source: str = "") -> dict:
+    line = data.split(b"\n", 1)[0]
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        raise CorruptLogError(f"the first line{_in(source)} is not valid JSON") from None
+    return obj if isinstance(obj, dict) else {}

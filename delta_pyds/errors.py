@@ -1,0 +1,48 @@
+"""The package's error hierarchy: every error it raises on purpose derives from
+:class:`DeltaError` (bad options are :class:`ValueError`, as Python users expect)."""
+
+from __future__ import annotations
+
+
+class DeltaError(Exception):
+    """Base of every Delta-specific error raised by delta_pyds."""
+
+
+class TableNotFoundError(DeltaError, FileNotFoundError):
+    """The path holds no Delta table (no ``_delta_log`` with commits or checkpoints)."""
+
+
+class CorruptLogError(DeltaError):
+    """The transaction log cannot be interpreted: gaps, unreadable or malformed files."""
+
+
+class VersionNotFoundError(DeltaError):
+    """A requested version or timestamp cannot be reconstructed from the log."""
+
+
+class UnsupportedFeatureError(DeltaError):
+    """The table uses a protocol version or table feature this package does not implement."""
+
+    def __init__(self, message: str, features: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.features = tuple(features)
+
+
+class DeletionVectorError(DeltaError):
+    """A deletion vector is missing, corrupt (bad checksum or format) or out of range."""
+
+
+class DataFileError(DeltaError):
+    """A data file named by the log is missing or does not match the table schema."""
+
+
+class SchemaError(DeltaError):
+    """A schema cannot be parsed, or written data does not match the table schema."""
+
+
+class ConcurrentModificationError(DeltaError):
+    """A commit lost a race against a conflicting concurrent commit."""
+
+
+class CommitFailedError(DeltaError):
+    """A commit could not be written (storage failure, or retries exhausted)."""

@@ -1,0 +1,250 @@
+"""Executor-side reading of one data file of a scan into Arrow record batches.
+
+Guarantees for every batch yielded by :func:`read_file`:
+
+* it has exactly the requested output schema (``ReadSpec.arrow_schema``: logical
+  names, Spark's Arrow types, same field order and metadata);
+* data columns are found by physical name (column mapping ``name``), by Parquet field
+  id (``id``) or by name (``none``), recursively inside structs, lists and maps;
+  columns missing from an older file are null; older narrower types (type widening,
+  INT96 or nanosecond timestamps, large strings) are cast to the table's type;
+* partition columns are materialised from the log's serialized partition values;
+* rows deleted by the file's deletion vector are removed (the vector is read and its
+  checksum verified before any row is returned);
+* row groups that statistics prove irrelevant are skipped, with row positions kept
+  exact for deletion vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .errors import DataFileError
+from .partition_values import parse_partition_values
+from .scan import FileTask
+from .schema import (PARQUET_FIELD_ID, ArrayType, DataType, MapType, PrimitiveType, StructField,
+                     StructType)
+from .storage import Storage
+
+DEFAULT_BATCH_ROWS = 131072
+
+
+@dataclass
+class ReadSpec:
+    """What every task of a scan needs; pickled into each Spark task, so kept small."""
+    storage: Storage
+    output: StructType  # logical output columns, in order
+    arrow_schema: pa.Schema  # the exact Arrow schema to yield
+    partition_columns: tuple[str, ...]  # logical names, in the order of FileTask.partition_values
+    column_mapping_mode: str = "none"
+    batch_rows: int = DEFAULT_BATCH_ROWS
+    predicates: tuple = ()  # for row-group skipping
+    table_schema: StructType | None = None
+    partition_index: dict = field(default_factory=dict, init=False)
+
+    def __post_init__(self):
+        self.partition_index = {c.lower(): i for i, c in enumerate(self.partition_columns)}
+
+
+def read_file(spec: ReadSpec, task: FileTask) -> Iterator[pa.RecordBatch]:
+    storage = spec.storage
+    path = storage.resolve(task.path)
+    deleted = _deleted_rows(storage, task)
+    data_fields = [f for f in spec.output if f.name.lower() not in spec.partition_index]
+    try:
+        source = storage.open_input(path)
+    except FileNotFoundError:
+        raise DataFileError(
+            f"data file {path} is referenced by the table log but is missing; it may have been "
+            "deleted by VACUUM or outside Delta") from None
+    with source:
+        try:
+            pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise DataFileError(f"data file {path} is not a readable Parquet file: {exc}") from None
+        file_schema = pf.schema_arrow
+        found = [(f, _find_field(file_schema, f, spec.column_mapping_mode)) for f in data_fields]
+        selection = [(f, None if i is None else file_schema.field(i).name) for f, i in found]
+        columns = sorted({name for _, name in selection if name is not None})
+        row_groups = _row_groups(pf, spec)
+        rg_starts = np.concatenate([[0], np.cumsum([pf.metadata.row_group(i).num_rows
+                                                    for i in range(pf.metadata.num_row_groups)])])
+        for rg in row_groups:
+            start = int(rg_starts[rg])
+            try:
+                batches = pf.iter_batches(batch_size=spec.batch_rows, row_groups=[rg], columns=columns,
+                                          use_threads=False)
+                for batch in batches:
+                    n = batch.num_rows
+                    out = _convert(batch, spec, selection, task, n)
+                    if deleted is not None:
+                        from .deletion_vectors import keep_mask
+                        mask = keep_mask(deleted, start, n)
+                        if not mask.all():
+                            out = out.filter(pa.array(mask))
+                    start += n
+                    if out.num_rows:
+                        yield out
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
+                raise DataFileError(f"cannot read data file {path}: {exc}") from None
+        if deleted is not None and len(deleted) and int(deleted[-1]) >= pf.metadata.num_rows:
+            raise DataFileError(
+                f"the deletion vector of {path} deletes row {int(deleted[-1])} but the file has "
+                f"only {pf.metadata.num_rows} rows")
+
+
+def _deleted_rows(storage: Storage, task: FileTask):
+    if not task.deletion_vector:
+        return None
+    from .deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
+    return load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(task.deletion_vector))
+
+
+def _row_groups(pf: pq.ParquetFile, spec: ReadSpec) -> list[int]:
+    all_groups = list(range(pf.metadata.num_row_groups))
+    if not spec.predicates or spec.table_schema is None:
+        return all_groups
+    try:
+        from .skipping import select_row_groups
+    except ImportError:  # pragma: no cover
+        return all_groups
+    return list(select_row_groups(pf.metadata, spec.predicates, schema=spec.table_schema,
+                                  column_mapping_mode=spec.column_mapping_mode))
+
+
+def _find_field(schema: pa.Schema, f: StructField, mode: str) -> int | None:
+    """Index of the file column holding logical field ``f``, or None if absent."""
+    if mode == "id" and f.field_id is not None:
+        for i, pf_field in enumerate(schema):
+            meta = pf_field.metadata or {}
+            if meta.get(PARQUET_FIELD_ID) is not None and int(meta[PARQUET_FIELD_ID]) == f.field_id:
+                return i
+    name = f.physical_name(mode)
+    i = schema.get_field_index(name)
+    if i >= 0:
+        return i
+    if mode == "none":
+        lowered = name.lower()
+        matches = [j for j, x in enumerate(schema) if x.name.lower() == lowered]
+        if len(matches) == 1:
+            return matches[0]
+    return None
+
+
+def _convert(batch: pa.RecordBatch, spec: ReadSpec, selection, task: FileTask, n: int) -> pa.RecordBatch:
+    arrays = []
+    data_iter = iter(selection)
+    for out_field, target in zip(spec.output, spec.arrow_schema):
+        p = spec.partition_index.get(out_field.name.lower())
+        if p is not None:
+            raw = task.partition_values[p] if p < len(task.partition_values) else None
+            value = parse_partition_values(pa.array([raw], pa.string()), out_field.type,
+                                           column=out_field.name)
+            arrays.append(_repeat(value, n, target.type))
+            continue
+        f, name = next(data_iter)
+        if name is None:
+            arrays.append(pa.nulls(n, target.type))
+            continue
+        arrays.append(conform(batch.column(name), f.type, target.type, spec.column_mapping_mode))
+    return pa.RecordBatch.from_arrays(arrays, schema=spec.arrow_schema)
+
+
+def _repeat(value: pa.Array, n: int, target: pa.DataType) -> pa.Array:
+    scalar = value[0]
+    if not scalar.is_valid:
+        return pa.nulls(n, target)
+    arr = pa.repeat(scalar, n)
+    return arr if arr.type == target else arr.cast(target)
+
+
+# ------------------------------------------------------------------------- conversion
+def conform(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str) -> pa.Array:
+    """A physical column -> the logical Arrow type ``target`` of Delta type ``dtype``."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.type == target and mode == "none":
+        return arr
+    if isinstance(dtype, PrimitiveType) and dtype.name == "variant":
+        from .variant import reconstruct_variant
+        out = reconstruct_variant(arr)
+        return out if out.type == target else out.cast(target)
+    if isinstance(dtype, StructType):
+        if not pa.types.is_struct(arr.type):
+            raise DataFileError(f"expected a struct column, found {arr.type}")
+        children = []
+        physical = {arr.type.field(i).name: i for i in range(arr.type.num_fields)}
+        for f, tf in zip(dtype.fields, target):
+            j = _struct_child(arr.type, f, mode, physical)
+            if j is None:
+                children.append(pa.nulls(len(arr), tf.type))
+            else:
+                children.append(conform(_struct_child_array(arr, j), f.type, tf.type, mode))
+        mask = arr.is_null() if arr.null_count else None
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if isinstance(dtype, ArrayType):
+        if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
+            raise DataFileError(f"expected a list column, found {arr.type}")
+        values = conform(arr.values, dtype.element_type, target.value_type, mode)
+        offsets = arr.offsets
+        if pa.types.is_large_list(arr.type):
+            offsets = offsets.cast(pa.int32())
+        mask = arr.is_null() if arr.null_count else None
+        out = pa.ListArray.from_arrays(offsets, values, mask=mask)
+        return out if out.type == target else out.cast(target)
+    if isinstance(dtype, MapType):
+        if not pa.types.is_map(arr.type):
+            raise DataFileError(f"expected a map column, found {arr.type}")
+        keys = conform(arr.keys, dtype.key_type, target.key_type, mode)
+        items = conform(arr.items, dtype.value_type, target.item_type, mode)
+        mask = arr.is_null() if arr.null_count else None
+        out = pa.MapArray.from_arrays(arr.offsets, keys, items, mask=mask)
+        return out if out.type == target else out.cast(target)
+    return _cast_primitive(arr, target)
+
+
+def _struct_child(struct_type: pa.StructType, f: StructField, mode: str, physical: dict) -> int | None:
+    if mode == "id" and f.field_id is not None:
+        for i in range(struct_type.num_fields):
+            meta = struct_type.field(i).metadata or {}
+            if meta.get(PARQUET_FIELD_ID) is not None and int(meta[PARQUET_FIELD_ID]) == f.field_id:
+                return i
+    name = f.physical_name(mode)
+    if name in physical:
+        return physical[name]
+    if mode == "none":
+        lowered = {k.lower(): v for k, v in physical.items()}
+        return lowered.get(name.lower())
+    return None
+
+
+def _struct_child_array(arr: pa.StructArray, j: int) -> pa.Array:
+    # .field() ignores the parent's offset/validity; flatten() applies both
+    return arr.flatten()[j] if arr.offset or arr.null_count else arr.field(j)
+
+
+def _cast_primitive(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    if arr.type == target:
+        return arr
+    if pa.types.is_null(target):
+        return pa.nulls(len(arr))
+    if pa.types.is_timestamp(target) and pa.types.is_timestamp(arr.type):
+        if arr.type.tz is None and target.tz is not None:
+            arr = arr.cast(pa.timestamp(arr.type.unit, tz="UTC"))
+        elif arr.type.tz is not None and target.tz is None:
+            arr = arr.cast(pa.timestamp(arr.type.unit))
+        return arr.cast(target, safe=False)  # ns -> us truncates, as Spark does
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+        if arr.type == target:
+            return arr
+    try:
+        return arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise DataFileError(f"cannot read a {arr.type} column as {target}: {exc}") from None

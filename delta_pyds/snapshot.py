@@ -1,0 +1,249 @@
+"""A snapshot: the state of a Delta table at one version.
+
+Guarantees: ``Snapshot.load`` pins one version (latest, ``version=``, or the version
+active at ``timestamp=``), validates that the reader supports the table's protocol
+(:func:`features.check_read`) and exposes protocol, metadata, schema and — lazily, on
+first access — the active files (``files``, an Arrow table, see
+``replay.FILE_COLUMNS``), app transaction versions and domain metadata. A checkpoint
+that cannot be read is skipped in favour of an older one (or the commits) when the
+log still allows reconstructing the version.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import cached_property
+from typing import Any, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import features
+from .actions import Metadata, Protocol, json_actions_schema, count_actions, parse_special_lines, \
+    partition_struct_type, read_json_actions
+from .checkpoint_reader import CheckpointReader
+from .errors import CorruptLogError, TableNotFoundError
+from .log_segment import LogSegment, build_log_segment, list_log
+from .replay import active_files, normalize_adds
+from .schema import StructType, parse_schema
+from .storage import Storage
+
+log = logging.getLogger(__name__)
+
+_STATE_KEYS = [b'"protocol"', b'"metaData"']
+
+
+class Snapshot:
+    def __init__(self, storage: Storage, segment: LogSegment, commit_data: list[bytes],
+                 protocol: Protocol, metadata: Metadata, checkpoint: CheckpointReader | None):
+        self.storage = storage
+        self.segment = segment
+        self.version = segment.version
+        self._commit_data = commit_data
+        self.protocol = protocol
+        self.metadata = metadata
+        self._checkpoint = checkpoint
+        self.schema: StructType = parse_schema(metadata.schema_string)
+        missing = [c for c in metadata.partition_columns if self.schema.get(c) is None]
+        if missing:
+            raise CorruptLogError(f"partition columns {missing} are not in the table schema")
+
+    # ------------------------------------------------------------------------ loading
+    @classmethod
+    def load(cls, table: str | Storage, *, version: int | None = None, timestamp: Any = None,
+             options: Mapping[str, str] | None = None) -> "Snapshot":
+        storage = table if isinstance(table, Storage) else Storage(table, options)
+        listing = list_log(storage)
+        if timestamp is not None:
+            if version is not None:
+                raise ValueError("give either versionAsOf or timestampAsOf, not both")
+            from .time_travel import version_at_timestamp
+            version = version_at_timestamp(storage, timestamp, listing=listing)
+        excluded: set[int] = set()
+        while True:
+            segment = build_log_segment(storage, version=version, listing=listing,
+                                        exclude_checkpoints=frozenset(excluded))
+            try:
+                return cls._from_segment(storage, segment)
+            except CorruptLogError as exc:
+                if segment.checkpoint_version is None or not _is_checkpoint_error(exc, segment):
+                    raise
+                log.warning("checkpoint %s of %s is unreadable (%s); falling back",
+                            segment.checkpoint_version, storage.root, exc)
+                excluded.add(segment.checkpoint_version)
+
+    @classmethod
+    def _from_segment(cls, storage: Storage, segment: LogSegment) -> "Snapshot":
+        try:
+            commit_data = storage.read_many([c.path for c in segment.commits])
+        except FileNotFoundError as exc:
+            raise CorruptLogError(f"a commit file vanished while reading the log: {exc}") from None
+        protocol = metadata = None
+        for commit, data in zip(reversed(segment.commits), reversed(commit_data)):
+            for obj in reversed(parse_special_lines(data, _STATE_KEYS, source=commit.path)):
+                if protocol is None and isinstance(obj.get("protocol"), dict):
+                    protocol = Protocol.from_dict(obj["protocol"], source=commit.path)
+                if metadata is None and isinstance(obj.get("metaData"), dict):
+                    metadata = Metadata.from_dict(obj["metaData"], source=commit.path)
+            if protocol is not None and metadata is not None:
+                break
+        checkpoint = CheckpointReader(storage, segment.checkpoint) if segment.checkpoint else None
+        if (protocol is None or metadata is None) and checkpoint is not None:
+            for obj in checkpoint.state_actions():
+                if protocol is None and obj.get("protocol"):
+                    protocol = Protocol.from_dict(obj["protocol"], source=segment.checkpoint[0].path)
+                if metadata is None and obj.get("metaData"):
+                    metadata = Metadata.from_dict(obj["metaData"], source=segment.checkpoint[0].path)
+        if protocol is None:
+            raise CorruptLogError(f"no protocol action found for version {segment.version} of {storage.root}")
+        if metadata is None:
+            raise CorruptLogError(f"no metaData action found for version {segment.version} of {storage.root}")
+        features.check_read(protocol)
+        return cls(storage, segment, commit_data, protocol, metadata, checkpoint)
+
+    # ------------------------------------------------------------------- properties
+    @property
+    def table_root(self) -> str:
+        return self.storage.root
+
+    @property
+    def configuration(self) -> Mapping[str, str]:
+        return self.metadata.configuration
+
+    @property
+    def partition_columns(self) -> list[str]:
+        return list(self.metadata.partition_columns)
+
+    @property
+    def column_mapping_mode(self) -> str:
+        mode = (self.configuration.get("delta.columnMapping.mode") or "none").lower()
+        if mode not in ("none", "name", "id"):
+            raise CorruptLogError(f"unknown column mapping mode {mode!r}")
+        if mode != "none" and not features.is_enabled(self.protocol, "columnMapping"):
+            return "none"
+        return mode
+
+    @property
+    def physical_partition_columns(self) -> list[str]:
+        mode = self.column_mapping_mode
+        return [self.schema.field(c).physical_name(mode) for c in self.partition_columns]
+
+    # -------------------------------------------------------------------- replay
+    @cached_property
+    def _commit_actions(self) -> tuple[pa.Table | None, np.ndarray | None]:
+        """All commit actions in one table plus each row's version."""
+        if not self._commit_data:
+            return None, None
+        schema = json_actions_schema(self.physical_partition_columns)
+        chunks = [d if d.endswith(b"\n") else d + b"\n" for d in self._commit_data]
+        counts = np.array([count_actions(d) for d in chunks], dtype=np.int64)
+        versions = np.array([c.version for c in self.segment.commits], dtype=np.int64)
+        table = read_json_actions(b"".join(chunks), schema, source=f"the commits of {self.table_root}")
+        if table.num_rows != counts.sum():  # pragma: no cover - defensive: parse one by one
+            tables = [read_json_actions(d, schema, source=c.path) for d, c in zip(chunks, self.segment.commits)]
+            counts = np.array([t.num_rows for t in tables], dtype=np.int64)
+            table = pa.concat_tables(tables)
+        return table, np.repeat(versions, counts)
+
+    @cached_property
+    def files(self) -> pa.Table:
+        """The active files: one row per add action that survives reconciliation."""
+        pstruct = partition_struct_type(self.physical_partition_columns)
+        checkpoint_adds = None
+        if self._checkpoint is not None:
+            try:
+                adds, _ = self._checkpoint.file_actions(self.physical_partition_columns)
+            except CorruptLogError as exc:
+                fallback = self._without_checkpoint(exc)
+                return fallback.files
+            checkpoint_adds = normalize_adds(adds, pstruct)
+        table, _versions = self._commit_actions
+        commit_adds = commit_removes = adds_seq = removes_seq = None
+        if table is not None and table.num_rows:
+            seq = np.arange(table.num_rows, dtype=np.int64)
+            add_col, rem_col = table.column("add"), table.column("remove")
+            add_mask = pc.is_valid(add_col)
+            rem_mask = pc.is_valid(rem_col)
+            if pc.any(add_mask).as_py():
+                adds = add_col.filter(add_mask).combine_chunks()
+                commit_adds = normalize_adds(pa.Table.from_struct_array(adds), pstruct)
+                adds_seq = seq[add_mask.to_numpy(zero_copy_only=False)]
+            if pc.any(rem_mask).as_py():
+                commit_removes = pa.Table.from_struct_array(rem_col.filter(rem_mask).combine_chunks())
+                removes_seq = seq[rem_mask.to_numpy(zero_copy_only=False)]
+            if commit_adds is not None and checkpoint_adds is not None and \
+                    "stats_parsed" in checkpoint_adds.column_names:
+                commit_adds = commit_adds.append_column(
+                    "stats_parsed", pa.nulls(commit_adds.num_rows, checkpoint_adds.schema.field("stats_parsed").type))
+        result = active_files(checkpoint_adds, commit_adds, adds_seq, commit_removes, removes_seq)
+        if result is None:
+            empty = normalize_adds(pa.table({"path": pa.array(["x"])}), pstruct)
+            return empty.slice(0, 0)
+        _check_paths(result)
+        return result
+
+    def _without_checkpoint(self, exc: CorruptLogError) -> "Snapshot":
+        """The same version rebuilt from an older checkpoint or the commits."""
+        excluded = {v for v in self.segment.all_checkpoint_versions if v >= self.segment.checkpoint_version}
+        log.warning("checkpoint %s of %s is unreadable (%s); falling back",
+                    self.segment.checkpoint_version, self.table_root, exc)
+        try:
+            segment = build_log_segment(self.storage, version=self.version,
+                                        exclude_checkpoints=frozenset(excluded))
+        except (CorruptLogError, TableNotFoundError):
+            raise exc from None
+        except Exception:
+            raise exc from None
+        return Snapshot._from_segment(self.storage, segment)
+
+    @cached_property
+    def _state_actions(self) -> tuple[dict[str, int], dict[str, str]]:
+        txns: dict[str, int] = {}
+        domains: dict[str, str | None] = {}
+        if self._checkpoint is not None:
+            for obj in self._checkpoint.state_actions():
+                _apply_state(obj, txns, domains)
+        table, _ = self._commit_actions
+        if table is not None and table.num_rows:
+            for name in ("txn", "domainMetadata"):
+                col = table.column(name)
+                for value in col.filter(pc.is_valid(col)).to_pylist():
+                    _apply_state({name: value}, txns, domains)
+        return txns, {k: v for k, v in domains.items() if v is not None}
+
+    @property
+    def app_transactions(self) -> dict[str, int]:
+        """appId -> latest txn version."""
+        return dict(self._state_actions[0])
+
+    @property
+    def domain_metadata(self) -> dict[str, str]:
+        """domain -> configuration of every domain not removed."""
+        return dict(self._state_actions[1])
+
+    @property
+    def num_files(self) -> int:
+        return self.files.num_rows
+
+    def __repr__(self) -> str:
+        return f"Snapshot({self.table_root!r}, version={self.version})"
+
+
+def _apply_state(obj: dict, txns: dict, domains: dict) -> None:
+    txn = obj.get("txn")
+    if txn and txn.get("appId") is not None:
+        txns[txn["appId"]] = int(txn.get("version") or 0)
+    dm = obj.get("domainMetadata")
+    if dm and dm.get("domain") is not None:
+        domains[dm["domain"]] = None if dm.get("removed") else dm.get("configuration")
+
+
+def _check_paths(files: pa.Table) -> None:
+    if files.num_rows and files.column("path").null_count:
+        raise CorruptLogError("an add action has no path")
+
+
+def _is_checkpoint_error(exc: CorruptLogError, segment: LogSegment) -> bool:
+    text = str(exc)
+    return any(part.path in text or part.name in text for part in segment.checkpoint) or "checkpoint" in text

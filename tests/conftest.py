@@ -1,0 +1,53 @@
+"""Shared fixtures: one local Spark session per test run, and the test tables."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "data")
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+os.environ.setdefault("TZ", "UTC")
+
+
+def table_path(name: str) -> str:
+    """Path of a test table, e.g. ``table_path("delta-rs/simple_table")``."""
+    path = os.path.join(DATA, name)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"test table {name} is not in tests/data")
+    return path
+
+
+@pytest.fixture
+def copy_table(tmp_path):
+    """Copies a test table to a temporary directory (for tests that modify it)."""
+    def _copy(name: str) -> str:
+        dest = tmp_path / name.replace("/", "__")
+        shutil.copytree(table_path(name), dest)
+        return str(dest)
+    return _copy
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from pyspark.sql import SparkSession
+    session = (SparkSession.builder.master("local[2]")
+               .appName("delta_pyds-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.driver.memory", "2g")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    import delta_pyds
+    delta_pyds.register(session)
+    yield session
+    session.stop()

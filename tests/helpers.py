@@ -1,0 +1,60 @@
+"""Comparison helpers for tests: rows from Spark and from deltalake as sorted lists."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+
+
+def normalize(value, source="arrow"):
+    """A comparable, hashable form of a value from Spark Rows (source="spark") or Arrow
+    ``to_pylist()`` (source="arrow"): structs become sorted (name, value) tuples, maps
+    ("map", sorted pairs), timestamps naive UTC, NaN a string."""
+    if hasattr(value, "asDict"):  # Spark struct
+        return tuple(sorted((k, normalize(v, source)) for k, v in value.asDict(recursive=False).items()))
+    if isinstance(value, dict):
+        if source == "spark":  # Spark map
+            if not value:
+                return ()
+            return ("map",) + tuple(sorted(((normalize(k, source), normalize(v, source))
+                                            for k, v in value.items()), key=repr))
+        return tuple(sorted((str(k), normalize(v, source)) for k, v in value.items()))
+    if isinstance(value, list) and source == "arrow" and value and \
+            all(isinstance(x, tuple) and len(x) == 2 for x in value):
+        return ("map",) + tuple(sorted(((normalize(k, source), normalize(v, source)) for k, v in value), key=repr))
+    if isinstance(value, (list, tuple)):
+        return tuple(normalize(v, source) for v in value)
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return value
+    if isinstance(value, bytearray):
+        return bytes(value)
+    return value
+
+
+def sort_key(row):
+    return repr(row)
+
+
+def spark_rows(df) -> list:
+    cols = df.columns
+    return sorted((tuple(normalize(r[c], "spark") for c in cols) for r in df.collect()), key=sort_key)
+
+
+def arrow_rows(table, columns) -> list:
+    data = table.select(columns).to_pylist()
+    return sorted((tuple(normalize(r[c]) for c in columns) for r in data), key=sort_key)
+
+
+def deltalake_table(path, version=None):
+    """All rows of a table read by delta-rs's own query engine (it applies deletion
+    vectors and column mapping, unlike its pyarrow dataset path), as a pyarrow Table."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, QueryBuilder
+    dt = DeltaTable(path, version=version) if version is not None else DeltaTable(path)
+    result = QueryBuilder().register("t", dt).execute("SELECT * FROM t")
+    return pa.table(result.read_all())
