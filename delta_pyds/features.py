@@ -101,11 +101,6 @@ def check_read(protocol: Protocol) -> None:
             f"the table requires reader version {protocol.min_reader_version}; "
             f"delta_pyds reads versions 1 to {MAX_READER_VERSION}")
     blocked = [n for n in reader_features(protocol) if not (n in FEATURES and FEATURES[n].read)]
-    if protocol.min_reader_version >= 3:
-        # Writer features that are in fact reader features but are missing from
-        # readerFeatures do not change how data is read; unknown writer-only features
-        # never block reads.
-        pass
     if blocked:
         raise UnsupportedFeatureError(_describe("read", blocked), tuple(blocked))
 

@@ -84,6 +84,7 @@ _F32_RELATIVE = 2.0 ** -22
 _F32_ABSOLUTE = 1e-44
 _IN_LIST_EXACT = 16
 _JSON_CHUNK_ROWS = 65536
+_JSON_RETRY_BUDGET = 256  # extra JSON reads per chunk when some stats do not parse
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 _NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le"}
@@ -347,7 +348,7 @@ def _leaves(node: Any):
 
 # --------------------------------------------------------------------------- helpers
 def _all(n: int, value: bool) -> pa.BooleanArray:
-    return pa.array([value], pa.bool_()).take(pa.array([0] * n, pa.int32())) if n else pa.array([], pa.bool_())
+    return pc.fill_null(pa.nulls(n, pa.bool_()), value)
 
 
 def _and(a, b):
@@ -615,19 +616,23 @@ def _get_path(arr: Any, path: Sequence[str]) -> pa.Array | None:
     return arr
 
 
-def _read_json_lines(lines: pa.Array, schema: pa.Schema) -> pa.StructArray:
-    """Parses one JSON object per element; elements that fail to parse become null."""
+def _read_json_lines(lines: pa.Array, schema: pa.Schema, budget: list | None = None) -> pa.StructArray:
+    """Parses one JSON object per element. Elements that fail to parse become null (their
+    files are kept): a failing block is bisected, within a budget of reads per call, after
+    which the remaining failing ranges are given up as null."""
+    if budget is None:
+        budget = [_JSON_RETRY_BUDGET]
     n = len(lines)
+    struct_type = pa.struct(list(schema))
     if n == 0:
-        return pa.array([], pa.struct(list(schema)))
+        return pa.array([], struct_type)
     longest = pc.max(pc.binary_length(lines)).as_py() or 0
     joined = pc.binary_join(
         pa.LargeListArray.from_arrays(pa.array([0, n], pa.int64()), lines.cast(pa.large_string())),
         pa.scalar("\n", pa.large_string()))
-    data = joined[0].as_buffer()
     try:
         table = pj.read_json(
-            pa.BufferReader(data),
+            pa.BufferReader(joined[0].as_buffer()),
             read_options=pj.ReadOptions(use_threads=True, block_size=max(1 << 20, 2 * longest + 64)),
             parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
         if table.num_rows != n:
@@ -635,11 +640,12 @@ def _read_json_lines(lines: pa.Array, schema: pa.Schema) -> pa.StructArray:
         table = table.select(schema.names).cast(schema)
         return pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(schema))
     except (pa.ArrowException, ValueError):
-        if n == 1:
-            return pa.nulls(1, pa.struct(list(schema)))
+        budget[0] -= 1
+        if n == 1 or budget[0] <= 0:
+            return pa.nulls(n, struct_type)
         mid = n // 2
-        return pa.concat_arrays([_read_json_lines(lines.slice(0, mid), schema),
-                                 _read_json_lines(lines.slice(mid), schema)])
+        return pa.concat_arrays([_read_json_lines(lines.slice(0, mid), schema, budget),
+                                 _read_json_lines(lines.slice(mid), schema, budget)])
 
 
 def _clean_lines(stats: pa.Array, use: pa.Array | None, scrub_nan: bool) -> pa.Array:
@@ -657,12 +663,11 @@ def _clean_lines(stats: pa.Array, use: pa.Array | None, scrub_nan: bool) -> pa.A
 
 
 class _FileFrame(_Frame):
-    def __init__(self, files: pa.Table, cols: list[_Col], rows: pa.Array | None):
+    def __init__(self, files: pa.Table):
         self.files = files
         self.n = files.num_rows
         self._partition_cache: dict[tuple, pa.Array | None] = {}
         self._stats: dict[tuple, _Stats] = {}
-        self._parse_stats([c for c in cols if not c.partition], rows)
 
     # partition values --------------------------------------------------------------
     def partition_values(self, col: _Col) -> pa.Array | None:
@@ -694,7 +699,9 @@ class _FileFrame(_Frame):
     def stats(self, col: _Col) -> _Stats | None:
         return self._stats.get(col.physical)
 
-    def _parse_stats(self, cols: list[_Col], rows: pa.Array | None) -> None:
+    def load_stats(self, cols: list[_Col], rows: pa.Array | None) -> None:
+        """Parses the statistics of ``cols`` (data columns) for the rows where ``rows`` is
+        true (all rows if None); the other rows get no statistics."""
         if not cols or self.n == 0:
             return
         by_path: dict[tuple, _Col] = {}
@@ -849,11 +856,12 @@ def prune_files(files: pa.Table, predicates: Sequence[Any], *, schema: StructTyp
     tree = _normalize_all(list(predicates), resolve)
     cols = [leaf.col for leaf in _leaves(tree)]
 
-    frame = _FileFrame(files, [c for c in cols if c.partition], None)
+    frame = _FileFrame(files)
     by_partition = _evaluate(tree, frame, use_stats=False)
-    if any(not c.partition for c in cols):
-        frame = _FileFrame(files, cols, by_partition)
-        # partition values are already parsed; reuse them
+    data_cols = [c for c in cols if not c.partition]
+    if data_cols:
+        # stats are parsed only for the files that partition values did not prune
+        frame.load_stats(data_cols, by_partition)
         full = _evaluate(tree, frame)
     else:
         full = by_partition

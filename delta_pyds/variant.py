@@ -927,7 +927,11 @@ def _format_float(f: float) -> str:
     text = repr(a)
     for precision in range(1, 10):  # shortest digits that round-trip through float32
         candidate = "%.*e" % (precision - 1, a)
-        if struct.unpack("<f", struct.pack("<f", float(candidate)))[0] == a:
+        try:
+            round_trip = struct.unpack("<f", struct.pack("<f", float(candidate)))[0]
+        except OverflowError:  # rounded up past the float32 range
+            continue
+        if round_trip == a:
             text = candidate
             break
     digits, exponent = _shortest_digits(text)
