@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -26,19 +27,37 @@ DV_TYPE = pa.struct([
 ])
 
 
-def add_type(partition_struct: pa.StructType) -> pa.StructType:
+_ADD_OPTIONAL = [("stats", pa.string()), ("deletionVector", DV_TYPE), ("baseRowId", pa.int64()),
+                 ("defaultRowCommitVersion", pa.int64())]
+
+
+def _present(fields, data):
+    """Optional fields whose key occurs in ``data`` (all of them when data is None):
+    parsing and null-filling absent fields costs more than a substring scan.
+    ``data`` may also be a set of the keys known to be present."""
+    if data is None:
+        return list(fields)
+    if isinstance(data, (set, frozenset)):
+        return [f for f in fields if f[0] in data]
+    return [f for f in fields if f'"{f[0]}"'.encode() in data]
+
+
+OPTIONAL_KEYS = ("stats", "deletionVector", "baseRowId", "defaultRowCommitVersion", "cdc", "txn",
+                 "domainMetadata", "sidecar")
+
+
+def add_type(partition_struct: pa.StructType, data: bytes | None = None) -> pa.StructType:
     return pa.struct([
         ("path", pa.string()), ("partitionValues", partition_struct), ("size", pa.int64()),
-        ("modificationTime", pa.int64()), ("dataChange", pa.bool_()), ("stats", pa.string()),
-        ("deletionVector", DV_TYPE), ("baseRowId", pa.int64()), ("defaultRowCommitVersion", pa.int64()),
-    ])
+        ("modificationTime", pa.int64()), ("dataChange", pa.bool_()),
+    ] + _present(_ADD_OPTIONAL, data))
 
 
-def remove_type(partition_struct: pa.StructType) -> pa.StructType:
+def remove_type(partition_struct: pa.StructType, data: bytes | None = None) -> pa.StructType:
     return pa.struct([
         ("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()),
-        ("partitionValues", partition_struct), ("size", pa.int64()), ("deletionVector", DV_TYPE),
-    ])
+        ("partitionValues", partition_struct), ("size", pa.int64()),
+    ] + _present([("deletionVector", DV_TYPE)], data))
 
 
 def cdc_type(partition_struct: pa.StructType) -> pa.StructType:
@@ -57,12 +76,16 @@ def partition_struct_type(physical_partition_columns: Sequence[str]) -> pa.Struc
     return pa.struct([(c, pa.string()) for c in physical_partition_columns])
 
 
-def json_actions_schema(physical_partition_columns: Sequence[str]) -> pa.Schema:
+def json_actions_schema(physical_partition_columns: Sequence[str], data: bytes | None = None) -> pa.Schema:
+    """The Arrow schema file actions are parsed with; given the bytes to parse, actions
+    and optional fields that do not occur in them are left out (always: add, remove)."""
     ps = partition_struct_type(physical_partition_columns)
-    return pa.schema([
-        ("add", add_type(ps)), ("remove", remove_type(ps)), ("cdc", cdc_type(ps)),
-        ("txn", TXN_TYPE), ("domainMetadata", DOMAIN_TYPE), ("sidecar", SIDECAR_TYPE),
-    ])
+    if isinstance(data, (bytes, bytearray, memoryview)):  # scan the bytes once per key
+        data = {k for k in OPTIONAL_KEYS if f'"{k}"'.encode() in data}
+    fields = [("add", add_type(ps, data)), ("remove", remove_type(ps, data))]
+    fields += _present([("cdc", cdc_type(ps)), ("txn", TXN_TYPE), ("domainMetadata", DOMAIN_TYPE),
+                        ("sidecar", SIDECAR_TYPE)], data)
+    return pa.schema(fields)
 
 
 @dataclass(frozen=True)
@@ -143,12 +166,12 @@ def _in(source: str) -> str:
 
 
 # --------------------------------------------------------------------------- JSON parsing
+_THREADS = (os.cpu_count() or 1) > 2  # on two cores, threads cost more than they give
 def count_actions(data: bytes) -> int:
-    """How many non-blank lines (actions) a newline-delimited JSON file holds."""
+    """An upper bound of the actions (lines) a newline-delimited JSON file holds: exact
+    unless it has blank lines, which callers detect by comparing with the parsed rows."""
     if not data:
         return 0
-    if b"\n\n" in data or data.startswith(b"\n") or b"\r" in data or b"\n " in data:
-        return sum(1 for line in data.splitlines() if line.strip())
     return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
 
 
@@ -159,7 +182,8 @@ def read_json_actions(data: bytes, schema: pa.Schema, *, source: str = "") -> pa
     try:
         return pj.read_json(
             io.BytesIO(data),
-            read_options=pj.ReadOptions(block_size=max(1 << 20, min(len(data) + 1, 1 << 30))),
+            read_options=pj.ReadOptions(use_threads=_THREADS and len(data) > (32 << 20),
+                                        block_size=max(1 << 20, min(len(data) + 1, 1 << 30))),
             parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return _read_json_actions_slow(data, schema, source)

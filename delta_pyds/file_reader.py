@@ -42,6 +42,7 @@ class ReadSpec:
     output: StructType  # logical output columns, in order
     arrow_schema: pa.Schema  # the exact Arrow schema to yield
     partition_columns: tuple[str, ...]  # logical names, in the order of FileTask.partition_values
+    physical_partition_columns: tuple[str, ...] = ()  # their keys in the log's partitionValues
     column_mapping_mode: str = "none"
     batch_rows: int = DEFAULT_BATCH_ROWS
     predicates: tuple = ()  # for row-group skipping

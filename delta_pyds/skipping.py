@@ -722,11 +722,30 @@ class _FileFrame(_Frame):
             parsed = self.files.column("stats_parsed").combine_chunks()
             if not pa.types.is_struct(parsed.type):
                 parsed = None
-        # JSON is parsed only for rows that still need it: no stats_parsed, not yet pruned
+
+        # statistics from the checkpoint's stats_parsed, cast to the types used here
+        wanted: list[tuple[tuple, pa.DataType]] = [(("numRecords",), pa.int64()),
+                                                    (("tightBounds",), pa.bool_())]
+        for path, col in by_path.items():
+            wanted.append((("nullCount", *path), pa.int64()))
+            if path in minmax:
+                wanted.append((("minValues", *path), _stat_type(col)))
+                wanted.append((("maxValues", *path), _stat_type(col)))
+        from_struct: dict[tuple, pa.Array | None] = {}
         use = rows
         if parsed is not None:
-            use = _and(use, pc.is_null(parsed))
-        if "stats" in self.files.column_names:
+            missing = None
+            for key, typ in wanted:
+                arr = _cast_or_none(_get_path(parsed, key), typ)
+                from_struct[key] = arr
+                if key != ("tightBounds",):
+                    gap = pc.is_null(arr) if arr is not None else _all(self.n, True)
+                    missing = gap if missing is None else pc.or_(missing, gap)
+            # JSON is parsed only where stats_parsed lacks something (and the file was not
+            # already pruned by its partition values)
+            use = _and(use, missing)
+
+        if "stats" in self.files.column_names and (use is None or pc.any(use).as_py()):
             stats_col = self.files.column("stats")
             chunks = []
             for start in range(0, self.n, _JSON_CHUNK_ROWS):
@@ -737,36 +756,22 @@ class _FileFrame(_Frame):
         else:
             json_stats = pa.nulls(self.n, pa.struct(list(schema)))
 
-        def field(path: Sequence[str], typ: pa.DataType) -> pa.Array:
-            out = _get_path(json_stats, path)
-            if parsed is not None:
-                alt = _cast_or_none(_get_path(parsed, path), typ)
-                if alt is not None:
-                    out = pc.coalesce(alt, out)
-            return out
+        def get(key: tuple, col: _Col | None = None) -> pa.Array:
+            out = _get_path(json_stats, key)
+            if col is not None and col.kind == "date":
+                out = _lenient_cast(out, pa.date32(), r"^\d{4}-\d{2}-\d{2}$")
+            alt = from_struct.get(key)
+            return out if alt is None else pc.coalesce(alt, out)
 
-        num_records = field(["numRecords"], pa.int64())
-        tight = field(["tightBounds"], pa.bool_())
+        num_records = get(("numRecords",))
+        tight = get(("tightBounds",))
         for path, col in by_path.items():
-            null_count = field(["nullCount", *path], pa.int64())
+            null_count = get(("nullCount", *path))
             lo = hi = None
             if path in minmax:
-                typ = _stat_type(col)
-                lo = _json_leaf(json_stats, ["minValues", *path], col)
-                hi = _json_leaf(json_stats, ["maxValues", *path], col)
-                if parsed is not None:
-                    plo = _cast_or_none(_get_path(parsed, ["minValues", *path]), typ)
-                    phi = _cast_or_none(_get_path(parsed, ["maxValues", *path]), typ)
-                    lo = pc.coalesce(plo, lo) if plo is not None else lo
-                    hi = pc.coalesce(phi, hi) if phi is not None else hi
+                lo = get(("minValues", *path), col)
+                hi = get(("maxValues", *path), col)
             self._stats[path] = _widen(col, _Stats(lo, hi, None, null_count, num_records, tight))
-
-
-def _json_leaf(json_stats: pa.Array, path: Sequence[str], col: _Col) -> pa.Array:
-    arr = _get_path(json_stats, path)
-    if col.kind == "date":
-        arr = _lenient_cast(arr, pa.date32(), r"^\d{4}-\d{2}-\d{2}$")
-    return arr
 
 
 def _cast_or_none(arr: pa.Array | None, typ: pa.DataType) -> pa.Array | None:

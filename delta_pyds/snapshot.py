@@ -135,12 +135,13 @@ class Snapshot:
         """All commit actions in one table plus each row's version."""
         if not self._commit_data:
             return None, None
-        schema = json_actions_schema(self.physical_partition_columns)
         chunks = [d if d.endswith(b"\n") else d + b"\n" for d in self._commit_data]
+        data = b"".join(chunks)
+        schema = json_actions_schema(self.physical_partition_columns, data)
         counts = np.array([count_actions(d) for d in chunks], dtype=np.int64)
         versions = np.array([c.version for c in self.segment.commits], dtype=np.int64)
-        table = read_json_actions(b"".join(chunks), schema, source=f"the commits of {self.table_root}")
-        if table.num_rows != counts.sum():  # pragma: no cover - defensive: parse one by one
+        table = read_json_actions(data, schema, source=f"the commits of {self.table_root}")
+        if table.num_rows != counts.sum():  # blank lines somewhere: parse one by one
             tables = [read_json_actions(d, schema, source=c.path) for d, c in zip(chunks, self.segment.commits)]
             counts = np.array([t.num_rows for t in tables], dtype=np.int64)
             table = pa.concat_tables(tables)
@@ -207,6 +208,8 @@ class Snapshot:
         table, _ = self._commit_actions
         if table is not None and table.num_rows:
             for name in ("txn", "domainMetadata"):
+                if name not in table.column_names:
+                    continue
                 col = table.column(name)
                 for value in col.filter(pc.is_valid(col)).to_pylist():
                     _apply_state({name: value}, txns, domains)

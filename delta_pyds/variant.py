@@ -127,6 +127,11 @@ _FIXED_SIZES = {
 }
 
 
+# View types only exist in newer pyarrow versions.
+_is_binary_view = getattr(pa.types, "is_binary_view", lambda t: False)
+_is_string_view = getattr(pa.types, "is_string_view", lambda t: False)
+
+
 def _primitive_header(type_id: int) -> int:
     return (type_id << 2) | _PRIMITIVE
 
@@ -406,7 +411,7 @@ def _binary_list(arr: pa.Array, what: str) -> list:
     """A binary-like column as a Python list of bytes / None."""
     arr = _plain(arr)
     t = arr.type
-    if not (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)):
+    if not (pa.types.is_binary(t) or pa.types.is_large_binary(t) or _is_binary_view(t)):
         raise MalformedVariantError(f"{what} must be binary, found {t}")
     return arr.to_pylist()
 
@@ -658,9 +663,9 @@ def _primitive_items(arr: pa.Array, path: str) -> tuple[list, Callable]:
         if factor != 1:
             ints = [None if v is None else v * factor for v in ints]
         return ints, _int_encoder(_T_TIME, 8)
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or _is_string_view(t):
         return arr.cast(pa.large_binary()).to_pylist(), _encode_string
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or _is_binary_view(t):
         return arr.to_pylist(), _encode_binary
     if _is_uuid_extension(t) or (pa.types.is_fixed_size_binary(t) and t.byte_width == 16):
         # Parquet UUID is FIXED_LEN_BYTE_ARRAY(16), which pyarrow reads as
@@ -1024,7 +1029,7 @@ def _format_instant(nanos_since_epoch: int, zone_id: str) -> str:
 def _to_json(value: bytes, pos: int, meta: _Metadata, out: list, zone_id: str, depth: int) -> None:
     if pos >= len(value):
         raise _malformed(f"value at byte {pos} is past the end ({len(value)} bytes)")
-    if depth > 10_000:
+    if depth > 500:
         raise _malformed("nesting too deep")
     byte = value[pos]
     basic = byte & 0x3

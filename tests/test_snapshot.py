@@ -24,7 +24,6 @@ ALL_TABLES = sorted(
 
 # deltalake cannot open these (features it lacks); their expectations are checked elsewhere
 DELTALAKE_CANNOT = {"delta-rs/simple_table_features", "kernel-rs/table-with-geo", "kernel-rs/crc-malformed"}
-VARIANT_TABLES = {t for t in ALL_TABLES if "variant" in t}
 
 
 def deltalake_files(path, version=None):
@@ -33,7 +32,7 @@ def deltalake_files(path, version=None):
     return dt.version(), sorted(unquote(p) for p in dt.get_add_actions(flatten=True).column("path").to_pylist())
 
 
-@pytest.mark.parametrize("name", [t for t in ALL_TABLES if t not in DELTALAKE_CANNOT | VARIANT_TABLES])
+@pytest.mark.parametrize("name", [t for t in ALL_TABLES if t not in DELTALAKE_CANNOT])
 def test_active_files_match_deltalake_at_every_version(name):
     path = table_path(name)
     latest = Snapshot.load(path)

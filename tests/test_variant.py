@@ -490,6 +490,17 @@ def test_shredded_primitive_exact_bytes():
     for arrow_type, py_value, expected in cases:
         out = reconstruct_variant(primitive_column(arrow_type, py_value))
         assert out.to_pylist()[0]["value"] == expected, arrow_type
+        # the same value at a non-zero offset of a sliced column
+        sliced = pa.StructArray.from_arrays(
+            [
+                pa.array([MD_EMPTY] * 3, pa.binary()),
+                pa.array([b"\x00", b"\x00", None], pa.binary()),
+                pa.array([None, None, py_value], arrow_type),
+            ],
+            names=["metadata", "value", "typed_value"],
+        ).slice(2)
+        assert sliced.offset == 2
+        assert reconstruct_variant(sliced).to_pylist()[0]["value"] == expected, arrow_type
 
 
 # --------------------------------------------------------------------------------------

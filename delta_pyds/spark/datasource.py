@@ -59,7 +59,8 @@ class DeltaDataSource(DataSource):
     def _load(self, opts: ReadOptions, version: int | None = None) -> Snapshot:
         storage = self._storage(opts)
         if version is not None:
-            return Snapshot.load(storage, version=version)
+            from .reader import cached_snapshot
+            return cached_snapshot(storage, version)
         return Snapshot.load(storage, version=opts.version, timestamp=opts.timestamp)
 
     def _output_schema(self, snapshot: Snapshot, opts: ReadOptions) -> StructType:
@@ -96,6 +97,7 @@ class DeltaDataSource(DataSource):
             output=output,
             arrow_schema=to_arrow_schema(schema, timezone="UTC", prefers_large_types=False),
             partition_columns=tuple(snapshot.partition_columns),
+            physical_partition_columns=tuple(snapshot.physical_partition_columns),
             column_mapping_mode=snapshot.column_mapping_mode,
             batch_rows=opts.batch_rows,
             table_schema=snapshot.schema,

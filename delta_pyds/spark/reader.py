@@ -11,25 +11,48 @@ it to the rows, so results never depend on skipping.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Iterator, List, Sequence
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from ..file_reader import ReadSpec, read_file
 from ..read_options import ReadOptions
-from ..scan import bin_pack, file_tasks
+from ..scan import iter_tasks, plan_partitions
 from ..snapshot import Snapshot
 from ..storage import Storage
 
 log = logging.getLogger("delta_pyds")
 
 
-class DeltaInputPartition(InputPartition):
-    """A group of files read by one Spark task."""
+_CACHE: dict = {}
+_CACHE_SECONDS = 60.0
 
-    def __init__(self, tasks):
-        super().__init__(len(tasks))
-        self.tasks = tasks
+
+def cached_snapshot(storage: Storage, version: int) -> Snapshot:
+    """A snapshot of a pinned version, shared by reader() and partitions() when Spark
+    runs both in one planning worker (a version's log never changes once written).
+    Entries live a minute; the cache is module state, never pickled to executors."""
+    key = (storage.root, tuple(sorted(storage.options.items())), version)
+    now = time.monotonic()
+    for k in [k for k, (t, _) in _CACHE.items() if now - t > _CACHE_SECONDS]:
+        del _CACHE[k]
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit[1]
+    snapshot = Snapshot.load(storage, version=version)
+    if len(_CACHE) >= 4:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = (now, snapshot)
+    return snapshot
+
+
+class DeltaInputPartition(InputPartition):
+    """A group of files read by one Spark task (see scan.PartitionFiles)."""
+
+    def __init__(self, files):
+        super().__init__(None)
+        self.files = files
 
 
 class DeltaScanReader(DataSourceReader):
@@ -40,7 +63,7 @@ class DeltaScanReader(DataSourceReader):
         self.predicates: tuple = ()
 
     def _snapshot(self) -> Snapshot:
-        return Snapshot.load(self.spec.storage, version=self.version)
+        return cached_snapshot(self.spec.storage, self.version)
 
     def plan(self):
         """(snapshot, kept file table, skipping report or None)."""
@@ -58,15 +81,17 @@ class DeltaScanReader(DataSourceReader):
         snapshot, files, report = self.plan()
         if report is not None:
             log.info("pydelta scan of %s v%s: %s", snapshot.table_root, snapshot.version, report)
-        tasks = file_tasks(files, snapshot.physical_partition_columns)
-        groups = bin_pack(tasks, max_partition_bytes=self.opts.max_partition_bytes,
-                          open_cost=self.opts.open_cost, parallelism=self.opts.parallelism)
+        groups = plan_partitions(files, snapshot.physical_partition_columns,
+                                 max_partition_bytes=self.opts.max_partition_bytes,
+                                 open_cost=self.opts.open_cost, parallelism=self.opts.parallelism)
         if not groups:
-            return [DeltaInputPartition([])]
+            return [DeltaInputPartition(None)]
         return [DeltaInputPartition(g) for g in groups]
 
     def read(self, partition: DeltaInputPartition) -> Iterator:
-        for task in partition.tasks:
+        if partition.files is None:
+            return
+        for task in iter_tasks(partition.files):
             yield from read_file(self.spec, task)
 
 
