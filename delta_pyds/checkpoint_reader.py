@@ -5,7 +5,7 @@ files in ``_delta_log/_sidecars``).
 Guarantees: only the needed columns are decoded (``add`` sub-fields, ``protocol`` /
 ``metaData`` for the table state); file actions come back in the same shape as those
 of JSON commits (``partitionValues`` as a struct keyed by physical partition column);
-any unreadable file raises :class:`CorruptLogError` naming it.
+any unreadable file raises :class:`CorruptCheckpointError` naming it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from .actions import (DOMAIN_TYPE, TXN_TYPE, json_actions_schema, parse_special_lines,
                       read_json_actions)
-from .errors import CorruptLogError
+from .errors import CorruptCheckpointError
 from .log_files import LOG_DIR, SIDECAR_DIR, LogFile
 from .storage import Storage
 
@@ -48,15 +48,15 @@ class CheckpointReader:
         try:
             return self.storage.read_bytes(path)
         except FileNotFoundError:
-            raise CorruptLogError(f"checkpoint file {path} is missing") from None
+            raise CorruptCheckpointError(f"checkpoint file {path} is missing") from None
 
     def _parquet(self, path: str) -> pq.ParquetFile:
         try:
             return pq.ParquetFile(self.storage.open_input(path))
         except FileNotFoundError:
-            raise CorruptLogError(f"checkpoint file {path} is missing") from None
+            raise CorruptCheckpointError(f"checkpoint file {path} is missing") from None
         except (pa.ArrowInvalid, OSError) as exc:
-            raise CorruptLogError(f"checkpoint file {path} is not a readable Parquet file: {exc}") from None
+            raise CorruptCheckpointError(f"checkpoint file {path} is not a readable Parquet file: {exc}") from None
 
     def _read_columns(self, path: str, wanted: list[str]) -> pa.Table:
         pf = self._parquet(path)
@@ -67,7 +67,7 @@ class CheckpointReader:
         try:
             return pf.read(columns=columns)
         except (pa.ArrowInvalid, OSError) as exc:
-            raise CorruptLogError(f"checkpoint file {path} cannot be read: {exc}") from None
+            raise CorruptCheckpointError(f"checkpoint file {path} cannot be read: {exc}") from None
 
     # ------------------------------------------------------------------ table state
     def state_actions(self) -> list[dict]:
@@ -134,7 +134,7 @@ class CheckpointReader:
             try:
                 table = pf.read(columns=wanted)
             except (pa.ArrowInvalid, OSError) as exc:
-                raise CorruptLogError(f"checkpoint file {path} cannot be read: {exc}") from None
+                raise CorruptCheckpointError(f"checkpoint file {path} cannot be read: {exc}") from None
             # ParquetFile.read keeps the struct, with only the selected children
             col = table.column(action).combine_chunks()
             col = col.filter(pc.and_(pc.is_valid(col), pc.is_valid(pc.struct_field(col, "path"))))

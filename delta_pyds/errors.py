@@ -16,6 +16,11 @@ class CorruptLogError(DeltaError):
     """The transaction log cannot be interpreted: gaps, unreadable or malformed files."""
 
 
+class CorruptCheckpointError(CorruptLogError):
+    """A checkpoint (or one of its parts or sidecars) is missing or unreadable; readers
+    may fall back to an older checkpoint or to the commits."""
+
+
 class VersionNotFoundError(DeltaError):
     """A requested version or timestamp cannot be reconstructed from the log."""
 

@@ -7,6 +7,10 @@ Invariants of a ``LogSegment`` for version ``v``:
 * ``commits`` are exactly the commit files ``checkpoint_version + 1 .. v`` in order,
   with no gap (a gap raises :class:`CorruptLogError`); without a checkpoint they start
   at version 0;
+* ``replay_files`` is what replay reads: ``commits``, except that runs of commits fully
+  covered by a log compaction file ``<a>.<b>.compacted.json`` (a <= b, inside the
+  segment) are replaced by that file — it holds the reconciled actions of versions a..b,
+  so replaying it at version b is equivalent;
 * ``_last_checkpoint`` is only a hint: it is used when valid (JSON, checksum) and
   ignored when missing, corrupt or stale, the listing being the truth.
 """
@@ -34,6 +38,7 @@ class LogSegment:
     # every commit file present in the listing (for history and timestamp resolution)
     all_commits: list[LogFile] = field(default_factory=list)
     all_checkpoint_versions: list[int] = field(default_factory=list)
+    replay_files: list[LogFile] = field(default_factory=list)
 
 
 def read_last_checkpoint(storage: Storage) -> dict | None:
@@ -128,11 +133,35 @@ def build_log_segment(storage: Storage, *, version: int | None = None,
         raise CorruptLogError(
             f"the log of {storage.root} is missing commit {missing[0]:020d}.json needed for "
             f"version {version}; commits after a checkpoint must be contiguous")
+    segment_commits = [commits[v] for v in range(start, version + 1)]
+    compactions = [f for f in files if f.kind == "compaction" and start <= f.start_version < f.version <= version]
     return LogSegment(
         version=version,
         checkpoint_version=checkpoint_version,
         checkpoint=checkpoints[checkpoint_version] if checkpoint_version is not None else [],
-        commits=[commits[v] for v in range(start, version + 1)],
+        commits=segment_commits,
+        replay_files=_with_compactions(segment_commits, compactions),
         all_commits=[commits[v] for v in sorted(commits)],
         all_checkpoint_versions=sorted(checkpoints),
     )
+
+
+def _with_compactions(commits: list[LogFile], compactions: list[LogFile]) -> list[LogFile]:
+    """Replaces runs of commits by the widest compaction files that cover them."""
+    if not compactions:
+        return list(commits)
+    best: dict[int, LogFile] = {}
+    for c in compactions:
+        if c.start_version not in best or c.version > best[c.start_version].version:
+            best[c.start_version] = c
+    out: list[LogFile] = []
+    i = 0
+    while i < len(commits):
+        c = best.get(commits[i].version)
+        if c is not None:
+            out.append(c)
+            i += c.version - c.start_version + 1
+        else:
+            out.append(commits[i])
+            i += 1
+    return out

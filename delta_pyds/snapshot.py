@@ -23,7 +23,7 @@ from . import features
 from .actions import Metadata, Protocol, json_actions_schema, count_actions, parse_special_lines, \
     partition_struct_type, read_json_actions
 from .checkpoint_reader import CheckpointReader
-from .errors import CorruptLogError, TableNotFoundError
+from .errors import CorruptCheckpointError, CorruptLogError, TableNotFoundError
 from .log_segment import LogSegment, build_log_segment, list_log
 from .replay import active_files, normalize_adds
 from .schema import StructType, parse_schema
@@ -66,8 +66,8 @@ class Snapshot:
                                         exclude_checkpoints=frozenset(excluded))
             try:
                 return cls._from_segment(storage, segment)
-            except CorruptLogError as exc:
-                if segment.checkpoint_version is None or not _is_checkpoint_error(exc, segment):
+            except CorruptCheckpointError as exc:
+                if segment.checkpoint_version is None:
                     raise
                 log.warning("checkpoint %s of %s is unreadable (%s); falling back",
                             segment.checkpoint_version, storage.root, exc)
@@ -76,12 +76,14 @@ class Snapshot:
     @classmethod
     def _from_segment(cls, storage: Storage, segment: LogSegment) -> "Snapshot":
         try:
-            commit_data = storage.read_many([c.path for c in segment.commits])
+            commit_data = storage.read_many([c.path for c in segment.replay_files])
         except FileNotFoundError as exc:
             raise CorruptLogError(f"a commit file vanished while reading the log: {exc}") from None
         protocol = metadata = None
-        for commit, data in zip(reversed(segment.commits), reversed(commit_data)):
-            for obj in reversed(parse_special_lines(data, _STATE_KEYS, source=commit.path)):
+        for commit, data in zip(reversed(segment.replay_files), reversed(commit_data)):
+            found = parse_special_lines(data, _STATE_KEYS, source=commit.path)
+            # newest first: the last line of a commit, the first of a (reverse-ordered) compaction
+            for obj in (found if commit.kind == "compaction" else reversed(found)):
                 if protocol is None and isinstance(obj.get("protocol"), dict):
                     protocol = Protocol.from_dict(obj["protocol"], source=commit.path)
                 if metadata is None and isinstance(obj.get("metaData"), dict):
@@ -131,21 +133,30 @@ class Snapshot:
 
     # -------------------------------------------------------------------- replay
     @cached_property
-    def _commit_actions(self) -> tuple[pa.Table | None, np.ndarray | None]:
-        """All commit actions in one table plus each row's version."""
+    def _commit_actions(self) -> tuple[pa.Table | None, np.ndarray | None, np.ndarray | None]:
+        """All commit actions in one table, each row's version, and each row's replay
+        order (larger = newer). Log compaction files list their actions newest first
+        (delta-spark writes them in reverse replay order), so their rows are ordered
+        backwards; for a fully reconciled compaction the order does not matter."""
         if not self._commit_data:
-            return None, None
+            return None, None, None
+        files = self.segment.replay_files
         chunks = [d if d.endswith(b"\n") else d + b"\n" for d in self._commit_data]
         data = b"".join(chunks)
         schema = json_actions_schema(self.physical_partition_columns, data)
         counts = np.array([count_actions(d) for d in chunks], dtype=np.int64)
-        versions = np.array([c.version for c in self.segment.commits], dtype=np.int64)
         table = read_json_actions(data, schema, source=f"the commits of {self.table_root}")
         if table.num_rows != counts.sum():  # blank lines somewhere: parse one by one
-            tables = [read_json_actions(d, schema, source=c.path) for d, c in zip(chunks, self.segment.commits)]
+            tables = [read_json_actions(d, schema, source=c.path) for d, c in zip(chunks, files)]
             counts = np.array([t.num_rows for t in tables], dtype=np.int64)
             table = pa.concat_tables(tables)
-        return table, np.repeat(versions, counts)
+        versions = np.repeat(np.array([c.version for c in files], dtype=np.int64), counts)
+        seq = np.arange(table.num_rows, dtype=np.int64)
+        ends = np.cumsum(counts)
+        for f, end, n in zip(files, ends, counts):
+            if f.kind == "compaction" and n > 1:
+                seq[end - n:end] = seq[end - n:end][::-1]
+        return table, versions, seq
 
     @cached_property
     def files(self) -> pa.Table:
@@ -155,14 +166,13 @@ class Snapshot:
         if self._checkpoint is not None:
             try:
                 adds, _ = self._checkpoint.file_actions(self.physical_partition_columns)
-            except CorruptLogError as exc:
+            except CorruptCheckpointError as exc:
                 fallback = self._without_checkpoint(exc)
                 return fallback.files
             checkpoint_adds = normalize_adds(adds, pstruct)
-        table, _versions = self._commit_actions
+        table, _versions, seq = self._commit_actions
         commit_adds = commit_removes = adds_seq = removes_seq = None
         if table is not None and table.num_rows:
-            seq = np.arange(table.num_rows, dtype=np.int64)
             add_col, rem_col = table.column("add"), table.column("remove")
             add_mask = pc.is_valid(add_col)
             rem_mask = pc.is_valid(rem_col)
@@ -184,7 +194,7 @@ class Snapshot:
         _check_paths(result)
         return result
 
-    def _without_checkpoint(self, exc: CorruptLogError) -> "Snapshot":
+    def _without_checkpoint(self, exc: CorruptCheckpointError) -> "Snapshot":
         """The same version rebuilt from an older checkpoint or the commits."""
         excluded = {v for v in self.segment.all_checkpoint_versions if v >= self.segment.checkpoint_version}
         log.warning("checkpoint %s of %s is unreadable (%s); falling back",
@@ -192,10 +202,8 @@ class Snapshot:
         try:
             segment = build_log_segment(self.storage, version=self.version,
                                         exclude_checkpoints=frozenset(excluded))
-        except (CorruptLogError, TableNotFoundError):
-            raise exc from None
-        except Exception:
-            raise exc from None
+        except (CorruptLogError, TableNotFoundError) as fallback_error:
+            raise exc from fallback_error
         return Snapshot._from_segment(self.storage, segment)
 
     @cached_property
@@ -205,8 +213,10 @@ class Snapshot:
         if self._checkpoint is not None:
             for obj in self._checkpoint.state_actions():
                 _apply_state(obj, txns, domains)
-        table, _ = self._commit_actions
+        table, _, seq = self._commit_actions
         if table is not None and table.num_rows:
+            order = pa.array(np.argsort(seq, kind="stable"))
+            table = table.take(order)  # oldest first, so later actions overwrite earlier
             for name in ("txn", "domainMetadata"):
                 if name not in table.column_names:
                     continue
@@ -245,8 +255,3 @@ def _apply_state(obj: dict, txns: dict, domains: dict) -> None:
 def _check_paths(files: pa.Table) -> None:
     if files.num_rows and files.column("path").null_count:
         raise CorruptLogError("an add action has no path")
-
-
-def _is_checkpoint_error(exc: CorruptLogError, segment: LogSegment) -> bool:
-    text = str(exc)
-    return any(part.path in text or part.name in text for part in segment.checkpoint) or "checkpoint" in text

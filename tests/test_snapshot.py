@@ -293,3 +293,24 @@ def test_core_never_imports_pyspark():
             "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_log_compaction_files_give_the_same_state(tmp_path):
+    path = str(tmp_path / "compacted")
+    plain = str(tmp_path / "plain")
+    shutil.copytree(table_path("kernel-rs/compacted-log-files-table"), path)
+    shutil.copytree(table_path("kernel-rs/compacted-log-files-table"), plain)
+    for name in os.listdir(os.path.join(plain, "_delta_log")):
+        if name.endswith(".compacted.json"):
+            os.remove(os.path.join(plain, "_delta_log", name))
+
+    def state(p, v):
+        snap = Snapshot.load(p, version=v)
+        files = sorted((f["path"], (f["deletion_vector"] or {}).get("pathOrInlineDv"))
+                       for f in snap.files.to_pylist())
+        return files, snap.metadata, snap.protocol
+
+    used = Snapshot.load(path).segment
+    assert any(f.kind == "compaction" for f in used.replay_files)
+    for v in range(used.version + 1):
+        assert state(path, v) == state(plain, v), v
