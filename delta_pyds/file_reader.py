@@ -32,7 +32,9 @@ from .schema import (PARQUET_FIELD_ID, ArrayType, DataType, MapType, PrimitiveTy
                      StructType)
 from .storage import Storage
 
-DEFAULT_BATCH_ROWS = 131072
+DEFAULT_BATCH_ROWS = 0  # 0: adaptive, about TARGET_BATCH_BYTES of decoded data per batch
+TARGET_BATCH_BYTES = 64 * 1024 * 1024
+MIN_BATCH_ROWS, MAX_BATCH_ROWS = 8192, 1 << 20
 
 
 @dataclass
@@ -44,7 +46,7 @@ class ReadSpec:
     partition_columns: tuple[str, ...]  # logical names, in the order of FileTask.partition_values
     physical_partition_columns: tuple[str, ...] = ()  # their keys in the log's partitionValues
     column_mapping_mode: str = "none"
-    batch_rows: int = DEFAULT_BATCH_ROWS
+    batch_rows: int = DEFAULT_BATCH_ROWS  # 0 = adaptive
     predicates: tuple = ()  # for row-group skipping
     table_schema: StructType | None = None
     partition_index: dict = field(default_factory=dict, init=False)
@@ -76,10 +78,11 @@ def read_file(spec: ReadSpec, task: FileTask) -> Iterator[pa.RecordBatch]:
         row_groups = _row_groups(pf, spec)
         rg_starts = np.concatenate([[0], np.cumsum([pf.metadata.row_group(i).num_rows
                                                     for i in range(pf.metadata.num_row_groups)])])
+        batch_rows = spec.batch_rows or _adaptive_batch_rows(pf.metadata, columns, file_schema)
         for rg in row_groups:
             start = int(rg_starts[rg])
             try:
-                batches = pf.iter_batches(batch_size=spec.batch_rows, row_groups=[rg], columns=columns,
+                batches = pf.iter_batches(batch_size=batch_rows, row_groups=[rg], columns=columns,
                                           use_threads=False)
                 for batch in batches:
                     n = batch.num_rows
@@ -98,6 +101,23 @@ def read_file(spec: ReadSpec, task: FileTask) -> Iterator[pa.RecordBatch]:
             raise DataFileError(
                 f"the deletion vector of {path} deletes row {int(deleted[-1])} but the file has "
                 f"only {pf.metadata.num_rows} rows")
+
+
+def _adaptive_batch_rows(metadata: pq.FileMetaData, columns: list[str], schema: pa.Schema) -> int:
+    """Rows per batch so that a batch decodes to about TARGET_BATCH_BYTES: large batches
+    cut the per-batch cost of the Python/JVM hand-over, bounded ones keep memory flat."""
+    rows = metadata.num_rows
+    if rows <= 0 or metadata.num_row_groups == 0:
+        return MIN_BATCH_ROWS
+    wanted = set(columns)
+    total = 0
+    rg = metadata.row_group(0)
+    for i in range(rg.num_columns):
+        col = rg.column(i)
+        if col.path_in_schema.split(".")[0] in wanted:
+            total += col.total_uncompressed_size
+    per_row = max(1.0, total / max(1, rg.num_rows))
+    return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, TARGET_BATCH_BYTES // per_row)))
 
 
 def _deleted_rows(storage: Storage, task: FileTask):

@@ -24,7 +24,7 @@ READ_OPTIONS = {
     "maxpartitionbytes": ("maxPartitionBytes", "max bytes packed into one Spark task (default 128 MiB)"),
     "opencostinbytes": ("openCostInBytes", "estimated cost of opening a file, in bytes (default 4 MiB)"),
     "parallelism": ("parallelism", "number of cores to spread a scan over (default: driver cores)"),
-    "batchrows": ("batchRows", "rows per Arrow batch on executors (default 131072)"),
+    "batchrows": ("batchRows", "rows per Arrow batch on executors (default: adaptive, ~64 MiB per batch)"),
     "filterpushdown": ("filterPushdown", "true/false/auto: use Spark's filters for file skipping"),
 }
 
@@ -89,5 +89,5 @@ class ReadOptions:
             max_partition_bytes=_int_option(options, "maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES, minimum=1),
             open_cost=_int_option(options, "openCostInBytes", DEFAULT_OPEN_COST_BYTES, minimum=0),
             parallelism=_int_option(options, "parallelism", None, minimum=1),
-            batch_rows=_int_option(options, "batchRows", DEFAULT_BATCH_ROWS, minimum=1),
+            batch_rows=_int_option(options, "batchRows", DEFAULT_BATCH_ROWS, minimum=0),
             filter_pushdown=pushdown, storage_options=storage)
