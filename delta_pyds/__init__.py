@@ -7,7 +7,13 @@ fsspec and never import pyspark.
 
 __version__ = "0.1.0"
 
-__all__ = ["register", "__version__"]
+__all__ = ["register", "explain_scan", "__version__"]
+
+
+def explain_scan(path, predicates=(), **kwargs):
+    """Which files a scan with ``predicates`` reads, and why (see :mod:`delta_pyds.explain`)."""
+    from .explain import explain_scan as _explain
+    return _explain(path, predicates, **kwargs)
 
 
 def register(spark) -> None:

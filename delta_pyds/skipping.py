@@ -18,9 +18,12 @@ Rules (each is unit-tested in ``tests/test_skipping.py``)
 ---------------------------------------------------------
 * Predicates are first put in negation normal form: ``NOT`` is pushed through
   ``AND``/``OR`` (De Morgan) and folded into comparisons (``NOT a < v`` is ``a >= v``,
-  ``NOT a = v`` is ``a != v``, ``NOT a IN (...)`` is a conjunction of ``!=``,
-  ``NOT a <=> v`` is ``a IS NULL OR a != v``); ``NOT StartsWith`` and ``NOT`` of
-  anything unknown keep every file.
+  ``NOT a = v`` is ``a != v``, ``NOT a IN (...)`` is a conjunction of ``!=`` over the
+  non-null values, ``NOT a <=> v`` is ``a IS NULL OR a != v``); ``NOT StartsWith`` and
+  ``NOT`` of anything unknown keep every file. ``AND`` prunes when either side proves
+  false, ``OR`` only when both sides do. A predicate type, column or literal that is not
+  understood (wrong Python type for the column, decimal beyond 38 digits...) keeps every
+  file; ``a <op> NULL`` (and its negation) never matches, nor does ``a IN ()``.
 * Columns are logical paths (nested struct fields included), resolved against the schema
   (exact name first, then case-insensitively) and mapped to physical names (column
   mapping); statistics and partition values are keyed by physical names.
@@ -48,13 +51,16 @@ Rules (each is unit-tested in ``tests/test_skipping.py``)
     delta-spark substitutes for a split surrogate pair); so ``> v`` / ``= v`` prune only
     when ``v`` is greater than R beyond R's length;
   - float/double: NaN satisfies ``>``, ``>=`` and ``!=`` in Spark but some writers leave
-    NaN out of min/max, so those never prune on the max; a NaN literal never prunes; NaN
-    stats compare false and keep the file.
+    NaN out of min/max (Parquet footers, delta-rs), so those never prune on the max; a
+    NaN literal never prunes; ``"NaN"``/``"Infinity"`` JSON stats are read as unknown.
 * Stats written in an older, narrower type (type widening) are parsed in the current
   type; a value that cannot be parsed keeps that file.
 * ``IN`` lists: up to 16 values are tested one by one, longer lists by their range.
-  ``StartsWith`` compares the prefix with min/max. ``a = NULL``-style comparisons with a
-  null literal never match.
+  ``StartsWith`` compares the prefix with min/max. ``!=`` prunes only a file whose bounds
+  are equal to the value (never on truncated strings, widened timestamps or floats).
+* Row groups (:func:`select_row_groups`) use the Parquet column-chunk statistics the same
+  way (exact bounds, no widening except nanosecond timestamps rounded outwards to
+  microseconds); INT96 columns and chunks without statistics keep the row group.
 """
 
 from __future__ import annotations
@@ -72,7 +78,7 @@ import pyarrow.json as pj
 
 from . import predicates as P
 from .partition_values import parse_partition_values
-from .schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
+from .schema import DataType, DecimalType, PrimitiveType, StructType
 
 __all__ = ["SkippingReport", "prune_files", "select_row_groups"]
 
@@ -619,26 +625,33 @@ def _get_path(arr: Any, path: Sequence[str]) -> pa.Array | None:
 def _read_json_lines(lines: pa.Array, schema: pa.Schema, budget: list | None = None) -> pa.StructArray:
     """Parses one JSON object per element. Elements that fail to parse become null (their
     files are kept): a failing block is bisected, within a budget of reads per call, after
-    which the remaining failing ranges are given up as null."""
+    which the remaining failing ranges are given up as null.
+
+    Each element is wrapped as ``{"i": <row>, "s": <element>}`` and the row numbers are
+    checked after parsing, so an element holding several objects, or none, can never
+    shift the statistics of one file onto another."""
     if budget is None:
         budget = [_JSON_RETRY_BUDGET]
     n = len(lines)
     struct_type = pa.struct(list(schema))
     if n == 0:
         return pa.array([], struct_type)
-    longest = pc.max(pc.binary_length(lines)).as_py() or 0
+    index = pa.array(range(n), pa.int64())
+    wrapped = pc.binary_join_element_wise('{"i":', index.cast(pa.string()), ',"s":', lines, "}", "")
+    longest = pc.max(pc.binary_length(wrapped)).as_py() or 0
     joined = pc.binary_join(
-        pa.LargeListArray.from_arrays(pa.array([0, n], pa.int64()), lines.cast(pa.large_string())),
+        pa.LargeListArray.from_arrays(pa.array([0, n], pa.int64()), wrapped.cast(pa.large_string())),
         pa.scalar("\n", pa.large_string()))
     try:
         table = pj.read_json(
             pa.BufferReader(joined[0].as_buffer()),
             read_options=pj.ReadOptions(use_threads=True, block_size=max(1 << 20, 2 * longest + 64)),
-            parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
-        if table.num_rows != n:
-            raise ValueError("row count mismatch")
-        table = table.select(schema.names).cast(schema)
-        return pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(schema))
+            parse_options=pj.ParseOptions(
+                explicit_schema=pa.schema([("i", pa.int64()), ("s", struct_type)]),
+                unexpected_field_behavior="ignore"))
+        if table.num_rows != n or not table.column("i").combine_chunks().equals(index):
+            raise ValueError("stats rows are not aligned")
+        return table.column("s").combine_chunks().cast(struct_type)
     except (pa.ArrowException, ValueError):
         budget[0] -= 1
         if n == 1 or budget[0] <= 0:
@@ -652,10 +665,11 @@ def _clean_lines(stats: pa.Array, use: pa.Array | None, scrub_nan: bool) -> pa.A
     lines = stats.cast(pa.string()) if stats.type != pa.string() else stats
     if use is not None:
         lines = pc.if_else(use, lines, pa.scalar(None, pa.string()))
-    lines = pc.fill_null(lines, "{}")
+    lines = pc.fill_null(lines, "null")
+    lines = pc.if_else(pc.equal(pc.binary_length(lines), 0), pa.scalar("null"), lines)
+    # JSON needs no line breaks (they are whitespace outside strings and invalid inside)
     if pc.any(pc.match_substring_regex(lines, "[\r\n]")).as_py():
         lines = pc.replace_substring_regex(lines, "[\r\n]", " ")
-    lines = pc.if_else(pc.equal(pc.utf8_trim_whitespace(lines), ""), pa.scalar("{}"), lines)
     if scrub_nan:
         # writers encode non-finite floats as strings; parse them as "unknown"
         lines = pc.replace_substring_regex(lines, r':\s*"(?:NaN|-?Infinity)"', ":null")

@@ -185,6 +185,19 @@ def test_malformed_stats_keep_only_those_files():
     assert kept(files, P.EqualTo("id", 100), LONG) == [1, 2, 3, 4]
 
 
+def test_blank_and_multi_line_stats_stay_aligned():
+    files = make_files([
+        "   ",
+        stats_json(10, {"id": 1}, {"id": 2}, {"id": 0}),
+        '{"numRecords": 10}\n{"numRecords": 10}',   # two objects: must not shift the rows
+        stats_json(10, {"id": 100}, {"id": 200}, {"id": 0}),
+        "\t",
+        stats_json(10, {"id": 1}, {"id": 2}, {"id": 0}),
+    ])
+    assert kept(files, P.EqualTo("id", 150), LONG) == [0, 2, 3, 4]
+    assert kept(files, P.EqualTo("id", 1), LONG) == [0, 1, 2, 4, 5]
+
+
 def test_stats_of_other_columns_only():
     schema = make_schema(field("a", "long"), field("b", "long"))
     # column b is beyond the indexed columns (dataSkippingNumIndexedCols): no stats for it

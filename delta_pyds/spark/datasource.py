@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType as SparkStructType
 
 from ..errors import SchemaError
 from ..file_reader import ReadSpec
-from ..read_options import ReadOptions
+from ..read_options import ReadOptions, read_change_feed
 from ..schema import StructType, parse_type, project
 from ..snapshot import Snapshot
 from ..storage import Storage
@@ -75,12 +75,18 @@ class DeltaDataSource(DataSource):
 
     # ------------------------------------------------------------------------ read
     def schema(self):
+        if read_change_feed(self.options):
+            from .change_feed import change_feed_schema
+            return change_feed_schema(self)
         opts = self._read_options()
         snapshot = self._load(opts)
         self._pinned_version = snapshot.version  # reaches reader(): the DataFrame's version
         return to_spark_schema(self._output_schema(snapshot, opts))
 
     def reader(self, schema: SparkStructType):
+        if read_change_feed(self.options):
+            from .change_feed import change_feed_reader
+            return change_feed_reader(self, schema)
         from .reader import DeltaFilteringScanReader, DeltaScanReader
         opts = self._read_options()
         snapshot = self._load(opts, getattr(self, "_pinned_version", None))
@@ -102,24 +108,65 @@ class DeltaDataSource(DataSource):
             batch_rows=opts.batch_rows,
             table_schema=snapshot.schema,
         )
-        pushdown = opts.filter_pushdown
-        if pushdown == "auto":
-            enabled = _planner_pushdown_flag()
-            if enabled is False:
-                log.warning(PUSHDOWN_HINT)
-            pushdown = "true" if enabled else "false"
-        cls = DeltaFilteringScanReader if pushdown == "true" else DeltaScanReader
+        cls = DeltaFilteringScanReader if _use_skipping(opts.filter_pushdown) else DeltaScanReader
         return cls(opts, snapshot.version, spec)
+
+    # ------------------------------------------------------------------- stream read
+    def streamReader(self, schema: SparkStructType):
+        """``spark.readStream.format("pydelta")``: see :mod:`delta_pyds.spark.stream_reader`."""
+        from .stream_reader import stream_reader
+        return stream_reader(self, schema)
+
+
+STALE_PUSHDOWN_HINT = (
+    "pydelta: file skipping is off because this Spark version shares one planned scan between "
+    "all queries of a DataFrame (a filtered query's pruned file list would be reused by later "
+    "queries on the same DataFrame and return too few rows); pass .option('filterPushdown', "
+    "'true') to skip files anyway when each DataFrame (and view) serves a single filtered query")
+
+
+def scan_scoped_pushdown() -> bool:
+    """Whether this Spark keeps filter-pushdown results per scan.
+
+    Spark 4.1-4.3 store the partitions planned during filter pushdown on the data source
+    relation, where every later query of the same DataFrame or view that pushes no
+    filter reuses them. Skipping files there would make ``df.where(...).count()``
+    followed by ``df.count()`` return too few rows. Spark fixed it together with limit
+    pushdown (``DataSourceReader.pushLimit``), which is what we detect."""
+    from pyspark.sql.datasource import DataSourceReader
+    return hasattr(DataSourceReader, "pushLimit")
+
+
+def _use_skipping(setting: str) -> bool:
+    """Whether the reader may define pushFilters and prune files with the filters."""
+    enabled = _planner_pushdown_flag()
+    if enabled is False:
+        if setting != "false":
+            log.warning(PUSHDOWN_HINT)
+        return False  # a reader with pushFilters would fail every read
+    if setting == "false":
+        return False
+    if setting == "true":
+        return enabled is True or enabled is None
+    if not scan_scoped_pushdown():
+        log.info(STALE_PUSHDOWN_HINT)
+        return False
+    return enabled is True
 
 
 def _planner_pushdown_flag() -> bool | None:
     """Whether Spark's planner has filter pushdown on (None if it cannot be told).
 
-    Spark passes the flag to the planning worker but not to the source; readers that
-    define pushFilters fail when it is off, so we look it up in the caller's frame."""
-    frame = sys._getframe(1)
+    Spark does not tell sources, and it fails every read from a reader that defines
+    pushFilters while the conf is off. It plans reads in one of two Python workers:
+    ``data_source_pushdown_filters`` (only used when pushdown is on and there are
+    filters) and ``plan_data_source_read`` (which holds the flag in a local variable
+    ``enable_pushdown``); the caller's frames tell which."""
+    frame = sys._getframe(2)
     depth = 0
-    while frame is not None and depth < 12:
+    while frame is not None and depth < 16:
+        if frame.f_code.co_filename.endswith("data_source_pushdown_filters.py"):
+            return True
         value = frame.f_locals.get("enable_pushdown")
         if isinstance(value, bool):
             return value
