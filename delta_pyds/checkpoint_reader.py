@@ -125,7 +125,7 @@ class CheckpointReader:
         pf = self._parquet(path)
         schema = pf.schema_arrow
         result = []
-        for action, fields in (("add", _ADD_FIELDS), ("remove", ("path", "deletionVector"))):
+        for action, fields in (("add", _ADD_FIELDS), ("remove", ("path", "deletionVector", "deletionTimestamp", "size", "dataChange"))):
             if action not in schema.names:
                 result.append(None)
                 continue

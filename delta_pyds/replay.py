@@ -92,53 +92,82 @@ def normalize_adds(adds: pa.Table | None, partition_struct: pa.StructType) -> pa
     return pa.table(cols, names=names)
 
 
-def active_files(checkpoint_adds: pa.Table | None, commit_adds: pa.Table | None,
-                 commit_adds_seq: np.ndarray | None, commit_removes: pa.Table | None,
-                 commit_removes_seq: np.ndarray | None) -> pa.Table | None:
-    """Reconciles normalized adds (checkpoint, commits) with commit removes.
+def file_keys(paths: pa.Array, dvs: pa.Array | None) -> pa.Array:
+    """The reconciliation key of file actions: decoded path + NUL + DV unique id."""
+    paths = decode_paths(paths)
+    if dvs is None:
+        dvs = pa.nulls(len(paths), DV_TYPE)
+    return pc.binary_join_element_wise(paths, dv_unique_ids(dvs), "\x00")
 
-    ``*_seq`` give each commit action's position in the log (larger = newer).
-    """
-    has_commits = (commit_adds is not None and commit_adds.num_rows) or \
-                  (commit_removes is not None and commit_removes.num_rows)
-    if not has_commits:
-        return checkpoint_adds
-    parts, seqs, is_add = [], [], []
-    if checkpoint_adds is not None and checkpoint_adds.num_rows:
-        parts.append(checkpoint_adds)
-        seqs.append(np.full(checkpoint_adds.num_rows, -1, dtype=np.int64))
-        is_add.append(np.ones(checkpoint_adds.num_rows, dtype=bool))
-    if commit_adds is not None and commit_adds.num_rows:
-        parts.append(commit_adds)
-        seqs.append(commit_adds_seq)
-        is_add.append(np.ones(commit_adds.num_rows, dtype=bool))
-    adds = pa.concat_tables(parts, promote_options="permissive") if parts else None
-    n_adds = adds.num_rows if adds is not None else 0
 
-    key_parts = []
-    if adds is not None:
-        key_parts.append(pc.binary_join_element_wise(
-            adds.column("path").combine_chunks(), dv_unique_ids(adds.column("deletion_vector")), "\x00"))
-    if commit_removes is not None and commit_removes.num_rows:
-        rpath = decode_paths(commit_removes.column("path"))
-        rdv = commit_removes.column("deletionVector") if "deletionVector" in commit_removes.column_names \
-            else pa.nulls(commit_removes.num_rows, DV_TYPE)
-        key_parts.append(pc.binary_join_element_wise(rpath, dv_unique_ids(rdv), "\x00"))
-        seqs.append(commit_removes_seq)
-        is_add.append(np.zeros(commit_removes.num_rows, dtype=bool))
-    keys = pa.chunked_array(key_parts, type=pa.string()).combine_chunks() if len(key_parts) > 1 \
-        else key_parts[0]
-    seq = np.concatenate(seqs)
-    adds_flag = np.concatenate(is_add)
+def latest_per_key(keys: pa.Array, seq: np.ndarray) -> np.ndarray:
+    """Indices (ascending) of the newest row (largest seq) of every distinct key."""
+    if len(keys) == 0:
+        return np.empty(0, dtype=np.int64)
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
     codes = pc.dictionary_encode(keys).indices.to_numpy(zero_copy_only=False)
     order = np.lexsort((seq, codes))  # by key, then by seq: the last of each key wins
     sorted_codes = codes[order]
     last = np.ones(len(order), dtype=bool)
     last[:-1] = sorted_codes[1:] != sorted_codes[:-1]
-    winners = order[last]
-    winners = winners[adds_flag[winners]]
-    winners.sort()  # keep log order (checkpoint first, then commits)
-    winners = winners[winners < n_adds]
+    return np.sort(order[last])
+
+
+def _stack(parts: list) -> pa.Array:
+    return pa.chunked_array(parts, type=pa.string()).combine_chunks() if len(parts) > 1 else parts[0]
+
+
+def active_files(checkpoint_adds: pa.Table | None, commit_adds: pa.Table | None,
+                 commit_adds_seq: np.ndarray | None, commit_removes: pa.Table | None,
+                 commit_removes_seq: np.ndarray | None) -> pa.Table | None:
+    """Reconciles normalized adds (checkpoint, commits) with commit removes.
+
+    ``*_seq`` give each commit action's position in the log (larger = newer)."""
+    has_commits = (commit_adds is not None and commit_adds.num_rows) or \
+                  (commit_removes is not None and commit_removes.num_rows)
+    if not has_commits:
+        return checkpoint_adds
+    parts = [t for t in (checkpoint_adds, commit_adds) if t is not None and t.num_rows]
+    adds = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else (parts[0] if parts else None)
+    n_adds = adds.num_rows if adds is not None else 0
+    keys, seqs = [], []
+    if checkpoint_adds is not None and checkpoint_adds.num_rows:
+        seqs.append(np.full(checkpoint_adds.num_rows, -1, dtype=np.int64))
+    if commit_adds is not None and commit_adds.num_rows:
+        seqs.append(commit_adds_seq)
+    if adds is not None:
+        keys.append(file_keys(adds.column("path"), adds.column("deletion_vector")))
+    if commit_removes is not None and commit_removes.num_rows:
+        keys.append(file_keys(commit_removes.column("path"), _column(commit_removes, "deletionVector")))
+        seqs.append(commit_removes_seq)
     if adds is None:
         return None
-    return adds.take(pa.array(winners, pa.int64()))
+    winners = latest_per_key(_stack(keys), np.concatenate(seqs))
+    return adds.take(pa.array(winners[winners < n_adds], pa.int64()))
+
+
+def tombstones(removes: list[tuple[pa.Table, np.ndarray]], adds: list[tuple[pa.Table, np.ndarray]]) -> pa.Table | None:
+    """Remove actions not superseded by a newer add of the same logical file.
+
+    Both lists hold (table of actions in log shape, seq) pairs; removes keep their
+    columns (path, deletionTimestamp, deletionVector, size, ...)."""
+    removes = [(t, s) for t, s in removes if t is not None and t.num_rows]
+    if not removes:
+        return None
+    table = pa.concat_tables([t for t, _ in removes], promote_options="permissive")
+    keys = [file_keys(table.column("path"), _column(table, "deletionVector"))]
+    seqs = [np.concatenate([s for _, s in removes])]
+    for t, s in adds:
+        if t is not None and t.num_rows:
+            dv = _column(t, "deletion_vector")
+            keys.append(file_keys(t.column("path"), dv if dv is not None else _column(t, "deletionVector")))
+            seqs.append(s)
+    winners = latest_per_key(_stack(keys), np.concatenate(seqs))
+    winners = winners[winners < table.num_rows]
+    out = table.take(pa.array(winners, pa.int64()))
+    return out.set_column(out.schema.get_field_index("path"), "path", decode_paths(out.column("path")))
+
+
+def _column(table: pa.Table, name: str):
+    return table.column(name) if name in table.column_names else None

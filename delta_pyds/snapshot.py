@@ -25,7 +25,7 @@ from .actions import Metadata, Protocol, json_actions_schema, count_actions, par
 from .checkpoint_reader import CheckpointReader
 from .errors import CorruptCheckpointError, CorruptLogError, TableNotFoundError
 from .log_segment import LogSegment, build_log_segment, list_log
-from .replay import active_files, normalize_adds
+from .replay import active_files, normalize_adds, tombstones
 from .schema import StructType, parse_schema
 from .storage import Storage
 
@@ -192,6 +192,29 @@ class Snapshot:
             empty = normalize_adds(pa.table({"path": pa.array(["x"])}), pstruct)
             return empty.slice(0, 0)
         _check_paths(result)
+        return result
+
+    @cached_property
+    def tombstones(self) -> pa.Table:
+        """Remove actions still in the table state (not superseded by a re-add): the
+        files VACUUM may delete once their ``deletionTimestamp`` is past retention.
+        Columns: path (decoded), deletionTimestamp, deletionVector, size, dataChange."""
+        removes, adds = [], []
+        if self._checkpoint is not None:
+            cp_adds, cp_removes = self._checkpoint.file_actions(self.physical_partition_columns)
+            if cp_removes is not None:
+                removes.append((cp_removes, np.full(cp_removes.num_rows, -1, dtype=np.int64)))
+        table, _versions, seq = self._commit_actions
+        if table is not None and table.num_rows:
+            for name, target in (("remove", removes), ("add", adds)):
+                col = table.column(name)
+                mask = pc.is_valid(col)
+                if pc.any(mask).as_py():
+                    target.append((pa.Table.from_struct_array(col.filter(mask).combine_chunks()),
+                                   seq[mask.to_numpy(zero_copy_only=False)]))
+        result = tombstones(removes, adds)
+        if result is None:
+            return pa.table({"path": pa.array([], pa.string()), "deletionTimestamp": pa.array([], pa.int64())})
         return result
 
     def _without_checkpoint(self, exc: CorruptCheckpointError) -> "Snapshot":
