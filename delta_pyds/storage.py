@@ -3,32 +3,79 @@
 Guarantees:
 
 * ``list_dir`` returns entries sorted by name, with sizes and modification times in
-  milliseconds, and an empty list for a missing directory;
-* ``put_if_absent`` is an atomic create-if-absent on every backend it accepts (local
-  disk: write a temporary file then hard-link it into place; S3, Azure Blob, GCS:
-  ``pipe_file(mode="create")``, i.e. conditional PUT). A lost race raises
-  ``FileExistsError`` and never overwrites. Backends with no atomic create are refused
-  for writes unless the caller opts in with ``allow_unsafe_commits``;
+  milliseconds, and an empty list for a missing directory. It never answers from a
+  listing cache, so new commits by other processes are seen;
+* ``put_if_absent`` is an atomic create-if-absent on every backend it accepts, never
+  exists-then-write:
+
+  ===========  ==============================================================
+  local disk   write a temporary file, then ``os.link`` it into place (or
+               ``O_CREAT|O_EXCL`` where hard links are not supported)
+  S3 (s3fs)    one ``PUT`` with ``If-None-Match: *`` (``pipe_file(mode="create")``,
+               forced to a single request); the first commit of a process
+               checks once per bucket that the server honours the condition
+  Azure Blob   ``upload_blob(overwrite=False)`` (``If-None-Match: *``) via adlfs
+  GCS          one upload with ``ifGenerationMatch=0`` via gcsfs
+  memory       a lock around check-and-write (one process only: for tests)
+  ===========  ==============================================================
+
+  A lost race raises ``FileExistsError`` and never overwrites; servers that answer
+  a lost race with HTTP 412 ``PreconditionFailed`` (which s3fs raises as
+  ``OSError(EINVAL)``) count as a lost race too. Other backends (HDFS, SFTP, HTTP,
+  ADLS Gen1, ...) are refused for commits with :class:`CommitFailedError` unless
+  the caller opts in with ``allow_unsafe_commits`` (or the storage option
+  ``allowUnsafeCommits=true``), which is only safe with a single writer. Other
+  failures of a conditional create raise ``OSError``: the outcome is unknown;
+* storage options may hold credentials: they never appear in ``repr``, in the errors
+  this module raises, or in logs;
 * the object pickles small (root URL and options only) and re-creates its filesystem
   lazily in each process, so it can travel to Spark executors.
+
+Storage options are keyword arguments of the fsspec filesystem (``key``, ``secret``,
+``endpoint_url`` for s3fs; ``connection_string``, ``account_name``, ``account_key``,
+``sas_token`` for adlfs; ``token``, ``project``, ``endpoint_url`` for gcsfs). Values
+may be strings, as they arrive from Spark options: keys are matched to the
+filesystem's parameters case-insensitively and ignoring underscores (Spark lowercases
+option keys, so ``endpointUrl``, ``endpointurl`` and ``endpoint_url`` all work), and
+string values are converted to the parameter's type (``"true"`` to ``True`` for a bool
+parameter, a JSON object for a ``*_kwargs`` or dict parameter, digits for an int).
 """
 
 from __future__ import annotations
 
 import errno
+import inspect
+import json
+import logging
 import os
 import posixpath
+import re
+import threading
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 from urllib.parse import unquote, urlsplit
 
 import fsspec
 
 from .errors import CommitFailedError
 
-_ATOMIC_CREATE_PROTOCOLS = {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "memory"}
+log = logging.getLogger("delta_pyds")
+
+# storage options consumed here, never passed to fsspec (compared lowercased, no "_")
+_UNSAFE_COMMITS_KEYS = {"allowunsafecommits"}
+
+# option keys whose values are secrets (compared lowercased, without "_" and "-")
+_SECRET_KEY_PARTS = ("secret", "key", "token", "password", "passwd", "credential",
+                     "connectionstring", "sas", "signature", "auth")
+
+_MEMORY_LOCK = threading.Lock()
+
+# (filesystem class name, endpoint, bucket) -> True once a conditional PUT was seen to work
+_CONDITIONAL_PUT_CHECKED: dict[tuple, bool] = {}
+_CONDITIONAL_PUT_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -62,10 +109,182 @@ def _mtime_ms(info: Mapping) -> int:
     return 0
 
 
+# ----------------------------------------------------------------- option handling
+def _squash(key: str) -> str:
+    return key.lower().replace("_", "").replace("-", "")
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if value is None:
+        return False
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no", ""):
+        return False
+    raise ValueError(f"storage option allowUnsafeCommits: expected true or false, got {value!r}")
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a storage option's value must never be shown (credentials)."""
+    squashed = _squash(key)
+    return any(part in squashed for part in _SECRET_KEY_PARTS)
+
+
+def _secret_values(options: Mapping[str, Any]) -> list[str]:
+    values = []
+    for k, v in options.items():
+        if not is_secret_key(k) or v is None:
+            continue
+        text = v if isinstance(v, str) else json.dumps(v, default=str) if isinstance(v, (dict, list)) else str(v)
+        if len(text) >= 4:
+            values.append(text)
+        # parts of connection strings: AccountKey=...;SharedAccessSignature=...
+        for part in re.split(r"[;&\s]", text):
+            if "=" in part:
+                _, _, secret = part.partition("=")
+                if len(secret) >= 6:
+                    values.append(secret)
+    return sorted(set(values), key=len, reverse=True)
+
+
+def redact(text: str, options: Mapping[str, Any]) -> str:
+    """``text`` with every secret storage option value replaced by ``***``."""
+    for secret in _secret_values(options):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _init_parameters(cls) -> dict[str, inspect.Parameter]:
+    params: dict[str, inspect.Parameter] = {}
+    for klass in reversed(cls.__mro__):
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            sig = inspect.signature(init)
+        except (TypeError, ValueError):  # pragma: no cover - builtins
+            continue
+        for name, p in sig.parameters.items():
+            if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                params[name] = p
+    return params
+
+
+def _coerce(value: Any, param: inspect.Parameter | None, name: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    default = param.default if param is not None else inspect.Parameter.empty
+    if isinstance(default, bool) or (default is inspect.Parameter.empty and text.lower() in ("true", "false")):
+        if text.lower() in ("true", "1", "yes"):
+            return True
+        if text.lower() in ("false", "0", "no"):
+            return False
+        return value
+    if isinstance(default, int) and not isinstance(default, bool) and re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if isinstance(default, float) and re.fullmatch(r"-?\d+(\.\d*)?([eE]-?\d+)?", text):
+        return float(text)
+    if (isinstance(default, dict) or name.endswith("_kwargs") or name.endswith("kwargs")) \
+            and text.startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise ValueError(f"storage option {name}: expected a JSON object") from None
+    return value
+
+
+def filesystem_kwargs(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Storage options as keyword arguments of the fsspec filesystem class ``cls``:
+    keys matched to its parameters ignoring case and underscores, string values
+    converted to the parameter's type."""
+    params = _init_parameters(cls)
+    by_squashed = {_squash(n): n for n in params}
+    out = {}
+    for key, value in options.items():
+        name = by_squashed.get(_squash(key), key)
+        out[name] = _coerce(value, params.get(name), name)
+    return out
+
+
+# --------------------------------------------------------------- atomic creates
+def _atomic_create_kind(fs) -> str | None:
+    """How this filesystem creates a file atomically, or None if it cannot."""
+    names = {f"{k.__module__}.{k.__name__}" for k in type(fs).__mro__}
+    if "fsspec.implementations.local.LocalFileSystem" in names:
+        return "local"
+    if "s3fs.core.S3FileSystem" in names:
+        return "s3"
+    if "adlfs.spec.AzureBlobFileSystem" in names:
+        return "azure"
+    if "gcsfs.core.GCSFileSystem" in names:
+        return "gcs"
+    if "fsspec.implementations.memory.MemoryFileSystem" in names:
+        return "memory"
+    return None
+
+
+def _http_status(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):  # botocore ClientError
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return int(status) if status else None
+    for attr in ("status_code", "code", "status"):  # azure HttpResponseError, gcsfs HttpError
+        value = getattr(exc, attr, None)
+        if isinstance(value, int) and 100 <= value < 600:
+            return value
+    return None
+
+
+def _error_code(exc: BaseException) -> str:
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        return str(response.get("Error", {}).get("Code") or "")
+    return str(getattr(exc, "error_code", "") or "")
+
+
+def _causes(exc: BaseException | None):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _is_precondition_failure(exc: BaseException) -> bool:
+    """A conditional create lost to an existing object (HTTP 412 or the store's code)."""
+    for e in _causes(exc):
+        if isinstance(e, FileExistsError):
+            return True
+        code = _error_code(e)
+        if code in ("PreconditionFailed", "ConditionNotMet", "BlobAlreadyExists"):
+            return True
+        if _http_status(e) == 412:
+            return True
+        text = str(e)
+        if "PreconditionFailed" in text or "ConditionNotMet" in text or "BlobAlreadyExists" in text:
+            return True
+    return False
+
+
+def _is_conditional_conflict(exc: BaseException) -> bool:
+    """S3's 409 ConditionalRequestConflict: a concurrent conditional write is in flight;
+    the request should be retried (it then succeeds or fails with 412)."""
+    for e in _causes(exc):
+        if _error_code(e) in ("ConditionalRequestConflict", "OperationAborted"):
+            return True
+        if "ConditionalRequestConflict" in str(e):
+            return True
+    return False
+
+
 class Storage:
     """The filesystem under one table root (a local path or any fsspec URL)."""
 
-    def __init__(self, root: str, options: Mapping[str, str] | None = None, *,
+    def __init__(self, root: str, options: Mapping[str, Any] | None = None, *,
                  allow_unsafe_commits: bool = False):
         if not root:
             raise ValueError("a table path is required")
@@ -74,8 +293,15 @@ class Storage:
             local = root[len("file://"):] if root.startswith("file://") else root
             root = os.path.abspath(os.path.expanduser(unquote(local) if root.startswith("file:") else local))
         self.root = root.rstrip("/") if len(root) > 1 else root
-        self.options = dict(options or {})
-        self.allow_unsafe_commits = allow_unsafe_commits
+        opts = {}
+        unsafe = allow_unsafe_commits
+        for k, v in dict(options or {}).items():
+            if _squash(k) in _UNSAFE_COMMITS_KEYS:
+                unsafe = unsafe or _truthy(v)
+            else:
+                opts[k] = v
+        self.options = opts
+        self.allow_unsafe_commits = bool(unsafe)
         self._fs = None
 
     # -- pickling: never ship the live filesystem object ------------------------------
@@ -90,13 +316,39 @@ class Storage:
     @property
     def fs(self):
         if self._fs is None:
-            self._fs = fsspec.filesystem(self.protocol, **self.options)
+            try:
+                cls = fsspec.get_filesystem_class(self.protocol)
+            except (ImportError, ValueError) as exc:
+                raise ImportError(_missing_backend_message(self.protocol, exc)) from None
+            kwargs = {}
+            if self.protocol != "file":
+                try:
+                    kwargs.update(cls._get_kwargs_from_urls(self.root) or {})
+                except Exception:  # pragma: no cover - backend-specific URL parsing
+                    pass
+            kwargs.update(filesystem_kwargs(cls, self.options))
+            failure = None
+            try:
+                self._fs = cls(**kwargs)
+            except Exception as exc:
+                # the backend's message may quote a credential: raise it redacted, and
+                # outside this block so that it keeps no link to the original
+                failure = redact(f"{type(exc).__name__}: {exc}", self.options)
+            if failure is not None:
+                raise ValueError(f"cannot open the {self.protocol!r} filesystem for "
+                                 f"{self.root}: {failure}")
         return self._fs
 
     @property
     def root_url(self) -> str:
         """The root as a URL (``file:///...`` for local paths)."""
         return "file://" + self.root if self.protocol == "file" else self.root
+
+    @property
+    def atomic_create(self) -> str | None:
+        """How commits are made atomic here (``local``, ``s3``, ``azure``, ``gcs``,
+        ``memory``), or None when this filesystem has no atomic create-if-absent."""
+        return _atomic_create_kind(self.fs)
 
     # -- paths ----------------------------------------------------------------------
     def join(self, *parts: str) -> str:
@@ -121,8 +373,10 @@ class Storage:
 
     # -- reads ----------------------------------------------------------------------
     def list_dir(self, path: str) -> list[FileEntry]:
+        fs = self.fs
+        self._invalidate(path)  # listings must see other writers' new commits
         try:
-            infos = self.fs.ls(path, detail=True)
+            infos = fs.ls(path, detail=True)
         except FileNotFoundError:
             return []
         entries = []
@@ -136,6 +390,7 @@ class Storage:
         return entries
 
     def exists(self, path: str) -> bool:
+        self._invalidate(path)
         return self.fs.exists(path)
 
     def read_bytes(self, path: str) -> bytes:
@@ -157,6 +412,7 @@ class Storage:
         return self.fs.open(path, "rb")
 
     def info(self, path: str) -> FileEntry:
+        self._invalidate(path)
         info = self.fs.info(path)
         return FileEntry(posixpath.basename(path), path, int(info.get("size") or 0), _mtime_ms(info))
 
@@ -176,29 +432,159 @@ class Storage:
         if self.protocol == "file":
             os.makedirs(path, exist_ok=True)
 
+    def check_commits_supported(self) -> None:
+        """Raises CommitFailedError unless commits here are atomic or the caller opted
+        in to unsafe commits. Cheap; writers may call it before writing data files."""
+        if self.allow_unsafe_commits or self.atomic_create is not None:
+            return
+        raise CommitFailedError(self._unsafe_message())
+
+    def _unsafe_message(self) -> str:
+        name = type(self.fs).__name__
+        return (f"pydelta cannot commit to {self.root}: the {self.protocol!r} filesystem "
+                f"({name}) has no atomic create-if-absent, so two concurrent writers could "
+                "both write the same log version and one commit would be lost. Commits are "
+                "supported on local disk, S3 (s3fs), Azure Blob (adlfs: az://, abfs://, "
+                "abfss://) and GCS (gcsfs). If only one writer ever writes this table, opt "
+                "in with the write option allowUnsafeCommits=true "
+                "(.option('allowUnsafeCommits', 'true')) or, in Python, "
+                "Storage(..., allow_unsafe_commits=True)")
+
     def put_if_absent(self, path: str, data: bytes) -> None:
         """Atomically creates ``path`` with ``data``; raises FileExistsError if it exists."""
-        if self.protocol == "file":
+        kind = self.atomic_create
+        if kind == "local":
             self._put_if_absent_local(path, data)
-            return
-        if self.protocol in _ATOMIC_CREATE_PROTOCOLS:
+        elif kind == "memory":
+            with _MEMORY_LOCK:
+                if self.fs.exists(path):
+                    raise FileExistsError(errno.EEXIST, "commit already exists", path)
+                self.fs.pipe_file(path, data)
+        elif kind in ("s3", "azure", "gcs"):
+            if kind == "s3":
+                self._check_conditional_put()
+            self._put_if_absent_object(kind, path, data)
+        elif self.allow_unsafe_commits:
+            log.warning("pydelta: unsafe commit (exists-then-write) of %s on %s: "
+                        "concurrent writers could lose commits", path, type(self.fs).__name__)
+            if self.exists(path):
+                raise FileExistsError(errno.EEXIST, "commit already exists", path)
+            self.fs.pipe_file(path, data)
+        else:
+            raise CommitFailedError(self._unsafe_message())
+
+    def _conditional_create(self, kind: str, path: str, data: bytes) -> None:
+        """One conditional create request (a single request: multi-part uploads of
+        s3fs and resumable uploads of gcsfs do not all carry the condition)."""
+        if kind in ("s3", "gcs"):
+            chunk = max(50 * 2**20, len(data) + 1)
+            self.fs.pipe_file(path, data, mode="create", chunksize=chunk)
+        else:
+            self.fs.pipe_file(path, data, mode="create")
+
+    def _put_if_absent_object(self, kind: str, path: str, data: bytes) -> None:
+        attempts = 0
+        while True:
+            attempts += 1
+            outcome = failure = None
             try:
-                self.fs.pipe_file(path, data, mode="create")
-            except FileExistsError:
-                raise
-            except OSError as exc:
+                self._conditional_create(kind, path, data)
+                outcome = "created"
+            except Exception as exc:
                 if _is_precondition_failure(exc):
-                    raise FileExistsError(errno.EEXIST, "commit already exists", path) from exc
-                raise
+                    outcome = "exists"
+                elif _is_conditional_conflict(exc) and attempts < 8:
+                    outcome = "retry"
+                else:
+                    failure = redact(f"{type(exc).__name__}: {exc}", self.options)
+            if outcome == "retry":
+                time.sleep(min(0.05 * 2 ** attempts, 1.0))
+                continue
+            if outcome == "exists":
+                if self._already_ours(path, data):
+                    break  # a retried request whose first attempt had succeeded
+                raise FileExistsError(errno.EEXIST, "commit already exists", path)
+            if failure is not None:
+                # an OSError, not a DeltaError: the outcome is unknown (the object may have
+                # been written), so callers check before retrying. Raised here, outside the
+                # except block, so that it keeps no link to the unredacted original.
+                raise OSError(errno.EIO, f"writing {path} failed: {failure}")
+            break
+        self._invalidate(posixpath.dirname(path))
+
+    def _invalidate(self, path: str) -> None:
+        """Drops ``path`` from the filesystem's listing cache (some backends key it
+        with the protocol, others without, with or without a trailing slash)."""
+        if self.protocol == "file":
             return
-        if not self.allow_unsafe_commits:
-            raise CommitFailedError(
-                f"the {self.protocol!r} filesystem has no atomic create-if-absent, so concurrent "
-                "writers could overwrite each other's commits; set the option "
-                "allowUnsafeCommits=true only if a single writer uses this table")
-        if self.fs.exists(path):
-            raise FileExistsError(errno.EEXIST, "commit already exists", path)
-        self.fs.pipe_file(path, data)
+        fs = self.fs
+        stripped = fs._strip_protocol(path)
+        for p in {path, stripped, stripped.rstrip("/"), stripped.rstrip("/") + "/"}:
+            try:
+                fs.invalidate_cache(p)
+            except Exception:  # pragma: no cover - cache bookkeeping only
+                pass
+
+    def _already_ours(self, path: str, data: bytes) -> bool:
+        """After a lost race: is the existing object byte-identical to ours? Clients
+        retry requests whose response was lost; the retry of a successful conditional
+        PUT fails with 412 although the commit is ours."""
+        try:
+            self._invalidate(path)
+            return self.fs.cat_file(path) == data
+        except Exception:
+            return False
+
+    def _check_conditional_put(self) -> None:
+        """Once per process and bucket: verify that this S3 server honours
+        ``If-None-Match: *`` (servers that ignore it would silently overwrite
+        commits). Writes and deletes a small hidden probe object under the root."""
+        fs = self.fs
+        endpoint = getattr(fs, "client_kwargs", {}).get("endpoint_url") or \
+            getattr(fs, "endpoint_url", None) or os.environ.get("AWS_ENDPOINT_URL_S3") or \
+            os.environ.get("AWS_ENDPOINT_URL") or "aws"
+        bucket = fs._strip_protocol(self.root).split("/", 1)[0]
+        key = (type(fs).__name__, str(endpoint), bucket)
+        if _CONDITIONAL_PUT_CHECKED.get(key):
+            return
+        with _CONDITIONAL_PUT_LOCK:
+            if _CONDITIONAL_PUT_CHECKED.get(key):
+                return
+            probe = self.join(f".pydelta-conditional-put-probe-{uuid.uuid4().hex}")
+            honoured = failure = None
+            try:
+                self._conditional_create("s3", probe, b"1")
+                try:
+                    self._conditional_create("s3", probe, b"2")
+                    honoured = False
+                except Exception as exc:
+                    if not _is_precondition_failure(exc):
+                        raise
+                    honoured = True
+            except Exception as exc:
+                failure = redact(f"{type(exc).__name__}: {exc}", self.options)
+            finally:
+                try:
+                    fs.rm_file(probe)
+                except Exception:
+                    pass
+            if failure is not None:
+                raise CommitFailedError(
+                    f"pydelta cannot commit to {self.root}: checking that the S3 server supports "
+                    f"conditional writes (If-None-Match: *) failed: {failure}")
+            if not honoured:
+                if self.allow_unsafe_commits:
+                    log.warning("pydelta: the S3 server at %s ignores If-None-Match: commits "
+                                "are unsafe with concurrent writers", endpoint)
+                    _CONDITIONAL_PUT_CHECKED[key] = True
+                    return
+                raise CommitFailedError(
+                    f"pydelta cannot commit to {self.root}: the S3 server at {endpoint} ignores "
+                    "conditional writes (If-None-Match: *), so concurrent writers could overwrite "
+                    "each other's commits. Use a server that supports them (AWS S3, SeaweedFS, "
+                    "MinIO, recent Ceph RGW) or, with a single writer only, set the storage "
+                    "option allowUnsafeCommits=true")
+            _CONDITIONAL_PUT_CHECKED[key] = True
 
     @staticmethod
     def _put_if_absent_local(path: str, data: bytes) -> None:
@@ -219,6 +605,8 @@ class Storage:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # no hard links here
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
         finally:
             try:
                 os.unlink(tmp)
@@ -236,12 +624,17 @@ class Storage:
             self.delete(p)
 
 
-def _is_precondition_failure(exc: BaseException) -> bool:
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        text = str(exc)
-        if "PreconditionFailed" in text or "412" in text or "ConditionNotMet" in text:
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
+_BACKEND_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs",
+                     "az": "adlfs", "abfs": "adlfs", "abfss": "adlfs"}
+
+
+def _missing_backend_message(protocol: str, exc: BaseException) -> str:
+    package = _BACKEND_PACKAGES.get(protocol)
+    if package:
+        return (f"reading {protocol}:// paths needs the {package} package on the driver and "
+                f"every executor: pip install {package} (or delta_pyds[{_extra(protocol)}])")
+    return f"no fsspec filesystem for {protocol!r} paths: {exc}"
+
+
+def _extra(protocol: str) -> str:
+    return {"s3fs": "s3", "gcsfs": "gcs", "adlfs": "azure"}[_BACKEND_PACKAGES[protocol]]

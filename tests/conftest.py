@@ -51,3 +51,32 @@ def spark():
     delta_pyds.register(session)
     yield session
     session.stop()
+
+
+# ------------------------------------------------------------ object-store servers
+# Local servers on 127.0.0.1 (tests/servers.py): SeaweedFS for S3, Azurite for Azure
+# Blob, fake-gcs-server for GCS. Started once per session on first use; a missing
+# server binary fails the tests that need it (never a skip).
+import servers as _servers  # noqa: E402  (sets GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT early)
+
+OBJECT_STORES = ("s3", "azure", "gcs")
+
+
+def _server_fixture(kind):
+    @pytest.fixture(scope="session")
+    def _fixture():
+        server = _servers.STARTERS[kind]()
+        yield server
+        server.stop()
+    return _fixture
+
+
+s3_server = _server_fixture("s3")
+azure_server = _server_fixture("azure")
+gcs_server = _server_fixture("gcs")
+
+
+@pytest.fixture(scope="session", params=OBJECT_STORES)
+def object_store(request):
+    """Each object-store server in turn (s3, azure, gcs)."""
+    return request.getfixturevalue(f"{request.param}_server")
