@@ -1,33 +1,45 @@
-"""Quickstart: read a Delta table with pydelta (no Delta jars), time travel, projection.
+"""Quickstart: write a Delta table with pydelta (no Delta jars), append, overwrite one
+partition, read it back, time travel.
 
     python examples/quickstart.py [TABLE_PATH]
 
-Without an argument it reads a small table bundled with the tests (written by
-delta-spark, with a checkpoint and several versions).
+Without an argument the table goes to a temporary directory.
 """
 import os
 import sys
+import tempfile
 
 from pyspark.sql import SparkSession
 
 import delta_pyds
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-    HERE, "..", "tests", "data", "delta-rs", "simple_table_with_checkpoint")
-
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(tempfile.mkdtemp(prefix="pydelta-"), "events")
+
 spark = (SparkSession.builder.master("local[2]").appName("pydelta-quickstart")
+         .config("spark.sql.session.timeZone", "UTC")
          .config("spark.ui.showConsoleProgress", "false").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
 delta_pyds.register(spark)  # only needed with --py-files; pip installs auto-register
 
+events = spark.range(1000).selectExpr(
+    "id", "cast(id % 3 as int) as country", "concat('user', id % 17) as user",
+    "timestamp_seconds(1700000000 + id * 60) as ts")
+
+# Spark lets Python sources write in append/overwrite mode only; partition columns are an option
+events.write.format("pydelta").option("partitionBy", "country").mode("append").save(path)      # v0: create
+events.limit(10).write.format("pydelta").mode("append").save(path)                            # v1: append
+(spark.range(5).selectExpr("id + 5000 as id", "1 as country", "'new' as user",
+                           "current_timestamp() as ts")
+    .write.format("pydelta").mode("overwrite").option("replaceWhere", "country = 1").save(path))  # v2
+
 df = spark.read.format("pydelta").load(path)
+print("table:", path)
 print("schema:", df.schema.simpleString())
 print("rows at the latest version:", df.count())
-df.orderBy(df.columns[0]).show(5)
+df.groupBy("country").count().orderBy("country").show()
 
-v0 = spark.read.format("pydelta").option("versionAsOf", 0).load(path)
-print("rows at version 0:", v0.count())
+v1 = spark.read.format("pydelta").option("versionAsOf", 1).load(path)
+print("rows at version 1:", v1.count())
 
 spark.stop()

@@ -111,11 +111,32 @@ class DeltaDataSource(DataSource):
         cls = DeltaFilteringScanReader if _use_skipping(opts.filter_pushdown) else DeltaScanReader
         return cls(opts, snapshot.version, spec)
 
-    # ------------------------------------------------------------------- stream read
+    # ------------------------------------------------------------------- streaming
     def streamReader(self, schema: SparkStructType):
         """``spark.readStream.format("pydelta")``: see :mod:`delta_pyds.spark.stream_reader`."""
         from .stream_reader import stream_reader
         return stream_reader(self, schema)
+
+    def streamWriter(self, schema: SparkStructType, overwrite: bool):
+        """``df.writeStream.format("pydelta")``: see :mod:`delta_pyds.spark.stream_writer`."""
+        from .stream_writer import stream_writer
+        return stream_writer(self, schema, overwrite)
+
+    # ----------------------------------------------------------------------- write
+    def writer(self, schema: SparkStructType, overwrite: bool):
+        """``df.write.format("pydelta").mode("append"|"overwrite").save(path)``.
+
+        Spark lets Python sources run only in append and overwrite mode and rejects
+        ``.partitionBy()``: pass ``.option("partitionBy", "a,b")`` and, for the
+        errorifexists / ignore semantics, ``.option("saveMode", "errorifexists")``
+        (see the README's Writing section)."""
+        from ..write_options import WriteOptions
+        from ..write_plan import plan_write
+        from ..write_schema import from_spark_json
+        from .writer import DeltaBatchWriter
+        opts = WriteOptions.parse(self.options, overwrite=overwrite)
+        plan = plan_write(opts, from_spark_json(schema.jsonValue()))
+        return DeltaBatchWriter(plan)
 
 
 STALE_PUSHDOWN_HINT = (

@@ -1,0 +1,74 @@
+"""The batch writer of the ``pydelta`` source (``df.write.format("pydelta")``).
+
+Spark calls ``DeltaDataSource.writer(schema, overwrite)`` once on the driver (a Python
+worker): :func:`~delta_pyds.write_plan.plan_write` validates everything and pins the
+table version. Each task then runs :meth:`DeltaBatchWriter.write` on an executor with
+Arrow batches (Parquet files + add actions in the commit message), and Spark calls
+:meth:`DeltaBatchWriter.commit` once on the driver with the messages of the successful
+task attempts, or :meth:`DeltaBatchWriter.abort` when the job failed.
+
+Guarantees: a failed job or a failed commit deletes the data files its tasks reported
+and leaves the log unchanged; a commit that reached the log is never undone.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Iterator, List, Optional
+
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from ..parquet_writer import write_task
+from ..transaction import delete_files
+from ..write_plan import WritePlan, commit_write
+
+log = logging.getLogger("delta_pyds")
+
+
+@dataclass
+class DeltaCommitMessage(WriterCommitMessage):
+    """What one task wrote: add actions (JSON-ready dicts) and its row count."""
+    adds: list = field(default_factory=list)
+    num_rows: int = 0
+
+
+class DeltaBatchWriter(DataSourceArrowWriter):
+    def __init__(self, plan: WritePlan):
+        self.plan = plan
+
+    def write(self, iterator: Iterator) -> DeltaCommitMessage:
+        if self.plan.skip:
+            for _ in iterator:
+                pass
+            return DeltaCommitMessage()
+        task_id, attempt = 0, 0
+        try:
+            from pyspark import TaskContext
+            ctx = TaskContext.get()
+            if ctx is not None:
+                task_id, attempt = ctx.partitionId(), ctx.attemptNumber()
+        except Exception:  # pragma: no cover
+            pass
+        result = write_task(self.plan.spec, iterator, task_id=task_id, attempt=attempt)
+        return DeltaCommitMessage(result.adds, result.num_rows)
+
+    def commit(self, messages: List[Optional[DeltaCommitMessage]]) -> None:
+        if self.plan.skip:
+            log.info("pydelta: nothing written to %s: %s", self.plan.storage.root, self.plan.skip)
+            return
+        adds = [a for m in messages if m is not None for a in m.adds]
+        rows = sum(m.num_rows for m in messages if m is not None)
+        try:
+            result = commit_write(self.plan, adds, num_rows=rows)
+        except BaseException:
+            delete_files(self.plan.storage, adds)
+            raise
+        if result.skipped:
+            delete_files(self.plan.storage, adds)
+            log.info("pydelta: write to %s skipped (already committed or table created concurrently)",
+                     self.plan.storage.root)
+
+    def abort(self, messages: List[Optional[DeltaCommitMessage]]) -> None:
+        adds = [a for m in messages if m is not None for a in m.adds]
+        delete_files(self.plan.storage, adds)

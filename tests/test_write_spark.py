@@ -1,0 +1,321 @@
+"""``df.write.format("pydelta")``: round trips of every Spark type and partitioning,
+save modes and options, constraint enforcement, interop with deltalake."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+
+import pytest
+
+from delta_pyds.snapshot import Snapshot
+
+from helpers import arrow_rows, deltalake_table, spark_rows
+
+ALL_TYPES = """select cast(1 as tinyint) b, cast(2 as smallint) s, 3 i, cast(4 as bigint) l,
+    cast(1.5 as float) f, 2.5d d, cast(1.25 as decimal(5,2)) dec,
+    cast(12345678901234567890.123 as decimal(38,3)) dbig, 'str' str, cast('bin' as binary) bin, true bo,
+    date'2020-01-01' dt, timestamp'2020-01-01 01:02:03.456789' ts, timestamp_ntz'2020-01-01 01:02:03' ntz,
+    array(1, null) arr, map('a', 1, 'b', null) m, named_struct('x', 1, 'y', named_struct('z', 'q')) st,
+    array(named_struct('a', 1)) arrst, map('k', array(1.5d)) marr
+  union all
+  select null, null, null, null, cast('nan' as float), cast('-inf' as double), null, null, null, null, null,
+    null, null, null, null, null, null, null, null"""
+
+
+def write(df, path, mode="append", **options):
+    w = df.write.format("pydelta").mode(mode)
+    for k, v in options.items():
+        w = w.option(k, v)
+    w.save(path)
+
+
+def read(spark, path):
+    return spark.read.format("pydelta").load(path)
+
+
+def version(path):
+    return Snapshot.load(path).version
+
+
+def error_text(excinfo) -> str:
+    return str(excinfo.value)
+
+
+def test_every_spark_type_round_trips(spark, tmp_path):
+    path = str(tmp_path / "t")
+    df = spark.sql(ALL_TYPES)
+    write(df, path)
+    assert spark_rows(read(spark, path)) == spark_rows(df)
+    cols = [c for c in df.columns]
+    ours = sorted((tuple(r) for r in spark_rows(read(spark, path).select(*cols))), key=repr)
+    theirs = sorted(arrow_rows(deltalake_table(path), cols), key=repr)
+    assert len(ours) == len(theirs) == 2
+    assert theirs[0][cols.index("dbig")] in (decimal.Decimal("12345678901234567890.123"), None)
+
+
+def test_variant_and_ntz_need_table_features(spark, tmp_path):
+    path = str(tmp_path / "t")
+    df = spark.sql("""select parse_json('{"a": 1, "b": [true]}') v, timestamp_ntz'2020-01-01 00:00:00' t""")
+    write(df, path)
+    p = Snapshot.load(path).protocol
+    assert set(p.reader_features) == {"variantType", "timestampNtz"}
+    back = read(spark, path).selectExpr("to_json(v) j", "t").collect()[0]
+    assert json.loads(back.j) == {"a": 1, "b": [True]} and back.t == dt.datetime(2020, 1, 1)
+
+
+@pytest.mark.parametrize("ptype, values", [
+    ("int", [1, 2, None]),
+    ("string", ["a b", "x/y=z", None]),
+    ("date", [dt.date(2020, 1, 1), dt.date(1999, 12, 31), None]),
+    ("timestamp", [dt.datetime(2020, 1, 1, 10, 0, 0, 123456), dt.datetime(1970, 1, 1), None]),
+    ("boolean", [True, False, None]),
+    ("decimal(10,3)", [decimal.Decimal("1.250"), decimal.Decimal("-3.000"), None]),
+    ("bigint", [2 ** 40, -1, None]),
+    ("double", [1.5, -0.25, None]),
+])
+def test_partitioning_by_each_type(spark, tmp_path, ptype, values):
+    path = str(tmp_path / "t")
+    df = spark.createDataFrame([(i, v) for i, v in enumerate(values * 2)], f"id long, p {ptype}")
+    write(df, path, partitionBy="p")
+    assert spark_rows(read(spark, path)) == spark_rows(df)
+    assert sorted(arrow_rows(deltalake_table(path), ["id", "p"]), key=repr) == \
+        sorted((tuple(r) for r in spark_rows(df)), key=repr)
+    assert len(os.listdir(path)) == 4  # three partition directories and the log
+
+
+def test_append_overwrite_and_replace_where(spark, tmp_path):
+    path = str(tmp_path / "t")
+    df = spark.range(12).selectExpr("id", "cast(id % 3 as int) p")
+    write(df, path, partitionBy="p")
+    write(df.where("p = 0"), path)
+    assert read(spark, path).count() == 16
+    write(spark.range(100, 102).selectExpr("id", "1 p"), path, "overwrite", replaceWhere="p = 1")
+    rows = spark_rows(read(spark, path).where("p = 1"))
+    assert rows == [(100, 1), (101, 1)] and read(spark, path).count() == 14
+    write(spark.range(200, 201).selectExpr("id", "2 p"), path, "overwrite", partitionOverwriteMode="dynamic")
+    assert spark_rows(read(spark, path).where("p = 2")) == [(200, 2)] and read(spark, path).count() == 11
+    write(spark.range(3).selectExpr("id", "0 p"), path, "overwrite")
+    assert spark_rows(read(spark, path)) == [(0, 0), (1, 0), (2, 0)]
+    assert version(path) == 4
+    assert sorted(arrow_rows(deltalake_table(path), ["id", "p"])) == [(0, 0), (1, 0), (2, 0)]
+    assert arrow_rows(deltalake_table(path, version=1), ["p"]).count((0,)) == 8
+
+
+def test_replace_where_rejects_rows_outside_the_predicate(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(spark.range(4).selectExpr("id", "cast(id % 2 as int) p"), path, partitionBy="p")
+    with pytest.raises(Exception) as exc:
+        write(spark.range(4).selectExpr("id", "cast(id % 2 as int) p"), path, "overwrite", replaceWhere="p = 1")
+    assert "replaceWhere" in error_text(exc) and "p : 0" in error_text(exc)
+    with pytest.raises(Exception) as exc:
+        write(spark.range(1).selectExpr("id", "1 p"), path, "overwrite", replaceWhere="id > 2")
+    assert "partition columns only" in error_text(exc)
+    assert version(path) == 0 and read(spark, path).count() == 4
+
+
+def test_schema_evolution(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(spark.range(2).selectExpr("id", "named_struct('a', 1) st"), path)
+    with pytest.raises(Exception) as exc:
+        write(spark.range(1).selectExpr("id", "named_struct('a', 1, 'b', 'x') st", "'new' extra"), path)
+    assert "st.b" in error_text(exc) and "extra" in error_text(exc) and "mergeSchema" in error_text(exc)
+    write(spark.range(1).selectExpr("id", "named_struct('a', 2, 'b', 'x') st", "'new' extra"), path,
+          mergeSchema="true")
+    assert read(spark, path).schema.simpleString() == "struct<id:bigint,st:struct<a:int,b:string>,extra:string>"
+    assert spark_rows(read(spark, path).select("extra")) == sorted([(None,), (None,), ("new",)], key=repr)
+    with pytest.raises(Exception) as exc:
+        write(spark.range(1).selectExpr("cast(id as string) id"), path)
+    assert "column id is long in the table but string in the DataFrame" in error_text(exc)
+    write(spark.range(1).selectExpr("cast(id as string) name", "1.5d x"), path, "overwrite", overwriteSchema="true",
+          partitionBy="name")
+    assert read(spark, path).columns == ["name", "x"] and Snapshot.load(path).partition_columns == ["name"]
+    assert spark_rows(read(spark, path)) == [("0", 1.5)]
+
+
+def test_partition_by_mismatch_and_bad_options(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(spark.range(2).selectExpr("id", "id % 2 p"), path, partitionBy="p")
+    with pytest.raises(Exception) as exc:
+        write(spark.range(2).selectExpr("id", "id % 2 p"), path, partitionBy="id")
+    assert "does not match the table's partition columns" in error_text(exc)
+    with pytest.raises(Exception) as exc:
+        write(spark.range(2), str(tmp_path / "u"), partitionBy="nope")
+    assert "partitionBy" in error_text(exc) and "nope" in error_text(exc)
+    with pytest.raises(Exception) as exc:
+        write(spark.range(2), path, "overwrite", partitionOverwriteMode="often")
+    assert "partitionOverwriteMode" in error_text(exc)
+
+
+def test_spark_rejects_partition_by_so_the_option_exists(spark, tmp_path):
+    with pytest.raises(Exception):
+        spark.range(2).write.format("pydelta").partitionBy("id").mode("append").save(str(tmp_path / "t"))
+
+
+def test_save_modes_through_the_option(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(spark.range(3), path, saveMode="errorifexists")
+    with pytest.raises(Exception) as exc:
+        write(spark.range(3), path, saveMode="errorifexists")
+    assert "already exists" in error_text(exc)
+    write(spark.range(5), path, saveMode="ignore")
+    assert read(spark, path).count() == 3 and version(path) == 0
+    write(spark.range(5), str(tmp_path / "new"), saveMode="ignore")
+    assert read(spark, str(tmp_path / "new")).count() == 5
+
+
+def test_idempotent_writes_with_txn_options(spark, tmp_path):
+    path = str(tmp_path / "t")
+    for _ in range(2):
+        write(spark.range(3), path, txnAppId="etl", txnVersion="7")
+    assert read(spark, path).count() == 3
+    write(spark.range(3), path, txnAppId="etl", txnVersion="8", userMetadata="run 8")
+    assert read(spark, path).count() == 6
+    info = [json.loads(l) for l in open(os.path.join(path, "_delta_log", f"{1:020d}.json"))][0]["commitInfo"]
+    assert info["userMetadata"] == "run 8"
+
+
+def test_check_constraint_violations_leave_the_table_unchanged(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(spark.range(1, 3).selectExpr("id", "'a' s"), path, **{"delta.constraints.positive": "id > 0 AND s IS NOT NULL"})
+    assert Snapshot.load(path).protocol.min_writer_version == 3
+    files_before = {os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs}
+    with pytest.raises(Exception) as exc:
+        write(spark.range(-1, 3, numPartitions=1).selectExpr("id", "'a' s"), path)
+    assert "CHECK constraint positive" in error_text(exc) and "id : -1" in error_text(exc)
+    with pytest.raises(Exception) as exc:
+        write(spark.range(5, 6).selectExpr("id", "cast(null as string) s"), path)
+    assert "CHECK constraint positive" in error_text(exc)
+    assert version(path) == 0
+    # the failing task deleted what it wrote (a task still running when Spark aborts the job
+    # can leave an unreferenced file: never part of the table, VACUUM's job)
+    assert {os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs} == files_before
+    with pytest.raises(Exception):
+        write(spark.range(-1, 3, numPartitions=2).selectExpr("id", "'a' s"), path)
+    assert version(path) == 0 and read(spark, path).count() == 2
+    write(spark.range(5, 6).selectExpr("id", "'ok' s"), path)
+    assert read(spark, path).count() == 3
+
+
+def test_invariants_not_null_and_generated_columns(spark, tmp_path):
+    from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType, TimestampType
+    path = str(tmp_path / "t")
+    schema = StructType([
+        StructField("id", LongType(), metadata={"delta.invariants": json.dumps({"expression": {"expression": "id < 100"}})}),
+        StructField("ts", TimestampType()),
+        StructField("day", DateType(), metadata={"delta.generationExpression": "CAST(ts AS DATE)"}),
+        StructField("tag", StringType(), metadata={"delta.generationExpression": "concat('t', id)"}),
+    ])
+    write(spark.createDataFrame([(1, dt.datetime(2020, 5, 1, 23, 0), dt.date(2020, 5, 1), "t1")], schema), path)
+    p = Snapshot.load(path).protocol
+    assert p.min_writer_version == 4
+    write(spark.createDataFrame([(2, dt.datetime(2021, 1, 2, 3, 4))], "id long, ts timestamp"), path)
+    assert spark_rows(read(spark, path).select("id", "day", "tag")) == \
+        [(1, dt.date(2020, 5, 1), "t1"), (2, dt.date(2021, 1, 2), "t2")]
+    with pytest.raises(Exception) as exc:
+        write(spark.createDataFrame([(3, dt.datetime(2021, 1, 2), dt.date(2000, 1, 1))],
+                                    "id long, ts timestamp, day date"), path)
+    assert "generated column day" in error_text(exc)
+    with pytest.raises(Exception) as exc:
+        write(spark.createDataFrame([(300, dt.datetime(2021, 1, 2))], "id long, ts timestamp"), path)
+    assert "invariant on column id (id < 100)" in error_text(exc)
+    assert version(path) == 1
+    assert sorted(arrow_rows(deltalake_table(path), ["id", "tag"])) == [(1, "t1"), (2, "t2")]
+
+
+def test_not_null_columns_of_existing_tables(spark, tmp_path):
+    from deltalake import write_deltalake
+    import pyarrow as pa
+    path = str(tmp_path / "t")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("s", pa.string())])
+    write_deltalake(path, pa.table({"id": [1], "s": ["a"]}, schema=schema))
+    with pytest.raises(Exception) as exc:
+        write(spark.createDataFrame([(None, "b")], "id long, s string"), path)
+    assert "NOT NULL constraint violated for column: id" in error_text(exc)
+    write(spark.createDataFrame([(2, None)], "id long, s string"), path)
+    assert sorted(arrow_rows(deltalake_table(path), ["id", "s"]), key=repr) == [(1, "a"), (2, None)]
+
+
+def test_column_mapping_and_table_features_from_options(spark, tmp_path):
+    path = str(tmp_path / "t")
+    df = spark.range(4).selectExpr("id", "cast(id % 2 as int) `my part`", "concat('v', id) `a value`")
+    write(df, path, partitionBy="my part", **{"delta.columnMapping.mode": "name",
+                                                "delta.enableDeletionVectors": "true",
+                                                "delta.enableChangeDataFeed": "true",
+                                                "delta.enableRowTracking": "true"})
+    snap = Snapshot.load(path)
+    assert {"columnMapping", "deletionVectors", "changeDataFeed", "rowTracking", "domainMetadata"} <= \
+        set(snap.protocol.writer_features)
+    write(df, path)
+    assert spark_rows(read(spark, path)) == sorted(spark_rows(df) * 2, key=repr)
+    assert sorted(arrow_rows(deltalake_table(path), ["id", "my part", "a value"]), key=repr) == \
+        sorted((tuple(r) for r in spark_rows(df) * 2), key=repr)
+    assert all(not d.startswith("my part") for d in os.listdir(path))  # physical names on disk
+
+
+def test_appending_to_tables_other_writers_made(spark, copy_table, tmp_path):
+    path = copy_table("delta-rs/simple_table_with_checkpoint")
+    before = read(spark, path)
+    expected = sorted(spark_rows(before) + [(100,)], key=repr)
+    write(spark.range(100, 101).selectExpr(f"cast(id as {before.schema[0].dataType.simpleString()}) {before.columns[0]}"), path)
+    assert spark_rows(read(spark, path)) == expected
+    assert arrow_rows(deltalake_table(path), before.columns) == expected
+
+
+def test_checkpoint_written_through_spark_reads_back(spark, tmp_path):
+    path = str(tmp_path / "t")
+    for i in range(11):
+        write(spark.range(i, i + 1).selectExpr("id", "cast(id % 2 as int) p"), path, partitionBy="p",
+              **({"delta.checkpointInterval": "5"} if i == 0 else {}))
+    names = os.listdir(os.path.join(path, "_delta_log"))
+    assert {"00000000000000000005.checkpoint.parquet", "00000000000000000010.checkpoint.parquet",
+            "_last_checkpoint"} <= set(names)
+    expected = sorted([(i, i % 2) for i in range(11)], key=repr)
+    assert spark_rows(read(spark, path)) == expected
+    assert arrow_rows(deltalake_table(path), ["id", "p"]) == expected
+
+
+def test_sql_insert_through_a_temporary_view(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(spark.range(2).selectExpr("id", "'a' s"), path)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW pydelta_insert_view USING pydelta OPTIONS (path '{path}')")
+    spark.sql("INSERT INTO pydelta_insert_view SELECT 5L, 'b'")
+    assert spark_rows(read(spark, path)) == [(0, "a"), (1, "a"), (5, "b")]
+    spark.sql("INSERT OVERWRITE pydelta_insert_view SELECT 7L, 'c'")
+    assert spark_rows(read(spark, path)) == [(7, "c")]
+    assert version(path) == 2
+
+
+def test_target_file_size_rolls_files(spark, tmp_path):
+    path = str(tmp_path / "t")
+    df = spark.range(200_000, numPartitions=1).selectExpr("id", "uuid() u")
+    write(df, path, targetFileSize="1m")
+    adds = [json.loads(l)["add"] for l in open(os.path.join(path, "_delta_log", f"{0:020d}.json")) if '"add"' in l]
+    assert len(adds) > 2 and sum(json.loads(a["stats"])["numRecords"] for a in adds) == 200_000
+    assert read(spark, path).count() == 200_000
+
+
+def test_written_stats_never_skip_matching_rows(spark, tmp_path):
+    path = str(tmp_path / "t")
+    rows = [
+        (1, dt.datetime(2021, 1, 1, 0, 0, 0, 999999), "b" * 40, float("nan"), decimal.Decimal("1.10")),
+        (2, dt.datetime(2020, 1, 1), "a", 1.0, decimal.Decimal("-5.00")),
+        (3, None, "b" * 31 + "\U0001F600", float("inf"), None),
+    ]
+    for r in rows:  # one file each
+        write(spark.createDataFrame([r], "id long, ts timestamp, s string, x double, d decimal(10,2)"), path)
+    predicates = ["ts = timestamp'2021-01-01 00:00:00.999999'", "ts > timestamp'2021-01-01 00:00:00.9995'",
+                  f"s = '{'b' * 40}'", f"s > '{'b' * 35}'", "s >= 'b'", "x > 5", "x = 'NaN'", "x < 0",
+                  "d > 1.05", "d < -4.99", "ts is null", "s like 'bbb%'"]
+    for pred in predicates:
+        skipping = read(spark, path).where(pred).count()
+        full = spark.read.format("pydelta").option("filterPushdown", "false").load(path).where(pred).count()
+        assert skipping == full, pred
+        q = f"SELECT count(*) c FROM t WHERE {pred.replace('timestamp', 'TIMESTAMP')}"
+        if "NaN" not in pred and "like" not in pred:
+            from deltalake import DeltaTable, QueryBuilder
+            import pyarrow as pa
+            got = pa.table(QueryBuilder().register("t", DeltaTable(path)).execute(q).read_all()).to_pylist()
+            assert got == [{"c": full}], pred
