@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
+from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
@@ -55,10 +56,18 @@ class ReadSpec:
         self.partition_index = {c.lower(): i for i, c in enumerate(self.partition_columns)}
 
 
-def read_file(spec: ReadSpec, task: FileTask) -> Iterator[pa.RecordBatch]:
+def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None) -> Iterator[pa.RecordBatch]:
+    """The rows of one file as batches of ``spec.arrow_schema``.
+
+    ``rows`` (optional, sorted unique ``uint64`` row positions in the file) reads exactly
+    those rows instead: the task's deletion vector is then not applied (change data feed
+    uses it for the rows a deletion vector added or restored)."""
     storage = spec.storage
+    _check_inside_root(task.path)
     path = storage.resolve(task.path)
-    deleted = _deleted_rows(storage, task)
+    deleted = _deleted_rows(storage, task) if rows is None else None
+    if rows is not None and len(rows) == 0:
+        return
     data_fields = [f for f in spec.output if f.name.lower() not in spec.partition_index]
     try:
         source = storage.open_input(path)
@@ -78,6 +87,8 @@ def read_file(spec: ReadSpec, task: FileTask) -> Iterator[pa.RecordBatch]:
         row_groups = _row_groups(pf, spec)
         rg_starts = np.concatenate([[0], np.cumsum([pf.metadata.row_group(i).num_rows
                                                     for i in range(pf.metadata.num_row_groups)])])
+        if rows is not None:
+            row_groups = [rg for rg in row_groups if _any_between(rows, rg_starts[rg], rg_starts[rg + 1])]
         batch_rows = spec.batch_rows or _adaptive_batch_rows(pf.metadata, columns, file_schema)
         for rg in row_groups:
             start = int(rg_starts[rg])
@@ -92,6 +103,9 @@ def read_file(spec: ReadSpec, task: FileTask) -> Iterator[pa.RecordBatch]:
                         mask = keep_mask(deleted, start, n)
                         if not mask.all():
                             out = out.filter(pa.array(mask))
+                    elif rows is not None:
+                        from .deletion_vectors import keep_mask
+                        out = out.filter(pa.array(~keep_mask(rows, start, n)))
                     start += n
                     if out.num_rows:
                         yield out
@@ -101,6 +115,26 @@ def read_file(spec: ReadSpec, task: FileTask) -> Iterator[pa.RecordBatch]:
             raise DataFileError(
                 f"the deletion vector of {path} deletes row {int(deleted[-1])} but the file has "
                 f"only {pf.metadata.num_rows} rows")
+        if rows is not None and int(rows[-1]) >= pf.metadata.num_rows:
+            raise DataFileError(
+                f"a deletion vector of {path} names row {int(rows[-1])} but the file has "
+                f"only {pf.metadata.num_rows} rows")
+
+
+def _check_inside_root(path_in_log: str) -> None:
+    """Relative log paths must stay below the table root (no '..' segment); absolute
+    URIs may point anywhere. Also checked when the snapshot is built; this covers every
+    other way a task is made (change data feed, streaming)."""
+    if ".." in path_in_log and not path_in_log.startswith("/") and \
+            len(urlsplit(path_in_log).scheme) <= 1 and ".." in path_in_log.replace("\\", "/").split("/"):
+        raise DataFileError(f"data file path {path_in_log!r} has a '..' segment: relative paths in the "
+                            "log must stay inside the table root")
+
+
+def _any_between(rows: np.ndarray, lo, hi) -> bool:
+    """Whether sorted ``rows`` has a value in [lo, hi)."""
+    i = np.searchsorted(rows, np.uint64(lo), side="left")
+    return bool(i < len(rows) and rows[i] < np.uint64(hi))
 
 
 def _adaptive_batch_rows(metadata: pq.FileMetaData, columns: list[str], schema: pa.Schema) -> int:

@@ -61,7 +61,8 @@ class ReadOptions:
     parallelism: int | None = None
     batch_rows: int = DEFAULT_BATCH_ROWS
     filter_pushdown: str = "auto"
-    storage_options: Mapping[str, str] = field(default_factory=dict)
+    # may hold credentials: never part of repr
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
@@ -91,3 +92,144 @@ class ReadOptions:
             parallelism=_int_option(options, "parallelism", None, minimum=1),
             batch_rows=_int_option(options, "batchRows", DEFAULT_BATCH_ROWS, minimum=0),
             filter_pushdown=pushdown, storage_options=storage)
+
+
+# ------------------------------------------------------- change data feed and streaming
+# Names as delta-spark spells them (DeltaOptions / DeltaDataSource).
+READ_OPTIONS.update({
+    "readchangefeed": ("readChangeFeed", "true: read the change data feed (row changes) instead of the table"),
+    "startingversion": ("startingVersion", "change feed / stream: first version to read (or 'latest' for streams)"),
+    "startingtimestamp": ("startingTimestamp", "change feed / stream: start at the first version committed at or after it"),
+    "endingversion": ("endingVersion", "change feed: last version to read (inclusive; default latest)"),
+    "endingtimestamp": ("endingTimestamp", "change feed: end at the last version committed at or before it"),
+    "maxfilespertrigger": ("maxFilesPerTrigger", "stream: files per micro-batch (default 1000)"),
+    "maxbytespertrigger": ("maxBytesPerTrigger", "stream: soft limit of bytes per micro-batch"),
+    "ignoredeletes": ("ignoreDeletes", "stream: ignore commits that only remove files"),
+    "ignorechanges": ("ignoreChanges", "stream: re-emit the files rewritten by updates/deletes (deprecated)"),
+    "skipchangecommits": ("skipChangeCommits", "stream: skip commits that remove or rewrite files"),
+})
+
+DEFAULT_MAX_FILES_PER_TRIGGER = 1000
+
+
+def _bool_option(options: Mapping[str, str], name: str, default: bool = False) -> bool:
+    raw = _get(options, name)
+    if raw is None or str(raw).strip() == "":
+        return default
+    text = str(raw).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f"option {name}: expected true or false, got {raw!r}")
+    return text == "true"
+
+
+def read_change_feed(options: Mapping[str, str]) -> bool:
+    """Whether ``readChangeFeed`` (or delta-spark's legacy ``readChangeData``) is true."""
+    return _bool_option(options, "readChangeFeed") or _bool_option(options, "readChangeData")
+
+
+@dataclass(frozen=True)
+class StartingPoint:
+    """Where a change feed or stream starts: a version, 'latest', a timestamp, or nothing."""
+    version: int | None = None
+    latest: bool = False
+    timestamp: str | None = None
+
+    @property
+    def given(self) -> bool:
+        return self.version is not None or self.latest or self.timestamp is not None
+
+
+def _starting_point(options: Mapping[str, str], *, allow_latest: bool) -> StartingPoint:
+    raw_v = _get(options, "startingVersion")
+    raw_ts = _get(options, "startingTimestamp")
+    if raw_v is not None and str(raw_v).strip() and raw_ts is not None and str(raw_ts).strip():
+        raise ValueError("options startingVersion and startingTimestamp: give at most one")
+    if raw_ts is not None and str(raw_ts).strip():
+        return StartingPoint(timestamp=str(raw_ts).strip())
+    if raw_v is None or not str(raw_v).strip():
+        return StartingPoint()
+    if str(raw_v).strip().lower() == "latest":
+        if not allow_latest:
+            raise ValueError("option startingVersion: 'latest' is only valid for streams; give a version")
+        return StartingPoint(latest=True)
+    return StartingPoint(version=_int_option(options, "startingVersion", None, minimum=0))
+
+
+@dataclass(frozen=True)
+class ChangeFeedOptions:
+    """Batch change data feed range (``readChangeFeed=true``)."""
+    start: StartingPoint
+    ending_version: int | None = None
+    ending_timestamp: str | None = None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> "ChangeFeedOptions":
+        start = _starting_point(options, allow_latest=False)
+        if not start.given:
+            raise ValueError("option startingVersion or startingTimestamp is required to read the "
+                             "change data feed, e.g. .option('startingVersion', 0)")
+        for name in ("versionAsOf", "timestampAsOf"):
+            if _get(options, name):
+                raise ValueError(f"option {name} cannot be combined with readChangeFeed; select the "
+                                 "versions with startingVersion/endingVersion instead")
+        ending_version = _int_option(options, "endingVersion", None, minimum=0)
+        ending_ts = _get(options, "endingTimestamp")
+        ending_ts = str(ending_ts).strip() if ending_ts is not None and str(ending_ts).strip() else None
+        if ending_version is not None and ending_ts is not None:
+            raise ValueError("options endingVersion and endingTimestamp: give at most one")
+        return cls(start, ending_version, ending_ts)
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """Options of ``spark.readStream.format("pydelta")``."""
+    start: StartingPoint = StartingPoint()
+    max_files: int | None = None  # None: not given (the default of 1000 applies unless max_bytes)
+    max_bytes: int | None = None
+    ignore_deletes: bool = False
+    ignore_changes: bool = False
+    skip_change_commits: bool = False
+    read_change_feed: bool = False
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> "StreamOptions":
+        for name in ("versionAsOf", "timestampAsOf", "endingVersion", "endingTimestamp"):
+            if _get(options, name):
+                raise ValueError(f"option {name} is not supported by streams; use startingVersion "
+                                 "or startingTimestamp")
+        return cls(
+            start=_starting_point(options, allow_latest=True),
+            max_files=_int_option(options, "maxFilesPerTrigger", None, minimum=1),
+            max_bytes=_bytes_option(options, "maxBytesPerTrigger"),
+            ignore_deletes=_bool_option(options, "ignoreDeletes"),
+            ignore_changes=_bool_option(options, "ignoreChanges") or _bool_option(options, "ignoreFileDeletion"),
+            skip_change_commits=_bool_option(options, "skipChangeCommits"),
+            read_change_feed=read_change_feed(options))
+
+    @property
+    def effective_max_files(self) -> int | None:
+        """delta-spark: 1000 by default, unbounded when only maxBytesPerTrigger is given."""
+        if self.max_files is not None:
+            return self.max_files
+        return None if self.max_bytes is not None else DEFAULT_MAX_FILES_PER_TRIGGER
+
+
+_BYTE_UNITS = {"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30,
+               "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+
+
+def _bytes_option(options: Mapping[str, str], name: str) -> int | None:
+    """Bytes as an integer or with a unit (``10m``, ``1g``), as Spark byte strings."""
+    raw = _get(options, name)
+    if raw is None or str(raw).strip() == "":
+        return None
+    text = str(raw).strip().lower()
+    number = text.rstrip("bkmgt")
+    unit = text[len(number):] or "b"
+    try:
+        value = int(number) * _BYTE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise ValueError(f"option {name}: expected a size in bytes such as 1048576 or 10m, got {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"option {name}: expected a positive size, got {raw!r}")
+    return value

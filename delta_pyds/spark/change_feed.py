@@ -1,0 +1,123 @@
+"""Batch change data feed through Spark: ``.option("readChangeFeed", "true")``.
+
+The schema is the table schema at the ending version (the latest when no ending is
+given) plus ``_change_type`` (string), ``_commit_version`` (long) and
+``_commit_timestamp`` (timestamp). Like plain reads, the DataFrame is pinned when it is
+created: without ``endingVersion``/``endingTimestamp`` it ends at the version that was
+latest at ``load()``. Planning (:func:`delta_pyds.change_data.plan_changes`) happens once
+per query on the driver; executors get small groups of
+:class:`~delta_pyds.change_data.ChangeFile`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType as SparkStructType
+
+from ..change_data import CDF_COLUMNS, pack, plan_changes, resolve_range
+from ..change_reader import change_read_spec, reader_for, with_cdf_columns
+from ..commit_log import CommitLog
+from ..file_reader import ReadSpec
+from ..read_options import ChangeFeedOptions, ReadOptions
+from ..schema import StructType, parse_type, project
+from ..snapshot import Snapshot
+from ..storage import Storage
+from .schema_convert import drop_void, to_spark_schema
+
+
+def _ending_version(log: CommitLog, options) -> int:
+    """The version whose schema a change feed reads with (ending option, else latest)."""
+    from ..read_options import _get, _int_option
+    ending = _int_option(options, "endingVersion", None, minimum=0)
+    if ending is not None:
+        return min(ending, log.latest_version)
+    ending_ts = _get(options, "endingTimestamp")
+    if ending_ts is not None and str(ending_ts).strip():
+        v = log.version_at_or_before(str(ending_ts).strip())
+        return max(v, 0)
+    return log.latest_version
+
+
+def output_schema(snapshot: Snapshot, opts: ReadOptions) -> StructType:
+    schema = with_cdf_columns(drop_void(snapshot.schema))
+    if opts.columns:
+        missing = [c for c in opts.columns if schema.get(c) is None]
+        if missing:
+            raise ValueError(f"option columns: {', '.join(missing)} not in the change feed; "
+                             f"available: {', '.join(schema.names)}")
+        schema = schema.select(list(opts.columns))
+    return schema
+
+
+def change_feed_schema(source) -> SparkStructType:
+    """``DataSource.schema()`` for ``readChangeFeed=true``; pins the read schema's version."""
+    opts = ReadOptions.parse(source.options)
+    storage = Storage(opts.path, opts.storage_options)
+    log = CommitLog(storage)
+    snapshot = Snapshot.load(storage, version=_ending_version(log, source.options))
+    source._pinned_version = snapshot.version
+    return to_spark_schema(output_schema(snapshot, opts))
+
+
+def change_feed_reader(source, schema: SparkStructType) -> "DeltaChangeFeedReader":
+    """``DataSource.reader()`` for ``readChangeFeed=true``."""
+    from .reader import cached_snapshot
+    opts = ReadOptions.parse(source.options)
+    cdf = ChangeFeedOptions.parse(source.options)
+    storage = Storage(opts.path, opts.storage_options)
+    log = CommitLog(storage)
+    pinned = getattr(source, "_pinned_version", None)
+    if pinned is None:
+        pinned = _ending_version(log, source.options)
+    start, end = resolve_range(log, starting_version=cdf.start.version, starting_timestamp=cdf.start.timestamp,
+                               ending_version=cdf.ending_version, ending_timestamp=cdf.ending_timestamp)
+    if cdf.ending_version is None and cdf.ending_timestamp is None:
+        end = min(end, pinned)
+        if end < start:
+            raise ValueError(f"option startingVersion: version {start} is after the version this "
+                             f"DataFrame was pinned to ({pinned})")
+    snapshot = cached_snapshot(storage, pinned)
+    requested = parse_type(schema.jsonValue())
+    table = with_cdf_columns(snapshot.schema)
+    output = project(table, requested)
+    missing = [f.name for f in output.fields if table.get(f.name) is None]
+    if missing:
+        raise ValueError(f"the schema given to the reader names columns not in the change feed: "
+                         f"{', '.join(missing)}; available: {', '.join(table.names)}")
+    spec = change_read_spec(storage, snapshot, output,
+                            to_arrow_schema(schema, timezone="UTC", prefers_large_types=False),
+                            batch_rows=opts.batch_rows)
+    return DeltaChangeFeedReader(opts, start, end, spec)
+
+
+class ChangeFeedPartition(InputPartition):
+    def __init__(self, files):
+        super().__init__(None)
+        self.files = files
+
+
+class DeltaChangeFeedReader(DataSourceReader):
+    """Reads change data of versions ``start``..``end`` (no filter pushdown: Spark filters)."""
+
+    def __init__(self, opts: ReadOptions, start: int, end: int, spec: ReadSpec):
+        self.opts = opts
+        self.start = start
+        self.end = end
+        self.spec = spec
+
+    def partitions(self) -> Sequence[InputPartition]:
+        plan = plan_changes(self.spec.storage, start=self.start, end=self.end)
+        groups = pack(plan.files, max_partition_bytes=self.opts.max_partition_bytes,
+                      open_cost=self.opts.open_cost, parallelism=self.opts.parallelism)
+        return [ChangeFeedPartition(g) for g in groups] or [ChangeFeedPartition([])]
+
+    def read(self, partition: ChangeFeedPartition) -> Iterator:
+        read = reader_for(self.spec)
+        for f in partition.files:
+            yield from read(f)
+
+
+__all__ = ["change_feed_schema", "change_feed_reader", "DeltaChangeFeedReader", "CDF_COLUMNS"]

@@ -1,0 +1,148 @@
+"""Streaming reads: ``spark.readStream.format("pydelta").load(path)``.
+
+A ``DataSourceStreamReader`` with admission control over
+:class:`delta_pyds.stream_source.StreamSource`:
+
+* offsets are delta-spark-shaped dicts ``{sourceVersion, reservoirId, reservoirVersion,
+  index, isStartingVersion}``; Spark checkpoints them, so a restarted query resumes right
+  after the last committed one and re-plans an uncommitted batch identically;
+* ``maxFilesPerTrigger`` (default 1000) is the default read limit and
+  ``maxBytesPerTrigger`` is applied with it (the Python API has no composite limit);
+  ``ReadAllAvailable`` (e.g. ``Trigger.Once``) ignores both;
+* ``Trigger.AvailableNow`` fixes the target offset at the query's first batch and then
+  honours the limits batch by batch;
+* the reader object is pickled into every task: it carries only the read spec and the
+  options; the log state lives in a lazily built source, never pickled.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxFiles,
+                                              SupportsTriggerAvailableNow)
+from pyspark.sql.types import StructType as SparkStructType
+
+from ..change_data import ChangeFile, pack
+from ..change_reader import change_read_spec, reader_for, with_cdf_columns
+from ..file_reader import ReadSpec, read_file
+from ..read_options import ReadOptions, StreamOptions
+from ..schema import parse_type, project
+from ..storage import Storage
+from ..stream_source import StreamSource
+from ..streaming import AdmissionLimits, StreamOffset
+
+
+def stream_reader(source, schema: SparkStructType) -> "DeltaStreamReader":
+    """``DataSource.streamReader()``: the stream's schema is the one ``schema()`` gave at
+    ``load()`` (the table's schema then, plus the change columns for change feeds)."""
+    from .reader import cached_snapshot
+    opts = ReadOptions.parse(source.options)
+    stream_opts = StreamOptions.parse(source.options)
+    storage = Storage(opts.path, opts.storage_options)
+    pinned = getattr(source, "_pinned_version", None)
+    if pinned is None:
+        from ..commit_log import CommitLog
+        pinned = CommitLog(storage).latest_version
+    snapshot = cached_snapshot(storage, pinned)
+    requested = parse_type(schema.jsonValue())
+    table = with_cdf_columns(snapshot.schema) if stream_opts.read_change_feed else snapshot.schema
+    output = project(table, requested)
+    missing = [f.name for f in output.fields if table.get(f.name) is None]
+    if missing:
+        raise ValueError(f"the stream's schema names columns not in the table: {', '.join(missing)}; "
+                         f"available: {', '.join(table.names)}")
+    arrow_schema = to_arrow_schema(schema, timezone="UTC", prefers_large_types=False)
+    spec = change_read_spec(storage, snapshot, output, arrow_schema, batch_rows=opts.batch_rows)
+    return DeltaStreamReader(opts, stream_opts, snapshot.version, spec)
+
+
+class StreamPartition(InputPartition):
+    def __init__(self, items):
+        super().__init__(None)
+        self.items = items  # FileTasks (plain) or ChangeFiles (change feed)
+
+
+class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, opts: ReadOptions, stream_opts: StreamOptions, version: int, spec: ReadSpec):
+        self.opts = opts
+        self.stream_opts = stream_opts
+        self.version = version  # the table version when the query started
+        self.spec = spec
+        self._source: StreamSource | None = None
+
+    def __getstate__(self):  # executors need the spec only, never the log state
+        state = self.__dict__.copy()
+        state["_source"] = None
+        return state
+
+    @property
+    def source(self) -> StreamSource:
+        if self._source is None:
+            from .reader import cached_snapshot
+            snapshot = cached_snapshot(self.spec.storage, self.version)
+            self._source = StreamSource(self.spec.storage, snapshot, self.stream_opts)
+        return self._source
+
+    def _offset(self, d: dict) -> StreamOffset:
+        return StreamOffset.from_dict(d, self.source.table_id)
+
+    # ------------------------------------------------------------ offsets
+    def initialOffset(self) -> dict:
+        return self.source.initial_offset().to_dict()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        max_files = self.stream_opts.effective_max_files
+        if max_files is not None:
+            return ReadMaxFiles(max_files)
+        return ReadMaxBytes(self.stream_opts.max_bytes)
+
+    def _limits(self, limit: ReadLimit) -> AdmissionLimits | None:
+        if isinstance(limit, ReadAllAvailable):
+            return None
+        max_files = self.stream_opts.effective_max_files
+        max_bytes = self.stream_opts.max_bytes
+        if isinstance(limit, ReadMaxFiles):
+            max_files = limit.max_files
+        elif isinstance(limit, ReadMaxBytes):
+            max_bytes = limit.max_bytes
+        return AdmissionLimits(max_files, max_bytes)
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        return self.source.latest_offset(self._offset(start), self._limits(limit)).to_dict()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.source.prepare_available_now()
+
+    def reportLatestOffset(self):
+        bound = self.source.available_now_bound
+        return bound.to_dict() if bound is not None else None
+
+    # ------------------------------------------------------------ batches
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        items = self.source.batch_files(self._offset(start), self._offset(end))
+        if not items:
+            return []
+        groups = pack(items, max_partition_bytes=self.opts.max_partition_bytes,
+                      open_cost=self.opts.open_cost, parallelism=self.opts.parallelism)
+        return [StreamPartition(g) for g in groups]
+
+    def read(self, partition: StreamPartition) -> Iterator:
+        read_change = None
+        for item in partition.items:
+            if isinstance(item, ChangeFile):
+                read_change = read_change or reader_for(self.spec)
+                yield from read_change(item)
+            else:
+                yield from read_file(self.spec, item)
+
+    def commit(self, end: dict) -> None:
+        pass
+
+    def stop(self) -> None:
+        self._source = None
+
+
+__all__ = ["stream_reader", "DeltaStreamReader"]

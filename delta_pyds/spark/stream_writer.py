@@ -1,0 +1,76 @@
+"""Streaming writes: ``df.writeStream.format("pydelta").option("checkpointLocation", ck).start(path)``.
+
+Executors write Parquet files for each micro-batch (as batch writes do) and Spark calls
+:meth:`DeltaStreamWriter.commit` once per batch on the driver, where
+:func:`delta_pyds.stream_sink.commit_batch` commits them with a ``txn`` action keyed by
+the query id and the batch id, so a batch replayed after a restart is never committed
+twice. ``outputMode("append")`` appends; ``outputMode("complete")`` overwrites the table
+with every batch.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Iterator, List, Optional
+
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+
+from ..parquet_writer import write_task
+from ..stream_sink import commit_batch, sink_app_id, sink_options
+from ..transaction import delete_files
+from ..write_plan import WritePlan, plan_write
+
+log = logging.getLogger("delta_pyds")
+
+
+@dataclass
+class StreamCommitMessage(WriterCommitMessage):
+    """What one task wrote, and the plan it wrote under (for a table created by the batch)."""
+    adds: list = field(default_factory=list)
+    num_rows: int = 0
+    plan: WritePlan | None = None
+
+
+def stream_writer(source, schema, overwrite: bool) -> "DeltaStreamWriter":
+    from ..write_schema import from_spark_json
+    opts = sink_options(source.options, complete=overwrite)
+    data_schema = from_spark_json(schema.jsonValue())
+    plan = plan_write(opts, data_schema)
+    if plan.skip:
+        raise ValueError(f"option saveMode: the streaming sink cannot {plan.skip}; remove the option")
+    return DeltaStreamWriter(plan, data_schema, dict(source.options))
+
+
+class DeltaStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, plan: WritePlan, data_schema, options: dict):
+        self.plan = plan
+        self.data_schema = data_schema
+        self.options = options
+
+    def write(self, iterator: Iterator) -> StreamCommitMessage:
+        task_id, attempt = 0, 0
+        try:
+            from pyspark import TaskContext
+            ctx = TaskContext.get()
+            if ctx is not None:
+                task_id, attempt = ctx.partitionId(), ctx.attemptNumber()
+        except Exception:  # pragma: no cover
+            pass
+        result = write_task(self.plan.spec, iterator, task_id=task_id, attempt=attempt)
+        return StreamCommitMessage(result.adds, result.num_rows, self.plan)
+
+    def commit(self, messages: List[Optional[StreamCommitMessage]], batchId: int) -> None:
+        messages = [m for m in messages if m is not None]
+        adds = [a for m in messages for a in m.adds]
+        written = next((m.plan for m in messages if m.plan is not None), self.plan)
+        rows = sum(m.num_rows for m in messages)
+        result = commit_batch(written, self.data_schema, adds, batch_id=batchId,
+                              app_id=sink_app_id(self.options), num_rows=rows)
+        if result is not None:
+            log.info("pydelta sink: batch %s committed as version %s of %s", batchId, result.version,
+                     written.storage.root)
+
+    def abort(self, messages: List[Optional[StreamCommitMessage]], batchId: int) -> None:
+        adds = [a for m in messages if m is not None for a in m.adds]
+        delete_files(self.plan.storage, adds)
