@@ -7,7 +7,16 @@ fsspec and never import pyspark.
 
 __version__ = "0.1.0"
 
-__all__ = ["register", "explain_scan", "__version__"]
+__all__ = ["register", "explain_scan", "DeltaTable", "__version__"]
+
+
+def __getattr__(name):
+    # DeltaTable lives in the Spark layer: imported on first use, so that importing
+    # delta_pyds never imports pyspark
+    if name == "DeltaTable":
+        from .tables import DeltaTable
+        return DeltaTable
+    raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
 
 
 def explain_scan(path, predicates=(), **kwargs):

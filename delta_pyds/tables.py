@@ -1,0 +1,1064 @@
+"""``DeltaTable``: table maintenance and DML from Python, shaped like delta-spark's
+``delta.tables.DeltaTable`` (Spark rejects SQL DELETE/UPDATE/MERGE on Python sources).
+
+    from delta_pyds import DeltaTable
+    dt = DeltaTable.forPath(spark, "/data/events")
+    dt.history(10).show(); dt.detail().show()
+    dt.delete("country = 'FR' AND day < '2024-01-01'")
+    dt.update("id = 3", {"name": "'bob'"})
+    dt.optimize().executeCompaction()
+    dt.vacuum()                      # DRY RUN: lists files; dryRun=False deletes
+    dt.restoreToVersion(3)
+
+Guarantees:
+
+* every mutating operation is one commit through :class:`~delta_pyds.transaction.Transaction`
+  from the version it read, with conflict detection (a concurrent blind append does not
+  fail a delete/update/optimize; a concurrent change to a file it read or removed does)
+  and ``commitInfo`` with the operation name and metrics;
+* ``delete`` writes deletion vectors (no data file is rewritten) when the table has the
+  ``deletionVectors`` feature and ``delta.enableDeletionVectors=true``; otherwise matching
+  files are rewritten without the deleted rows (copy-on-write). Files whose rows are all
+  deleted are removed;
+* ``update`` rewrites the files holding matching rows (copy-on-write, existing deletion
+  vectors applied); ``optimize().executeCompaction()`` bin-packs small files per
+  partition (``dataChange=false``, deletion vectors applied, rewritten files have none);
+* copy-on-write DML on a table with ``delta.enableChangeDataFeed=true`` is refused (it would
+  need ``_change_data`` files, not implemented); deletion-vector deletes need none;
+* ``vacuum`` is a DRY RUN unless ``dryRun=False`` is given (delta-spark deletes by default);
+* ``restore`` re-adds the files of the old version and removes the files added since
+  (``dataChange=true``); it fails, changing nothing, if a needed file is gone (vacuumed).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any, Mapping
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import features
+from .errors import DeltaError, TableNotFoundError
+from .snapshot import Snapshot
+from .storage import Storage
+from .table_properties import ENABLE_CDF, ENABLE_DV, is_true
+
+_FILE = "__pydelta_file"
+_ROW = "__pydelta_row_index"
+DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
+
+
+class DeltaTable:
+    """A Delta table at a path, for maintenance and DML (see the module docstring)."""
+
+    def __init__(self, spark, path: str, storage_options: Mapping[str, str] | None = None):
+        self._spark = spark
+        self._path = path
+        self._options = dict(storage_options or {})
+        self._storage = Storage(path, self._options or None)
+        self._alias: str | None = None
+
+    # ---------------------------------------------------------------- constructors
+    @classmethod
+    def forPath(cls, spark, path: str, hadoopConf: Mapping[str, str] | None = None) -> "DeltaTable":
+        """The table at ``path`` (``hadoopConf``: fsspec storage options). Raises
+        :class:`TableNotFoundError` when there is no Delta table there."""
+        table = cls(spark, path, hadoopConf)
+        table._snapshot()
+        return table
+
+    @classmethod
+    def isDeltaTable(cls, spark, identifier: str, hadoopConf: Mapping[str, str] | None = None) -> bool:
+        try:
+            Snapshot.load(Storage(identifier, dict(hadoopConf) if hadoopConf else None))
+            return True
+        except (TableNotFoundError, FileNotFoundError):
+            return False
+
+    def _snapshot(self, version: int | None = None) -> Snapshot:
+        return Snapshot.load(self._storage, version=version)
+
+    def _register(self) -> None:
+        from .spark import register
+        register(self._spark)
+
+    # ---------------------------------------------------------------------- reads
+    def toDF(self):
+        self._register()
+        reader = self._spark.read.format("pydelta")
+        for k, v in self._options.items():
+            reader = reader.option(k, v)
+        return reader.load(self._path)
+
+    def alias(self, name: str) -> "DeltaTable":
+        """This table under an alias, for merge conditions (``t.id = s.id``)."""
+        other = DeltaTable(self._spark, self._path, self._options)
+        other._alias = name
+        return other
+
+    def history(self, limit: int | None = None):
+        """Commits newest first, as a DataFrame (delta-spark's DESCRIBE HISTORY columns)."""
+        from pyspark.sql.types import (BooleanType, LongType, MapType, StringType, StructField,
+                                       StructType, TimestampType)
+        from .history import history
+        records = history(self._storage, limit=limit)
+        schema = StructType([
+            StructField("version", LongType()), StructField("timestamp", TimestampType()),
+            StructField("userId", StringType()), StructField("userName", StringType()),
+            StructField("operation", StringType()),
+            StructField("operationParameters", MapType(StringType(), StringType())),
+            StructField("readVersion", LongType()), StructField("isolationLevel", StringType()),
+            StructField("isBlindAppend", BooleanType()),
+            StructField("operationMetrics", MapType(StringType(), StringType())),
+            StructField("userMetadata", StringType()), StructField("engineInfo", StringType()),
+        ])
+        rows = []
+        for r in records:
+            ts = dt.datetime.fromtimestamp(r["timestamp"] / 1000, tz=dt.timezone.utc) \
+                if r.get("timestamp") is not None else None
+            rows.append((r["version"], ts, _str(r.get("userId")), _str(r.get("userName")),
+                         r.get("operation"), _str_map(r.get("operationParameters")),
+                         r.get("readVersion"), r.get("isolationLevel"), r.get("isBlindAppend"),
+                         _str_map(r.get("operationMetrics")), _str(r.get("userMetadata")),
+                         _str(r.get("engineInfo"))))
+        return self._spark.createDataFrame(rows, schema)
+
+    def detail(self):
+        """One row like delta-spark's DESCRIBE DETAIL."""
+        from pyspark.sql.types import (ArrayType, IntegerType, LongType, MapType, StringType,
+                                       StructField, StructType, TimestampType)
+        snap = self._snapshot()
+        md, p = snap.metadata, snap.protocol
+        files = snap.files
+        size = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
+        from .history import history
+        last = history(self._storage, limit=1)
+        utc = dt.timezone.utc
+        created = dt.datetime.fromtimestamp(md.created_time / 1000, tz=utc) if md.created_time else None
+        modified = dt.datetime.fromtimestamp(last[0]["timestamp"] / 1000, tz=utc) if last else None
+        table_features = sorted(set(features.reader_features(p)) | set(features.writer_features(p)))
+        schema = StructType([
+            StructField("format", StringType()), StructField("id", StringType()),
+            StructField("name", StringType()), StructField("description", StringType()),
+            StructField("location", StringType()), StructField("createdAt", TimestampType()),
+            StructField("lastModified", TimestampType()),
+            StructField("partitionColumns", ArrayType(StringType())),
+            StructField("clusteringColumns", ArrayType(StringType())),
+            StructField("numFiles", LongType()), StructField("sizeInBytes", LongType()),
+            StructField("properties", MapType(StringType(), StringType())),
+            StructField("minReaderVersion", IntegerType()), StructField("minWriterVersion", IntegerType()),
+            StructField("tableFeatures", ArrayType(StringType())),
+            StructField("version", LongType()),
+        ])
+        row = ("delta", md.id, md.name, md.description, snap.table_root, created, modified,
+               list(md.partition_columns), [], files.num_rows, size, dict(md.configuration),
+               p.min_reader_version, p.min_writer_version, table_features, snap.version)
+        return self._spark.createDataFrame([row], schema)
+
+    # ---------------------------------------------------------------- maintenance
+    def vacuum(self, retentionHours: float | None = None, dryRun: bool = True, *,
+               enforceRetention: bool = True):
+        """Deletes files no version inside the retention window needs.
+
+        SAFE DEFAULT, unlike delta-spark: a dry run unless ``dryRun=False``. Returns a
+        DataFrame with one ``path`` column (files deleted, or that would be)."""
+        from .vacuum import vacuum
+        snap = self._snapshot()
+        if "vacuumProtocolCheck" in features.writer_features(snap.protocol) or not dryRun:
+            features.check_write(snap.protocol)
+            features.check_read(snap.protocol)
+        result = vacuum(snap, retention_hours=retentionHours, dry_run=dryRun,
+                        enforce_retention=enforceRetention)
+        self.lastVacuum = result
+        return self._spark.createDataFrame([(f,) for f in result.files], "path string")
+
+    def setProperties(self, properties: Mapping[str, str]) -> int:
+        """Sets table properties (``delta.*`` ones are validated); returns the version."""
+        from dataclasses import replace
+        from .table_properties import (COLUMN_MAPPING_MODE, ENABLE_ROW_TRACKING, MIN_READER_VERSION,
+                                       MIN_WRITER_VERSION, PROTOCOL_PROPERTIES, canonical_property,
+                                       required_protocol, validate_properties)
+        from .transaction import Transaction
+        props = {(canonical_property(k) if k.lower().startswith("delta.") else k):
+                 (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in properties.items()}
+        validate_properties(props)
+        snap = self._snapshot()
+        features.check_write(snap.protocol)
+        conf = dict(snap.configuration)
+        for key in (COLUMN_MAPPING_MODE, ENABLE_ROW_TRACKING):
+            if key in props and props[key].lower() != str(conf.get(key, "")).lower():
+                raise ValueError(f"setProperties: changing {key} on an existing table is not supported "
+                                 "by delta_pyds (it needs a metadata/data rewrite)")
+        conf.update({k: v for k, v in props.items() if k not in PROTOCOL_PROPERTIES})
+        txn = Transaction(self._storage, snap)
+        feature_keys = [k for k in conf if k.startswith("delta.feature.")]
+        if any(k in props for k in PROTOCOL_PROPERTIES) or feature_keys:
+            txn.update_protocol(required_protocol(
+                snap.schema, conf, snap.protocol,
+                min_reader=int(props[MIN_READER_VERSION]) if MIN_READER_VERSION in props else None,
+                min_writer=int(props[MIN_WRITER_VERSION]) if MIN_WRITER_VERSION in props else None))
+        for k in feature_keys:  # delta.feature.* only asks for a protocol change, as in delta-spark
+            del conf[k]
+        txn.update_metadata(replace(snap.metadata, configuration=conf))
+        return txn.commit("SET TBLPROPERTIES", {"properties": props}).version
+
+    def upgradeProtocol(self, readerVersion: int, writerVersion: int) -> int:
+        from .table_properties import required_protocol
+        from .transaction import Transaction
+        snap = self._snapshot()
+        p = snap.protocol
+        if readerVersion < p.min_reader_version or writerVersion < p.min_writer_version:
+            raise ValueError(f"cannot downgrade the protocol ({p.min_reader_version}, {p.min_writer_version}) "
+                             f"to ({readerVersion}, {writerVersion})")
+        new = required_protocol(snap.schema, snap.configuration, p, min_reader=readerVersion,
+                                min_writer=writerVersion)
+        if new == p:
+            return snap.version
+        txn = Transaction(self._storage, snap)
+        txn.update_protocol(new)
+        return txn.commit("UPGRADE PROTOCOL", {"newProtocol": json.dumps(new.to_dict())}).version
+
+    # -------------------------------------------------------------------- restore
+    def restoreToVersion(self, version: int):
+        return self._restore(version=int(version))
+
+    def restoreToTimestamp(self, timestamp):
+        return self._restore(timestamp=timestamp)
+
+    def restore(self, version: int | None = None, timestamp=None):
+        if (version is None) == (timestamp is None):
+            raise ValueError("restore: give exactly one of version or timestamp")
+        return self._restore(version=version, timestamp=timestamp)
+
+    def _restore(self, *, version=None, timestamp=None):
+        from .table_state import file_actions
+        from .transaction import Transaction, remove_actions
+        current = self._dml_snapshot()
+        target = Snapshot.load(self._storage, version=version, timestamp=timestamp)
+        features.check_read(target.protocol)
+        cur = file_actions(current).active
+        old = file_actions(target).active
+        cur_keys = _keys(cur)
+        old_keys = _keys(old)
+        add_rows = [i for i, k in enumerate(old_keys) if k not in set(cur_keys)]
+        rem_rows = [i for i, k in enumerate(cur_keys) if k not in set(old_keys)]
+        to_add = old.take(pa.array(add_rows, pa.int64()))
+        missing = [p for p in to_add.column("path").to_pylist()
+                   if not self._storage.exists(self._storage.resolve(p))]
+        if missing:
+            raise DeltaError(
+                f"cannot restore {self._path} to version {target.version}: {len(missing)} data file(s) "
+                f"it needs are gone (e.g. {missing[0]}), probably deleted by VACUUM")
+        for d in to_add.column("deletionVector").to_pylist():
+            if d and d.get("storageType") in ("u", "p"):
+                from .deletion_vectors import DeletionVectorDescriptor
+                path = DeletionVectorDescriptor.from_dict(d).absolute_path(self._storage)
+                if not self._storage.exists(path):
+                    raise DeltaError(f"cannot restore to version {target.version}: deletion vector "
+                                     f"file {path} is gone, probably deleted by VACUUM")
+        adds = _add_actions(to_add, data_change=True)
+        removes = remove_actions(current_rows := cur.take(pa.array(rem_rows, pa.int64())))
+        txn = Transaction(self._storage, current)
+        txn.read_whole_table()
+        if target.metadata.to_dict() != current.metadata.to_dict():
+            txn.update_metadata(target.metadata)
+        txn.remove_files(removes)
+        txn.add_files(adds)
+        metrics = {"tableSizeAfterRestore": _sum_size(old), "numOfFilesAfterRestore": old.num_rows,
+                   "numRemovedFiles": current_rows.num_rows, "numRestoredFiles": len(adds),
+                   "removedFilesSize": _sum_size(current_rows), "restoredFilesSize": _sum_size(to_add)}
+        params = {"version": target.version} if timestamp is None else {"timestamp": str(timestamp)}
+        res = txn.commit("RESTORE", params, metrics=metrics)
+        return self._spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics)) \
+            if res else None
+
+    # ---------------------------------------------------------------- DML helpers
+    def _dml_snapshot(self) -> Snapshot:
+        snap = self._snapshot()
+        features.check_write(snap.protocol)
+        _refuse_row_tracking(snap)
+        return snap
+
+    def _scan(self, snap: Snapshot, files: pa.Table):
+        """A DataFrame of the live rows of ``files`` with the file path and the row's
+        position in the file (columns ``__pydelta_file``, ``__pydelta_row_index``)."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.types import LongType, StringType, StructField
+        from .file_reader import ReadSpec
+        from .spark.schema_convert import drop_void, to_spark_schema
+        schema = drop_void(snap.schema)
+        spark_schema = to_spark_schema(schema)
+        spec = ReadSpec(storage=snap.storage, output=schema,
+                        arrow_schema=to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False),
+                        partition_columns=tuple(snap.partition_columns),
+                        physical_partition_columns=tuple(snap.physical_partition_columns),
+                        column_mapping_mode=snap.column_mapping_mode, table_schema=snap.schema)
+        out_schema = spark_schema.add(StructField(_FILE, StringType(), False)) \
+            .add(StructField(_ROW, LongType(), False))
+        out_arrow = to_arrow_schema(out_schema, timezone="UTC", prefers_large_types=False)
+        pcols = list(snap.physical_partition_columns)
+        pv = files.column("partition_values").to_pylist() if pcols else [None] * files.num_rows
+        dvs = files.column("deletion_vector").to_pylist()
+        tasks = [(p, int(s), json.dumps([(v or {}).get(c) for c in pcols]), json.dumps(d) if d else None)
+                 for p, s, v, d in zip(files.column("path").to_pylist(), files.column("size").to_pylist(),
+                                       pv, dvs)]
+
+        def read(batches):
+            from .deletion_vectors import keep_mask
+            from .file_reader import _deleted_rows, read_file
+            from .scan import FileTask
+            for b in batches:
+                for path, size, pvs, dv in zip(*(b.column(i).to_pylist() for i in range(4))):
+                    task = FileTask(path, size, tuple(json.loads(pvs)), json.loads(dv) if dv else None)
+                    deleted = _deleted_rows(spec.storage, task)
+                    plain = FileTask(path, size, task.partition_values, None)
+                    start = 0
+                    for out in read_file(spec, plain):
+                        n = out.num_rows
+                        rows = pa.array(np.arange(start, start + n, dtype=np.int64))
+                        batch = pa.RecordBatch.from_arrays(
+                            out.columns + [pa.array([path] * n, pa.string()), rows], schema=out_arrow)
+                        if deleted is not None:
+                            batch = batch.filter(pa.array(keep_mask(deleted, start, n)))
+                        start += n
+                        if batch.num_rows:
+                            yield batch
+
+        n = max(1, min(len(tasks), self._parallelism() * 2))
+        tdf = self._spark.createDataFrame(tasks or [("", 0, "[]", None)],
+                                          "path string, size long, pv string, dv string")
+        if not tasks:
+            tdf = tdf.limit(0)
+        return tdf.repartition(n).mapInArrow(read, out_schema)
+
+    def _candidates(self, snap: Snapshot, condition) -> pa.Table:
+        """The files that may hold rows matching ``condition`` (partition values and stats)."""
+        preds = skipping_predicates(condition, snap.schema) if condition is not None else ()
+        if not preds:
+            return snap.files
+        from .skipping import prune_files
+        files, report = prune_files(snap.files, preds, schema=snap.schema,
+                                    partition_columns=snap.partition_columns,
+                                    column_mapping_mode=snap.column_mapping_mode)
+        self.lastSkipping = report
+        return files
+
+    def _parallelism(self) -> int:
+        try:
+            return int(self._spark.sparkContext.defaultParallelism)
+        except Exception:  # Spark Connect
+            return 2
+
+    def _write_spec(self, snap: Snapshot, *, target_file_size: int | None = None):
+        from .write_options import WriteOptions
+        from .write_plan import plan_write
+        from .spark.schema_convert import drop_void
+        opts = {"path": self._path, **self._options}
+        if target_file_size:
+            opts["targetFileSize"] = str(target_file_size)
+        plan = plan_write(WriteOptions.parse(opts, overwrite=False), drop_void(snap.schema),
+                          storage=self._storage)
+        if plan.metadata is not None or plan.protocol is not None:  # pragma: no cover
+            raise DeltaError("internal: a rewrite must not change the table's metadata")
+        return plan.spec
+
+    def _rewrite(self, df, spec, data_change: bool) -> list[dict]:
+        """Writes the rows of ``df`` (table columns) as new files on executors; returns
+        their add actions."""
+        from .parquet_writer import write_task
+
+        def write(batches):
+            from pyspark import TaskContext
+            ctx = TaskContext.get()
+            tid = ctx.partitionId() if ctx else 0
+            attempt = ctx.attemptNumber() if ctx else 0
+            result = write_task(spec, batches, task_id=tid, attempt=attempt)
+            out = []
+            for a in result.adds:
+                a = dict(a)
+                a["dataChange"] = data_change
+                out.append(json.dumps(a))
+            yield pa.RecordBatch.from_arrays([pa.array(out, pa.string())], names=["add"])
+
+        rows = df.mapInArrow(write, "add string").collect()
+        return [json.loads(r["add"]) for r in rows]
+
+    def _check_cow_cdf(self, snap: Snapshot, op: str) -> None:
+        if is_true(snap.configuration, ENABLE_CDF):
+            raise DeltaError(
+                f"{op} by rewriting files is not supported on tables with delta.enableChangeDataFeed="
+                "true (change data files are not written); enable deletion vectors for DELETE, or "
+                "disable the change data feed")
+
+    # ----------------------------------------------------------------------- DML
+    def delete(self, condition=None) -> None:
+        """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
+        from pyspark.sql import functions as F
+        from .table_state import file_actions
+        from .transaction import Transaction, delete_files, remove_actions
+        snap = self._dml_snapshot()
+        active = file_actions(snap).active
+        txn = Transaction(self._storage, snap)
+        txn.read_whole_table()
+        params = {"predicate": json.dumps([str(condition)] if condition is not None else [])}
+        if condition is None:
+            removes = remove_actions(active)
+            txn.remove_files(removes)
+            rows = _num_live_rows(active)
+            txn.commit("DELETE", params, metrics={"numRemovedFiles": len(removes), "numAddedFiles": 0,
+                                                  "numDeletedRows": rows if rows is not None else -1,
+                                                  "numDeletionVectorsAdded": 0})
+            return
+        cond = F.expr(condition) if isinstance(condition, str) else condition
+        scan = self._scan(snap, self._candidates(snap, condition))
+        use_dv = features.is_enabled(snap.protocol, "deletionVectors") and \
+            is_true(snap.configuration, ENABLE_DV)
+        if use_dv:
+            def to_bitmap(table: pa.Table) -> pa.Table:
+                # on executors: the row positions of one file, as DV bitmap bytes
+                from .deletion_vectors import serialize_deleted_rows
+                rows = table.column(_ROW).to_numpy()
+                return pa.table({"file": pa.array([table.column(_FILE)[0].as_py()], pa.string()),
+                                 "rows": pa.array([serialize_deleted_rows(rows)], pa.binary())})
+            hits = (scan.where(cond).select(_FILE, _ROW).groupBy(_FILE)
+                    .applyInArrow(to_bitmap, "file string, rows binary").collect())
+            if not hits:
+                return
+            from .deletion_vectors import deserialize_deleted_rows
+            by_path = {unquote(p): i for i, p in enumerate(active.column("raw_path").to_pylist())}
+            idx = [by_path[unquote(h["file"])] for h in hits]
+            old = active.take(pa.array(idx, pa.int64()))
+            self._commit_dv_delete(snap, txn, old, [deserialize_deleted_rows(h["rows"]) for h in hits],
+                                   params)
+            return
+        self._check_cow_cdf(snap, "DELETE")
+        matched = [r[_FILE] for r in scan.where(cond).select(_FILE).distinct().collect()]
+        if not matched:
+            return
+        deleted_rows = scan.where(cond).count()
+        keep = scan.where(F.col(_FILE).isin(matched)).where(~F.coalesce(cond, F.lit(False)))
+        spec = self._write_spec(snap)
+        adds = self._rewrite(keep.drop(_FILE, _ROW), spec, True)
+        victims = _rows_for_paths(active, matched)
+        txn.remove_files(remove_actions(victims))
+        txn.add_files(adds)
+        try:
+            txn.commit("DELETE", params, metrics={
+                "numRemovedFiles": victims.num_rows, "numAddedFiles": len(adds),
+                "numDeletedRows": deleted_rows, "numDeletionVectorsAdded": 0,
+                "numCopiedRows": sum(_stat_rows(a) for a in adds)})
+        except BaseException:
+            delete_files(self._storage, adds)
+            raise
+
+    def _commit_dv_delete(self, snap, txn, old: pa.Table, new_rows: list, params) -> None:
+        from pyroaring import BitMap64
+        from .deletion_vectors import load_deleted_rows, write_deletion_vectors, DeletionVectorDescriptor
+        from .transaction import remove_actions
+        import pyarrow.parquet as pq
+        olds = _add_actions(old, data_change=True)
+        bitmaps, dv_files, full_files = [], [], []
+        deleted_now = 0
+        for a, rows in zip(olds, new_rows):
+            bm = BitMap64(np.asarray(rows, dtype=np.uint64))
+            prev = a.get("deletionVector")
+            if prev:
+                bm |= BitMap64(load_deleted_rows(self._storage, DeletionVectorDescriptor.from_dict(prev)))
+                deleted_now += len(bm) - int(prev.get("cardinality") or 0)
+            else:
+                deleted_now += len(bm)
+            total = _stat_rows(a, default=None)
+            if total is None:
+                with self._storage.open_input(self._storage.resolve(unquote(a["path"]))) as f:
+                    total = pq.ParquetFile(f).metadata.num_rows
+            if len(bm) >= total:
+                full_files.append(a)
+            else:
+                bitmaps.append(bm)
+                dv_files.append(a)
+        descriptors = write_deletion_vectors(self._storage, bitmaps)
+        new_adds = []
+        for a, d in zip(dv_files, descriptors):
+            a = dict(a)
+            a["deletionVector"] = d.to_dict()
+            a["dataChange"] = True
+            if a.get("stats"):
+                try:
+                    s = json.loads(a["stats"])
+                    s["tightBounds"] = False
+                    a["stats"] = json.dumps(s, separators=(",", ":"))
+                except ValueError:
+                    a.pop("stats")
+            new_adds.append(a)
+        txn.remove_files(remove_actions(old))
+        txn.add_files(new_adds)
+        txn.commit("DELETE", params, metrics={
+            "numRemovedFiles": len(full_files), "numAddedFiles": 0,
+            "numDeletedRows": deleted_now, "numDeletionVectorsAdded": len(new_adds),
+            "numDeletionVectorsUpdated": sum(1 for a in dv_files if a.get("deletionVector")),
+            "numCopiedRows": 0})
+
+    def update(self, condition=None, set: Mapping[str, Any] | None = None) -> None:
+        """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
+        (copy-on-write: the files holding matching rows are rewritten)."""
+        from pyspark.sql import functions as F
+        from .table_state import file_actions
+        from .transaction import Transaction, delete_files, remove_actions
+        if not set:
+            raise ValueError("update: set must name at least one column")
+        snap = self._dml_snapshot()
+        self._check_cow_cdf(snap, "UPDATE")
+        names = {f.name.lower(): f.name for f in snap.schema.fields}
+        unknown = [k for k in set if k.lower() not in names]
+        if unknown:
+            raise ValueError(f"update: {', '.join(unknown)} not in the table; columns: {', '.join(names.values())}")
+        cond = F.lit(True) if condition is None else (F.expr(condition) if isinstance(condition, str) else condition)
+        scan = self._scan(snap, self._candidates(snap, condition))
+        matched = [r[_FILE] for r in scan.where(cond).select(_FILE).distinct().collect()]
+        if not matched:
+            return
+        updated_rows = scan.where(cond).count()
+        hit = F.coalesce(cond, F.lit(False))
+        exprs = {names[k.lower()]: (F.expr(v) if isinstance(v, str) else v) for k, v in set.items()}
+        cols = []
+        for f in snap.schema.fields:
+            if f.name in exprs:
+                cols.append(F.when(hit, exprs[f.name]).otherwise(F.col(f"`{f.name}`")).alias(f.name))
+            else:
+                cols.append(F.col(f"`{f.name}`"))
+        out = scan.where(F.col(_FILE).isin(matched)).select(*cols)
+        spec = self._write_spec(snap)
+        adds = self._rewrite(out, spec, True)
+        active = file_actions(snap).active
+        victims = _rows_for_paths(active, matched)
+        txn = Transaction(self._storage, snap)
+        txn.read_whole_table()
+        txn.remove_files(remove_actions(victims))
+        txn.add_files(adds)
+        try:
+            txn.commit("UPDATE", {"predicate": json.dumps([str(condition)] if condition is not None else [])},
+                       metrics={"numRemovedFiles": victims.num_rows, "numAddedFiles": len(adds),
+                                "numUpdatedRows": updated_rows,
+                                "numCopiedRows": sum(_stat_rows(a) for a in adds) - updated_rows})
+        except BaseException:
+            delete_files(self._storage, adds)
+            raise
+
+    # ---------------------------------------------------------------------- merge
+    def merge(self, source, condition) -> "DeltaMergeBuilder":
+        """``dt.alias("t").merge(src.alias("s"), "t.id = s.id")`` then ``whenMatched*`` /
+        ``whenNotMatched*`` clauses and ``.execute()`` (copy-on-write)."""
+        return DeltaMergeBuilder(self, source, condition)
+
+    # ------------------------------------------------------------------- optimize
+    def optimize(self) -> "DeltaOptimizeBuilder":
+        return DeltaOptimizeBuilder(self)
+
+
+class DeltaMergeBuilder:
+    """Clauses of a MERGE, applied in order (the first whose condition holds wins), as in
+    delta-spark. A target row matched by several source rows with a matched clause is an
+    error. ``whenNotMatchedBySource*`` is not implemented."""
+
+    def __init__(self, table: DeltaTable, source, condition):
+        self._table, self._source, self._condition = table, source, condition
+        self._matched: list = []  # (kind, condition, set) kind: update | delete
+        self._not_matched: list = []  # (condition, values)
+
+    def whenMatchedUpdate(self, condition=None, set: Mapping[str, Any] | None = None) -> "DeltaMergeBuilder":
+        if not set:
+            raise ValueError("whenMatchedUpdate: set must name at least one column")
+        self._matched.append(("update", condition, dict(set)))
+        return self
+
+    def whenMatchedUpdateAll(self, condition=None) -> "DeltaMergeBuilder":
+        self._matched.append(("update", condition, None))
+        return self
+
+    def whenMatchedDelete(self, condition=None) -> "DeltaMergeBuilder":
+        self._matched.append(("delete", condition, None))
+        return self
+
+    def whenNotMatchedInsert(self, condition=None, values: Mapping[str, Any] | None = None) -> "DeltaMergeBuilder":
+        if not values:
+            raise ValueError("whenNotMatchedInsert: values must name at least one column")
+        self._not_matched.append((condition, dict(values)))
+        return self
+
+    def whenNotMatchedInsertAll(self, condition=None) -> "DeltaMergeBuilder":
+        self._not_matched.append((condition, None))
+        return self
+
+    def execute(self):
+        from pyspark.sql import functions as F
+        from .spark.schema_convert import drop_void, to_spark_schema
+        from .table_state import file_actions
+        from .transaction import Transaction, delete_files, remove_actions
+        t = self._table
+        if not self._matched and not self._not_matched:
+            raise ValueError("merge: add at least one whenMatched* or whenNotMatched* clause")
+        snap = t._dml_snapshot()
+        t._check_cow_cdf(snap, "MERGE")
+        target_schema = to_spark_schema(drop_void(snap.schema))
+        names = [f.name for f in target_schema.fields]
+        lowered = {n.lower(): n for n in names}
+
+        def expr(e):
+            return F.expr(e) if isinstance(e, str) else e
+
+        def target_name(k):
+            k2 = k.split(".")[-1] if k.lower() not in lowered else k
+            if k2.lower() not in lowered:
+                raise ValueError(f"merge: {k} is not a column of the table; columns: {', '.join(names)}")
+            return lowered[k2.lower()]
+
+        src = self._source.withColumn("__pydelta_src", F.lit(True))
+        src_cols = {c.lower(): c for c in self._source.columns}
+
+        def source_col(n):
+            if n.lower() not in src_cols:
+                raise ValueError(f"merge: updateAll/insertAll needs column {n} in the source")
+            return src[src_cols[n.lower()]]
+
+        talias = t._alias or "__pydelta_target"
+        target = t._scan(snap, snap.files).alias(talias)
+        cond = expr(self._condition)
+        tcol = {n: F.col(f"`{talias}`.`{n}`") for n in names}
+        metrics: dict[str, int] = {"numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0,
+                                   "numTargetRowsInserted": 0, "numTargetFilesRemoved": 0,
+                                   "numTargetFilesAdded": 0, "numSourceRows": 0}
+        parts = []
+        touched: list = []
+        if self._matched:
+            inner = target.join(src, cond, "inner")
+            dup = inner.groupBy(F.col(f"`{talias}`.{_FILE}"), F.col(f"`{talias}`.{_ROW}")).count() \
+                .where("count > 1").limit(1).collect()
+            if dup:
+                raise DeltaError("merge: a target row matched several source rows; delta-spark refuses "
+                                 "this too (deduplicate the source)")
+            touched = [r[0] for r in inner.select(F.col(f"`{talias}`.{_FILE}")).distinct().collect()]
+            if touched:
+                joined = target.where(F.col(f"`{talias}`.{_FILE}").isin(touched)).join(src, cond, "left")
+                matched = F.col("__pydelta_src").isNotNull()
+                action = F.lit(0)
+                for i in reversed(range(len(self._matched))):
+                    kind, c, _ = self._matched[i]
+                    hit = matched if c is None else (matched & F.coalesce(expr(c), F.lit(False)))
+                    action = F.when(hit, F.lit(i + 1)).otherwise(action)
+                joined = joined.withColumn("__pydelta_action", action)
+                cols = []
+                for f in target_schema.fields:
+                    value = tcol[f.name]
+                    for i in reversed(range(len(self._matched))):
+                        kind, _, sets = self._matched[i]
+                        if kind != "update":
+                            continue
+                        if sets is None:
+                            new = source_col(f.name)
+                        else:
+                            given = {target_name(k): v for k, v in sets.items()}
+                            if f.name not in given:
+                                continue
+                            new = expr(given[f.name])
+                        value = F.when(F.col("__pydelta_action") == i + 1, new).otherwise(value)
+                    cols.append(value.cast(f.dataType).alias(f.name))
+                deletes = [i + 1 for i, (k, _, _) in enumerate(self._matched) if k == "delete"]
+                counts = {r[0]: r[1] for r in joined.groupBy("__pydelta_action").count().collect()}
+                metrics["numTargetRowsDeleted"] = sum(counts.get(i, 0) for i in deletes)
+                metrics["numTargetRowsUpdated"] = sum(n for a, n in counts.items()
+                                                      if a and a not in deletes)
+                kept = joined.where(~F.col("__pydelta_action").isin(deletes)) if deletes else joined
+                parts.append(kept.select(*cols))
+        if self._not_matched:
+            anti = src.join(target, cond, "left_anti")
+            action = F.lit(0)
+            for i in reversed(range(len(self._not_matched))):
+                c, _ = self._not_matched[i]
+                hit = F.lit(True) if c is None else F.coalesce(expr(c), F.lit(False))
+                action = F.when(hit, F.lit(i + 1)).otherwise(action)
+            anti = anti.withColumn("__pydelta_action", action).where("__pydelta_action > 0")
+            cols = []
+            for f in target_schema.fields:
+                value = F.lit(None)
+                for i in reversed(range(len(self._not_matched))):
+                    _, values = self._not_matched[i]
+                    if values is None:
+                        new = source_col(f.name)
+                    else:
+                        given = {target_name(k): v for k, v in values.items()}
+                        if f.name not in given:
+                            continue
+                        new = expr(given[f.name])
+                    value = F.when(F.col("__pydelta_action") == i + 1, new).otherwise(value)
+                cols.append(value.cast(f.dataType).alias(f.name))
+            inserts = anti.select(*cols)
+            metrics["numTargetRowsInserted"] = inserts.count()
+            if metrics["numTargetRowsInserted"]:
+                parts.append(inserts)
+        if not touched and not metrics["numTargetRowsInserted"]:
+            return None
+        out = parts[0]
+        for p in parts[1:]:
+            out = out.unionByName(p)
+        adds = t._rewrite(out, t._write_spec(snap), True)
+        victims = _rows_for_paths(file_actions(snap).active, touched)
+        txn = Transaction(t._storage, snap)
+        txn.read_whole_table()
+        txn.remove_files(remove_actions(victims))
+        txn.add_files(adds)
+        metrics.update(numTargetFilesRemoved=victims.num_rows, numTargetFilesAdded=len(adds))
+        metrics.pop("numSourceRows")
+        try:
+            txn.commit("MERGE", {"predicate": json.dumps([str(self._condition)]),
+                                 "matchedPredicates": json.dumps([{"actionType": k} for k, _, _ in self._matched]),
+                                 "notMatchedPredicates": json.dumps([{"actionType": "insert"}
+                                                                     for _ in self._not_matched])},
+                       metrics=metrics)
+        except BaseException:
+            delete_files(t._storage, adds)
+            raise
+        return t._spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
+
+
+class DeltaOptimizeBuilder:
+    """``DeltaTable.optimize()``: ``.where(partition filter)``, ``.option("targetFileSize", n)``,
+    then ``.executeCompaction()``."""
+
+    def __init__(self, table: DeltaTable):
+        self._table = table
+        self._where: str | None = None
+        self._target = DEFAULT_TARGET_FILE_SIZE
+        self._min_files = 2
+
+    def where(self, partitionFilter: str) -> "DeltaOptimizeBuilder":
+        self._where = partitionFilter
+        return self
+
+    def option(self, key: str, value) -> "DeltaOptimizeBuilder":
+        if key.lower() in ("targetfilesize", "maxfilesize"):
+            self._target = int(value)
+            if self._target <= 0:
+                raise ValueError("targetFileSize must be > 0")
+        else:
+            raise ValueError(f"optimize: unknown option {key!r} (known: targetFileSize)")
+        return self
+
+    def executeCompaction(self):
+        """Bin-packs files smaller than the target size, per partition, into files of
+        about the target size; returns a one-row metrics DataFrame."""
+        return self._execute(None)
+
+    def executeZOrderBy(self, *cols):
+        """Rewrites every file of each (selected) partition with its rows clustered along a
+        Z-order curve of ``cols`` (numeric, date or timestamp columns; each is bucketed into
+        256 approximate quantiles), into files of about the target size."""
+        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+            cols = tuple(cols[0])
+        if not cols or len(cols) > 7:
+            raise ValueError("executeZOrderBy: give 1 to 7 columns")
+        return self._execute(list(cols))
+
+    def _execute(self, zorder):
+        from .table_state import file_actions
+        from .transaction import Transaction, delete_files, remove_actions
+        t = self._table
+        snap = t._dml_snapshot()
+        active = file_actions(snap).active
+        files = snap.files
+        if zorder:
+            lowered = {f.name.lower(): f for f in snap.schema.fields}
+            pset = {c.lower() for c in snap.partition_columns}
+            for c in zorder:
+                f = lowered.get(c.lower())
+                if f is None:
+                    raise ValueError(f"executeZOrderBy: {c} is not a column of the table")
+                if c.lower() in pset:
+                    raise ValueError(f"executeZOrderBy: {c} is a partition column")
+                if getattr(f.type, "name", None) not in ("byte", "short", "integer", "long", "float", "double",
+                                                         "date", "timestamp", "timestamp_ntz") \
+                        and not str(getattr(f.type, "name", "")).startswith("decimal"):
+                    raise ValueError(f"executeZOrderBy: {c} has type {f.type}; only numeric, date and "
+                                     "timestamp columns are supported")
+            zorder = [lowered[c.lower()].name for c in zorder]
+        if self._where:
+            from .write_plan import partition_predicate
+            from .expressions import parse
+            node = parse(self._where)
+            pred = partition_predicate(node, snap.schema, snap.partition_columns, snap.column_mapping_mode)
+            keep = pred(active.column("partitionValues").to_pylist()) if active.num_rows else []
+            active = active.filter(pa.array(keep, pa.bool_())) if active.num_rows else active
+        # bins: per partition, small files (or files with a DV) packed up to the target size;
+        # z-order: one bin per partition with every file
+        pv = active.column("partitionValues").to_pylist()
+        sizes = active.column("size").to_pylist()
+        dvs = active.column("deletionVector").to_pylist()
+        groups: dict = {}
+        for i, (v, s, d) in enumerate(zip(pv, sizes, dvs)):
+            if zorder or s < self._target or d:
+                groups.setdefault(json.dumps(v, sort_keys=True), []).append(i)
+        bins = []
+        for members in groups.values():
+            if zorder:
+                bins.append(members)
+                continue
+            members.sort(key=lambda i: sizes[i])
+            current, total = [], 0
+            for i in members:
+                if current and total + sizes[i] > self._target:
+                    bins.append(current)
+                    current, total = [], 0
+                current.append(i)
+                total += sizes[i]
+            if current:
+                bins.append(current)
+        if not zorder:
+            bins = [b for b in bins if len(b) >= self._min_files or any(dvs[i] for i in b)]
+        chosen = sorted(i for b in bins for i in b)
+        metrics = {"numFilesAdded": 0, "numFilesRemoved": 0, "filesAdded_totalSize": 0,
+                   "filesRemoved_totalSize": 0, "numBatches": len(bins)}
+        if not chosen:
+            return t._spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
+        victims = active.take(pa.array(chosen, pa.int64()))
+        victim_paths = {unquote(p) for p in victims.column("raw_path").to_pylist()}
+        sel = [unquote(p) in victim_paths for p in files.column("path").to_pylist()]
+        scan_files = files.filter(pa.array(sel, pa.bool_()))
+        # one Spark task per bin: route each file's rows to its bin's task
+        bin_of = {unquote(active.column("raw_path")[i].as_py()): b for b, members in enumerate(bins)
+                  for i in members}
+        from pyspark.sql import functions as F
+        mapping = t._spark.createDataFrame(list(bin_of.items()), f"{_FILE} string, __bin int")
+        df = t._scan(snap, scan_files).join(F.broadcast(mapping), _FILE).repartition(len(bins), "__bin")
+        if zorder:
+            df = df.withColumn("__z", _zorder_key(df, zorder)).sortWithinPartitions("__bin", "__z").drop("__z")
+        df = df.drop(_FILE, _ROW, "__bin")
+        spec = t._write_spec(snap, target_file_size=self._target)
+        adds = t._rewrite(df, spec, False)
+        removes = remove_actions(victims, data_change=False)
+        txn = Transaction(t._storage, snap)
+        txn.remove_files(removes)
+        txn.add_files(adds)
+        metrics.update(numFilesAdded=len(adds), numFilesRemoved=len(removes),
+                       filesAdded_totalSize=sum(int(a["size"]) for a in adds),
+                       filesRemoved_totalSize=_sum_size(victims))
+        try:
+            txn.commit("OPTIMIZE", {"predicate": json.dumps([self._where] if self._where else []),
+                                    "zOrderBy": json.dumps(zorder or []),
+                                    "targetFileSize": str(self._target)}, metrics=metrics)
+        except BaseException:
+            delete_files(t._storage, adds)
+            raise
+        return t._spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
+
+
+# ------------------------------------------------------------------------ helpers
+def _zorder_key(df, cols, bits: int = 8):
+    """A Spark column: the Morton (bit-interleaved) code of each column's approximate
+    quantile bucket (``2**bits`` buckets; nulls in bucket 0)."""
+    from pyspark.sql import functions as F
+    n = 1 << bits
+    types = dict(df.dtypes)
+    values = [_as_double(c, types.get(c, "")) for c in cols]
+    probe = df.select(*[v.alias(f"__q{i}") for i, v in enumerate(values)])
+    quantiles = probe.approxQuantile([f"__q{i}" for i in range(len(cols))],
+                                     [j / n for j in range(1, n)], 0.001)
+    buckets = []
+    for v, bounds in zip(values, quantiles):
+        bounds = sorted(set(b for b in bounds if b is not None))
+        b = F.lit(0)
+        for x in bounds:
+            b = b + F.when(v > F.lit(x), 1).otherwise(0)
+        buckets.append(F.coalesce(b, F.lit(0)).cast("long"))
+    k = len(cols)
+    key = F.lit(0).cast("long")
+    for bit in range(bits):
+        for i, b in enumerate(buckets):
+            key = key + F.shiftleft(F.shiftright(b, bit).bitwiseAND(F.lit(1)), bit * k + i)
+    return key
+
+
+def _as_double(c, spark_type: str):
+    from pyspark.sql import functions as F
+    col = F.col(f"`{c}`")
+    if spark_type in ("date", "timestamp", "timestamp_ntz"):
+        return F.unix_micros(col.cast("timestamp")).cast("double")
+    return col.cast("double")
+
+
+def _refuse_row_tracking(snap: Snapshot) -> None:
+    from .table_properties import ROW_TRACKING_SUSPENDED
+    if features.is_enabled(snap.protocol, "rowTracking") and \
+            not is_true(snap.configuration, ROW_TRACKING_SUSPENDED):
+        raise DeltaError(
+            "DELETE/UPDATE/MERGE/OPTIMIZE/RESTORE on tables with row tracking are not supported by "
+            "delta_pyds yet: rewritten or re-added files would get new row ids")
+
+
+def _str(v):
+    return None if v is None else (v if isinstance(v, str) else json.dumps(v))
+
+
+def _str_map(v):
+    if not isinstance(v, dict):
+        return None
+    return {str(k): _str(x) for k, x in v.items()}
+
+
+def _keys(files: pa.Table) -> list[tuple]:
+    from .replay import dv_unique_ids
+    ids = dv_unique_ids(files.column("deletionVector")).to_pylist() if files.num_rows else []
+    return [(unquote(p), d or "") for p, d in zip(files.column("raw_path").to_pylist(), ids)]
+
+
+def _sum_size(files: pa.Table) -> int:
+    return int(sum(s or 0 for s in files.column("size").to_pylist()))
+
+
+def _rows_for_paths(active: pa.Table, paths) -> pa.Table:
+    wanted = {unquote(p) for p in paths}
+    mask = [unquote(p) in wanted for p in active.column("raw_path").to_pylist()]
+    return active.filter(pa.array(mask, pa.bool_()))
+
+
+def _stat_rows(add: dict, default=0):
+    try:
+        return int(json.loads(add["stats"])["numRecords"])
+    except (KeyError, TypeError, ValueError):
+        return default
+
+
+def _num_live_rows(active: pa.Table):
+    total = 0
+    for s, d in zip(active.column("stats").to_pylist(), active.column("deletionVector").to_pylist()):
+        try:
+            total += int(json.loads(s)["numRecords"])
+        except (TypeError, KeyError, ValueError):
+            return None
+        if d:
+            total -= int(d.get("cardinality") or 0)
+    return total
+
+
+def _add_actions(files: pa.Table, *, data_change: bool) -> list[dict]:
+    """Add actions re-adding rows of a :func:`table_state.file_actions` table."""
+    out = []
+    cols = files.to_pydict()
+    for i in range(files.num_rows):
+        a: dict[str, Any] = {"path": cols["raw_path"][i], "partitionValues": cols["partitionValues"][i] or {},
+                             "size": cols["size"][i], "modificationTime": cols["modificationTime"][i] or 0,
+                             "dataChange": data_change}
+        if cols["stats"][i]:
+            a["stats"] = cols["stats"][i]
+        dv = cols["deletionVector"][i]
+        if dv:
+            a["deletionVector"] = {k: v for k, v in dv.items() if v is not None}
+        for key in ("baseRowId", "defaultRowCommitVersion"):
+            if cols[key][i] is not None:
+                a[key] = cols[key][i]
+        out.append(a)
+    return out
+
+
+# ------------------------------------------------------------ condition -> skipping
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "<=>": "<=>"}
+
+
+def skipping_predicates(condition, schema) -> tuple:
+    """Skipping predicates implied by a SQL condition string (empty when nothing simple
+    can be said; a Column condition gives none). Conservative: every row matching the
+    condition matches the predicates, so pruning with them never drops a matching file."""
+    if not isinstance(condition, str):
+        return ()
+    from .expressions import ExpressionError, parse
+    try:
+        node = parse(condition)
+    except (ExpressionError, ValueError):
+        return ()
+    pred, _exact = _to_predicate(node, schema)
+    return (pred,) if pred is not None else ()
+
+
+_NO = object()
+
+
+def _literal_for(value, field):
+    """The literal as the column's type for skipping, or _NO when that is not exact."""
+    import datetime as _dt
+    import decimal
+    from .schema import PrimitiveType
+    t = field.type
+    if value is None or not isinstance(t, PrimitiveType):
+        return _NO
+    name = t.name
+    if isinstance(value, bool):
+        return value if name == "boolean" else _NO
+    if name in ("byte", "short", "integer", "long"):
+        if isinstance(value, int) or (isinstance(value, decimal.Decimal) and value == value.to_integral_value()):
+            return int(value)
+        return _NO
+    if name in ("float", "double"):
+        return float(value) if isinstance(value, (int, float, decimal.Decimal)) else _NO
+    if name.startswith("decimal"):
+        return decimal.Decimal(value) if isinstance(value, (int, decimal.Decimal)) else _NO
+    if name == "string":
+        return value if isinstance(value, str) else _NO
+    if name == "date":
+        ok = isinstance(value, _dt.date) and not isinstance(value, _dt.datetime)
+        return value if ok else _NO
+    return _NO
+
+
+def _to_predicate(node, schema):
+    """(predicate or None, exact): exact means the predicate is equivalent to the node."""
+    from . import predicates as P
+    from .expressions import Call, Col, Lit
+    if not isinstance(node, Call):
+        return None, False
+    name, args = node.name, node.args
+    if name == "and":
+        parts = [_to_predicate(a, schema) for a in args]
+        kept = [p for p, _ in parts if p is not None]
+        exact = all(p is not None and e for p, e in parts)
+        return (P.conjunction(kept) if kept else None), exact
+    if name == "or":
+        parts = [_to_predicate(a, schema) for a in args]
+        if any(p is None for p, _ in parts):
+            return None, False
+        out = parts[0][0]
+        for p, _ in parts[1:]:
+            out = P.Or(out, p)
+        return out, all(e for _, e in parts)
+    if name == "not":
+        child, exact = _to_predicate(args[0], schema)
+        return (P.Not(child), True) if child is not None and exact else (None, False)
+
+    def column(arg):
+        if isinstance(arg, Col) and len(arg.path) == 1:
+            return schema.get(arg.path[0])
+        return None
+    ops = {"=": P.EqualTo, "<": P.LessThan, "<=": P.LessThanOrEqual, ">": P.GreaterThan,
+           ">=": P.GreaterThanOrEqual, "<=>": P.EqualNullSafe}
+    if name in ops and len(args) == 2:
+        a, b = args
+        if isinstance(a, Lit) and isinstance(b, Col):
+            a, b, name = b, a, _FLIP[name]
+        f = column(a)
+        v = _literal_for(b.value, f) if f is not None and isinstance(b, Lit) else _NO
+        if v is not _NO:
+            return ops[name](f.name, v), True
+        return None, False
+    if name == "in" and len(args) >= 2:
+        f = column(args[0])
+        values = args[1:]
+        vals = [_literal_for(v.value, f) if f is not None and isinstance(v, Lit) else _NO for v in values]
+        if vals and all(v is not _NO for v in vals):
+            return P.In(f.name, tuple(vals)), True
+        return None, False
+    if name in ("isnull", "isnotnull") and len(args) == 1:
+        f = column(args[0])
+        if f is not None:
+            return (P.IsNull(f.name) if name == "isnull" else P.IsNotNull(f.name)), True
+    return None, False

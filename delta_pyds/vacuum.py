@@ -1,0 +1,126 @@
+"""VACUUM: deleting data files no version inside the retention window needs.
+
+Guarantees (as delta-spark's VacuumCommand):
+
+* a file is kept if the latest snapshot references it (active add, or its deletion
+  vector file), or a tombstone whose ``deletionTimestamp`` is inside the retention
+  window references it — so time travel to any version committed within the window
+  keeps working;
+* any other file under the table root (data files, ``deletion_vector_*.bin``, expired
+  ``_change_data`` files, files no commit ever referenced) is deleted only if its own
+  modification time is also older than the window (files being written by an ongoing
+  transaction are younger);
+* ``_delta_log`` and other hidden paths (a component starting with ``_`` or ``.``, except
+  ``_change_data``) are never touched;
+* a retention shorter than the table's ``delta.deletedFileRetentionDuration`` (default
+  7 days) is refused unless ``enforce_retention=False``; the default is a dry run.
+* tables with the ``vacuumProtocolCheck`` feature (and any table, before deleting) must
+  pass the writer protocol check.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import pyarrow.compute as pc
+
+from . import features
+from .deletion_vectors import DeletionVectorDescriptor
+from .snapshot import Snapshot
+from .storage import _mtime_ms
+from .table_properties import deleted_file_retention_ms
+
+CHANGE_DATA_DIR = "_change_data"
+
+
+@dataclass
+class VacuumResult:
+    dry_run: bool
+    retention_hours: float
+    threshold_ms: int
+    files: list[str] = field(default_factory=list)  # relative to the table root
+    bytes: int = 0
+
+    def __str__(self) -> str:
+        verb = "would delete" if self.dry_run else "deleted"
+        return f"vacuum {verb} {len(self.files)} file(s), {self.bytes} bytes (retention {self.retention_hours} h)"
+
+
+def _dv_paths(snapshot: Snapshot, dvs: Iterable) -> set[str]:
+    out = set()
+    for d in dvs:
+        if d and d.get("storageType") in ("u", "p"):
+            path = DeletionVectorDescriptor.from_dict(d).absolute_path(snapshot.storage)
+            if path:
+                out.add(path)
+    return out
+
+
+def _relative(root: str, path: str) -> str:
+    root = root.rstrip("/") + "/"
+    return path[len(root):] if path.startswith(root) else path
+
+
+def _hidden(rel: str) -> bool:
+    parts = rel.split("/")
+    return any(p.startswith((".", "_")) and not (i == 0 and p == CHANGE_DATA_DIR)
+               for i, p in enumerate(parts[:-1])) or parts[-1].startswith((".", "_"))
+
+
+def referenced_paths(snapshot: Snapshot, threshold_ms: int) -> set[str]:
+    """Filesystem paths of every file a version inside the window may read."""
+    storage = snapshot.storage
+    files = snapshot.files
+    keep = {storage.resolve(p) for p in files.column("path").to_pylist()}
+    keep |= _dv_paths(snapshot, files.column("deletion_vector").to_pylist())
+    tomb = snapshot.tombstones
+    if tomb.num_rows:
+        ts = pc.fill_null(tomb.column("deletionTimestamp"), 0)
+        recent = tomb.filter(pc.greater(ts, threshold_ms))
+        keep |= {storage.resolve(p) for p in recent.column("path").to_pylist()}
+        if "deletionVector" in recent.column_names:
+            keep |= _dv_paths(snapshot, recent.column("deletionVector").to_pylist())
+    return keep
+
+
+def vacuum(snapshot: Snapshot, *, retention_hours: float | None = None, dry_run: bool = True,
+           enforce_retention: bool = True, now_ms: int | None = None) -> VacuumResult:
+    table_ms = deleted_file_retention_ms(snapshot.configuration)
+    retention_ms = table_ms if retention_hours is None else int(float(retention_hours) * 3_600_000)
+    if retention_ms < 0:
+        raise ValueError(f"retentionHours must be >= 0, got {retention_hours}")
+    if enforce_retention and retention_ms < table_ms:
+        raise ValueError(
+            f"retentionHours={retention_hours} is shorter than the table's "
+            f"delta.deletedFileRetentionDuration ({table_ms / 3_600_000:g} h): readers and writers "
+            "still using older versions could lose files. Pass enforce_retention=False only if no "
+            "operation on this table runs longer than the retention you give")
+    if not dry_run:
+        features.check_write(snapshot.protocol)
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    threshold = now_ms - retention_ms
+    keep = referenced_paths(snapshot, threshold)
+    storage = snapshot.storage
+    result = VacuumResult(dry_run, retention_ms / 3_600_000, threshold)
+    try:
+        listing = storage.fs.find(storage.root, detail=True)
+    except FileNotFoundError:
+        listing = {}
+    candidates = []
+    for path, info in sorted(listing.items()):
+        if info.get("type") == "directory":
+            continue
+        rel = _relative(storage.fs._strip_protocol(storage.root), path)
+        if _hidden(rel) or storage.resolve(rel) in keep or path in keep:
+            continue
+        if _mtime_ms(info) >= threshold:
+            continue
+        candidates.append((rel, int(info.get("size") or 0)))
+    result.files = [rel for rel, _ in candidates]
+    result.bytes = sum(size for _, size in candidates)
+    if not dry_run:
+        for rel in result.files:
+            storage.delete(storage.resolve(rel))
+    return result
