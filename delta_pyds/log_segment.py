@@ -127,7 +127,8 @@ def build_log_segment(storage: Storage, *, version: int | None = None,
         raise VersionNotFoundError(
             f"cannot reconstruct version {version} of the table at {storage.root}: commit 0 "
             f"is gone and no checkpoint at or before it exists"
-            + (f" (the earliest available commit is {earliest})" if earliest is not None else ""))
+            + (f" (the earliest available commit is {earliest})" if earliest is not None else "")
+            + _unusable_checkpoints(files, version, exclude_checkpoints))
     missing = [v for v in range(start, version + 1) if v not in commits]
     if missing:
         raise CorruptLogError(
@@ -165,3 +166,14 @@ def _with_compactions(commits: list[LogFile], compactions: list[LogFile]) -> lis
             out.append(commits[i])
             i += 1
     return out
+
+
+def _unusable_checkpoints(files: list[LogFile], version: int, excluded: frozenset[int]) -> str:
+    """A hint naming checkpoints at or before ``version`` that exist but cannot be used."""
+    complete = complete_checkpoints(files)
+    bad = sorted({f.version for f in files if f.kind == "checkpoint" and f.version <= version
+                  and (f.version not in complete or f.version in excluded)})
+    if not bad:
+        return ""
+    return (f"; checkpoint(s) at version {', '.join(map(str, bad))} exist but are incomplete "
+            "(a part is missing) or unreadable")

@@ -126,8 +126,11 @@ def active_files(checkpoint_adds: pa.Table | None, commit_adds: pa.Table | None,
     ``*_seq`` give each commit action's position in the log (larger = newer)."""
     has_commits = (commit_adds is not None and commit_adds.num_rows) or \
                   (commit_removes is not None and commit_removes.num_rows)
-    if not has_commits:
+    if not has_commits and (checkpoint_adds is None or checkpoint_adds.num_rows < 2 or
+                            len(pc.unique(checkpoint_adds.column("path"))) == checkpoint_adds.num_rows):
         return checkpoint_adds
+    # a (bad) checkpoint listing a path twice goes through the keyed replay, so that one
+    # logical file never yields its rows twice
     parts = [t for t in (checkpoint_adds, commit_adds) if t is not None and t.num_rows]
     adds = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else (parts[0] if parts else None)
     n_adds = adds.num_rows if adds is not None else 0

@@ -21,9 +21,9 @@ import pyarrow.compute as pc
 
 from . import features
 from .actions import Metadata, Protocol, json_actions_schema, count_actions, parse_special_lines, \
-    partition_struct_type, read_json_actions
+    partition_struct_type, read_json_actions, read_json_lines
 from .checkpoint_reader import CheckpointReader
-from .errors import CorruptCheckpointError, CorruptLogError, TableNotFoundError
+from .errors import CorruptCheckpointError, CorruptLogError, TableNotFoundError, VersionNotFoundError
 from .log_segment import LogSegment, build_log_segment, list_log
 from .replay import active_files, normalize_adds, tombstones
 from .schema import StructType, parse_schema
@@ -61,9 +61,16 @@ class Snapshot:
             from .time_travel import version_at_timestamp
             version = version_at_timestamp(storage, timestamp, listing=listing)
         excluded: set[int] = set()
+        checkpoint_error: CorruptCheckpointError | None = None
         while True:
-            segment = build_log_segment(storage, version=version, listing=listing,
-                                        exclude_checkpoints=frozenset(excluded))
+            try:
+                segment = build_log_segment(storage, version=version, listing=listing,
+                                            exclude_checkpoints=frozenset(excluded))
+            except (CorruptLogError, TableNotFoundError, VersionNotFoundError) as fallback_error:
+                if checkpoint_error is None:
+                    raise
+                # no way around the unreadable checkpoint: report it, not the fallback's gap
+                raise checkpoint_error from fallback_error
             try:
                 return cls._from_segment(storage, segment)
             except CorruptCheckpointError as exc:
@@ -72,6 +79,7 @@ class Snapshot:
                 log.warning("checkpoint %s of %s is unreadable (%s); falling back",
                             segment.checkpoint_version, storage.root, exc)
                 excluded.add(segment.checkpoint_version)
+                checkpoint_error = exc
 
     @classmethod
     def _from_segment(cls, storage: Storage, segment: LogSegment) -> "Snapshot":
@@ -145,9 +153,19 @@ class Snapshot:
         data = b"".join(chunks)
         schema = json_actions_schema(self.physical_partition_columns, data)
         counts = np.array([count_actions(d) for d in chunks], dtype=np.int64)
-        table = read_json_actions(data, schema, source=f"the commits of {self.table_root}")
-        if table.num_rows != counts.sum():  # blank lines somewhere: parse one by one
-            tables = [read_json_actions(d, schema, source=c.path) for d, c in zip(chunks, files)]
+        try:
+            table = read_json_actions(data, schema, source=f"the commits of {self.table_root}")
+        except CorruptLogError:
+            table = None  # parse file by file below, so that the error names the bad file
+        if table is None or table.num_rows != counts.sum():  # blank lines somewhere: one by one
+            tables = []
+            for d, c in zip(chunks, files):
+                t = read_json_actions(d, schema, source=c.path)
+                if t.num_rows != sum(1 for line in d.splitlines() if line.strip()):
+                    # Arrow also accepts an object split over lines or two on one line;
+                    # the protocol wants one action per line: parse strictly, name the line
+                    t = read_json_lines(d, schema, source=c.path)
+                tables.append(t)
             counts = np.array([t.num_rows for t in tables], dtype=np.int64)
             table = pa.concat_tables(tables)
         versions = np.repeat(np.array([c.version for c in files], dtype=np.int64), counts)
@@ -225,7 +243,7 @@ class Snapshot:
         try:
             segment = build_log_segment(self.storage, version=self.version,
                                         exclude_checkpoints=frozenset(excluded))
-        except (CorruptLogError, TableNotFoundError) as fallback_error:
+        except (CorruptLogError, TableNotFoundError, VersionNotFoundError) as fallback_error:
             raise exc from fallback_error
         return Snapshot._from_segment(self.storage, segment)
 
@@ -276,5 +294,33 @@ def _apply_state(obj: dict, txns: dict, domains: dict) -> None:
 
 
 def _check_paths(files: pa.Table) -> None:
-    if files.num_rows and files.column("path").null_count:
+    if not files.num_rows:
+        return
+    paths = files.column("path")
+    if paths.null_count:
         raise CorruptLogError("an add action has no path")
+    # relative paths must stay below the table root: refuse any '..' segment (absolute
+    # URIs may point anywhere, as the protocol allows). Paths here are URI-decoded.
+    if _may_contain_dotdot(paths):  # a fast scan of the raw bytes first
+        suspects = pc.match_substring(paths, "..")
+        for path in paths.filter(suspects).to_pylist() if pc.any(suspects).as_py() else ():
+            if _is_relative(path) and ".." in path.replace("\\", "/").split("/"):
+                raise CorruptLogError(
+                    f"add action path {path!r} has a '..' segment: relative paths in the log "
+                    "must stay inside the table root")
+
+
+def _may_contain_dotdot(paths) -> bool:
+    """False only if no string of ``paths`` contains '..' (scans the value buffers)."""
+    for chunk in (paths.chunks if isinstance(paths, pa.ChunkedArray) else [paths]):
+        buffers = chunk.buffers()
+        if not pa.types.is_string(chunk.type) or len(buffers) < 3:
+            return True
+        if buffers[2] is not None and b".." in buffers[2].to_pybytes():
+            return True
+    return False
+
+
+def _is_relative(path: str) -> bool:
+    from urllib.parse import urlsplit
+    return not path.startswith("/") and len(urlsplit(path).scheme) <= 1

@@ -1,0 +1,719 @@
+"""Bad-input corpus (issue 9): real tables from tests/data, broken on purpose in a
+temporary copy. Each breakage must produce its *named* error — a
+:mod:`delta_pyds.errors` subclass whose message names the file, version, option or
+feature — or, where the protocol says so, be tolerated with the right answer. Never a
+raw traceback from deep inside, never silently wrong rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from delta_pyds.errors import (CorruptCheckpointError, CorruptLogError, DataFileError, DeletionVectorError,
+                               DeltaError, TableNotFoundError, UnsupportedFeatureError)
+from delta_pyds.file_reader import ReadSpec, read_file
+from delta_pyds.read_options import ReadOptions
+from delta_pyds.scan import FileTask
+from delta_pyds.schema import to_arrow_schema
+from delta_pyds.snapshot import Snapshot
+
+from conftest import table_path
+
+SIMPLE = "delta-rs/simple_table"  # 5 commits, no checkpoint, no partitions
+CHECKPOINTED = "delta-rs/simple_table_with_checkpoint"  # checkpoint at 10, commits 0..10
+MULTI_PART = "kernel-rs/v1-multi-part-struct-stats-only"  # 3-part checkpoint at 5
+V2_SIDECARS = "kernel-rs/v2-checkpoints-json-with-sidecars"  # v2 checkpoints 1..6 with sidecars
+DV_TABLE = "delta-rs/table-with-dv-small"  # one file, DV deleting 2 of 10 rows
+PARTITIONED = "delta-rs/delta-0.8.0-partitioned"
+
+
+# ------------------------------------------------------------------------ helpers
+def copy(tmp_path, name: str) -> str:
+    dest = tmp_path / name.replace("/", "__")
+    shutil.copytree(table_path(name), dest)
+    return str(dest)
+
+
+def log_file(table: str, version: int, suffix: str = "json") -> str:
+    return os.path.join(table, "_delta_log", f"{version:020d}.{suffix}")
+
+
+def read_lines(path: str) -> list[str]:
+    with open(path) as f:
+        return f.read().splitlines()
+
+
+def write_lines(path: str, lines: list[str], *, final_newline: bool = True) -> None:
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + ("\n" if final_newline else ""))
+
+
+def edit_actions(path: str, fn) -> None:
+    """Rewrites a commit: ``fn(list of action dicts) -> list of action dicts``."""
+    actions = [json.loads(line) for line in read_lines(path) if line.strip()]
+    write_lines(path, [json.dumps(a) for a in fn(actions)])
+
+
+def latest_commit(table: str) -> str:
+    names = sorted(n for n in os.listdir(os.path.join(table, "_delta_log"))
+                   if n.endswith(".json") and n[:20].isdigit() and len(n) == 25)
+    return os.path.join(table, "_delta_log", names[-1])
+
+
+def file_paths(table: str, **kw) -> set[str]:
+    return set(Snapshot.load(table, **kw).files.column("path").to_pylist())
+
+
+def read_rows(table: str, **kw) -> pa.Table:
+    """All rows of the table, read file by file without Spark (DVs applied)."""
+    snap = Snapshot.load(table, **kw)
+    spec = ReadSpec(storage=snap.storage, output=snap.schema, arrow_schema=to_arrow_schema(snap.schema),
+                    partition_columns=tuple(snap.partition_columns),
+                    physical_partition_columns=tuple(snap.physical_partition_columns),
+                    column_mapping_mode=snap.column_mapping_mode, table_schema=snap.schema)
+    batches = []
+    for row in snap.files.to_pylist():
+        pv = row.get("partition_values") or {}
+        task = FileTask(row["path"], row["size"], tuple(pv.get(c) for c in snap.physical_partition_columns),
+                        row["deletion_vector"])
+        batches.extend(read_file(spec, task))
+    return pa.Table.from_batches(batches, schema=spec.arrow_schema)
+
+
+@pytest.fixture(autouse=True)
+def _no_foreign_exceptions():
+    """Every failure in this file must be a DeltaError or a ValueError (options)."""
+    yield
+
+
+# ------------------------------------------------------------ commits: JSON shape
+def test_baselines(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    assert Snapshot.load(t).version == 4
+    assert len(file_paths(t)) == 5
+    assert read_rows(copy(tmp_path, DV_TABLE)).num_rows == 8
+
+
+def test_truncated_last_commit_line(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    path = latest_commit(t)
+    data = open(path, "rb").read().rstrip(b"\n")
+    open(path, "wb").write(data[:-15])  # a writer died mid-line (non-atomic store)
+    with pytest.raises(CorruptLogError, match=r"00000000000000000004\.json") as exc:
+        Snapshot.load(t).files
+    assert "JSON" in str(exc.value)
+    # earlier versions stay readable
+    assert Snapshot.load(t, version=3).version == 3
+    file_paths(t, version=3)
+
+
+def test_invalid_json_line(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    path = log_file(t, 2)
+    lines = read_lines(path)
+    lines.insert(1, '{"add": {"path": "x.parquet", "size": 1,,}}')
+    write_lines(path, lines)
+    with pytest.raises(CorruptLogError, match=r"line 2 in .*00000000000000000002\.json is not valid JSON"):
+        Snapshot.load(t).files
+
+
+def test_invalid_json_in_protocol_line(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    path = log_file(t, 0)
+    lines = read_lines(path)
+    lines = [line[:-3] if '"protocol"' in line else line for line in lines]
+    write_lines(path, lines)
+    with pytest.raises(CorruptLogError, match=r"00000000000000000000\.json is not valid JSON"):
+        Snapshot.load(t)
+
+
+def test_commit_that_is_a_json_array(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    path = log_file(t, 3)
+    actions = [json.loads(line) for line in read_lines(path)]
+    write_lines(path, [json.dumps(actions)])
+    with pytest.raises(CorruptLogError, match=r"00000000000000000003\.json is not a JSON object"):
+        Snapshot.load(t).files
+
+
+def test_commit_line_that_is_a_scalar(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    path = log_file(t, 1)
+    write_lines(path, read_lines(path) + ["42"])
+    with pytest.raises(CorruptLogError, match=r"00000000000000000001\.json is not a JSON object"):
+        Snapshot.load(t).files
+
+
+def test_blank_lines_and_missing_final_newline_are_tolerated(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    expected = file_paths(t)
+    path = log_file(t, 2)
+    lines = read_lines(path)
+    write_lines(path, [""] + lines[:1] + ["", "  "] + lines[1:], final_newline=False)
+    assert file_paths(t) == expected
+
+
+def test_empty_commit_file_is_an_empty_commit(tmp_path):
+    # an empty commit carries no actions: the state is the previous version's
+    t = copy(tmp_path, SIMPLE)
+    before = file_paths(t, version=3)
+    expected = file_paths(t)
+    open(log_file(t, 3), "w").close()
+    snap = Snapshot.load(t, version=3)
+    assert snap.version == 3
+    assert set(snap.files.column("path").to_pylist()) == file_paths(t, version=2)
+    assert before  # sanity
+    assert expected
+
+
+def test_missing_protocol(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    edit_actions(log_file(t, 0), lambda acts: [a for a in acts if "protocol" not in a])
+    with pytest.raises(CorruptLogError, match="no protocol action found for version 4"):
+        Snapshot.load(t)
+
+
+def test_missing_metadata(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    edit_actions(log_file(t, 0), lambda acts: [a for a in acts if "metaData" not in a])
+    with pytest.raises(CorruptLogError, match="no metaData action found for version 4"):
+        Snapshot.load(t)
+
+
+def test_malformed_protocol_and_metadata(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    path = log_file(t, 0)
+    original = read_lines(path)
+    edit_actions(path, lambda acts: [{"protocol": {"minReaderVersion": "one"}} if "protocol" in a else a
+                                     for a in acts])
+    with pytest.raises(CorruptLogError, match=r"malformed protocol action in .*00000000000000000000\.json"):
+        Snapshot.load(t)
+    write_lines(path, original)
+    edit_actions(path, lambda acts: [{"metaData": {"id": "x"}} if "metaData" in a else a for a in acts])
+    with pytest.raises(CorruptLogError, match=r"malformed metaData action in .*00000000000000000000\.json"):
+        Snapshot.load(t)
+    write_lines(path, original)
+    edit_actions(path, lambda acts: [{"metaData": {**a["metaData"], "schemaString": "{not json"}}
+                                     if "metaData" in a else a for a in acts])
+    with pytest.raises(DeltaError):
+        Snapshot.load(t)
+
+
+def test_unsupported_reader_feature_names_the_feature(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    edit_actions(log_file(t, 0), lambda acts: [
+        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["fancyNewThing"],
+                      "writerFeatures": ["fancyNewThing"]}} if "protocol" in a else a for a in acts])
+    with pytest.raises(UnsupportedFeatureError, match="fancyNewThing") as exc:
+        Snapshot.load(t)
+    assert "fancyNewThing" in exc.value.features
+
+
+def test_duplicate_add_in_one_commit_is_reconciled(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    expected = file_paths(t)
+    path = log_file(t, 4)
+    lines = read_lines(path)
+    adds = [line for line in lines if line.startswith('{"add"')]
+    assert adds
+    write_lines(path, lines + adds)
+    snap = Snapshot.load(t)
+    assert snap.files.num_rows == len(expected)  # one row per logical file, not per action
+    assert set(snap.files.column("path").to_pylist()) == expected
+
+
+def test_gap_in_versions(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    os.remove(log_file(t, 2))
+    with pytest.raises(CorruptLogError, match=r"missing commit 00000000000000000002\.json"):
+        Snapshot.load(t)
+    # versions before the gap are still readable
+    assert Snapshot.load(t, version=1).version == 1
+
+
+def test_no_commit_zero_and_no_checkpoint(tmp_path):
+    from delta_pyds.errors import VersionNotFoundError
+    t = copy(tmp_path, SIMPLE)
+    os.remove(log_file(t, 0))
+    with pytest.raises(VersionNotFoundError, match="commit 0"):
+        Snapshot.load(t)
+
+
+def test_empty_log_dir_is_not_a_table(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    shutil.rmtree(os.path.join(t, "_delta_log"))
+    os.mkdir(os.path.join(t, "_delta_log"))
+    with pytest.raises(TableNotFoundError, match="no commits"):
+        Snapshot.load(t)
+
+
+def test_unknown_actions_and_fields_are_tolerated(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    expected = file_paths(t)
+    path = log_file(t, 4)
+
+    def mutate(acts):
+        out = [{"futureAction": {"x": 1, "nested": {"a": [1, 2]}}}]
+        for a in acts:
+            if "add" in a:
+                a = {"add": {**a["add"], "someNewField": {"k": "v"}, "anotherOne": [1]}, "topLevelExtra": 3}
+            if "remove" in a:
+                a = {"remove": {**a["remove"], "unknownRemoveField": True}}
+            out.append(a)
+        out.append({"commitInfo": {"whatever": [1, {"x": None}]}})
+        return out
+
+    edit_actions(path, mutate)
+    assert file_paths(t) == expected
+
+
+@pytest.mark.parametrize("field_name, value, what", [
+    ("size", "429", None),  # a numeric string is coerced, like a JSON reader would
+    ("size", "big", "expected an integer"),
+    ("size", 4.5, "expected an integer"),
+    ("size", [1], "expected an integer"),
+    ("partitionValues", "not-an-object", "expected an object"),
+    ("partitionValues", [1, 2], "expected an object"),
+    ("dataChange", "yes", "expected a boolean"),
+    ("deletionVector", "x", "expected an object"),
+    ("modificationTime", {"a": 1}, "expected an integer"),
+])
+def test_wrong_types_in_add(tmp_path, field_name, value, what):
+    t = copy(tmp_path, SIMPLE)
+    expected = file_paths(t)
+    path = log_file(t, 4)
+
+    def mutate(acts):
+        first = True
+        out = []
+        for a in acts:
+            if "add" in a and first:
+                a = {"add": {**a["add"], field_name: value}}
+                first = False
+            out.append(a)
+        return out
+
+    edit_actions(path, mutate)
+    if what is None:
+        assert file_paths(t) == expected
+    else:
+        with pytest.raises(CorruptLogError, match=rf"00000000000000000004\.json.*{what}"):
+            Snapshot.load(t).files
+
+
+def test_stats_not_a_string_is_kept_as_json_text(tmp_path):
+    # stats must be a JSON string; an object is tolerated as its JSON text, and skipping
+    # stays correct (it parses the text like any other stats string)
+    t = copy(tmp_path, SIMPLE)
+    path = log_file(t, 4)
+    edit_actions(path, lambda acts: [{"add": {**a["add"], "stats": {"numRecords": 1}}} if "add" in a else a
+                                     for a in acts])
+    files = Snapshot.load(t).files
+    stats = [s for s in files.column("stats").to_pylist() if s is not None]
+    assert stats and all(json.loads(s) == {"numRecords": 1} for s in stats)
+
+
+def test_add_without_path(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    edit_actions(log_file(t, 4), lambda acts: acts + [{"add": {"size": 3, "partitionValues": {},
+                                                               "modificationTime": 1, "dataChange": True}}])
+    with pytest.raises(CorruptLogError, match="no path"):
+        Snapshot.load(t).files
+
+
+def test_partition_value_types_wrong_in_partitioned_table(tmp_path):
+    t = copy(tmp_path, PARTITIONED)
+    path = latest_commit(t)
+    edit_actions(path, lambda acts: [{"add": {**a["add"], "partitionValues": ["2020", "1"]}} if "add" in a else a
+                                     for a in acts])
+    with pytest.raises(CorruptLogError, match="expected an object"):
+        Snapshot.load(t).files
+
+
+# ------------------------------------------------------------ checkpoints
+def test_checkpoint_garbage_falls_back_to_commits(tmp_path):
+    t = copy(tmp_path, CHECKPOINTED)
+    expected = file_paths(t)
+    with open(log_file(t, 10, "checkpoint.parquet"), "wb") as f:
+        f.write(b"this is not parquet at all")
+    assert file_paths(t) == expected
+
+
+def test_checkpoint_truncated_falls_back_to_commits(tmp_path):
+    t = copy(tmp_path, CHECKPOINTED)
+    expected = file_paths(t)
+    cp = log_file(t, 10, "checkpoint.parquet")
+    data = open(cp, "rb").read()
+    open(cp, "wb").write(data[: len(data) // 2])
+    assert file_paths(t) == expected
+    assert read_rows(t).num_rows == read_rows(table_path(CHECKPOINTED)).num_rows
+
+
+def test_checkpoint_garbage_without_commits_is_a_clear_error(tmp_path):
+    t = copy(tmp_path, CHECKPOINTED)
+    for v in range(0, 10):
+        os.remove(log_file(t, v))
+    assert file_paths(t)  # the intact checkpoint alone is enough
+    with open(log_file(t, 10, "checkpoint.parquet"), "wb") as f:
+        f.write(b"PAR1 garbage PAR1")
+    with pytest.raises(CorruptCheckpointError, match=r"00000000000000000010\.checkpoint\.parquet"):
+        Snapshot.load(t).files
+
+
+def test_last_checkpoint_garbage_is_ignored(tmp_path):
+    t = copy(tmp_path, CHECKPOINTED)
+    expected = file_paths(t)
+    with open(os.path.join(t, "_delta_log", "_last_checkpoint"), "w") as f:
+        f.write("{{{ garbage")
+    assert file_paths(t) == expected
+
+
+def test_last_checkpoint_pointing_to_missing_checkpoint_is_ignored(tmp_path):
+    t = copy(tmp_path, CHECKPOINTED)
+    expected = file_paths(t)
+    with open(os.path.join(t, "_delta_log", "_last_checkpoint"), "w") as f:
+        f.write(json.dumps({"version": 99, "size": 3}))
+    assert file_paths(t) == expected
+    os.remove(log_file(t, 10, "checkpoint.parquet"))
+    with open(os.path.join(t, "_delta_log", "_last_checkpoint"), "w") as f:
+        f.write(json.dumps({"version": 10, "size": 3}))
+    assert file_paths(t) == expected
+
+
+def test_multi_part_checkpoint_with_missing_part(tmp_path):
+    t = copy(tmp_path, MULTI_PART)
+    expected = file_paths(t)
+    os.remove(os.path.join(t, "_delta_log", "00000000000000000005.checkpoint.0000000002.0000000003.parquet"))
+    assert file_paths(t) == expected  # incomplete checkpoint: not used, commits replayed
+    for v in range(0, 5):
+        os.remove(log_file(t, v))
+    from delta_pyds.errors import VersionNotFoundError
+    with pytest.raises(VersionNotFoundError, match="commit 0 is gone.*checkpoint.* at version 5 exist but are "
+                                                   "incomplete"):
+        Snapshot.load(t).files
+
+
+def test_multi_part_checkpoint_with_corrupt_part(tmp_path):
+    t = copy(tmp_path, MULTI_PART)
+    expected = file_paths(t)
+    with open(os.path.join(t, "_delta_log", "00000000000000000005.checkpoint.0000000003.0000000003.parquet"),
+              "wb") as f:
+        f.write(b"garbage")
+    assert file_paths(t) == expected
+
+
+def test_v2_checkpoint_with_missing_sidecar(tmp_path):
+    t = copy(tmp_path, V2_SIDECARS)
+    expected = file_paths(t)
+    sidecars = os.path.join(t, "_delta_log", "_sidecars")
+    for name in os.listdir(sidecars):
+        if name.startswith("00000000000000000006."):
+            os.remove(os.path.join(sidecars, name))
+            break
+    assert file_paths(t) == expected  # falls back to the v5 checkpoint + commit 6
+    # without the commits, the missing sidecar is a clear error naming it
+    for v in range(0, 7):
+        os.remove(log_file(t, v))
+        for other in os.listdir(os.path.join(t, "_delta_log")):
+            if other.startswith(f"{v:020d}.checkpoint") and v < 6:
+                os.remove(os.path.join(t, "_delta_log", other))
+    with pytest.raises(CorruptCheckpointError, match=r"_sidecars/00000000000000000006\.checkpoint.*missing"):
+        Snapshot.load(t).files
+
+
+# ------------------------------------------------------------ deletion vectors
+def _dv_file(t: str) -> str:
+    return next(os.path.join(t, n) for n in os.listdir(t) if n.startswith("deletion_vector_"))
+
+
+def test_dv_bad_checksum(tmp_path):
+    t = copy(tmp_path, DV_TABLE)
+    path = _dv_file(t)
+    data = bytearray(open(path, "rb").read())
+    data[-1] ^= 0xFF  # the stored CRC-32
+    open(path, "wb").write(bytes(data))
+    with pytest.raises(DeletionVectorError, match=r"deletion_vector_.*\.bin.*checksum mismatch"):
+        read_rows(t)
+
+
+def test_dv_bad_payload(tmp_path):
+    t = copy(tmp_path, DV_TABLE)
+    path = _dv_file(t)
+    data = bytearray(open(path, "rb").read())
+    data[12] ^= 0xFF  # inside the bitmap: the checksum catches it
+    open(path, "wb").write(bytes(data))
+    with pytest.raises(DeletionVectorError, match="checksum mismatch"):
+        read_rows(t)
+
+
+def test_dv_out_of_range_offset(tmp_path):
+    t = copy(tmp_path, DV_TABLE)
+    edit_actions(log_file(t, 1), lambda acts: [
+        {"add": {**a["add"], "deletionVector": {**a["add"]["deletionVector"], "offset": 10_000}}}
+        if "add" in a else a for a in acts])
+    with pytest.raises(DeletionVectorError, match=r"deletion_vector_.*out of range"):
+        read_rows(t)
+
+
+def test_dv_negative_offset(tmp_path):
+    t = copy(tmp_path, DV_TABLE)
+    edit_actions(log_file(t, 1), lambda acts: [
+        {"add": {**a["add"], "deletionVector": {**a["add"]["deletionVector"], "offset": -5}}}
+        if "add" in a else a for a in acts])
+    with pytest.raises(DeletionVectorError, match="non-negative"):
+        read_rows(t)
+
+
+def test_dv_missing_file(tmp_path):
+    t = copy(tmp_path, DV_TABLE)
+    os.remove(_dv_file(t))
+    with pytest.raises(DeletionVectorError, match=r"deletion_vector_.*does not exist"):
+        read_rows(t)
+
+
+def test_dv_cardinality_mismatch(tmp_path):
+    t = copy(tmp_path, DV_TABLE)
+    edit_actions(log_file(t, 1), lambda acts: [
+        {"add": {**a["add"], "deletionVector": {**a["add"]["deletionVector"], "cardinality": 3}}}
+        if "add" in a else a for a in acts])
+    with pytest.raises(DeletionVectorError, match="cardinality 3"):
+        read_rows(t)
+
+
+def test_dv_unknown_storage_type(tmp_path):
+    t = copy(tmp_path, DV_TABLE)
+    edit_actions(log_file(t, 1), lambda acts: [
+        {"add": {**a["add"], "deletionVector": {**a["add"]["deletionVector"], "storageType": "z"}}}
+        if "add" in a else a for a in acts])
+    with pytest.raises(DeletionVectorError, match="storageType 'z'"):
+        read_rows(t)
+
+
+# ------------------------------------------------------------ data files
+def _first_data_file(t: str) -> str:
+    rel = Snapshot.load(t).files.column("path")[0].as_py()
+    return os.path.join(t, rel)
+
+
+def test_data_file_missing(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    path = _first_data_file(t)
+    os.remove(path)
+    with pytest.raises(DataFileError, match=rf"{os.path.basename(path)}.*missing"):
+        read_rows(t)
+
+
+def test_data_file_not_parquet(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    path = _first_data_file(t)
+    open(path, "wb").write(b"hello, I am a CSV file\n1,2,3\n")
+    with pytest.raises(DataFileError, match=rf"{os.path.basename(path)} is not a readable Parquet file"):
+        read_rows(t)
+
+
+def test_data_file_truncated(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    path = _first_data_file(t)
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[: len(data) - 20])
+    with pytest.raises(DataFileError, match=os.path.basename(path)):
+        read_rows(t)
+
+
+def test_data_file_with_mismatched_schema(tmp_path):
+    t = copy(tmp_path, SIMPLE)  # id: long
+    path = _first_data_file(t)
+    pq.write_table(pa.table({"id": pa.array(["one", "two"])}), path)
+    with pytest.raises(DataFileError, match=r"string column as int64"):
+        read_rows(t)
+
+
+def test_data_file_with_overflowing_values(tmp_path):
+    t = copy(tmp_path, DV_TABLE)  # value: int
+    path = _first_data_file(t)
+    pq.write_table(pa.table({"value": pa.array([2 ** 40] * 10, pa.int64())}), path)
+    snap = Snapshot.load(t)
+    if snap.schema.field("value").type.simple_string() == "int":
+        with pytest.raises(DataFileError):
+            read_rows(t)
+
+
+# ------------------------------------------------------------ paths
+def test_dotdot_path_escaping_the_root_is_refused(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    outside = tmp_path / "outside.parquet"
+    shutil.copy(_first_data_file(t), outside)
+    edit_actions(log_file(t, 4), lambda acts: acts + [{"add": {
+        "path": "../outside.parquet", "partitionValues": {}, "size": 1, "modificationTime": 1,
+        "dataChange": True}}])
+    with pytest.raises(CorruptLogError, match=r"\.\./outside\.parquet.*table root"):
+        Snapshot.load(t).files
+
+
+def test_encoded_dotdot_path_is_refused(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    edit_actions(log_file(t, 4), lambda acts: acts + [{"add": {
+        "path": "a/%2E%2E/%2E%2E/etc/passwd", "partitionValues": {}, "size": 1, "modificationTime": 1,
+        "dataChange": True}}])
+    with pytest.raises(CorruptLogError, match="table root"):
+        Snapshot.load(t).files
+
+
+def test_dotdot_inside_the_root_is_refused_too(tmp_path):
+    # a/../b stays inside the root, but the protocol only allows plain relative paths;
+    # refusing every '..' segment is the simple, safe rule
+    t = copy(tmp_path, SIMPLE)
+    edit_actions(log_file(t, 4), lambda acts: acts + [{"add": {
+        "path": "a/../b.parquet", "partitionValues": {}, "size": 1, "modificationTime": 1,
+        "dataChange": True}}])
+    with pytest.raises(CorruptLogError, match=r"'\.\.'"):
+        Snapshot.load(t).files
+
+
+def test_absolute_uri_paths_are_allowed(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    outside = tmp_path / "elsewhere" / "abs.parquet"
+    outside.parent.mkdir()
+    pq.write_table(pa.table({"id": pa.array([100, 101], pa.int64())}), outside)
+    n = read_rows(t).num_rows
+    edit_actions(log_file(t, 4), lambda acts: acts + [{"add": {
+        "path": f"file://{outside}", "partitionValues": {}, "size": os.path.getsize(outside),
+        "modificationTime": 1, "dataChange": True}}])
+    assert read_rows(t).num_rows == n + 2
+
+
+def test_dotdot_in_a_file_name_is_fine(tmp_path):
+    # '..' as part of a name (not a whole segment) is an ordinary file name
+    t = copy(tmp_path, SIMPLE)
+    os.mkdir(os.path.join(t, "x..y"))
+    src = os.path.join(t, "x..y", "a..b.parquet")
+    pq.write_table(pa.table({"id": pa.array([100, 101], pa.int64())}), src)
+    n = read_rows(t).num_rows
+    edit_actions(log_file(t, 4), lambda acts: acts + [{"add": {
+        "path": "x..y/a..b.parquet", "partitionValues": {}, "size": os.path.getsize(src), "modificationTime": 1,
+        "dataChange": True}}])
+    assert read_rows(t).num_rows == n + 2
+
+
+def test_dotdot_in_remove_does_not_matter(tmp_path):
+    # a remove never opens its path; it only cancels an add with the same key
+    t = copy(tmp_path, SIMPLE)
+    expected = file_paths(t)
+    edit_actions(log_file(t, 4), lambda acts: acts + [{"remove": {
+        "path": "../not-there.parquet", "deletionTimestamp": 1, "dataChange": True}}])
+    assert file_paths(t) == expected
+
+
+# ------------------------------------------------------------ read options
+@pytest.mark.parametrize("options, name", [
+    ({}, "path"),
+    ({"path": "/x", "versionAsOf": "abc"}, "versionAsOf"),
+    ({"path": "/x", "versionAsOf": "-1"}, "versionAsOf"),
+    ({"path": "/x", "versionAsOf": "1", "timestampAsOf": "2020-01-01"}, "timestampAsOf"),
+    ({"path": "/x", "columns": " , "}, "columns"),
+    ({"path": "/x", "maxPartitionBytes": "0"}, "maxPartitionBytes"),
+    ({"path": "/x", "maxpartitionbytes": "lots"}, "maxPartitionBytes"),
+    ({"path": "/x", "openCostInBytes": "-3"}, "openCostInBytes"),
+    ({"path": "/x", "parallelism": "0"}, "parallelism"),
+    ({"path": "/x", "batchRows": "1.5"}, "batchRows"),
+    ({"path": "/x", "filterPushdown": "maybe"}, "filterPushdown"),
+])
+def test_invalid_read_options_name_the_option(options, name):
+    with pytest.raises(ValueError, match=rf"option[s]? .*{name}"):
+        ReadOptions.parse(options)
+
+
+def test_version_beyond_latest_and_bad_timestamp(tmp_path):
+    from delta_pyds.errors import VersionNotFoundError
+    t = copy(tmp_path, SIMPLE)
+    with pytest.raises(VersionNotFoundError, match="version 99.*latest version of the table is 4"):
+        Snapshot.load(t, version=99)
+    with pytest.raises((VersionNotFoundError, ValueError), match="not-a-time|timestamp"):
+        Snapshot.load(t, timestamp="not-a-time")
+
+
+def test_not_a_table(tmp_path):
+    with pytest.raises(TableNotFoundError, match="no Delta table"):
+        Snapshot.load(str(tmp_path / "nothing-here"))
+
+
+def test_spark_read_of_a_broken_table_names_the_error(tmp_path, spark):
+    """One end-to-end check: a bad option and a corrupt log surface through Spark with
+    the named error's message (Spark wraps Python exceptions in its own)."""
+    t = copy(tmp_path, SIMPLE)
+    with pytest.raises(Exception, match="option versionAsOf"):
+        spark.read.format("pydelta").option("versionAsOf", "abc").load(t).collect()
+    os.remove(log_file(t, 2))
+    with pytest.raises(Exception, match=r"CorruptLogError.*missing commit 00000000000000000002\.json"):
+        spark.read.format("pydelta").load(t).collect()
+
+
+# ------------------------------------------------------------ found by tests/test_fuzz_log.py
+def test_invalid_utf8_in_a_commit(tmp_path):
+    # Arrow's JSON reader does not validate UTF-8: without a check the bad bytes reached
+    # the path strings (UnicodeDecodeError later, or a wrong path)
+    t = copy(tmp_path, SIMPLE)
+    path = log_file(t, 4)
+    data = open(path, "rb").read()
+    i = data.index(b'"path":"') + 9
+    open(path, "wb").write(data[:i] + b"\x80\xff" + data[i:])
+    with pytest.raises(CorruptLogError, match=r"00000000000000000004\.json is not valid JSON"):
+        Snapshot.load(t).files
+
+
+def test_infinity_as_an_integer(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    path = log_file(t, 4)
+    text = open(path).read()
+    open(path, "w").write(text.replace('"size":', '"size":Infinity,"x":', 1))
+    with pytest.raises(CorruptLogError, match=r"00000000000000000004\.json: expected an integer, got inf"):
+        Snapshot.load(t).files
+
+
+def test_action_split_over_two_lines(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    path = log_file(t, 4)
+    lines = read_lines(path)
+    write_lines(path, [lines[0][:1], lines[0][1:]] + lines[1:])  # "{" then the rest
+    with pytest.raises(CorruptLogError, match=r"line 1 in .*00000000000000000004\.json is not valid JSON"):
+        Snapshot.load(t).files
+
+
+def test_two_actions_on_one_line(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    path = log_file(t, 4)
+    lines = read_lines(path)
+    write_lines(path, [lines[0] + " " + lines[1]] + lines[2:])
+    with pytest.raises(CorruptLogError, match=r"line 1 in .*00000000000000000004\.json is not valid JSON"):
+        Snapshot.load(t).files
+
+
+def test_checkpoint_listing_a_file_twice_yields_it_once(tmp_path):
+    t = copy(tmp_path, CHECKPOINTED)
+    expected = file_paths(t)
+    cp = log_file(t, 10, "checkpoint.parquet")
+    table = pq.read_table(cp)
+    adds = table.filter(pa.compute.is_valid(table.column("add")))
+    pq.write_table(pa.concat_tables([table, adds]), cp)
+    files = Snapshot.load(t).files
+    assert files.num_rows == len(expected)
+    assert set(files.column("path").to_pylist()) == expected
+
+
+def test_read_file_refuses_dotdot_paths_from_any_planner(tmp_path):
+    # the change data feed and streams build tasks without Snapshot.files: the executor
+    # side checks too
+    t = copy(tmp_path, SIMPLE)
+    snap = Snapshot.load(t)
+    spec = ReadSpec(storage=snap.storage, output=snap.schema, arrow_schema=to_arrow_schema(snap.schema),
+                    partition_columns=())
+    for bad in ("../outside.parquet", "a/../../b.parquet", "a\\..\\b.parquet"):
+        with pytest.raises(DataFileError, match="'..' segment"):
+            list(read_file(spec, FileTask(bad, 1, (), None)))
+    with pytest.raises(DataFileError, match="missing"):  # absolute: allowed, merely absent here
+        list(read_file(spec, FileTask(f"file://{tmp_path}/../nowhere.parquet", 1, (), None)))
