@@ -1,0 +1,229 @@
+"""The delta_pyds benchmark suite: side-by-side ratios in one run.
+
+    python bench/run.py [MODE ...] [--scale S] [--reps N]
+
+Modes (default: all): full, narrow, selective, plan, write, commit, dv, concurrent.
+Each measurement alternates the contenders ``--reps`` times (the first pair warms up and
+is dropped) and reports the ratio of medians. Results (with the machine description
+and the command line) are written to bench/results/<mode>.json; bench/report.py turns
+them into docs/benchmarks.md and PNG plots. Tables are written once per machine under
+$PYDELTA_BENCH_DIR (default /tmp/pydelta-bench) by deltalake, an independent writer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+RESULTS = os.path.join(HERE, "results")
+
+
+def machine() -> dict:
+    import pyarrow
+    import pyspark
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
+    try:
+        import deltalake
+        dl = deltalake.__version__
+    except Exception:  # pragma: no cover
+        dl = None
+    return {"cpus": os.cpu_count(), "memory_gb": round(mem / 2**30, 1), "platform": platform.platform(),
+            "python": platform.python_version(), "pyspark": pyspark.__version__,
+            "pyarrow": pyarrow.__version__, "deltalake": dl}
+
+
+def alternate(fns: dict, reps: int) -> dict:
+    """Runs each contender in turn ``reps`` times; returns name -> (median s, last result)."""
+    times = {k: [] for k in fns}
+    results = {}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            results[name] = fn()
+            times[name].append(time.perf_counter() - t)
+    return {k: (statistics.median(v[1:] if len(v) > 1 else v), results[k]) for k, v in times.items()}
+
+
+class Suite:
+    def __init__(self, spark, scale: float, reps: int):
+        self.spark, self.scale, self.reps = spark, scale, reps
+        self.rows: list[dict] = []
+
+    def record(self, mode: str, label: str, a: str, b: str, ma: float, mb: float, target: float | None = None, **extra):
+        ratio = ma / mb if mb else float("nan")
+        ok = "" if target is None else (" OK" if ratio <= target else f" MISSES target {target}")
+        print(f"[{mode}] {label}: {a}/{b} = {ratio:.2f} ({a} {ma:.3f}s, {b} {mb:.3f}s){ok}", flush=True)
+        self.rows.append({"mode": mode, "label": label, "a": a, "b": b, "a_seconds": ma, "b_seconds": mb,
+                          "ratio": ratio, "target": target, **extra})
+
+    def check_same(self, label, results):
+        values = list(results.values())
+        if any(v[1] != values[0][1] for v in values):
+            raise SystemExit(f"{label}: results differ: { {k: v[1] for k, v in results.items()} }")
+
+    # ------------------------------------------------------------------------ read
+    def full(self):
+        from pyspark.sql import functions as F
+        from tables import scan_table
+        p = scan_table(self.scale)
+        q = lambda df: df.agg(F.sum(F.xxhash64(*df.columns) % 1000)).collect()[0][0]  # noqa: E731
+        r = alternate({"pydelta": lambda: q(self.spark.read.format("pydelta").load(p)),
+                       "parquet": lambda: q(self.spark.read.parquet(p))}, self.reps)
+        self.check_same("full", r)
+        self.record("full", "full scan, every column", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0], 1.25)
+
+    def narrow(self):
+        from pyspark.sql import functions as F
+        from tables import wide_table
+        p = wide_table(self.scale)
+        q = lambda df: df.agg(F.sum("c1"), F.max("id")).collect()[0]  # noqa: E731
+        r = alternate({"columns": lambda: q(self.spark.read.format("pydelta").option("columns", "id,c1").load(p)),
+                       "all": lambda: q(self.spark.read.format("pydelta").load(p)),
+                       "parquet": lambda: q(self.spark.read.parquet(p).select("id", "c1"))}, self.reps)
+        self.check_same("narrow", r)
+        self.record("narrow", "2 of 61 columns, columns option vs none", "columns", "all", r["columns"][0], r["all"][0])
+        self.record("narrow", "2 of 61 columns vs parquet", "columns", "parquet", r["columns"][0], r["parquet"][0])
+
+    def selective(self):
+        from tables import skip_table
+        p = skip_table(self.scale)
+        rows = max(1000, int(50_000 * self.scale))
+        point = f"id = {100 * rows + 123}"
+        rng = f"id BETWEEN {10 * rows} AND {12 * rows - 1}"
+        part = "p = 3 AND x < 0.5"
+        for label, cond in (("point lookup", point), ("range", rng), ("partition + stats", part)):
+            r = alternate({
+                "pydelta": lambda: self.spark.read.format("pydelta").option("filterPushdown", "true").load(p).where(cond).count(),
+                "pydelta-auto": lambda: self.spark.read.format("pydelta").load(p).where(cond).count(),
+                "parquet": lambda: self.spark.read.parquet(p).where(cond).count()}, self.reps)
+            self.check_same(label, r)
+            target = 0.5 if label == "point lookup" else None
+            self.record("selective", f"{label} (skipping on)", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0], target)
+            self.record("selective", f"{label} (default auto)", "pydelta-auto", "parquet", r["pydelta-auto"][0], r["parquet"][0])
+
+    def plan(self):
+        import resource
+        from deltalake import DeltaTable
+        from tables import generated_log, log_300k
+        logs = []
+        shared = log_300k()
+        if shared:
+            logs.append(("300k adds, 5 commits, no stats (shared)", shared))
+        n = int(100_000 * self.scale)
+        logs.append((f"{n} adds with stats on 32 columns, JSON only", generated_log(n, 20, 32, checkpoint=False)))
+        logs.append((f"{n} adds with stats on 32 columns, checkpoint", generated_log(n, 20, 32, checkpoint=True)))
+        logs.append((f"{n // 10} adds over 3000 commits (long JSON tail)", generated_log(n // 10, 3000, 4, checkpoint=False)))
+        for label, p in logs:
+            r = alternate({"pydelta": lambda: self.spark.read.format("pydelta").load(p).rdd.getNumPartitions(),
+                           "deltalake": lambda: len(DeltaTable(p).file_uris())}, self.reps)
+            target = 1.0 if "shared" in label else None
+            self.record("plan", f"load + plan: {label}", "pydelta", "deltalake", r["pydelta"][0], r["deltalake"][0], target)
+        # peak memory of planning the largest log in a fresh process (core only)
+        code = ("import resource,sys;from delta_pyds.snapshot import Snapshot;from delta_pyds.scan import plan_partitions;"
+                "s=Snapshot.load(sys.argv[1]);plan_partitions(s.files, s.physical_partition_columns);"
+                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+        code_dl = ("import resource,sys;from deltalake import DeltaTable;len(DeltaTable(sys.argv[1]).file_uris());"
+                   "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+        p = logs[0][1]
+        ours = int(subprocess.run([sys.executable, "-c", code, p], capture_output=True, text=True, check=True).stdout)
+        theirs = int(subprocess.run([sys.executable, "-c", code_dl, p], capture_output=True, text=True, check=True).stdout)
+        print(f"[plan] peak RSS planning {logs[0][0]}: delta_pyds {ours / 1024:.0f} MiB, deltalake {theirs / 1024:.0f} MiB")
+        self.rows.append({"mode": "plan", "label": "peak RSS (MiB)", "a": "delta_pyds", "b": "deltalake",
+                          "a_seconds": None, "b_seconds": None, "ratio": ours / theirs,
+                          "a_mib": ours / 1024, "b_mib": theirs / 1024, "target": None})
+
+    # ----------------------------------------------------------------------- write
+    def write(self):
+        from tables import DATA
+        n = int(10_000_000 * self.scale)
+        df = self.spark.range(n, numPartitions=4).selectExpr(
+            "id", "cast(id % 1000 as int) as i", "rand(7) as x", "concat('s', id % 100000) as s",
+            "date_add(date'2020-01-01', cast(id % 3000 as int)) as d", "timestamp_seconds(id) as ts")
+        a_path, b_path = os.path.join(DATA, "wr-pydelta"), os.path.join(DATA, "wr-parquet")
+
+        def a():
+            shutil.rmtree(a_path, ignore_errors=True)
+            df.write.format("pydelta").mode("overwrite").save(a_path)
+
+        def b():
+            shutil.rmtree(b_path, ignore_errors=True)
+            df.write.mode("overwrite").parquet(b_path)
+        r = alternate({"pydelta": a, "parquet": b}, self.reps)
+        got = self.spark.read.format("pydelta").load(a_path).count()
+        if got != n:
+            raise SystemExit(f"pydelta wrote {got} rows, expected {n}")
+        self.record("write", f"write {n} rows", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0], 1.5)
+
+    def commit(self):
+        """Latency of small appends (one row) through Spark and through the core."""
+        from tables import DATA
+        p = os.path.join(DATA, "commit-latency")
+        shutil.rmtree(p, ignore_errors=True)
+        small = self.spark.range(1)
+        small.write.format("pydelta").mode("append").save(p)
+        q = os.path.join(DATA, "commit-latency-parquet")
+        r = alternate({"pydelta": lambda: small.write.format("pydelta").mode("append").save(p),
+                       "parquet": lambda: small.write.mode("append").parquet(q)}, max(self.reps, 6))
+        self.record("commit", "append one row", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0])
+
+    def dv(self):
+        """Scan with 10% of rows deleted through deletion vectors vs the same table without."""
+        from pyspark.sql import functions as F
+        from tables import DATA
+        from dv_table import make_dv_pair
+        with_dv, without = make_dv_pair(self.spark, os.path.join(DATA, "dv"), self.scale)
+        q = lambda df: df.agg(F.sum(F.xxhash64(*df.columns) % 1000), F.count("*")).collect()[0]  # noqa: E731
+        r = alternate({"dv": lambda: q(self.spark.read.format("pydelta").load(with_dv)),
+                       "plain": lambda: q(self.spark.read.format("pydelta").load(without))}, self.reps)
+        self.record("dv", "scan with 10% rows deleted by DVs vs without", "dv", "plain",
+                    r["dv"][0], r["plain"][0], 1.10)
+
+    def concurrent(self):
+        from tables import DATA
+        from concurrent_writers import run_appenders
+        stats = run_appenders(os.path.join(DATA, "concurrent"), writers=4, commits_each=int(10 * max(1, self.scale)))
+        print(f"[concurrent] {stats}")
+        self.rows.append({"mode": "concurrent", "label": "4 appenders", **stats})
+
+
+MODES = ["full", "narrow", "selective", "plan", "write", "commit", "dv", "concurrent"]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("modes", nargs="*", default=MODES, choices=MODES + [[]])
+    parser.add_argument("--scale", type=float, default=1.0, help="table size factor (default 1.0)")
+    parser.add_argument("--reps", type=int, default=4, help="alternated repetitions (first is warm-up)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("TZ", "UTC")
+    from pyspark.sql import SparkSession
+    import delta_pyds
+    spark = (SparkSession.builder.master("local[2]").config("spark.sql.session.timeZone", "UTC")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "4g").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    delta_pyds.register(spark)
+    suite = Suite(spark, args.scale, args.reps)
+    os.makedirs(RESULTS, exist_ok=True)
+    for mode in args.modes or MODES:
+        start = len(suite.rows)
+        getattr(suite, mode)()
+        with open(os.path.join(RESULTS, f"{mode}.json"), "w") as f:
+            json.dump({"command": "python bench/run.py " + " ".join(sys.argv[1:]), "scale": args.scale,
+                       "reps": args.reps, "machine": machine(), "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+                       "rows": suite.rows[start:]}, f, indent=2, default=str)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
