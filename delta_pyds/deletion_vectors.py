@@ -200,6 +200,10 @@ class DeletionVectorDescriptor:
                 raise DeletionVectorError(
                     f"relative deletion vector path {text!r} is shorter than a {_UUID_CHARS}-character UUID")
             prefix, encoded = text[:-_UUID_CHARS], text[-_UUID_CHARS:]
+            if "/" in prefix or "\\" in prefix or ".." in prefix:
+                raise DeletionVectorError(
+                    f"relative deletion vector path {text!r} has a prefix {prefix!r} that would leave "
+                    "the table directory; the protocol allows only a random alphanumeric prefix")
             name = f"deletion_vector_{_decode_uuid(encoded)}.bin"
             return storage.join(prefix, name) if prefix else storage.join(name)
         uri = self.path_or_inline_dv  # 'p': an absolute, URI-encoded path

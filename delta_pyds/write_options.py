@@ -129,7 +129,7 @@ class WriteOptions:
     allow_unsafe_commits: bool = False
     checkpoint_on_write: bool = True
     table_properties: Mapping[str, str] = field(default_factory=dict)  # canonical delta.* keys
-    storage_options: Mapping[str, str] = field(default_factory=dict)
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold credentials
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, overwrite: bool) -> "WriteOptions":

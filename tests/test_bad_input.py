@@ -717,3 +717,15 @@ def test_read_file_refuses_dotdot_paths_from_any_planner(tmp_path):
             list(read_file(spec, FileTask(bad, 1, (), None)))
     with pytest.raises(DataFileError, match="missing"):  # absolute: allowed, merely absent here
         list(read_file(spec, FileTask(f"file://{tmp_path}/../nowhere.parquet", 1, (), None)))
+
+
+def test_relative_deletion_vector_prefix_cannot_escape_the_root(tmp_path):
+    from delta_pyds.deletion_vectors import DeletionVectorDescriptor
+    from delta_pyds.errors import DeletionVectorError
+    from delta_pyds.storage import Storage
+    good = DeletionVectorDescriptor("u", "ab" + "0" * 20, 1, 10, 1)
+    assert good.absolute_path(Storage(str(tmp_path))).startswith(str(tmp_path))
+    for prefix in ("../", "..", "a/b"):
+        bad = DeletionVectorDescriptor("u", prefix + "0" * 20, 1, 10, 1)
+        with pytest.raises(DeletionVectorError, match="leave"):
+            bad.absolute_path(Storage(str(tmp_path)))

@@ -56,8 +56,6 @@ def test_reprs_and_pickles_hold_no_credentials_in_text(tmp_path):
     assert pickle.loads(pickle.dumps(storage)).options["secret"] == SECRET
 
 
-@pytest.mark.xfail(strict=True, reason="write_options.WriteOptions.storage_options lacks repr=False "
-                                      "(reported; the write path's owner fixes it)")
 def test_write_options_repr_holds_no_credentials(tmp_path):
     from delta_pyds.write_options import WriteOptions
     opts = WriteOptions.parse({"path": str(tmp_path), **{f"storage.{k}": v for k, v in STORAGE_OPTIONS.items()}},
