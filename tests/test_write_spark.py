@@ -49,11 +49,7 @@ def test_every_spark_type_round_trips(spark, tmp_path):
     df = spark.sql(ALL_TYPES)
     write(df, path)
     assert spark_rows(read(spark, path)) == spark_rows(df)
-    cols = [c for c in df.columns]
-    ours = sorted((tuple(r) for r in spark_rows(read(spark, path).select(*cols))), key=repr)
-    theirs = sorted(arrow_rows(deltalake_table(path), cols), key=repr)
-    assert len(ours) == len(theirs) == 2
-    assert theirs[0][cols.index("dbig")] in (decimal.Decimal("12345678901234567890.123"), None)
+    assert arrow_rows(deltalake_table(path), df.columns) == spark_rows(df)
 
 
 def test_variant_and_ntz_need_table_features(spark, tmp_path):
