@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from .read_options import _get, _int_option
 from .table_properties import canonical_property
 
 STORAGE_PREFIX = "storage."
@@ -52,14 +53,6 @@ _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 DEFAULT_MAX_COMMIT_ATTEMPTS = 50
 
 
-def _get(options: Mapping[str, str], name: str) -> str | None:
-    lowered = name.lower()
-    for k, v in options.items():
-        if k.lower() == lowered:
-            return v
-    return None
-
-
 def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
     raw = _get(options, name)
     if raw is None or str(raw).strip() == "":
@@ -73,16 +66,7 @@ def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
 
 
 def _int(options: Mapping[str, str], name: str, *, minimum: int) -> int | None:
-    raw = _get(options, name)
-    if raw is None or str(raw).strip() == "":
-        return None
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise ValueError(f"option {name}: expected an integer >= {minimum}, got {raw!r}") from None
-    if value < minimum:
-        raise ValueError(f"option {name}: expected an integer >= {minimum}, got {value}")
-    return value
+    return _int_option(options, name, None, minimum=minimum)
 
 
 def parse_size(raw: str, name: str) -> int:
