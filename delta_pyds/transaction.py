@@ -22,8 +22,9 @@ Guarantees:
   / ``defaultRowCommitVersion`` on new files and an updated ``delta.rowTracking``
   high-water mark;
 * after a successful commit at a multiple of ``delta.checkpointInterval`` (default
-  10) a classic checkpoint and ``_last_checkpoint`` are written; a failing
-  checkpoint is logged and never fails the commit;
+  10) a classic checkpoint and ``_last_checkpoint`` are written, then expired log
+  entries are cleaned up (:mod:`delta_pyds.log_cleanup`); a failing checkpoint or
+  cleanup is logged and never fails the commit;
 * :meth:`commit` raises only if the commit is certainly not in the log; when storage
   fails ambiguously it checks whether its own entry landed.
 """
@@ -428,11 +429,17 @@ class Transaction:
         try:
             from .checkpoint_writer import write_checkpoint
             write_checkpoint(self.storage, version)
-            return True
         except Exception as exc:  # never fail a commit that is already in the log
             log.warning("pydelta: could not write the checkpoint of version %s of %s: %s",
                         version, self.storage.root, exc)
             return False
+        try:
+            from .log_cleanup import cleanup_expired_logs
+            cleanup_expired_logs(self.storage, md.configuration if md else {}, up_to=version,
+                                 protocol=state.protocol)
+        except Exception as exc:  # best effort, like the checkpoint
+            log.warning("pydelta: could not clean up expired log files of %s: %s", self.storage.root, exc)
+        return True
 
 
 @dataclass

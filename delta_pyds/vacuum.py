@@ -15,7 +15,12 @@ Guarantees (as delta-spark's VacuumCommand):
 * a retention shorter than the table's ``delta.deletedFileRetentionDuration`` (default
   7 days) is refused unless ``enforce_retention=False``; the default is a dry run.
 * tables with the ``vacuumProtocolCheck`` feature (and any table, before deleting) must
-  pass the writer protocol check.
+  pass the writer protocol check;
+* a real (not dry) run is recorded in the table history as delta-spark does: a
+  ``VACUUM START`` commit (files and bytes to delete) before deleting anything and a
+  ``VACUUM END`` commit (``status`` COMPLETED, or FAILED if deleting raised) after —
+  both hold only ``commitInfo``, so they never conflict with other writers
+  (``log_commits=False`` turns them off).
 """
 
 from __future__ import annotations
@@ -86,7 +91,8 @@ def referenced_paths(snapshot: Snapshot, threshold_ms: int) -> set[str]:
 
 
 def vacuum(snapshot: Snapshot, *, retention_hours: float | None = None, dry_run: bool = True,
-           enforce_retention: bool = True, now_ms: int | None = None) -> VacuumResult:
+           enforce_retention: bool = True, now_ms: int | None = None,
+           log_commits: bool = True) -> VacuumResult:
     table_ms = deleted_file_retention_ms(snapshot.configuration)
     retention_ms = table_ms if retention_hours is None else int(float(retention_hours) * 3_600_000)
     if retention_ms < 0:
@@ -121,6 +127,37 @@ def vacuum(snapshot: Snapshot, *, retention_hours: float | None = None, dry_run:
     result.files = [rel for rel, _ in candidates]
     result.bytes = sum(size for _, size in candidates)
     if not dry_run:
-        for rel in result.files:
-            storage.delete(storage.resolve(rel))
+        if log_commits:
+            _commit_vacuum_start(snapshot, result, enforce_retention, table_ms,
+                                 None if retention_hours is None else retention_ms)
+        deleted = 0
+        try:
+            for rel in result.files:
+                storage.delete(storage.resolve(rel))
+                deleted += 1
+        except BaseException:
+            if log_commits:
+                _commit_vacuum_end(storage, "FAILED", deleted, result)
+            raise
+        if log_commits:
+            _commit_vacuum_end(storage, "COMPLETED", deleted, result)
     return result
+
+
+def _commit_vacuum_start(snapshot: Snapshot, result: VacuumResult, check: bool, default_ms: int,
+                         specified_ms: int | None) -> None:
+    from .transaction import Transaction
+    params = {"retentionCheckEnabled": check, "defaultRetentionMillis": default_ms}
+    if specified_ms is not None:
+        params["specifiedRetentionMillis"] = specified_ms
+    Transaction(snapshot.storage, snapshot).commit(
+        "VACUUM START", params,
+        metrics={"numFilesToDelete": len(result.files), "sizeOfDataToDelete": result.bytes})
+
+
+def _commit_vacuum_end(storage, status: str, deleted: int, result: VacuumResult) -> None:
+    from .transaction import Transaction
+    dirs = {rel.rsplit("/", 1)[0] for rel in result.files if "/" in rel}
+    Transaction.start(storage).commit(
+        "VACUUM END", {"status": status},
+        metrics={"numDeletedFiles": deleted, "numVacuumedDirectories": len(dirs) + 1})
