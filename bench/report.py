@@ -51,22 +51,63 @@ def plot(rows, out):
     return True
 
 
+MODE_ORDER = ["full", "narrow", "selective", "plan", "write", "commit", "dv", "concurrent"]
+
+NOTES = """\
+How to read it:
+
+- **full / narrow / selective** compare `spark.read.format("pydelta")` with
+  `spark.read.parquet` on the same files (tables written by `deltalake`, an independent
+  writer). *selective (skipping on)* uses `.option("filterPushdown", "true")`; *default
+  auto* is what a plain `load()` does on Spark 4.1-4.3, where file skipping is off by
+  default because Spark reuses a filtered query's planned scan for later unfiltered queries
+  of the same DataFrame (see README, "Data skipping").
+- **plan** loads the log and plans the scan vs `deltalake` opening the table and listing its
+  files; peak memory is VmHWM of a fresh process planning the largest log.
+- **write** is `df.write.format("pydelta")` vs `df.write.parquet` of the same DataFrame;
+  **commit** the latency of one-row appends.
+- **dv** scans a table with 10% of its rows deleted through deletion vectors vs the same
+  rows without; **concurrent** runs 4 appending processes (no commit may be lost).
+"""
+
+
+def _special(r) -> str | None:
+    if r["mode"] == "concurrent":
+        return (f"| concurrent | {r['label']} | | | {r.get('commits')} commits in {r.get('seconds')} s = "
+                f"{r.get('commits_per_second')} commits/s, {r.get('retries')} retries, "
+                f"{r.get('lost')} lost | 0 lost {'✅' if r.get('lost') == 0 else '❌'} |")
+    if "a_mib" in r:
+        return (f"| {r['mode']} | {r['label']} | {r['a']} / {r['b']} | {r['ratio']:.2f} | "
+                f"{r['a_mib']:.0f} / {r['b_mib']:.0f} MiB | |")
+    return None
+
+
 def main():
-    runs = load()
+    runs = sorted(load(), key=lambda run: MODE_ORDER.index(run["rows"][0]["mode"])
+                  if run["rows"] and run["rows"][0]["mode"] in MODE_ORDER else 99)
     os.makedirs(DOCS, exist_ok=True)
     rows = [r for run in runs for r in run["rows"]]
     lines = ["# Benchmarks", "",
-             "Ratios of medians over alternated repetitions, measured side by side in one run "
-             "(`python bench/run.py`; results in `bench/results/`, this page by `python bench/report.py`).", ""]
+             "Ratios of medians over alternated repetitions (the first pair warms up and is "
+             "dropped), measured side by side in one run: pydelta time / reference time, below 1 "
+             "is faster. Reproduce with `TZ=UTC PYSPARK_PYTHON=$(which python) python bench/run.py` "
+             "(results in `bench/results/`), then `python bench/report.py` for this page.", ""]
+    seen = {}
     for run in runs:
         m = run["machine"]
-        lines.append(f"- `{run['command']}` at {run['when']} on {m['cpus']} cores / {m['memory_gb']} GB, "
-                     f"Python {m['python']}, pyspark {m['pyspark']}, pyarrow {m['pyarrow']}, deltalake {m['deltalake']}")
-    lines += ["", "| mode | measurement | contenders | ratio | times (s) | target |", "| --- | --- | --- | --- | --- | --- |"]
+        key = (run["command"], m["cpus"], m["memory_gb"], m["pyspark"], m["pyarrow"], m["deltalake"])
+        seen.setdefault(key, []).append(run["when"])
+    for (command, cpus, mem, pyspark, pyarrow, deltalake), whens in seen.items():
+        lines.append(f"- `{command}` ({min(whens)} to {max(whens)}) on {cpus} cores / {mem} GB, "
+                     f"pyspark {pyspark}, pyarrow {pyarrow}, deltalake {deltalake}")
+    lines += ["", NOTES, "| mode | measurement | contenders | ratio | times (s) | target |",
+              "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
+        special = _special(r)
+        if special is not None:
+            lines.append(special)
+            continue
         if r.get("a_seconds") is None:
-            extra = {k: v for k, v in r.items() if k not in ("mode", "label")}
-            lines.append(f"| {r['mode']} | {r['label']} | | | {extra} | |")
             continue
         target = "" if r.get("target") is None else f"<= {r['target']}" + (" ✅" if r["ratio"] <= r["target"] else " ❌")
         lines.append(f"| {r['mode']} | {r['label']} | {r['a']} / {r['b']} | {r['ratio']:.2f} | "

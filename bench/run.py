@@ -111,7 +111,6 @@ class Suite:
             self.record("selective", f"{label} (default auto)", "pydelta-auto", "parquet", r["pydelta-auto"][0], r["parquet"][0])
 
     def plan(self):
-        import resource
         from deltalake import DeltaTable
         from tables import generated_log, log_300k
         logs = []
@@ -128,11 +127,12 @@ class Suite:
             target = 1.0 if "shared" in label else None
             self.record("plan", f"load + plan: {label}", "pydelta", "deltalake", r["pydelta"][0], r["deltalake"][0], target)
         # peak memory of planning the largest log in a fresh process (core only)
-        code = ("import resource,sys;from delta_pyds.snapshot import Snapshot;from delta_pyds.scan import plan_partitions;"
-                "s=Snapshot.load(sys.argv[1]);plan_partitions(s.files, s.physical_partition_columns);"
-                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-        code_dl = ("import resource,sys;from deltalake import DeltaTable;len(DeltaTable(sys.argv[1]).file_uris());"
-                   "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+        # VmHWM, not ru_maxrss: Linux carries ru_maxrss across fork+exec, so a child of this
+        # (large) process would report the parent's peak
+        peak = ("print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0])")
+        code = ("import sys;from delta_pyds.snapshot import Snapshot;from delta_pyds.scan import plan_partitions;"
+                "s=Snapshot.load(sys.argv[1]);plan_partitions(s.files, s.physical_partition_columns);" + peak)
+        code_dl = "import sys;from deltalake import DeltaTable;len(DeltaTable(sys.argv[1]).file_uris());" + peak
         p = logs[0][1]
         ours = int(subprocess.run([sys.executable, "-c", code, p], capture_output=True, text=True, check=True).stdout)
         theirs = int(subprocess.run([sys.executable, "-c", code_dl, p], capture_output=True, text=True, check=True).stdout)
@@ -200,10 +200,13 @@ MODES = ["full", "narrow", "selective", "plan", "write", "commit", "dv", "concur
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("modes", nargs="*", default=MODES, choices=MODES + [[]])
+    parser.add_argument("modes", nargs="*", metavar="MODE", help=f"any of {', '.join(MODES)} (default: all)")
     parser.add_argument("--scale", type=float, default=1.0, help="table size factor (default 1.0)")
     parser.add_argument("--reps", type=int, default=4, help="alternated repetitions (first is warm-up)")
     args = parser.parse_args(argv)
+    unknown = [m for m in args.modes if m not in MODES]
+    if unknown:
+        parser.error(f"unknown mode(s) {', '.join(unknown)}: expected any of {', '.join(MODES)}")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("TZ", "UTC")
     from pyspark.sql import SparkSession
