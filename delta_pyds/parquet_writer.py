@@ -187,8 +187,46 @@ def to_logical(spec: WriteSpec, batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 # ---------------------------------------------------------------------------- files
+_DICTIONARY_SAMPLE_ROWS = 1 << 16
+
+
+def dictionary_columns(table: pa.Table) -> list[str] | bool:
+    """The columns worth dictionary-encoding, judged on the first rows a file gets.
+
+    Parquet writers try a dictionary for every column and fall back to plain encoding
+    once it outgrows its page; for fixed-width columns whose first 64k rows hold no
+    repeated value (ids, timestamps, measurements) that attempt costs encoding time and
+    makes the file bigger. Those columns are written plain; strings, binaries, booleans,
+    nested columns and any column with repeats keep the dictionary. Only a performance
+    choice: every encoding reads back identically."""
+    plain = set()
+    sample = table.slice(0, _DICTIONARY_SAMPLE_ROWS)
+    for name, column in zip(table.column_names, sample.columns):
+        t = column.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
+                or pa.types.is_decimal(t)):
+            continue
+        valid = len(column) - column.null_count
+        if valid >= 1024 and pc.count_distinct(column).as_py() == valid:
+            plain.add(name)
+    if not plain:
+        return True
+    return [n for n in _leaf_paths(table.schema) if n.split(".", 1)[0] not in plain]
+
+
+def _leaf_paths(schema: pa.Schema) -> list[str]:
+    """Parquet leaf column paths of an Arrow schema (as the writer names them)."""
+    import io
+    buf = io.BytesIO()
+    pq.write_table(schema.empty_table(), buf, use_compliant_nested_type=True)
+    buf.seek(0)
+    parquet_schema = pq.ParquetFile(buf).schema
+    return [parquet_schema.column(i).path for i in range(len(parquet_schema))]
+
+
 class _OpenFile:
-    def __init__(self, spec: WriteSpec, rel_dir: str, partition_values: dict, task_id: int):
+    def __init__(self, spec: WriteSpec, rel_dir: str, partition_values: dict, task_id: int,
+                 first: pa.Table | None = None):
         self.spec = spec
         name = f"part-{task_id:05d}-{uuid.uuid4()}.c000.{_codec_suffix(spec.compression)}parquet"
         self.rel = posixpath.join(rel_dir, name) if rel_dir else name
@@ -204,6 +242,7 @@ class _OpenFile:
             self.sink = storage.fs.open(self.full, "wb")
         self.writer = pq.ParquetWriter(
             self.sink, spec.derived["physical_schema"], compression=spec.compression,
+            use_dictionary=dictionary_columns(first) if first is not None else True,
             store_decimal_as_integer=True, use_compliant_nested_type=True)
 
     def write(self, table: pa.Table) -> None:
@@ -391,7 +430,7 @@ class _TaskWriter:
         offset = 0
         while offset < table.num_rows:
             if p.file is None:
-                self._open(p)
+                self._open(p, table.slice(offset))
             take = table.num_rows - offset
             if limit:
                 take = min(take, limit - p.file.rows)
@@ -401,11 +440,11 @@ class _TaskWriter:
                     (self.spec.target_file_size and p.file.size >= self.spec.target_file_size):
                 self._close_file(p)
 
-    def _open(self, p: _Partition) -> None:
+    def _open(self, p: _Partition, first: pa.Table | None = None) -> None:
         if len(self._open_parts) >= MAX_OPEN_FILES:
             victim = min(self._open_parts, key=lambda x: x.last_used)
             self._close_file(victim)
-        p.file = _OpenFile(self.spec, p.rel_dir, p.values, self.task_id)
+        p.file = _OpenFile(self.spec, p.rel_dir, p.values, self.task_id, first)
         self.written.append(p.file.full)
         self._open_parts.append(p)
 

@@ -1,0 +1,51 @@
+"""Encoding choices of the executor-side Parquet writer: performance only, so the test
+checks both the choice and that the data reads back identically (ours and deltalake)."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from delta_pyds.parquet_writer import dictionary_columns
+from delta_pyds.write_plan import write_arrow
+
+from helpers import arrow_rows, deltalake_table
+
+
+def _encodings(path):
+    md = pq.ParquetFile(path).metadata
+    rg = md.row_group(0)
+    return {rg.column(i).path_in_schema: set(rg.column(i).encodings) for i in range(rg.num_columns)}
+
+
+def test_unique_fixed_width_columns_are_written_plain(tmp_path):
+    n = 5000
+    ids = np.arange(n, dtype=np.int64)
+    table = pa.table({
+        "id": ids,                                   # unique: plain
+        "x": np.linspace(0, 1, n),                   # unique doubles: plain
+        "k": (ids % 7).astype(np.int32),             # repeats: dictionary
+        "s": pa.array([f"v{i}" for i in range(n)]),  # strings keep the dictionary
+        "arr": pa.array([[int(i)] for i in ids]),    # nested keeps the dictionary
+        "few": pa.array([1] * 10 + [None] * (n - 10), pa.int64()),  # too few values to judge
+    })
+    assert dictionary_columns(table) == ["k", "s", "arr.list.element", "few"]
+    path = str(tmp_path / "t")
+    write_arrow(path, table)
+    (data_file,) = glob.glob(os.path.join(path, "*.parquet"))
+    enc = _encodings(data_file)
+    assert "PLAIN_DICTIONARY" not in enc["id"] and "RLE_DICTIONARY" not in enc["id"]
+    assert "PLAIN_DICTIONARY" not in enc["x"] and "RLE_DICTIONARY" not in enc["x"]
+    assert enc["k"] & {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}
+    assert enc["s"] & {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}
+    cols = ["id", "x", "k", "s", "arr", "few"]
+    assert arrow_rows(deltalake_table(path), cols) == arrow_rows(table, cols)
+
+
+def test_all_dictionary_when_nothing_is_unique():
+    table = pa.table({"a": pa.array([1, 2] * 2000, pa.int64()), "b": pa.array(["x"] * 4000)})
+    assert dictionary_columns(table) is True
