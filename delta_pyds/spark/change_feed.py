@@ -42,14 +42,7 @@ def _ending_version(log: CommitLog, options) -> int:
 
 
 def output_schema(snapshot: Snapshot, opts: ReadOptions) -> StructType:
-    schema = with_cdf_columns(drop_void(snapshot.schema))
-    if opts.columns:
-        missing = [c for c in opts.columns if schema.get(c) is None]
-        if missing:
-            raise ValueError(f"option columns: {', '.join(missing)} not in the change feed; "
-                             f"available: {', '.join(schema.names)}")
-        schema = schema.select(list(opts.columns))
-    return schema
+    return opts.select_columns(with_cdf_columns(drop_void(snapshot.schema)), "the change feed")
 
 
 def change_feed_schema(source) -> SparkStructType:

@@ -64,14 +64,7 @@ class DeltaDataSource(DataSource):
         return Snapshot.load(storage, version=opts.version, timestamp=opts.timestamp)
 
     def _output_schema(self, snapshot: Snapshot, opts: ReadOptions) -> StructType:
-        schema = drop_void(snapshot.schema)
-        if opts.columns:
-            missing = [c for c in opts.columns if schema.get(c) is None]
-            if missing:
-                raise ValueError(f"option columns: {', '.join(missing)} not in the table; "
-                                 f"available: {', '.join(schema.names)}")
-            schema = schema.select(list(opts.columns))
-        return schema
+        return opts.select_columns(drop_void(snapshot.schema))
 
     # ------------------------------------------------------------------------ read
     def schema(self):
