@@ -66,6 +66,11 @@ How to read it:
   files; peak memory is VmHWM of a fresh process planning the largest log.
 - **write** is `df.write.format("pydelta")` vs `df.write.parquet` of the same DataFrame;
   **commit** the latency of one-row appends.
+- **API floor** rows measure what any Python data source pays on the same machine, in the
+  same run: a source that only yields pyarrow's batches of the same Parquet files
+  (`plainpq`), and an Arrow writer that receives every batch and writes nothing
+  (`noop_arrow`), both in `bench/floor_sources.py`. Where the floor itself is above a
+  target, no Python data source can meet it; *vs the API floor* is pydelta's own cost.
 - **dv** scans a table with 10% of its rows deleted through deletion vectors vs the same
   rows without; **concurrent** runs 4 appending processes (no commit may be lost).
 """

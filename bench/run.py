@@ -76,10 +76,17 @@ class Suite:
         from tables import scan_table
         p = scan_table(self.scale)
         q = lambda df: df.agg(F.sum(F.xxhash64(*df.columns) % 1000)).collect()[0][0]  # noqa: E731
+        ddl = "id long, i int, x double, s string, d date, ts timestamp"
         r = alternate({"pydelta": lambda: q(self.spark.read.format("pydelta").load(p)),
-                       "parquet": lambda: q(self.spark.read.parquet(p))}, self.reps)
+                       "parquet": lambda: q(self.spark.read.parquet(p)),
+                       "python-floor": lambda: q(self.spark.read.format("plainpq").schema(ddl).load(p))},
+                      self.reps)
         self.check_same("full", r)
         self.record("full", "full scan, every column", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0], 1.25)
+        self.record("full", "API floor: plain Python source yielding the files' batches", "python-floor",
+                    "parquet", r["python-floor"][0], r["parquet"][0])
+        self.record("full", "full scan vs the API floor", "pydelta", "python-floor", r["pydelta"][0],
+                    r["python-floor"][0])
 
     def narrow(self):
         from pyspark.sql import functions as F
@@ -157,11 +164,17 @@ class Suite:
         def b():
             shutil.rmtree(b_path, ignore_errors=True)
             df.write.mode("overwrite").parquet(b_path)
-        r = alternate({"pydelta": a, "parquet": b}, self.reps)
+        def floor():
+            df.write.format("noop_arrow").mode("append").save()
+        r = alternate({"pydelta": a, "parquet": b, "python-floor": floor}, self.reps)
         got = self.spark.read.format("pydelta").load(a_path).count()
         if got != n:
             raise SystemExit(f"pydelta wrote {got} rows, expected {n}")
         self.record("write", f"write {n} rows", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0], 1.5)
+        self.record("write", "API floor: Arrow writer that writes nothing", "python-floor", "parquet",
+                    r["python-floor"][0], r["parquet"][0])
+        self.record("write", "write vs the API floor", "pydelta", "python-floor", r["pydelta"][0],
+                    r["python-floor"][0])
 
     def commit(self):
         """Latency of small appends (one row) through Spark and through the core."""
@@ -216,6 +229,8 @@ def main(argv=None):
              .config("spark.driver.memory", "4g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     delta_pyds.register(spark)
+    import floor_sources
+    floor_sources.register(spark)
     suite = Suite(spark, args.scale, args.reps)
     os.makedirs(RESULTS, exist_ok=True)
     for mode in args.modes or MODES:
