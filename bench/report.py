@@ -31,10 +31,13 @@ def plot(rows, out):
     rows = [r for r in rows if isinstance(r.get("ratio"), (int, float)) and r.get("a_seconds") is not None]
     if not rows:
         return False
-    labels = [f"[{r['mode']}] {r['label']}\n{r['a']} / {r['b']}" for r in rows]
+    import textwrap
+    labels = ["\n".join(textwrap.wrap(f"[{r['mode']}] {r['label']}", 48)) + f"\n{r['a']} / {r['b']}"
+              for r in rows]
     ratios = [r["ratio"] for r in rows]
-    fig, ax = plt.subplots(figsize=(10, 0.55 * len(rows) + 1.2))
-    colors = ["#2a9d8f" if (r.get("target") is None or r["ratio"] <= r["target"]) else "#e76f51" for r in rows]
+    fig, ax = plt.subplots(figsize=(11, 0.62 * len(rows) + 1.2))
+    colors = ["#e76f51" if (r.get("target") is not None and r["ratio"] > r["target"])
+              else "#9aa5b1" if ("floor" in r["label"] or "auto" in r["label"]) else "#2a9d8f" for r in rows]
     ax.barh(range(len(rows)), ratios, color=colors)
     for i, r in enumerate(rows):
         if r.get("target") is not None:
@@ -44,7 +47,7 @@ def plot(rows, out):
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(labels, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("time ratio (lower is better; black tick = target)")
+    ax.set_xlabel("time ratio (lower is better; black tick = target; grey = API floor or default-auto skipping)")
     ax.set_title("delta_pyds benchmark ratios (same run, alternated, median)")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
