@@ -69,7 +69,10 @@ class ReadOptions:
         path = _get(options, "path")
         if not path:
             raise ValueError("option path: a table location is required, e.g. "
-                             "spark.read.format('pydelta').load('/data/table')")
+                             "spark.read.format('pydelta').load('/data/table'). Catalog tables "
+                             "(CREATE TABLE ... USING pydelta) cannot be read: Spark does not pass "
+                             "their location to Python data sources; use CREATE TEMPORARY VIEW "
+                             "name USING pydelta OPTIONS (path '...')")
         version = _int_option(options, "versionAsOf", None, minimum=0)
         timestamp = _get(options, "timestampAsOf")
         if version is not None and timestamp:

@@ -290,7 +290,9 @@ class Storage:
             raise ValueError("a table path is required")
         self.protocol = _protocol_of(root)
         if self.protocol == "file":
-            local = root[len("file://"):] if root.startswith("file://") else root
+            # file:///p and Hadoop's file:/p (what Spark passes for catalog locations)
+            local = root[len("file://"):] if root.startswith("file://") else \
+                root[len("file:"):] if root.startswith("file:") else root
             root = os.path.abspath(os.path.expanduser(unquote(local) if root.startswith("file:") else local))
         self.root = root.rstrip("/") if len(root) > 1 else root
         opts = {}

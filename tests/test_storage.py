@@ -312,3 +312,12 @@ def test_missing_backend_names_the_package(monkeypatch):
     monkeypatch.setattr(fsspec, "get_filesystem_class", missing)
     with pytest.raises(ImportError, match=r"pip install s3fs"):
         Storage("s3://b/t").list_dir("s3://b/t/_delta_log")
+
+
+def test_local_uri_forms_name_the_same_root(tmp_path):
+    """Spark passes catalog locations as Hadoop URIs (``file:/p``); every local form must
+    name the same directory."""
+    root = str(tmp_path / "a b")
+    forms = [root, f"file://{root}", f"file:{root}", "file://" + root.replace(" ", "%20"),
+             "file:" + root.replace(" ", "%20")]
+    assert {Storage(f).root for f in forms} == {root}
