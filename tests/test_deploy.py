@@ -72,6 +72,11 @@ def expected_values(version=None):
     return sorted(deltalake_table(table_path(DV_TABLE), version).column("value").to_pylist())
 
 
+def deltalake_ids(path):
+    """The ``id`` column of a table as deltalake reads it."""
+    return deltalake_table(str(path)).column("id").to_pylist()
+
+
 def last_json_line(stdout):
     for line in reversed(stdout.strip().splitlines()):
         if line.startswith("{"):
@@ -155,6 +160,19 @@ CONNECT = textwrap.dedent("""
     delta_pyds.register(spark)
     out["pushdown"] = spark.conf.get("spark.sql.python.filterPushdown.enabled")
     out["registered_filtered"] = spark.read.format("pydelta").load(path).where("value > 4").count()
+    # writes from the Connect client: create (partitioned), append, overwrite, SQL insert
+    target = sys.argv[2]
+    rows = spark.range(6).selectExpr("id", "cast(id % 2 as int) p")
+    rows.write.format("pydelta").option("partitionBy", "p").mode("append").save(target)
+    spark.range(6, 8).selectExpr("id", "cast(id % 2 as int) p").write.format("pydelta") \
+        .mode("append").save(target)
+    out["written"] = sorted(r.id for r in spark.read.format("pydelta").load(target).collect())
+    spark.sql(f"CREATE TEMPORARY VIEW w USING pydelta OPTIONS (path '{target}')")
+    spark.sql("INSERT INTO w SELECT 100L, 0")
+    spark.range(3).selectExpr("id", "0 p").write.format("pydelta").mode("overwrite").save(target)
+    out["overwritten"] = sorted(r.id for r in spark.read.format("pydelta").load(target).collect())
+    out["v2"] = sorted(r.id for r in spark.read.format("pydelta").option("versionAsOf", 2)
+                       .load(target).collect())
     print(json.dumps(out))
     spark.stop()
 """)
@@ -168,7 +186,8 @@ def test_spark_connect_reads(wheel_venv):
     script = root / "connect.py"
     script.write_text(CONNECT)
     # SPARK_TESTING makes the local Connect server take an ephemeral port (not 15002)
-    result = run([python, str(script), table_path(DV_TABLE)], cwd=str(root),
+    target = root / "connect-written"
+    result = run([python, str(script), table_path(DV_TABLE), str(target)], cwd=str(root),
                  env=clean_env(python, SPARK_TESTING="1"))
     got = last_json_line(result.stdout)
     assert got["values"] == expected_values()
@@ -176,6 +195,10 @@ def test_spark_connect_reads(wheel_venv):
     assert got["sql"] == sum(1 for v in expected_values() if v > 4)
     assert got["pushdown"] == "true"
     assert got["registered_filtered"] == got["sql"]
+    assert got["written"] == list(range(8))
+    assert got["v2"] == list(range(8)) + [100]     # the SQL insert through the view
+    assert got["overwritten"] == [0, 1, 2]
+    assert sorted(deltalake_ids(target)) == [0, 1, 2]
 
 
 # --------------------------------------------------- spark-submit --py-files
@@ -201,6 +224,14 @@ SUBMIT_JOB = textwrap.dedent("""
     if len(sys.argv) > 2:                   # credentials from spark conf / environment only
         remote = spark.read.format("pydelta").load(sys.argv[2])
         out["remote_values"] = sorted(r.value for r in remote.collect())
+    # writes: data files on the executors, the commit on the driver; local disk and S3
+    for key, target in (("local", sys.argv[3]), ("remote", sys.argv[4])):
+        df = spark.range(0, 1000, numPartitions=4).selectExpr("id", "cast(id % 4 as int) p")
+        df.write.format("pydelta").option("partitionBy", "p").mode("append").save(target)
+        spark.range(1000, 1010).selectExpr("id", "cast(id % 4 as int) p").write.format("pydelta") \
+            .mode("append").save(target)
+        back = spark.read.format("pydelta").load(target)
+        out[key + "_written"] = [back.count(), back.agg({"id": "sum"}).collect()[0][0]]
     print(json.dumps(out))
     spark.stop()
 """)
@@ -237,7 +268,8 @@ def test_spark_submit_py_files_local_cluster(deps_venv, s3_server):
            "--conf", f"spark.executorEnv.FSSPEC_S3_KEY={opts['key']}",
            "--conf", f"spark.executorEnv.FSSPEC_S3_SECRET={opts['secret']}",
            "--conf", f"spark.executorEnv.FSSPEC_S3_ENDPOINT_URL={opts['endpoint_url']}",
-           "--py-files", str(zip_path), str(job), table_path(DV_TABLE), remote]
+           "--py-files", str(zip_path), str(job), table_path(DV_TABLE), remote,
+           str(root / "submit-written"), s3_server.url("submit/written")]
     result = run(cmd, cwd=str(root), env=env, timeout=900)
     got = last_json_line(result.stdout)
     assert got["master"] == "local-cluster[2,1,1024]"
@@ -249,6 +281,12 @@ def test_spark_submit_py_files_local_cluster(deps_venv, s3_server):
     assert got["values"] == expected_values()
     assert got["filtered"] == sum(1 for v in expected_values() if v > 4)
     assert got["remote_values"] == expected_values()
+    expected_written = [1010, sum(range(1010))]
+    assert got["local_written"] == expected_written and got["remote_written"] == expected_written
+    assert sorted(deltalake_ids(root / "submit-written")) == list(range(1010))
+    files = [n for d in os.listdir(root / "submit-written") if d.startswith("p=")
+             for n in os.listdir(root / "submit-written" / d)]
+    assert len(files) >= 4  # written by the tasks on the executors, one per partition value
     assert opts["secret"] not in result.stdout
 
 
