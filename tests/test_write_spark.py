@@ -62,6 +62,38 @@ def test_variant_and_ntz_need_table_features(spark, tmp_path):
     assert json.loads(back.j) == {"a": 1, "b": [True]} and back.t == dt.datetime(2020, 1, 1)
 
 
+def test_variant_writes_nested_stats_and_appends_to_another_writers_table(spark, tmp_path, copy_table):
+    path = str(tmp_path / "t")
+    df = spark.sql("""select id, parse_json(concat('{"a":', id, ',"b":[1,"x"]}')) v,
+        named_struct('n', parse_json('"s"'), 'k', id) st, array(parse_json('1'), parse_json('null')) arr,
+        map('m', parse_json('{"z":true}')) mp
+        from range(4)""")
+    write(df, path)
+    write(df, path)
+    shown = "id, to_json(v) v, to_json(st.n) n, st.k k, to_json(arr[0]) a0, to_json(arr[1]) a1, to_json(mp['m']) m"
+    expected = [tuple(r) for r in df.selectExpr(*shown.split(", ")).collect()]
+    got = sorted(tuple(r) for r in read(spark, path).selectExpr(*shown.split(", ")).collect())
+    assert got == sorted(expected * 2)
+    assert read(spark, path).selectExpr("sum(variant_get(v, '$.a', 'int'))").collect()[0][0] == 2 * 6
+    snap = Snapshot.load(path)
+    assert "variantType" in snap.protocol.reader_features
+    stats = json.loads(snap.files.column("stats")[0].as_py())
+    assert "v" not in stats["minValues"] and "v" not in stats["maxValues"]  # no min/max on variants
+    assert stats["nullCount"]["v"] == 0 and stats["minValues"]["st"] == {"k": 0}
+    # deltalake reads the files: variants as the Parquet struct of metadata/value binaries
+    dl = deltalake_table(path)
+    assert dl.num_rows == 8 and {f.name for f in dl.schema.field("v").type} == {"metadata", "value"}
+    # append to a variant table Spark wrote (variantType-preview feature, checkpoint)
+    other = copy_table("delta-rs/spark-variant-checkpoint")
+    before = read(spark, other)
+    n = before.count()
+    rows_before = sorted(tuple(r) for r in before.selectExpr("id", "to_json(v)").collect())
+    write(before.limit(3), other)  # the table's own rows, nested variants included
+    after = sorted(tuple(r) for r in read(spark, other).selectExpr("id", "to_json(v)").collect())
+    assert len(after) == n + 3 and set(rows_before) <= set(after)
+    assert deltalake_table(other).num_rows == n + 3
+
+
 @pytest.mark.parametrize("ptype, values", [
     ("int", [1, 2, None]),
     ("string", ["a b", "x/y=z", None]),
