@@ -158,7 +158,9 @@ def checkpoint_table(snapshot: Snapshot, *, now_ms: int | None = None) -> tuple[
             from .schema import to_arrow_type
             parsed_partitions = pa.struct([(f.physical_name(mode), to_arrow_type(f.type)) for f in pfields])
         data_schema = without_fields(snapshot.schema, snapshot.partition_columns)
-        columns = stats_columns(data_schema, conf, mode)
+        from .clustering import table_clustering
+        clustering = table_clustering(snapshot.schema, snapshot.domain_metadata, mode) or ()
+        columns = stats_columns(data_schema, conf, mode, required=clustering)
         parsed_stats = stats_schema(columns, data_schema, mode)
     add_type = _add_type(parsed_partitions, parsed_stats, with_json)
     n = active.num_rows

@@ -13,7 +13,10 @@ refuses (``UnsupportedFeatureError``) a table whose constraint or generation
 expression the evaluator cannot handle, naming it; identity columns are refused
 unless the DataFrame provides their values and the column allows explicit inserts.
 Generated columns missing from the DataFrame are computed; provided ones must equal
-the expression (``<=>``), as the protocol requires.
+the expression (``<=>``), as the protocol requires. Columns with a default value
+(``CURRENT_DEFAULT``, the allowColumnDefaults feature) that the DataFrame lacks get
+the default, evaluated per batch (a default the evaluator cannot handle refuses only
+writes that omit the column).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from .table_properties import constraints_of
 
 GENERATION_EXPRESSION = "delta.generationExpression"
 INVARIANTS = "delta.invariants"
+CURRENT_DEFAULT = "CURRENT_DEFAULT"
 
 
 class ConstraintViolationError(DeltaError):
@@ -52,13 +56,13 @@ class WriteChecks:
     """Rules for the rows of one write (pickled into each task)."""
     not_null: tuple = ()  # (path,...) of non-nullable fields (nested: checked where the parent is set)
     rules: tuple = ()  # _Rule
-    generated: tuple = ()  # (column name, _Rule, provided by the DataFrame?)
+    generated: tuple = ()  # (column name, _Rule, provided by the DataFrame?): defaults, then generated
 
     def __bool__(self) -> bool:
         return bool(self.not_null or self.rules or self.generated)
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Fills generated columns, then raises ConstraintViolationError on the first bad row."""
+        """Fills defaults of missing columns and generated columns, then raises ConstraintViolationError on the first bad row."""
         for name, rule, provided in self.generated:
             idx = batch.schema.get_field_index(name)
             target = batch.schema.field(idx).type
@@ -140,16 +144,32 @@ def _row_text(batch, columns, row: int, bullet: bool = False) -> str:
 def _compile(kind: str, name: str, text: str, empty: pa.Table, table_feature: str) -> _Rule:
     try:
         node = parse(text)
-        evaluate_predicate(node, empty) if kind != "generated" else None
+        evaluate_predicate(node, empty) if kind not in ("generated", "default") else None
     except ExpressionError as exc:
         if kind == "replaceWhere":
             raise ValueError(f"option replaceWhere: {exc}") from None
-        what = {"check": f"CHECK constraint {name}", "invariant": f"the invariant of column {name}",
-                "generated": f"the generation expression of column {name}"}[kind]
         raise UnsupportedFeatureError(
-            f"cannot write to this table: {what} ({text}) cannot be evaluated by delta_pyds: {exc}",
+            f"cannot write to this table: {_WHAT[kind].format(name)} ({text}) cannot be evaluated by delta_pyds: {exc}",
             (table_feature,)) from None
     return _Rule(kind, name, text, node, tuple(sorted(columns_of(node))))
+
+
+_WHAT = {"check": "CHECK constraint {}", "invariant": "the invariant of column {}",
+         "generated": "the generation expression of column {}", "default": "the default value of column {}"}
+
+
+def _value_rule(kind: str, name: str, text: str, arrow_schema: pa.Schema, table_feature: str,
+                hint: str = "") -> _Rule:
+    """A rule whose value fills column ``name``: parsed, and tried on an empty batch."""
+    empty = arrow_schema.empty_table()
+    rule = _compile(kind, name, text, empty, table_feature)
+    try:
+        evaluate_value(rule.node, empty, arrow_schema.field(name).type)
+    except ExpressionError as exc:
+        raise UnsupportedFeatureError(
+            f"cannot write to this table: {_WHAT[kind].format(name)} ({rule.text}) cannot be evaluated "
+            f"by delta_pyds: {exc}{hint}", (table_feature,)) from None
+    return rule
 
 
 def build_checks(schema: StructType, configuration, input_columns, *, replace_where: str | None = None,
@@ -171,8 +191,14 @@ def build_checks(schema: StructType, configuration, input_columns, *, replace_wh
     walk(schema, ())
     rules = []
     generated = []
+    defaults = []
     for f in schema.fields:
         meta = f.metadata or {}
+        if CURRENT_DEFAULT in meta and f.name.lower() not in provided:
+            # allowColumnDefaults: a column the DataFrame lacks gets its default, not null
+            rule = _value_rule("default", f.name, meta[CURRENT_DEFAULT], arrow_schema, "allowColumnDefaults",
+                               "; provide the column in the DataFrame")
+            defaults.append((f.name, rule, False))
         if INVARIANTS in meta:
             try:
                 text = json.loads(meta[INVARIANTS])["expression"]["expression"]
@@ -182,13 +208,7 @@ def build_checks(schema: StructType, configuration, input_columns, *, replace_wh
                     f"read: {meta[INVARIANTS]!r}", ("invariants",)) from None
             rules.append(_compile("invariant", f.name, text, empty, "invariants"))
         if GENERATION_EXPRESSION in meta:
-            rule = _compile("generated", f.name, meta[GENERATION_EXPRESSION], empty, "generatedColumns")
-            try:
-                evaluate_value(rule.node, empty, arrow_schema.field(f.name).type)
-            except ExpressionError as exc:
-                raise UnsupportedFeatureError(
-                    f"cannot write to this table: the generation expression of column {f.name} "
-                    f"({rule.text}) cannot be evaluated by delta_pyds: {exc}", ("generatedColumns",)) from None
+            rule = _value_rule("generated", f.name, meta[GENERATION_EXPRESSION], arrow_schema, "generatedColumns")
             generated.append((f.name, rule, f.name.lower() in provided))
         identity = {k: v for k, v in meta.items() if k.startswith("delta.identity.")}
         if identity:
@@ -208,7 +228,7 @@ def build_checks(schema: StructType, configuration, input_columns, *, replace_wh
         rules.append(_compile("check", name, text, empty, "checkConstraints"))
     if replace_where:
         rules.append(_compile("replaceWhere", "replaceWhere", replace_where, empty, ""))
-    return WriteChecks(tuple(not_null), tuple(rules), tuple(generated))
+    return WriteChecks(tuple(not_null), tuple(rules), tuple(defaults + generated))
 
 
 def replace_where_rule(text: str, logical_schema: pa.Schema) -> _Rule:

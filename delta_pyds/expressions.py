@@ -7,7 +7,8 @@ Supported: column references (case-insensitive, backticks, nested ``a.b``), lite
 ``TIMESTAMP_NTZ '...'``), ``AND OR NOT``, comparisons ``= == <=> != <> < <= > >=``,
 ``IS [NOT] NULL``, ``[NOT] IN (...)``, ``[NOT] BETWEEN``, ``[NOT] LIKE``, ``+ - * / %
 ||``, ``CAST(x AS type)``, ``CASE WHEN``, and the functions listed in ``FUNCTIONS``
-(string, date/time part, null handling). Dates and times are evaluated in UTC.
+(string, date/time part, null handling,
+``current_date()`` / ``current_timestamp()`` for column defaults). Dates and times are evaluated in UTC.
 
 Guarantees: :func:`parse` raises :class:`ExpressionError` for anything outside that
 subset (naming it), so callers can refuse a write up front instead of guessing;
@@ -799,7 +800,16 @@ def _f_round(batch, v, digits=None):
     return pc.round(v, ndigits=nd, round_mode="half_up")
 
 
+def _now(batch):
+    return pa.scalar(dt.datetime.now(dt.timezone.utc), pa.timestamp("us", tz="UTC"))
+
+
+def _today(batch):
+    return pa.scalar(dt.datetime.now(dt.timezone.utc).date(), pa.date32())
+
+
 FUNCTIONS = {
+    "current_timestamp": _now, "now": _now, "current_date": _today, "curdate": _today,
     "abs": lambda b, v: _call("abs_checked", v),
     "coalesce": _f_coalesce, "nvl": _f_coalesce, "ifnull": _f_coalesce,
     "lower": lambda b, v: pc.utf8_lower(cast(v, pa.string())),

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import predicates as P
-from .schema import DataType, DecimalType, PrimitiveType, StructType
+from .schema import DataType, DecimalType, PrimitiveType, StructField, StructType
 
 
 STRING_PREFIX_LENGTH = 32
@@ -89,6 +89,16 @@ def _kind(dtype: DataType) -> str:
     return "other"  # arrays, maps: null counts only
 
 
+def _collated(field: StructField) -> bool:
+    """A string column with a non-binary collation: its comparisons (e.g. case-insensitive)
+    do not follow the binary order of its partition values and min/max stats, so it is
+    never used for skipping."""
+    collations = (field.metadata or {}).get("__COLLATIONS")
+    if not isinstance(collations, dict):
+        return bool(collations)
+    return any(not str(v).upper().endswith("UTF8_BINARY") for v in collations.values())
+
+
 class _Resolver:
     def __init__(self, schema: StructType, partition_columns: Sequence[str], mode: str):
         self.schema = schema
@@ -118,7 +128,7 @@ class _Resolver:
         except Exception:  # a malformed column mapping: no skipping on this column
             return None
         kind = _kind(current)
-        if kind == "struct":
+        if kind == "struct" or _collated(field):
             return None
         partition = len(path) == 1 and logical[0].lower() in self.partitions
         loose = kind == "float32" or (kind == "float64" and bool(field.metadata.get("delta.typeChanges")))

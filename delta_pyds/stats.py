@@ -113,21 +113,30 @@ def _parse_column_list(text: str) -> list[tuple[str, ...]]:
     return [c for c in out if all(c)]
 
 
-def stats_columns(data_schema: StructType, configuration: Mapping[str, str], mode: str) -> list[StatsColumn]:
+def stats_columns(data_schema: StructType, configuration: Mapping[str, str], mode: str,
+                  required=()) -> list[StatsColumn]:
     """The columns whose statistics a new file records (``data_schema``: the table
-    schema without partition columns)."""
+    schema without partition columns; ``required``: logical paths that must have stats
+    whatever the table properties say, e.g. clustering columns)."""
+    leaves = list(_leaves(data_schema, mode, (), ()))
     explicit = configuration.get(STATS_COLUMNS)
     if explicit is not None:
         wanted = [tuple(p.lower() for p in path) for path in _parse_column_list(explicit)]
         result = []
-        for col in _leaves(data_schema, mode, (), ()):
+        for col in leaves:
             lower = tuple(p.lower() for p in col.logical_path)
             if any(lower[:len(w)] == w for w in wanted):
                 result.append(col)
-        return result
-    limit = int_property(configuration, NUM_INDEXED_COLS, 32)
-    leaves = list(_leaves(data_schema, mode, (), ()))
-    return leaves if limit < 0 else leaves[:limit]
+    else:
+        limit = int_property(configuration, NUM_INDEXED_COLS, 32)
+        result = leaves if limit < 0 else leaves[:limit]
+    must = {tuple(p.lower() for p in path) for path in required}
+    if must:
+        chosen = {col.logical_path for col in result}
+        extra = [col for col in leaves if col.logical_path not in chosen and
+                 tuple(p.lower() for p in col.logical_path) in must]
+        result = [col for col in leaves if col.logical_path in chosen or col in extra]
+    return result
 
 
 # ---------------------------------------------------------------------- collection

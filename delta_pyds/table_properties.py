@@ -238,6 +238,10 @@ def features_in_use(schema: StructType, configuration: Mapping[str, str]) -> set
             used.add("identityColumns")
         if "CURRENT_DEFAULT" in meta:
             used.add("allowColumnDefaults")
+        collations = meta.get("__COLLATIONS")
+        if isinstance(collations, dict) and any(not str(v).upper().endswith("UTF8_BINARY")
+                                                for v in collations.values()):
+            used.add("collations-preview")  # delta-spark's name for collated strings
     for t in _walk_types(schema):
         if isinstance(t, PrimitiveType) and t.name == "timestamp_ntz":
             used.add("timestampNtz")
@@ -248,10 +252,12 @@ def features_in_use(schema: StructType, configuration: Mapping[str, str]) -> set
 
 def required_protocol(schema: StructType, configuration: Mapping[str, str],
                       current: Protocol | None = None, *,
-                      min_reader: int | None = None, min_writer: int | None = None) -> Protocol:
+                      min_reader: int | None = None, min_writer: int | None = None,
+                      extra_features=()) -> Protocol:
     """The protocol a table with this schema and configuration needs, never below
-    ``current`` (``min_reader`` / ``min_writer``: explicitly requested versions)."""
-    used = features_in_use(schema, configuration)
+    ``current`` (``min_reader`` / ``min_writer``: explicitly requested versions;
+    ``extra_features``: features the write needs beyond schema and configuration)."""
+    used = features_in_use(schema, configuration) | set(extra_features)
     cur_reader = current.min_reader_version if current else 1
     cur_writer = current.min_writer_version if current else 2
     cur_features = set(writer_features(current)) | set(reader_features(current)) if current else set()

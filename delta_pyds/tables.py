@@ -141,6 +141,9 @@ class DeltaTable:
         created = dt.datetime.fromtimestamp(md.created_time / 1000, tz=utc) if md.created_time else None
         modified = dt.datetime.fromtimestamp(last[0]["timestamp"] / 1000, tz=utc) if last else None
         table_features = sorted(set(features.reader_features(p)) | set(features.writer_features(p)))
+        from .clustering import table_clustering
+        clustering = [".".join(c) for c in
+                      table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode) or []]
         schema = StructType([
             StructField("format", StringType()), StructField("id", StringType()),
             StructField("name", StringType()), StructField("description", StringType()),
@@ -155,7 +158,7 @@ class DeltaTable:
             StructField("version", LongType()),
         ])
         row = ("delta", md.id, md.name, md.description, snap.table_root, created, modified,
-               list(md.partition_columns), [], files.num_rows, size, dict(md.configuration),
+               list(md.partition_columns), clustering, files.num_rows, size, dict(md.configuration),
                p.min_reader_version, p.min_writer_version, table_features, snap.version)
         return self._spark.createDataFrame([row], schema)
 
@@ -769,6 +772,13 @@ class DeltaOptimizeBuilder:
         snap = t._dml_snapshot()
         active = file_actions(snap).active
         files = snap.files
+        from .clustering import dotted, table_clustering
+        clustered = table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode)
+        if zorder and clustered is not None:
+            raise ValueError(f"executeZOrderBy: the table is clustered by "
+                             f"{', '.join(dotted(p) for p in clustered) or 'no columns'}; Z-ordering "
+                             "a clustered table is not allowed (as in delta-spark): executeCompaction "
+                             "clusters the rows it rewrites by the clustering columns")
         if zorder:
             lowered = {f.name.lower(): f for f in snap.schema.fields}
             pset = {c.lower() for c in snap.partition_columns}
@@ -834,6 +844,9 @@ class DeltaOptimizeBuilder:
         df = t._scan(snap, scan_files).join(F.broadcast(mapping), _FILE).repartition(len(bins), "__bin")
         if zorder:
             df = df.withColumn("__z", _zorder_key(df, zorder)).sortWithinPartitions("__bin", "__z").drop("__z")
+        elif clustered:
+            df = df.withColumn("__z", _cluster_key(df, clustered)).sortWithinPartitions("__bin", "__z")\
+                .drop("__z")
         df = df.drop(_FILE, _ROW, "__bin")
         spec = t._write_spec(snap, target_file_size=self._target)
         adds = t._rewrite(df, spec, False)
@@ -847,6 +860,8 @@ class DeltaOptimizeBuilder:
         try:
             txn.commit("OPTIMIZE", {"predicate": json.dumps([self._where] if self._where else []),
                                     "zOrderBy": json.dumps(zorder or []),
+                                    **({"clusterBy": json.dumps([".".join(p) for p in clustered])}
+                                       if clustered else {}),
                                     "targetFileSize": str(self._target)}, metrics=metrics)
         except BaseException:
             delete_files(t._storage, adds)
@@ -855,6 +870,19 @@ class DeltaOptimizeBuilder:
 
 
 # ------------------------------------------------------------------------ helpers
+def _cluster_key(df, paths):
+    """A sort key clustering rows by the clustering columns: their Z-order code when
+    every column is numeric, date or timestamp, else the columns themselves in order."""
+    from pyspark.sql import functions as F
+    if all(len(p) == 1 for p in paths):
+        types = dict(df.dtypes)
+        if all(types.get(p[0], "") in ("tinyint", "smallint", "int", "bigint", "float", "double", "date",
+                                       "timestamp", "timestamp_ntz") or types.get(p[0], "").startswith("decimal")
+               for p in paths):
+            return _zorder_key(df, [p[0] for p in paths])
+    return F.struct(*[F.col(".".join(f"`{x}`" for x in p)) for p in paths])
+
+
 def _zorder_key(df, cols, bits: int = 8):
     """A Spark column: the Morton (bit-interleaved) code of each column's approximate
     quantile bucket (``2**bits`` buckets; nulls in bucket 0)."""

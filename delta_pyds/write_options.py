@@ -26,6 +26,7 @@ STORAGE_PREFIX = "storage."
 WRITE_OPTIONS = {
     "path": ("path", "table location (local path or fsspec URL)"),
     "partitionby": ("partitionBy", "comma-separated partition columns of a new table"),
+    "clusterby": ("clusterBy", "clustering columns of a new table (liquid clustering; e.g. 'a, s.b')"),
     "replacewhere": ("replaceWhere", "with mode overwrite: replace only the rows matching this predicate"),
     "partitionoverwritemode": ("partitionOverwriteMode", "static (default) or dynamic"),
     "mergeschema": ("mergeSchema", "true: add new columns of the DataFrame to the table schema"),
@@ -99,6 +100,7 @@ class WriteOptions:
     overwrite: bool  # the Spark save mode: Overwrite (True) or Append (False)
     save_mode: str  # errorifexists | ignore | append | overwrite (the effective one)
     partition_by: tuple[str, ...] | None = None
+    cluster_by: tuple[tuple[str, ...], ...] | None = None  # column paths
     replace_where: str | None = None
     dynamic_partition_overwrite: bool = False
     merge_schema: bool = False
@@ -129,6 +131,14 @@ class WriteOptions:
             lowered = [c.lower() for c in partition_by]
             if len(set(lowered)) != len(lowered):
                 raise ValueError(f"option partitionBy: a column is listed twice in {raw_parts!r}")
+        raw_cluster = _get(options, "clusterBy")
+        cluster_by = None
+        if raw_cluster is not None:
+            from .clustering import parse_columns
+            cluster_by = tuple(parse_columns(raw_cluster))
+            if partition_by and cluster_by:
+                raise ValueError("options partitionBy and clusterBy: a table is either partitioned or "
+                                 "clustered; give one of them")
         replace_where = _get(options, "replaceWhere")
         if replace_where is not None and not replace_where.strip():
             replace_where = None
@@ -167,7 +177,7 @@ class WriteOptions:
                    if k.lower().startswith(STORAGE_PREFIX)}
         return cls(
             path=path, overwrite=overwrite, save_mode=save_mode, partition_by=partition_by,
-            replace_where=replace_where, dynamic_partition_overwrite=dynamic,
+            cluster_by=cluster_by, replace_where=replace_where, dynamic_partition_overwrite=dynamic,
             merge_schema=merge_schema, overwrite_schema=overwrite_schema,
             txn_app_id=app_id, txn_version=txn_version,
             user_metadata=_get(options, "userMetadata"),

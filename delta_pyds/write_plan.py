@@ -31,6 +31,9 @@ import pyarrow.compute as pc
 
 from . import features
 from .actions import Metadata, Protocol
+from .clustering import CLUSTERING_DOMAIN, dotted, table_clustering
+from .clustering import domain_config as clustering_domain_config
+from .clustering import resolve as resolve_clustering
 from .constraints import build_checks, replace_where_rule
 from .errors import SchemaError, TableNotFoundError
 from .expressions import evaluate_predicate
@@ -66,6 +69,8 @@ class WritePlan:
     table_schema: StructType | None = None
     column_mapping_mode: str = "none"
     replace_where: Any = None  # parsed predicate
+    domains: dict = field(default_factory=dict)  # metadata domains to set on commit
+    clustering: tuple = ()  # logical paths of the clustering columns
     info: dict = field(default_factory=dict)
 
 
@@ -175,11 +180,13 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
             max_id = int(conf.get(COLUMN_MAPPING_MAX_ID) or 0)
             schema, max_id = assign_column_mapping(schema, max_id)
             conf[COLUMN_MAPPING_MAX_ID] = str(max_id)
+        clustering, cluster_domain = _new_clustering(opts, schema, partition_columns, mode, snapshot)
         min_reader = opts.table_properties.get(MIN_READER_VERSION)
         min_writer = opts.table_properties.get(MIN_WRITER_VERSION)
         protocol = required_protocol(schema, conf, snapshot.protocol if snapshot else None,
                                      min_reader=int(min_reader) if min_reader else None,
-                                     min_writer=int(min_writer) if min_writer else None)
+                                     min_writer=int(min_writer) if min_writer else None,
+                                     extra_features=("clustering", "domainMetadata") if clustering else ())
         metadata = Metadata(id=snapshot.metadata.id if snapshot else str(uuid.uuid4()),
                             schema_string=schema.json(), partition_columns=partition_columns,
                             configuration=conf, created_time=snapshot.metadata.created_time if snapshot
@@ -206,6 +213,8 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
                 "table properties can only be set when the table is created or replaced with "
                 f"mode('overwrite') and overwriteSchema=true; these differ from the table's: "
                 + ", ".join(f"{k}={v} (table: {conf.get(k)})" for k, v in sorted(changed.items())))
+        clustering = _existing_clustering(opts, snapshot)
+        cluster_domain = None
         schema = reconcile(snapshot.schema, data_schema, merge=opts.merge_schema)
         if schema is not snapshot.schema:
             if mode != "none":
@@ -243,14 +252,51 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
     spec = WriteSpec(
         storage=storage, table_schema=schema, input_columns=tuple(f.name for f in data_schema.fields),
         partition_columns=partition_columns, column_mapping_mode=mode,
-        stats_columns=tuple(stats_columns(data_fields, conf, mode)),
+        stats_columns=tuple(stats_columns(data_fields, conf, mode, required=clustering)),
         tight_bounds=features.is_enabled(final_protocol, "deletionVectors"),
         compression=codec, target_file_size=opts.target_file_size,
         max_records_per_file=opts.max_records_per_file,
         materialize_partition_columns=materialize, checks=checks if checks else None)
     return WritePlan(opts, storage, read_version, spec, metadata=metadata, protocol=protocol,
                      partition_columns=partition_columns, table_schema=schema, column_mapping_mode=mode,
-                     replace_where=replace_node)
+                     replace_where=replace_node, clustering=tuple(clustering),
+                     domains={CLUSTERING_DOMAIN: cluster_domain} if cluster_domain is not None else {})
+
+
+def _new_clustering(opts: WriteOptions, schema: StructType, partition_columns, mode: str,
+                    snapshot: Snapshot | None) -> tuple[list, str | None]:
+    """Clustering of a created or replaced table: the clusterBy option, else (replace)
+    the table's own clustering. Returns (logical paths, domain configuration to commit)."""
+    old = table_clustering(snapshot.schema, snapshot.domain_metadata, snapshot.column_mapping_mode) \
+        if snapshot is not None else None
+    if opts.cluster_by is not None:
+        paths = resolve_clustering(schema, opts.cluster_by, partition_columns)
+    elif old:
+        missing = [dotted(p) for p in old if schema.get(p[0]) is None]
+        if missing or partition_columns:
+            raise SchemaError(
+                f"the table is clustered by {', '.join(dotted(p) for p in old)}; "
+                + (f"the new schema lacks {', '.join(missing)}" if missing else "it cannot also be partitioned")
+                + ": give the new clustering with option clusterBy (an empty value removes it)")
+        paths = resolve_clustering(schema, old)
+    else:
+        return [], None
+    if not paths and not old:
+        return [], None
+    return paths, clustering_domain_config(schema, paths, mode)
+
+
+def _existing_clustering(opts: WriteOptions, snapshot: Snapshot) -> list:
+    """An append keeps the table's clustering; clusterBy, if given, must match it."""
+    current = table_clustering(snapshot.schema, snapshot.domain_metadata, snapshot.column_mapping_mode) or []
+    if opts.cluster_by is not None:
+        asked = [tuple(p.lower() for p in path) for path in opts.cluster_by]
+        if asked != [tuple(p.lower() for p in path) for path in current]:
+            raise SchemaError(
+                f"option clusterBy ({', '.join(dotted(p) for p in opts.cluster_by) or 'none'}) does not match "
+                f"the table's clustering columns ({', '.join(dotted(p) for p in current) or 'none'}); to "
+                "change them, overwrite with overwriteSchema=true")
+    return current
 
 
 # ----------------------------------------------------------------------- commit
@@ -314,11 +360,15 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
         txn.remove_files(remove_actions(victims))
         removed = victims.num_rows
     txn.add_files(adds)
+    for domain, configuration in plan.domains.items():
+        txn.set_domain_metadata(domain, configuration)
     if opts.txn_app_id is not None:
         txn.set_app_transaction(opts.txn_app_id, opts.txn_version)
     params: dict[str, Any] = {"mode": "Overwrite" if opts.overwrite else "Append"}
     if plan.partition_columns:
         params["partitionBy"] = json.dumps(list(plan.partition_columns))
+    if plan.domains.get(CLUSTERING_DOMAIN) is not None:
+        params["clusterBy"] = json.dumps([".".join(p) for p in plan.clustering])
     if opts.replace_where:
         params["predicate"] = json.dumps([opts.replace_where])
     if opts.dynamic_partition_overwrite:

@@ -197,6 +197,15 @@ def test_reader_feature_tables_refused_by_name():
         Snapshot.load(table_path("kernel-rs/table-with-geo"))
 
 
+@pytest.mark.parametrize("feature", ["catalogManaged", "catalogOwned-preview"])
+def test_catalog_managed_tables_are_refused_with_the_reason(tmp_path, feature):
+    p = str(tmp_path / "t")
+    _write_table(p, {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [feature],
+                     "writerFeatures": [feature, "inCommitTimestamp"]})
+    with pytest.raises(UnsupportedFeatureError, match=f"{feature} .catalog-managed tables need the catalog"):
+        Snapshot.load(p)
+
+
 def test_unknown_actions_and_fields_are_ignored(tmp_path):
     p = str(tmp_path / "t")
     _write_table(p, {"minReaderVersion": 1, "minWriterVersion": 2})

@@ -404,8 +404,7 @@ def test_append_only_tables_refuse_overwrites(tmp_path):
     assert Snapshot.load(path).version == 1
 
 
-@pytest.mark.parametrize("name, feature", [("delta-rs/table_with_liquid_clustering", "liquid"),
-                                           ("kernel-rs/crc-full", "clustering")])
+@pytest.mark.parametrize("name, feature", [("delta-rs/table_with_liquid_clustering", "liquid")])
 def test_unsupported_writer_features_are_refused_by_name(copy_table, name, feature):
     path = copy_table(name)
     before = sorted(os.listdir(os.path.join(path, "_delta_log")))
