@@ -113,6 +113,7 @@ class WriteSpec:
     max_records_per_file: int | None = None
     materialize_partition_columns: bool = False
     checks: WriteChecks | None = None
+    directory: str = ""  # under the table root, e.g. "_change_data" for change data files
     row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES
     buffer_bytes: int = DEFAULT_BUFFER_BYTES
     # derived (computed lazily on the executor)
@@ -385,6 +386,8 @@ class _TaskWriter:
             d = self.spec.derived
             names = d["physical_partition_names"]
             rel_dir = partition_dir(names, values) if names else ""
+            if self.spec.directory:
+                rel_dir = posixpath.join(self.spec.directory, rel_dir) if rel_dir else self.spec.directory
             p = _Partition(key, rel_dir, dict(zip(names, values)))
             self.partitions[key] = p
         self.tick += 1

@@ -47,6 +47,7 @@ from .snapshot import Snapshot
 from .storage import Storage
 from .table_properties import ENABLE_CDF, ENABLE_DV, is_true
 
+CHANGE_TYPE = "_change_type"
 _FILE = "__pydelta_file"
 _ROW = "__pydelta_row_index"
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
@@ -390,12 +391,28 @@ class DeltaTable:
         rows = df.mapInArrow(write, "add string").collect()
         return [json.loads(r["add"]) for r in rows]
 
-    def _check_cow_cdf(self, snap: Snapshot, op: str) -> None:
-        if is_true(snap.configuration, ENABLE_CDF):
-            raise DeltaError(
-                f"{op} by rewriting files is not supported on tables with delta.enableChangeDataFeed="
-                "true (change data files are not written); enable deletion vectors for DELETE, or "
-                "disable the change data feed")
+    def _writes_changes(self, snap: Snapshot) -> bool:
+        """Whether a copy-on-write DML commit must carry change data files."""
+        return is_true(snap.configuration, ENABLE_CDF)
+
+    def _write_changes(self, snap: Snapshot, changes) -> list[dict]:
+        """Writes ``changes`` (the table's columns plus ``_change_type``) as change data
+        files under ``_change_data`` (partitioned like the table); returns ``cdc`` actions."""
+        from dataclasses import replace
+        from .schema import COLUMN_MAPPING_PHYSICAL_NAME, PrimitiveType, StructField as DeltaField
+        from .schema import StructType as DeltaStruct
+        from .spark.schema_convert import drop_void
+        spec = self._write_spec(snap)
+        mode = snap.column_mapping_mode
+        meta = {COLUMN_MAPPING_PHYSICAL_NAME: CHANGE_TYPE} if mode != "none" else {}
+        schema = drop_void(snap.schema)
+        table_schema = DeltaStruct(schema.fields + (DeltaField(CHANGE_TYPE, PrimitiveType("string"), True, meta),))
+        spec = replace(spec, table_schema=table_schema, input_columns=tuple(table_schema.names),
+                       stats_columns=(), checks=None, directory="_change_data", tight_bounds=False,
+                       target_file_size=None, _derived={})
+        files = self._rewrite(changes.select(*[f"`{n}`" for n in table_schema.names]), spec, False)
+        return [{"path": a["path"], "partitionValues": a["partitionValues"], "size": a["size"],
+                 "dataChange": False} for a in files]
 
     # ----------------------------------------------------------------------- DML
     def delete(self, condition=None) -> None:
@@ -438,24 +455,29 @@ class DeltaTable:
             self._commit_dv_delete(snap, txn, old, [deserialize_deleted_rows(h["rows"]) for h in hits],
                                    params)
             return
-        self._check_cow_cdf(snap, "DELETE")
         matched = [r[_FILE] for r in scan.where(cond).select(_FILE).distinct().collect()]
         if not matched:
             return
         deleted_rows = scan.where(cond).count()
-        keep = scan.where(F.col(_FILE).isin(matched)).where(~F.coalesce(cond, F.lit(False)))
+        in_files = scan.where(F.col(_FILE).isin(matched))
+        hit = F.coalesce(cond, F.lit(False))
         spec = self._write_spec(snap)
-        adds = self._rewrite(keep.drop(_FILE, _ROW), spec, True)
-        victims = _rows_for_paths(active, matched)
-        txn.remove_files(remove_actions(victims))
-        txn.add_files(adds)
+        adds = self._rewrite(in_files.where(~hit).drop(_FILE, _ROW), spec, True)
+        written = list(adds)
         try:
+            if self._writes_changes(snap):
+                cdcs = self._write_changes(snap, in_files.where(hit).withColumn(CHANGE_TYPE, F.lit("delete")))
+                written += cdcs
+                txn.add_cdc_files(cdcs)
+            victims = _rows_for_paths(active, matched)
+            txn.remove_files(remove_actions(victims))
+            txn.add_files(adds)
             txn.commit("DELETE", params, metrics={
                 "numRemovedFiles": victims.num_rows, "numAddedFiles": len(adds),
                 "numDeletedRows": deleted_rows, "numDeletionVectorsAdded": 0,
                 "numCopiedRows": sum(_stat_rows(a) for a in adds)})
         except BaseException:
-            delete_files(self._storage, adds)
+            delete_files(self._storage, written)
             raise
 
     def _commit_dv_delete(self, snap, txn, old: pa.Table, new_rows: list, params) -> None:
@@ -514,7 +536,6 @@ class DeltaTable:
         if not set:
             raise ValueError("update: set must name at least one column")
         snap = self._dml_snapshot()
-        self._check_cow_cdf(snap, "UPDATE")
         names = {f.name.lower(): f.name for f in snap.schema.fields}
         unknown = [k for k in set if k.lower() not in names]
         if unknown:
@@ -533,22 +554,33 @@ class DeltaTable:
                 cols.append(F.when(hit, exprs[f.name]).otherwise(F.col(f"`{f.name}`")).alias(f.name))
             else:
                 cols.append(F.col(f"`{f.name}`"))
-        out = scan.where(F.col(_FILE).isin(matched)).select(*cols)
+        in_files = scan.where(F.col(_FILE).isin(matched))
         spec = self._write_spec(snap)
-        adds = self._rewrite(out, spec, True)
-        active = file_actions(snap).active
-        victims = _rows_for_paths(active, matched)
+        adds = self._rewrite(in_files.select(*cols), spec, True)
+        written = list(adds)
         txn = Transaction(self._storage, snap)
-        txn.read_whole_table()
-        txn.remove_files(remove_actions(victims))
-        txn.add_files(adds)
         try:
+            if self._writes_changes(snap):
+                changed = in_files.where(hit)
+                old = [F.col(f"`{f.name}`") for f in snap.schema.fields]
+                new = [exprs[f.name].alias(f.name) if f.name in exprs else F.col(f"`{f.name}`")
+                       for f in snap.schema.fields]
+                changes = changed.select(*old, F.lit("update_preimage").alias(CHANGE_TYPE)).unionAll(
+                    changed.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE)))
+                cdcs = self._write_changes(snap, changes)
+                written += cdcs
+                txn.add_cdc_files(cdcs)
+            active = file_actions(snap).active
+            victims = _rows_for_paths(active, matched)
+            txn.read_whole_table()
+            txn.remove_files(remove_actions(victims))
+            txn.add_files(adds)
             txn.commit("UPDATE", {"predicate": json.dumps([str(condition)] if condition is not None else [])},
                        metrics={"numRemovedFiles": victims.num_rows, "numAddedFiles": len(adds),
                                 "numUpdatedRows": updated_rows,
                                 "numCopiedRows": sum(_stat_rows(a) for a in adds) - updated_rows})
         except BaseException:
-            delete_files(self._storage, adds)
+            delete_files(self._storage, written)
             raise
 
     # ---------------------------------------------------------------------- merge
@@ -563,14 +595,32 @@ class DeltaTable:
 
 
 class DeltaMergeBuilder:
-    """Clauses of a MERGE, applied in order (the first whose condition holds wins), as in
-    delta-spark. A target row matched by several source rows with a matched clause is an
-    error. ``whenNotMatchedBySource*`` is not implemented."""
+    """Clauses of a MERGE, applied in order within each kind (the first whose condition
+    holds wins), as in delta-spark: ``whenMatched*`` for target rows with a source match,
+    ``whenNotMatched*`` (by target) for source rows without one, ``whenNotMatchedBySource*``
+    for target rows without one. A target row matched by several source rows is an error.
+    Only files holding a row some clause changes are rewritten; on tables with the change
+    data feed the commit carries change data files (inserts, deletes, update pre/post
+    images)."""
 
     def __init__(self, table: DeltaTable, source, condition):
         self._table, self._source, self._condition = table, source, condition
         self._matched: list = []  # (kind, condition, set) kind: update | delete
         self._not_matched: list = []  # (condition, values)
+        self._not_matched_by_source: list = []  # (kind, condition, set)
+
+    def whenNotMatchedBySourceUpdate(self, condition=None,
+                                     set: Mapping[str, Any] | None = None) -> "DeltaMergeBuilder":
+        """Updates target rows no source row matches (``set`` may use target columns only)."""
+        if not set:
+            raise ValueError("whenNotMatchedBySourceUpdate: set must name at least one column")
+        self._not_matched_by_source.append(("update", condition, dict(set)))
+        return self
+
+    def whenNotMatchedBySourceDelete(self, condition=None) -> "DeltaMergeBuilder":
+        """Deletes target rows no source row matches."""
+        self._not_matched_by_source.append(("delete", condition, None))
+        return self
 
     def whenMatchedUpdate(self, condition=None, set: Mapping[str, Any] | None = None) -> "DeltaMergeBuilder":
         if not set:
@@ -602,10 +652,11 @@ class DeltaMergeBuilder:
         from .table_state import file_actions
         from .transaction import Transaction, delete_files, remove_actions
         t = self._table
-        if not self._matched and not self._not_matched:
-            raise ValueError("merge: add at least one whenMatched* or whenNotMatched* clause")
+        by_source = self._not_matched_by_source
+        if not self._matched and not self._not_matched and not by_source:
+            raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or "
+                             "whenNotMatchedBySource* clause")
         snap = t._dml_snapshot()
-        t._check_cow_cdf(snap, "MERGE")
         target_schema = to_spark_schema(drop_void(snap.schema))
         names = [f.name for f in target_schema.fields]
         lowered = {n.lower(): n for n in names}
@@ -631,51 +682,68 @@ class DeltaMergeBuilder:
         target = t._scan(snap, snap.files).alias(talias)
         cond = expr(self._condition)
         tcol = {n: F.col(f"`{talias}`.`{n}`") for n in names}
+        tfile = F.col(f"`{talias}`.{_FILE}")
         metrics: dict[str, int] = {"numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0,
-                                   "numTargetRowsInserted": 0, "numTargetFilesRemoved": 0,
-                                   "numTargetFilesAdded": 0, "numSourceRows": 0}
-        parts = []
+                                   "numTargetRowsInserted": 0, "numTargetRowsMatchedUpdated": 0,
+                                   "numTargetRowsMatchedDeleted": 0, "numTargetRowsNotMatchedBySourceUpdated": 0,
+                                   "numTargetRowsNotMatchedBySourceDeleted": 0, "numTargetFilesRemoved": 0,
+                                   "numTargetFilesAdded": 0}
+        parts, changes = [], []
         touched: list = []
-        if self._matched:
-            inner = target.join(src, cond, "inner")
-            dup = inner.groupBy(F.col(f"`{talias}`.{_FILE}"), F.col(f"`{talias}`.{_ROW}")).count() \
+        # target-side clauses: matched ones first, then not-matched-by-source ones
+        clauses = [(k, c, st, True) for k, c, st in self._matched] + [(k, c, st, False) for k, c, st in by_source]
+        if clauses:
+            dup = target.join(src, cond, "inner").groupBy(tfile, F.col(f"`{talias}`.{_ROW}")).count() \
                 .where("count > 1").limit(1).collect()
             if dup:
                 raise DeltaError("merge: a target row matched several source rows; delta-spark refuses "
                                  "this too (deduplicate the source)")
-            touched = [r[0] for r in inner.select(F.col(f"`{talias}`.{_FILE}")).distinct().collect()]
-            if touched:
-                joined = target.where(F.col(f"`{talias}`.{_FILE}").isin(touched)).join(src, cond, "left")
-                matched = F.col("__pydelta_src").isNotNull()
-                action = F.lit(0)
-                for i in reversed(range(len(self._matched))):
-                    kind, c, _ = self._matched[i]
-                    hit = matched if c is None else (matched & F.coalesce(expr(c), F.lit(False)))
-                    action = F.when(hit, F.lit(i + 1)).otherwise(action)
-                joined = joined.withColumn("__pydelta_action", action)
-                cols = []
-                for f in target_schema.fields:
-                    value = tcol[f.name]
-                    for i in reversed(range(len(self._matched))):
-                        kind, _, sets = self._matched[i]
-                        if kind != "update":
+            matched = F.col("__pydelta_src").isNotNull()
+            action = F.lit(0)
+            for i in reversed(range(len(clauses))):
+                kind, c, _, on_match = clauses[i]
+                base = matched if on_match else ~matched
+                hit = base if c is None else (base & F.coalesce(expr(c), F.lit(False)))
+                action = F.when(hit, F.lit(i + 1)).otherwise(action)
+            how = "left" if by_source else "inner"
+            acted = target.join(src, cond, how).withColumn("__pydelta_action", action)
+            touched = [r[0] for r in acted.where("__pydelta_action > 0").select(tfile).distinct().collect()]
+        if touched:
+            joined = target.where(tfile.isin(touched)).join(src, cond, "left") \
+                .withColumn("__pydelta_action", action)
+            cols = []
+            for f in target_schema.fields:
+                value = tcol[f.name]
+                for i in reversed(range(len(clauses))):
+                    kind, _, sets, on_match = clauses[i]
+                    if kind != "update":
+                        continue
+                    if sets is None:
+                        new = source_col(f.name)
+                    else:
+                        given = {target_name(k): v for k, v in sets.items()}
+                        if f.name not in given:
                             continue
-                        if sets is None:
-                            new = source_col(f.name)
-                        else:
-                            given = {target_name(k): v for k, v in sets.items()}
-                            if f.name not in given:
-                                continue
-                            new = expr(given[f.name])
-                        value = F.when(F.col("__pydelta_action") == i + 1, new).otherwise(value)
-                    cols.append(value.cast(f.dataType).alias(f.name))
-                deletes = [i + 1 for i, (k, _, _) in enumerate(self._matched) if k == "delete"]
-                counts = {r[0]: r[1] for r in joined.groupBy("__pydelta_action").count().collect()}
-                metrics["numTargetRowsDeleted"] = sum(counts.get(i, 0) for i in deletes)
-                metrics["numTargetRowsUpdated"] = sum(n for a, n in counts.items()
-                                                      if a and a not in deletes)
-                kept = joined.where(~F.col("__pydelta_action").isin(deletes)) if deletes else joined
-                parts.append(kept.select(*cols))
+                        new = expr(given[f.name])
+                    value = F.when(F.col("__pydelta_action") == i + 1, new).otherwise(value)
+                cols.append(value.cast(f.dataType).alias(f.name))
+            deletes = [i + 1 for i, c in enumerate(clauses) if c[0] == "delete"]
+            updates = [i + 1 for i, c in enumerate(clauses) if c[0] == "update"]
+            counts = {r[0]: r[1] for r in joined.groupBy("__pydelta_action").count().collect()}
+            for i, (kind, _, _, on_match) in enumerate(clauses):
+                key = ("numTargetRowsMatched" if on_match else "numTargetRowsNotMatchedBySource") + \
+                    ("Deleted" if kind == "delete" else "Updated")
+                metrics[key] += counts.get(i + 1, 0)
+                metrics["numTargetRowsDeleted" if kind == "delete" else "numTargetRowsUpdated"] += counts.get(i + 1, 0)
+            kept = joined.where(~F.col("__pydelta_action").isin(deletes)) if deletes else joined
+            parts.append(kept.select(*cols))
+            if updates:
+                upd = joined.where(F.col("__pydelta_action").isin(updates))
+                changes.append(upd.select(*tcol.values(), F.lit("update_preimage").alias(CHANGE_TYPE)))
+                changes.append(upd.select(*cols, F.lit("update_postimage").alias(CHANGE_TYPE)))
+            if deletes:
+                changes.append(joined.where(F.col("__pydelta_action").isin(deletes))
+                               .select(*tcol.values(), F.lit("delete").alias(CHANGE_TYPE)))
         if self._not_matched:
             anti = src.join(target, cond, "left_anti")
             action = F.lit(0)
@@ -702,27 +770,37 @@ class DeltaMergeBuilder:
             metrics["numTargetRowsInserted"] = inserts.count()
             if metrics["numTargetRowsInserted"]:
                 parts.append(inserts)
+                changes.append(inserts.withColumn(CHANGE_TYPE, F.lit("insert")))
         if not touched and not metrics["numTargetRowsInserted"]:
             return None
         out = parts[0]
         for p in parts[1:]:
             out = out.unionByName(p)
         adds = t._rewrite(out, t._write_spec(snap), True)
-        victims = _rows_for_paths(file_actions(snap).active, touched)
+        written = list(adds)
         txn = Transaction(t._storage, snap)
-        txn.read_whole_table()
-        txn.remove_files(remove_actions(victims))
-        txn.add_files(adds)
-        metrics.update(numTargetFilesRemoved=victims.num_rows, numTargetFilesAdded=len(adds))
-        metrics.pop("numSourceRows")
         try:
+            if t._writes_changes(snap) and changes:
+                change_df = changes[0]
+                for c in changes[1:]:
+                    change_df = change_df.unionByName(c)
+                cdcs = t._write_changes(snap, change_df)
+                written += cdcs
+                txn.add_cdc_files(cdcs)
+            victims = _rows_for_paths(file_actions(snap).active, touched)
+            txn.read_whole_table()
+            txn.remove_files(remove_actions(victims))
+            txn.add_files(adds)
+            metrics.update(numTargetFilesRemoved=victims.num_rows, numTargetFilesAdded=len(adds))
             txn.commit("MERGE", {"predicate": json.dumps([str(self._condition)]),
                                  "matchedPredicates": json.dumps([{"actionType": k} for k, _, _ in self._matched]),
                                  "notMatchedPredicates": json.dumps([{"actionType": "insert"}
-                                                                     for _ in self._not_matched])},
+                                                                     for _ in self._not_matched]),
+                                 "notMatchedBySourcePredicates": json.dumps([{"actionType": k}
+                                                                             for k, _, _ in by_source])},
                        metrics=metrics)
         except BaseException:
-            delete_files(t._storage, adds)
+            delete_files(t._storage, written)
             raise
         return t._spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
 

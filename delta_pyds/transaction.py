@@ -102,6 +102,7 @@ class Transaction:
         self._metadata: Metadata | None = None
         self._protocol: Protocol | None = None
         self.adds: list[dict] = []
+        self.cdcs: list[dict] = []
         self.removes: list[dict] = []
         self.domains: dict[str, str | None] = {}
         self.app_id: str | None = None
@@ -145,6 +146,10 @@ class Transaction:
 
     def add_files(self, adds: Iterable[dict]) -> None:
         self.adds.extend(adds)
+
+    def add_cdc_files(self, cdcs: Iterable[dict]) -> None:
+        """``cdc`` actions (change data files under ``_change_data``) of this commit."""
+        self.cdcs.extend(cdcs)
 
     def remove_files(self, removes: Iterable[dict]) -> None:
         """Remove actions (see :func:`remove_actions`); the files count as read."""
@@ -418,6 +423,8 @@ class Transaction:
             actions.append({"remove": r})
         for a in adds:
             actions.append({"add": a})
+        for c in self.cdcs:
+            actions.append({"cdc": c})
         return actions
 
     # ---------------------------------------------------------------- checkpoints

@@ -289,8 +289,12 @@ def test_dv_delete_feeds_change_data_feed(spark, copy_table):
                .option("startingVersion", v + 1).load(path).collect())
     assert [(r.value, r._change_type) for r in changes] == [(victim, "delete")]
     assert sorted(r.value for r in t.toDF().collect()) == sorted(r.value for r in rows[1:])
-    with pytest.raises(DeltaError, match="ChangeDataFeed"):
-        t.update(f"value = {rows[1].value}", {"value": "value + 100"})  # copy-on-write + CDF
+    # copy-on-write UPDATE on the same table: change data files with pre and post images
+    t.update(f"value = {rows[1].value}", {"value": "value + 100"})
+    changes = (spark.read.format("pydelta").option("readChangeFeed", "true")
+               .option("startingVersion", v + 2).load(path).collect())
+    assert sorted((r.value, r._change_type) for r in changes) == sorted(
+        [(rows[1].value, "update_preimage"), (rows[1].value + 100, "update_postimage")])
 
 
 def test_column_mapping_and_partitions(spark, tmp_path):
