@@ -48,6 +48,8 @@ from .storage import Storage
 from .table_properties import ENABLE_CDF, ENABLE_DV, is_true
 
 CHANGE_TYPE = "_change_type"
+_ROW_ID = "__pydelta_row_id"
+_ROW_VERSION = "__pydelta_row_version"
 _FILE = "__pydelta_file"
 _ROW = "__pydelta_row_index"
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
@@ -284,7 +286,7 @@ class DeltaTable:
     def _dml_snapshot(self) -> Snapshot:
         snap = self._snapshot()
         features.check_write(snap.protocol)
-        _refuse_row_tracking(snap)
+        _row_tracking_columns(snap)  # refuses a tracked table without materialized column names
         return snap
 
     def _scan(self, snap: Snapshot, files: pa.Table):
@@ -303,29 +305,38 @@ class DeltaTable:
                         column_mapping_mode=snap.column_mapping_mode, table_schema=snap.schema)
         out_schema = spark_schema.add(StructField(_FILE, StringType(), False)) \
             .add(StructField(_ROW, LongType(), False))
+        tracking = _row_tracking_columns(snap)
+        if tracking:
+            out_schema = out_schema.add(StructField(_ROW_ID, LongType(), True)) \
+                .add(StructField(_ROW_VERSION, LongType(), True))
         out_arrow = to_arrow_schema(out_schema, timezone="UTC", prefers_large_types=False)
         pcols = list(snap.physical_partition_columns)
         pv = files.column("partition_values").to_pylist() if pcols else [None] * files.num_rows
         dvs = files.column("deletion_vector").to_pylist()
-        tasks = [(p, int(s), json.dumps([(v or {}).get(c) for c in pcols]), json.dumps(d) if d else None)
-                 for p, s, v, d in zip(files.column("path").to_pylist(), files.column("size").to_pylist(),
-                                       pv, dvs)]
+        bases = files.column("base_row_id").to_pylist() if tracking else [None] * files.num_rows
+        drcvs = files.column("default_row_commit_version").to_pylist() if tracking else [None] * files.num_rows
+        tasks = [(p, int(s), json.dumps([(v or {}).get(c) for c in pcols]), json.dumps(d) if d else None, b, r)
+                 for p, s, v, d, b, r in zip(files.column("path").to_pylist(), files.column("size").to_pylist(),
+                                             pv, dvs, bases, drcvs)]
 
         def read(batches):
             from .deletion_vectors import keep_mask
             from .file_reader import _deleted_rows, read_file
             from .scan import FileTask
             for b in batches:
-                for path, size, pvs, dv in zip(*(b.column(i).to_pylist() for i in range(4))):
+                for path, size, pvs, dv, base, drcv in zip(*(b.column(i).to_pylist() for i in range(6))):
                     task = FileTask(path, size, tuple(json.loads(pvs)), json.loads(dv) if dv else None)
                     deleted = _deleted_rows(spec.storage, task)
                     plain = FileTask(path, size, task.partition_values, None)
+                    ids = _materialized(spec.storage, path, tracking) if tracking else None
                     start = 0
                     for out in read_file(spec, plain):
                         n = out.num_rows
                         rows = pa.array(np.arange(start, start + n, dtype=np.int64))
-                        batch = pa.RecordBatch.from_arrays(
-                            out.columns + [pa.array([path] * n, pa.string()), rows], schema=out_arrow)
+                        extra = [pa.array([path] * n, pa.string()), rows]
+                        if tracking:
+                            extra += _row_ids(ids, start, n, base, drcv)
+                        batch = pa.RecordBatch.from_arrays(out.columns + extra, schema=out_arrow)
                         if deleted is not None:
                             batch = batch.filter(pa.array(keep_mask(deleted, start, n)))
                         start += n
@@ -333,8 +344,8 @@ class DeltaTable:
                             yield batch
 
         n = max(1, min(len(tasks), self._parallelism() * 2))
-        tdf = self._spark.createDataFrame(tasks or [("", 0, "[]", None)],
-                                          "path string, size long, pv string, dv string")
+        tdf = self._spark.createDataFrame(tasks or [("", 0, "[]", None, None, None)],
+                                          "path string, size long, pv string, dv string, base long, drcv long")
         if not tasks:
             tdf = tdf.limit(0)
         return tdf.repartition(n).mapInArrow(read, out_schema)
@@ -357,7 +368,11 @@ class DeltaTable:
         except Exception:  # Spark Connect
             return 2
 
-    def _write_spec(self, snap: Snapshot, *, target_file_size: int | None = None):
+    def _write_spec(self, snap: Snapshot, *, target_file_size: int | None = None, row_tracking: bool = False):
+        """The spec of files rewritten from the table's rows; with ``row_tracking`` (on a
+        tracked table) its input also has the materialized row id and row commit version
+        columns (the physical names the table configures), written as such."""
+        from dataclasses import replace
         from .write_options import WriteOptions
         from .write_plan import plan_write
         from .spark.schema_convert import drop_void
@@ -368,7 +383,29 @@ class DeltaTable:
                           storage=self._storage)
         if plan.metadata is not None or plan.protocol is not None:  # pragma: no cover
             raise DeltaError("internal: a rewrite must not change the table's metadata")
-        return plan.spec
+        tracking = _row_tracking_columns(snap) if row_tracking else None
+        if not tracking:
+            return plan.spec
+        extra = tuple(_extra_field(name, "long", snap.column_mapping_mode) for name in tracking)
+        schema = plan.spec.table_schema
+        from .schema import StructType as DeltaStruct
+        table_schema = DeltaStruct(schema.fields + extra)
+        return replace(plan.spec, table_schema=table_schema,
+                       input_columns=plan.spec.input_columns + tuple(f.name for f in extra), _derived={})
+
+    def _tracked(self, snap: Snapshot, df, *, updated=None):
+        """``df`` (scan rows, table columns first) with the materialized row tracking columns
+        appended when the table tracks rows: row ids kept, commit versions kept except for
+        rows where ``updated`` holds (null: they take the commit's version)."""
+        from pyspark.sql import functions as F
+        tracking = _row_tracking_columns(snap)
+        names = [f"`{f.name}`" for f in snap.schema.fields if f.name in df.columns]
+        if not tracking:
+            return df.select(*names)
+        version = F.col(_ROW_VERSION)
+        if updated is not None:
+            version = F.when(F.coalesce(updated, F.lit(False)), F.lit(None).cast("long")).otherwise(version)
+        return df.select(*names, F.col(_ROW_ID).alias(tracking[0]), version.alias(tracking[1]))
 
     def _rewrite(self, df, spec, data_change: bool) -> list[dict]:
         """Writes the rows of ``df`` (table columns) as new files on executors; returns
@@ -399,14 +436,11 @@ class DeltaTable:
         """Writes ``changes`` (the table's columns plus ``_change_type``) as change data
         files under ``_change_data`` (partitioned like the table); returns ``cdc`` actions."""
         from dataclasses import replace
-        from .schema import COLUMN_MAPPING_PHYSICAL_NAME, PrimitiveType, StructField as DeltaField
         from .schema import StructType as DeltaStruct
         from .spark.schema_convert import drop_void
         spec = self._write_spec(snap)
-        mode = snap.column_mapping_mode
-        meta = {COLUMN_MAPPING_PHYSICAL_NAME: CHANGE_TYPE} if mode != "none" else {}
         schema = drop_void(snap.schema)
-        table_schema = DeltaStruct(schema.fields + (DeltaField(CHANGE_TYPE, PrimitiveType("string"), True, meta),))
+        table_schema = DeltaStruct(schema.fields + (_extra_field(CHANGE_TYPE, "string", snap.column_mapping_mode),))
         spec = replace(spec, table_schema=table_schema, input_columns=tuple(table_schema.names),
                        stats_columns=(), checks=None, directory="_change_data", tight_bounds=False,
                        target_file_size=None, _derived={})
@@ -461,8 +495,8 @@ class DeltaTable:
         deleted_rows = scan.where(cond).count()
         in_files = scan.where(F.col(_FILE).isin(matched))
         hit = F.coalesce(cond, F.lit(False))
-        spec = self._write_spec(snap)
-        adds = self._rewrite(in_files.where(~hit).drop(_FILE, _ROW), spec, True)
+        spec = self._write_spec(snap, row_tracking=True)
+        adds = self._rewrite(self._tracked(snap, in_files.where(~hit)), spec, True)
         written = list(adds)
         try:
             if self._writes_changes(snap):
@@ -555,8 +589,10 @@ class DeltaTable:
             else:
                 cols.append(F.col(f"`{f.name}`"))
         in_files = scan.where(F.col(_FILE).isin(matched))
-        spec = self._write_spec(snap)
-        adds = self._rewrite(in_files.select(*cols), spec, True)
+        spec = self._write_spec(snap, row_tracking=True)
+        extra = [F.col(_ROW_ID), F.col(_ROW_VERSION)] if _row_tracking_columns(snap) else []
+        flagged = in_files.withColumn("__pydelta_hit", hit).select(*cols, *extra, "__pydelta_hit")
+        adds = self._rewrite(self._tracked(snap, flagged, updated=F.col("__pydelta_hit")), spec, True)
         written = list(adds)
         txn = Transaction(self._storage, snap)
         try:
@@ -657,6 +693,7 @@ class DeltaMergeBuilder:
             raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or "
                              "whenNotMatchedBySource* clause")
         snap = t._dml_snapshot()
+        tracking = _row_tracking_columns(snap)
         target_schema = to_spark_schema(drop_void(snap.schema))
         names = [f.name for f in target_schema.fields]
         lowered = {n.lower(): n for n in names}
@@ -736,7 +773,12 @@ class DeltaMergeBuilder:
                 metrics[key] += counts.get(i + 1, 0)
                 metrics["numTargetRowsDeleted" if kind == "delete" else "numTargetRowsUpdated"] += counts.get(i + 1, 0)
             kept = joined.where(~F.col("__pydelta_action").isin(deletes)) if deletes else joined
-            parts.append(kept.select(*cols))
+            if tracking:  # row ids kept; updated rows take the commit's version
+                parts.append(kept.select(*cols, F.col(_ROW_ID).alias(tracking[0]), F.when(
+                    F.col("__pydelta_action").isin(updates), F.lit(None).cast("long"))
+                    .otherwise(F.col(_ROW_VERSION)).alias(tracking[1])))
+            else:
+                parts.append(kept.select(*cols))
             if updates:
                 upd = joined.where(F.col("__pydelta_action").isin(updates))
                 changes.append(upd.select(*tcol.values(), F.lit("update_preimage").alias(CHANGE_TYPE)))
@@ -769,14 +811,14 @@ class DeltaMergeBuilder:
             inserts = anti.select(*cols)
             metrics["numTargetRowsInserted"] = inserts.count()
             if metrics["numTargetRowsInserted"]:
-                parts.append(inserts)
+                parts.append(inserts.select("*", *[F.lit(None).cast("long").alias(n) for n in tracking or ()]))
                 changes.append(inserts.withColumn(CHANGE_TYPE, F.lit("insert")))
         if not touched and not metrics["numTargetRowsInserted"]:
             return None
         out = parts[0]
         for p in parts[1:]:
             out = out.unionByName(p)
-        adds = t._rewrite(out, t._write_spec(snap), True)
+        adds = t._rewrite(out, t._write_spec(snap, row_tracking=True), True)
         written = list(adds)
         txn = Transaction(t._storage, snap)
         try:
@@ -925,8 +967,8 @@ class DeltaOptimizeBuilder:
         elif clustered:
             df = df.withColumn("__z", _cluster_key(df, clustered)).sortWithinPartitions("__bin", "__z")\
                 .drop("__z")
-        df = df.drop(_FILE, _ROW, "__bin")
-        spec = t._write_spec(snap, target_file_size=self._target)
+        df = t._tracked(snap, df)  # table columns (+ row ids and commit versions, kept)
+        spec = t._write_spec(snap, target_file_size=self._target, row_tracking=True)
         adds = t._rewrite(df, spec, False)
         removes = remove_actions(victims, data_change=False)
         txn = Transaction(t._storage, snap)
@@ -994,13 +1036,52 @@ def _as_double(c, spark_type: str):
     return col.cast("double")
 
 
-def _refuse_row_tracking(snap: Snapshot) -> None:
-    from .table_properties import ROW_TRACKING_SUSPENDED
-    if features.is_enabled(snap.protocol, "rowTracking") and \
-            not is_true(snap.configuration, ROW_TRACKING_SUSPENDED):
+def _row_tracking_columns(snap: Snapshot) -> tuple[str, str] | None:
+    """The physical names of the materialized row id and row commit version columns when
+    the table tracks rows (rewrites must then carry every row's id and version over);
+    None otherwise."""
+    from .table_properties import ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN, ROW_TRACKING_SUSPENDED
+    if not features.is_enabled(snap.protocol, "rowTracking") or \
+            is_true(snap.configuration, ROW_TRACKING_SUSPENDED):
+        return None
+    names = (snap.configuration.get(ROW_ID_COLUMN), snap.configuration.get(ROW_COMMIT_VERSION_COLUMN))
+    if not all(names):
         raise DeltaError(
-            "DELETE/UPDATE/MERGE/OPTIMIZE/RESTORE on tables with row tracking are not supported by "
-            "delta_pyds yet: rewritten or re-added files would get new row ids")
+            "this table supports row tracking but does not name its materialized row tracking columns "
+            f"({ROW_ID_COLUMN}, {ROW_COMMIT_VERSION_COLUMN}); delta_pyds cannot rewrite its files "
+            "without losing row ids")
+    return names
+
+
+def _extra_field(name: str, type_name: str, mode: str):
+    """A column beyond the table schema written to files as ``name`` (physical)."""
+    from .schema import COLUMN_MAPPING_PHYSICAL_NAME, PrimitiveType, StructField as DeltaField
+    return DeltaField(name, PrimitiveType(type_name), True,
+                      {COLUMN_MAPPING_PHYSICAL_NAME: name} if mode != "none" else {})
+
+
+def _materialized(storage, path: str, names) -> list:
+    """The materialized row id / commit version columns of a data file (None where absent)."""
+    import pyarrow.parquet as pq
+    with storage.open_input(storage.resolve(path)) as f:
+        pf = pq.ParquetFile(f)
+        present = [n for n in names if n in pf.schema_arrow.names]
+        table = pf.read(columns=present) if present else None
+    return [table.column(n).combine_chunks().cast(pa.int64()) if table is not None and n in present else None
+            for n in names]
+
+
+def _row_ids(materialized, start: int, n: int, base, drcv) -> list:
+    """Row ids and commit versions of rows ``start .. start+n`` of a file: the materialized
+    value, else ``baseRowId + position`` / ``defaultRowCommitVersion``."""
+    ids, versions = materialized
+    fallback_id = pa.array(np.arange(start, start + n, dtype=np.int64) + base) if base is not None \
+        else pa.nulls(n, pa.int64())
+    fallback_version = pa.array([drcv] * n, pa.int64())
+    out_ids = pc.coalesce(ids.slice(start, n), fallback_id) if ids is not None else fallback_id
+    out_versions = pc.coalesce(versions.slice(start, n), fallback_version) if versions is not None \
+        else fallback_version
+    return [out_ids, out_versions]
 
 
 def _str(v):

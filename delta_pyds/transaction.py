@@ -408,9 +408,10 @@ class Transaction:
             adds = []
             for a in self.adds:
                 a = dict(a)
-                a["baseRowId"] = hwm + 1
-                a["defaultRowCommitVersion"] = state.version
-                hwm += _num_records(a)
+                if a.get("baseRowId") is None:  # a re-added file (new DV, restore) keeps its row ids
+                    a["baseRowId"] = hwm + 1
+                    a["defaultRowCommitVersion"] = state.version
+                    hwm += _num_records(a)
                 adds.append(a)
             if hwm != state.row_id_hwm:
                 domains[ROW_TRACKING_DOMAIN] = json.dumps({"rowIdHighWaterMark": hwm}, separators=(",", ":"))

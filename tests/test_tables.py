@@ -409,17 +409,61 @@ def test_restore_to_timestamp_and_vacuum_protocol_check(spark, tmp_path):
     assert sorted(r.id for r in t.toDF().collect()) == list(range(10))
 
 
-def test_row_tracking_tables_are_refused(spark, tmp_path):
+def _row_ids(spark, path):
+    """data id -> (row id, row commit version), from the files themselves: the materialized
+    columns where set, else baseRowId + position / defaultRowCommitVersion."""
+    import pyarrow.parquet as pq
+    from delta_pyds.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
+    snap = Snapshot.load(path)
+    conf = snap.configuration
+    id_col = conf["delta.rowTracking.materializedRowIdColumnName"]
+    ver_col = conf["delta.rowTracking.materializedRowCommitVersionColumnName"]
+    out = {}
+    for f in snap.files.to_pylist():
+        table = pq.read_table(os.path.join(path, f["path"]))
+        deleted = set(load_deleted_rows(snap.storage, DeletionVectorDescriptor.from_dict(f["deletion_vector"]))) \
+            if f["deletion_vector"] else set()
+        for pos, row in enumerate(table.to_pylist()):
+            if pos in deleted:
+                continue
+            rid = row.get(id_col)
+            ver = row.get(ver_col)
+            out[row["id"]] = (rid if rid is not None else f["base_row_id"] + pos,
+                              ver if ver is not None else f["default_row_commit_version"])
+    return out
+
+
+@pytest.mark.parametrize("dv", [False, True])
+def test_dml_preserves_row_ids_on_row_tracking_tables(spark, tmp_path, dv):
     from delta_pyds.write_plan import write_arrow
     path = str(tmp_path / "rt")
-    write_arrow(path, _data(0, 5), options={"delta.enableRowTracking": "true"})
+    props = {"delta.enableRowTracking": "true", "delta.enableDeletionVectors": str(dv).lower()}
+    write_arrow(path, _data(0, 5), options=props)
+    write_arrow(path, _data(5, 5))
     t = DeltaTable.forPath(spark, path)
+    start = _row_ids(spark, path)
+    assert start == {i: (i, 0 if i < 5 else 1) for i in range(10)}
+    t.delete("id = 1")  # DV (dv=True) or rewrite of the rest of the file
     v = Snapshot.load(path).version
-    with pytest.raises(DeltaError, match="row tracking"):
-        t.delete("id = 1")
-    with pytest.raises(DeltaError, match="row tracking"):
-        t.optimize().executeCompaction()
-    assert Snapshot.load(path).version == v
+    assert _row_ids(spark, path) == {i: start[i] for i in range(10) if i != 1}
+    t.update("id = 3", {"name": "'three'"})
+    ids = _row_ids(spark, path)
+    assert ids[3] == (3, v + 1) and ids[2] == start[2] and ids[4] == start[4]
+    src = spark.createDataFrame([(4, 1, "four", 4.0), (100, 1, "new", 1.0), (5, 2, "gone", 0.0)],
+                                "id long, part long, name string, value double")
+    (t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedDelete("s.name = 'gone'")
+     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+    ids = _row_ids(spark, path)
+    assert ids[4] == (4, v + 2) and 5 not in ids and ids[6] == start[6] and ids[0] == start[0]
+    assert ids[100][0] > 9 and ids[100][1] == v + 2
+    t.optimize().executeCompaction()
+    assert Snapshot.load(path).num_files == 1 and _row_ids(spark, path) == ids
+    assert len({r for r, _ in ids.values()}) == len(ids)  # unique
+    hwm = json.loads(Snapshot.load(path).domain_metadata["delta.rowTracking"])["rowIdHighWaterMark"]
+    assert max(r for r, _ in ids.values()) <= hwm
+    _agree(spark, path, expected=[i for i in ids])
+    t.restoreToVersion(0)  # the original file comes back with its own row ids
+    assert _row_ids(spark, path) == {i: (i, 0) for i in range(5)}
 
 
 def test_optimize_zorder_and_where(spark, tmp_path):
