@@ -73,7 +73,33 @@ def test_for_path_history_detail(spark, tmp_path):
     assert d.location.endswith("t")
 
 
-def test_delete_with_deletion_vectors_rewrites_no_data_file(spark, tmp_path):
+@pytest.fixture
+def dv_files(spark):
+    """Deletion vectors always in files (never inline), as delta-spark writes them."""
+    spark.conf.set("spark.pydelta.deletionVectors.inlineMaxBytes", "0")
+    yield
+    spark.conf.unset("spark.pydelta.deletionVectors.inlineMaxBytes")
+
+
+def test_small_deletion_vectors_are_stored_inline(spark, tmp_path):
+    path = _make(str(tmp_path / "t"), files=2, rows_per_file=100)
+    t = DeltaTable.forPath(spark, path)
+    t.delete("id in (3, 150, 151)")  # a few rows per file: inline
+    kinds = {d["storageType"] for d in Snapshot.load(path).files.column("deletion_vector").to_pylist()}
+    assert kinds == {"i"} and not glob.glob(os.path.join(path, "deletion_vector_*.bin"))
+    t.delete("id % 2 = 0 or id = 5")  # ~50 rows per file: too big for the log, one DV file
+    kinds = {d["storageType"] for d in Snapshot.load(path).files.column("deletion_vector").to_pylist()}
+    assert kinds == {"u"} and len(glob.glob(os.path.join(path, "deletion_vector_*.bin"))) == 1
+    _agree(spark, path, [i for i in range(200) if i % 2 and i not in (3, 5, 151)])
+    spark.conf.set("spark.pydelta.deletionVectors.inlineMaxBytes", "many")
+    try:
+        with pytest.raises(ValueError, match="inlineMaxBytes: expected a number of bytes"):
+            t.delete("id = 7")
+    finally:
+        spark.conf.unset("spark.pydelta.deletionVectors.inlineMaxBytes")
+
+
+def test_delete_with_deletion_vectors_rewrites_no_data_file(spark, tmp_path, dv_files):
     path = _make(str(tmp_path / "t"), files=5, rows_per_file=100)
     before = _data_files(path)
     mtimes = {f: os.path.getmtime(os.path.join(path, f)) for f in before}
@@ -133,7 +159,7 @@ def test_update_copy_on_write(spark, tmp_path):
 
 
 @pytest.mark.slow
-def test_optimize_then_vacuum(spark, tmp_path):
+def test_optimize_then_vacuum(spark, tmp_path, dv_files):
     path = _make(str(tmp_path / "t"), files=50, rows_per_file=20, partition=True)
     t = DeltaTable.forPath(spark, path)
     t.delete("id % 7 = 0")
@@ -383,7 +409,7 @@ def test_merge_upsert(spark, tmp_path):
     assert rows[1] == (1, 0, "one", 1.0) and rows[200] == (200, None, "TWO HUNDRED", None)
 
 
-def test_restore_to_timestamp_and_vacuum_protocol_check(spark, tmp_path):
+def test_restore_to_timestamp_and_vacuum_protocol_check(spark, tmp_path, dv_files):
     import time
     path = _make(str(tmp_path / "t"), files=2, rows_per_file=5)
     t = DeltaTable.forPath(spark, path)
