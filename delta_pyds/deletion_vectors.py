@@ -53,6 +53,7 @@ from .errors import DeletionVectorError
 __all__ = [
     "MAGIC_NUMBER",
     "DeletionVectorDescriptor",
+    "store_deletion_vectors",
     "z85_encode",
     "z85_decode",
     "load_deleted_rows",
@@ -383,3 +384,16 @@ def write_deletion_vectors(storage, bitmaps: Iterable, *, prefix: str = "") -> l
     if descriptors:
         storage.write_bytes(descriptors[0].absolute_path(storage), b"".join(parts))
     return descriptors
+
+
+DEFAULT_INLINE_MAX_BYTES = 64
+
+
+def store_deletion_vectors(storage, bitmaps: list, *, inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES
+                           ) -> list[DeletionVectorDescriptor]:
+    """Descriptors for ``bitmaps``, in order: a vector of at most ``inline_max_bytes``
+    serialized bytes inline in the log (``'i'``), the others in one new DV file."""
+    inline = [len(serialize_deleted_rows(bm)) <= inline_max_bytes for bm in bitmaps]
+    in_file = iter(write_deletion_vectors(storage, [bm for bm, i in zip(bitmaps, inline) if not i]))
+    return [inline_descriptor(bm) if i else next(in_file) for bm, i in zip(bitmaps, inline)]
+

@@ -49,7 +49,6 @@ from .table_properties import ENABLE_CDF, ENABLE_DV, is_true
 
 CHANGE_TYPE = "_change_type"
 INLINE_DV_CONF = "spark.pydelta.deletionVectors.inlineMaxBytes"
-DEFAULT_INLINE_DV_BYTES = 64
 _ROW_ID = "__pydelta_row_id"
 _ROW_VERSION = "__pydelta_row_version"
 _FILE = "__pydelta_file"
@@ -367,12 +366,13 @@ class DeltaTable:
     def _inline_dv_limit(self) -> int:
         """Deletion vectors up to this many serialized bytes are stored inline in the log
         (``spark.pydelta.deletionVectors.inlineMaxBytes``, default 64; 0: never)."""
+        from .deletion_vectors import DEFAULT_INLINE_MAX_BYTES
         try:
             raw = self._spark.conf.get(INLINE_DV_CONF, None)
         except Exception:  # Spark Connect without the conf
             raw = None
         try:
-            return max(0, int(raw)) if raw not in (None, "") else DEFAULT_INLINE_DV_BYTES
+            return max(0, int(raw)) if raw not in (None, "") else DEFAULT_INLINE_MAX_BYTES
         except ValueError:
             raise ValueError(f"{INLINE_DV_CONF}: expected a number of bytes, got {raw!r}") from None
 
@@ -530,8 +530,7 @@ class DeltaTable:
 
     def _commit_dv_delete(self, snap, txn, old: pa.Table, new_rows: list, params) -> None:
         from pyroaring import BitMap64
-        from .deletion_vectors import (DeletionVectorDescriptor, inline_descriptor, load_deleted_rows,
-                                       serialize_deleted_rows, write_deletion_vectors)
+        from .deletion_vectors import DeletionVectorDescriptor, load_deleted_rows, store_deletion_vectors
         from .transaction import remove_actions
         import pyarrow.parquet as pq
         olds = _add_actions(old, data_change=True)
@@ -556,10 +555,7 @@ class DeltaTable:
                 dv_files.append(a)
         # small vectors go inline in the log (no DV file to write and read), larger ones into
         # one deletion_vector_*.bin file
-        limit = self._inline_dv_limit()
-        inline = [len(serialize_deleted_rows(bm)) <= limit for bm in bitmaps]
-        in_file = iter(write_deletion_vectors(self._storage, [bm for bm, i in zip(bitmaps, inline) if not i]))
-        descriptors = [inline_descriptor(bm) if i else next(in_file) for bm, i in zip(bitmaps, inline)]
+        descriptors = store_deletion_vectors(self._storage, bitmaps, inline_max_bytes=self._inline_dv_limit())
         new_adds = []
         for a, d in zip(dv_files, descriptors):
             a = dict(a)

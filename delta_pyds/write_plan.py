@@ -8,8 +8,9 @@ schema mismatches, bad partition columns, append-only tables, constraint express
 ``replaceWhere`` — and returns a small, picklable :class:`WritePlan` whose
 :class:`~delta_pyds.parquet_writer.WriteSpec` the executors use. :func:`commit_write`
 turns the add actions the executors return into one commit: it removes what an
-overwrite replaces (all files, the files matching ``replaceWhere``, or the partitions
-written under ``partitionOverwriteMode=dynamic``) and records what it read, so
+overwrite replaces (all files, the files matching a ``replaceWhere`` on partition
+columns, the rows matching one on data columns — :mod:`delta_pyds.replace_where` — or the
+partitions written under ``partitionOverwriteMode=dynamic``) and records what it read, so
 concurrent writers are checked for conflicts.
 
 Guarantees: every error from :func:`plan_write` happens before data is written; a
@@ -69,6 +70,7 @@ class WritePlan:
     table_schema: StructType | None = None
     column_mapping_mode: str = "none"
     replace_where: Any = None  # parsed predicate
+    replace_on_data: bool = False  # the replaceWhere predicate uses data (non-partition) columns
     domains: dict = field(default_factory=dict)  # metadata domains to set on commit
     clustering: tuple = ()  # logical paths of the clustering columns
     info: dict = field(default_factory=dict)
@@ -234,16 +236,18 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
     checks = build_checks(schema, conf, [f.name for f in data_schema.fields],
                           replace_where=opts.replace_where, logical_schema=logical)
     replace_node = None
+    replace_on_data = False
     if opts.replace_where:
         rule = replace_where_rule(opts.replace_where, logical)
         lowered = {c.lower() for c in partition_columns}
-        outside = sorted({".".join(p) for p in rule.columns if p[0].lower() not in lowered or len(p) > 1})
-        if outside:
-            raise ValueError(
-                f"option replaceWhere: {opts.replace_where!r} uses {', '.join(outside)}, which "
-                f"{'is not a partition column' if len(outside) == 1 else 'are not partition columns'}; "
-                "delta_pyds supports replaceWhere predicates on partition columns only (partition "
-                f"columns: {', '.join(partition_columns) or 'none'})")
+        replace_on_data = any(p[0].lower() not in lowered or len(p) > 1 for p in rule.columns)
+        if replace_on_data and snapshot is not None and not opts.overwrite_schema:
+            from .expressions import ExpressionError
+            try:  # the predicate must be evaluable on the table's current rows too
+                from .expressions import evaluate_predicate
+                evaluate_predicate(rule.node, logical_arrow_schema(snapshot.schema).empty_table())
+            except (ExpressionError, KeyError) as exc:
+                raise ValueError(f"option replaceWhere: {exc}") from None
         replace_node = rule.node
     data_fields = without_fields(schema, partition_columns)
     materialize = features.is_enabled(final_protocol, "materializePartitionColumns")
@@ -259,7 +263,8 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
         materialize_partition_columns=materialize, checks=checks if checks else None)
     return WritePlan(opts, storage, read_version, spec, metadata=metadata, protocol=protocol,
                      partition_columns=partition_columns, table_schema=schema, column_mapping_mode=mode,
-                     replace_where=replace_node, clustering=tuple(clustering),
+                     replace_where=replace_node, replace_on_data=replace_on_data,
+                     clustering=tuple(clustering),
                      domains={CLUSTERING_DOMAIN: cluster_domain} if cluster_domain is not None else {})
 
 
@@ -337,6 +342,7 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
     if plan.protocol is not None:
         txn.update_protocol(plan.protocol)
     removed = 0
+    replacement = None
     if opts.overwrite and snapshot is not None:
         from .table_state import file_actions
         active = file_actions(snapshot).active
@@ -348,6 +354,11 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
             pv = active.column("partitionValues").to_pylist()
             victims = active.filter(pa.array(pred(pv), pa.bool_())) if active.num_rows else active
             txn.read_partitions(pred, f"the {len(keys)} partition(s) written")
+        elif plan.replace_where is not None and plan.replace_on_data and not opts.overwrite_schema:
+            from .replace_where import replace_matching_rows
+            replacement = replace_matching_rows(snapshot, plan.replace_where, opts.replace_where, plan.spec)
+            victims = None
+            txn.read_whole_table()
         elif plan.replace_where is not None and not opts.overwrite_schema:
             pred = partition_predicate(plan.replace_where, snapshot.schema, snapshot.partition_columns,
                                        snapshot.column_mapping_mode)
@@ -357,8 +368,13 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
         else:
             victims = active
             txn.read_whole_table()
-        txn.remove_files(remove_actions(victims))
-        removed = victims.num_rows
+        if victims is not None:
+            txn.remove_files(remove_actions(victims))
+            removed = victims.num_rows
+        else:
+            txn.remove_files(replacement.removes)
+            txn.add_files(replacement.adds)
+            removed = len(replacement.removes)
     txn.add_files(adds)
     for domain, configuration in plan.domains.items():
         txn.set_domain_metadata(domain, configuration)
@@ -378,6 +394,16 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
         metrics["numOutputRows"] = num_rows
     if opts.overwrite:
         metrics["numRemovedFiles"] = removed
+    if replacement is not None:
+        metrics.update(numDeletedRows=replacement.deleted_rows, numCopiedRows=replacement.copied_rows,
+                       numDeletionVectorsAdded=replacement.deletion_vectors)
+        try:
+            return txn.commit(operation, params, user_metadata=opts.user_metadata, metrics=metrics,
+                              max_attempts=opts.max_commit_attempts, checkpoint=opts.checkpoint_on_write)
+        except BaseException:
+            from .transaction import delete_files
+            delete_files(plan.storage, replacement.written)
+            raise
     return txn.commit(operation, params, user_metadata=opts.user_metadata, metrics=metrics,
                       max_attempts=opts.max_commit_attempts, checkpoint=opts.checkpoint_on_write)
 

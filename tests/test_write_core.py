@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from delta_pyds.actions import Protocol
-from delta_pyds.errors import ConcurrentModificationError, SchemaError, UnsupportedFeatureError
+from delta_pyds.errors import ConcurrentModificationError, DeltaError, SchemaError, UnsupportedFeatureError
 from delta_pyds.log_files import last_checkpoint_checksum
 from delta_pyds.snapshot import Snapshot
 from delta_pyds.stats import truncate_max, truncate_min
@@ -531,3 +531,15 @@ def file_actions_count(snapshot):
     from delta_pyds.table_state import file_actions
     fa = file_actions(snapshot)
     return fa.active.num_rows, fa.tombstones.num_rows
+
+
+def test_replace_where_on_data_columns_refuses_rewrites_that_need_change_data(tmp_path):
+    path = str(tmp_path / "t")
+    write_arrow(path, pa.table({"id": [1, 2, 3]}), options={"delta.enableChangeDataFeed": "true"})
+    before = sorted(os.listdir(path))
+    with pytest.raises(DeltaError, match="enable deletion vectors"):
+        write_arrow(path, pa.table({"id": [2]}), mode="overwrite", options={"replaceWhere": "id = 2"})
+    assert sorted(os.listdir(path)) == before and Snapshot.load(path).version == 0
+    # a predicate matching whole files needs no rewrite: allowed
+    write_arrow(path, pa.table({"id": [9]}), mode="overwrite", options={"replaceWhere": "id >= 1"})
+    assert arrow_rows(deltalake_table(path), ["id"]) == [(9,)]
