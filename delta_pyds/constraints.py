@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import DeltaError, UnsupportedFeatureError
+from .errors import ConstraintViolationError, DeltaError, UnsupportedFeatureError  # noqa: F401 (re-exported)
 from .expressions import (ExpressionError, columns_of, evaluate_predicate, evaluate_value, parse)
 from .schema import StructType
 from .table_properties import constraints_of
@@ -35,11 +35,6 @@ from .table_properties import constraints_of
 GENERATION_EXPRESSION = "delta.generationExpression"
 INVARIANTS = "delta.invariants"
 CURRENT_DEFAULT = "CURRENT_DEFAULT"
-
-
-class ConstraintViolationError(DeltaError):
-    """Written data violates a NOT NULL column, invariant, CHECK constraint, generated
-    column or replaceWhere predicate; nothing was committed."""
 
 
 @dataclass(frozen=True)

@@ -51,3 +51,21 @@ class ConcurrentModificationError(DeltaError):
 
 class CommitFailedError(DeltaError):
     """A commit could not be written (storage failure, or retries exhausted)."""
+
+
+class CommitRetriesExhaustedError(CommitFailedError, ConcurrentModificationError):
+    """Other writers kept winning the race for the next version until the attempts ran
+    out (no logical conflict was found; retrying later may succeed)."""
+
+
+class TableExistsError(DeltaError):
+    """The table already exists and the write asked for a new one (saveMode=errorifexists)."""
+
+
+class AppendOnlyError(DeltaError):
+    """The write would remove or change data in a table with delta.appendOnly=true."""
+
+
+class ConstraintViolationError(DeltaError):
+    """Written data violates a NOT NULL column, invariant, CHECK constraint, generated
+    column or replaceWhere predicate; nothing was committed."""

@@ -42,8 +42,8 @@ from typing import Any, Iterable, Mapping
 from . import features
 from .actions import Metadata, Protocol
 from .conflicts import ROW_TRACKING_DOMAIN, ReadSet, WinningCommit, check
-from .errors import (CommitFailedError, ConcurrentModificationError, DeltaError,
-                     TableNotFoundError)
+from .errors import (AppendOnlyError, CommitFailedError, CommitRetriesExhaustedError,  # noqa: F401
+                     ConcurrentModificationError, DeltaError, TableExistsError, TableNotFoundError)
 from .log_files import LOG_DIR, commit_name
 from .log_segment import list_log
 from .schema import StructType, parse_schema
@@ -62,19 +62,6 @@ def engine_info() -> str:
     pyspark = sys.modules.get("pyspark")  # never imported from here: the core stays Spark-free
     version = getattr(pyspark, "__version__", None) if pyspark is not None else None
     return f"delta_pyds/{__version__}" + (f" pyspark/{version}" if version else "")
-
-
-class TableExistsError(DeltaError):
-    """The table already exists and the write asked for a new one (saveMode=errorifexists)."""
-
-
-class CommitRetriesExhaustedError(CommitFailedError, ConcurrentModificationError):
-    """Other writers kept winning the race for the next version until the attempts ran
-    out (no logical conflict was found; retrying later may succeed)."""
-
-
-class AppendOnlyError(DeltaError):
-    """The write would remove or change data in a table with delta.appendOnly=true."""
 
 
 @dataclass
