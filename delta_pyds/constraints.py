@@ -10,8 +10,8 @@ violates a rule; the error names the rule, its expression and the offending valu
 
 Guarantees: :func:`build_checks` runs on the driver before any data is written and
 refuses (``UnsupportedFeatureError``) a table whose constraint or generation
-expression the evaluator cannot handle, naming it; identity columns are refused
-unless the DataFrame provides their values and the column allows explicit inserts.
+expression the evaluator cannot handle, naming it (identity columns are filled before
+these rules run: :mod:`delta_pyds.identity`).
 Generated columns missing from the DataFrame are computed; provided ones must equal
 the expression (``<=>``), as the protocol requires. Columns with a default value
 (``CURRENT_DEFAULT``, the allowColumnDefaults feature) that the DataFrame lacks get
@@ -205,20 +205,6 @@ def build_checks(schema: StructType, configuration, input_columns, *, replace_wh
         if GENERATION_EXPRESSION in meta:
             rule = _value_rule("generated", f.name, meta[GENERATION_EXPRESSION], arrow_schema, "generatedColumns")
             generated.append((f.name, rule, f.name.lower() in provided))
-        identity = {k: v for k, v in meta.items() if k.startswith("delta.identity.")}
-        if identity:
-            explicit = str(identity.get("delta.identity.allowExplicitInsert", "false")).lower() == "true"
-            if f.name.lower() not in provided:
-                raise UnsupportedFeatureError(
-                    f"cannot write to this table: {f.name} is an identity column and delta_pyds does "
-                    "not generate identity values; write with delta-spark, or provide the values "
-                    "yourself in a table created with delta.identity.allowExplicitInsert=true",
-                    ("identityColumns",))
-            if not explicit:
-                raise UnsupportedFeatureError(
-                    f"cannot write to this table: {f.name} is an identity column that does not allow "
-                    "explicit values (delta.identity.allowExplicitInsert=false), and delta_pyds does "
-                    "not generate identity values", ("identityColumns",))
     for name, text in sorted(constraints_of(configuration).items()):
         rules.append(_compile("check", name, text, empty, "checkConstraints"))
     if replace_where:

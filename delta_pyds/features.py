@@ -33,7 +33,7 @@ FEATURES: dict[str, Feature] = {f.name: f for f in [
     Feature("checkConstraints", False, True, True),
     Feature("changeDataFeed", False, True, True),
     Feature("generatedColumns", False, True, True),
-    Feature("identityColumns", False, True, True, "only explicitly provided values"),
+    Feature("identityColumns", False, True, True, "values generated; streaming sink refused"),
     Feature("columnMapping", True, True, True),
     Feature("deletionVectors", True, True, True),
     Feature("rowTracking", False, True, True),

@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .constraints import WriteChecks
+from .identity import IdentityGenerator
 from .partition_values import serialize_partition_value
 from .schema import DataType, PrimitiveType, StructType
 from .stats import FileStats, StatsColumn
@@ -113,6 +114,7 @@ class WriteSpec:
     max_records_per_file: int | None = None
     materialize_partition_columns: bool = False
     checks: WriteChecks | None = None
+    identity: tuple = ()  # IdentityColumn: identity columns this write generates
     directory: str = ""  # under the table root, e.g. "_change_data" for change data files
     row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES
     buffer_bytes: int = DEFAULT_BUFFER_BYTES
@@ -155,6 +157,7 @@ class WriteSpec:
 class TaskResult:
     adds: list  # add action dicts
     num_rows: int = 0
+    identity: dict = field(default_factory=dict)  # identity column -> extreme generated value
 
 
 def write_task(spec: WriteSpec, batches: Iterable[pa.RecordBatch], *, task_id: int = 0,
@@ -169,7 +172,8 @@ def write_task(spec: WriteSpec, batches: Iterable[pa.RecordBatch], *, task_id: i
     except BaseException:
         writer.abort()
         raise
-    return TaskResult(writer.adds, writer.num_rows)
+    return TaskResult(writer.adds, writer.num_rows,
+                      dict(writer.identity.marks) if writer.identity is not None else {})
 
 
 def to_logical(spec: WriteSpec, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -316,6 +320,7 @@ class _TaskWriter:
         self._open_parts: list[_Partition] = []  # touched by the file thread only
         d = spec.derived
         self.checks = spec.checks if spec.checks else None
+        self.identity = IdentityGenerator(spec.identity, task_id) if spec.identity else None
         self.data_index = d["data_index"]
         self.physical_schema = d["physical_schema"]
         self.row_group_bytes = spec.row_group_bytes
@@ -327,6 +332,8 @@ class _TaskWriter:
     # -- batches ------------------------------------------------------------------
     def write(self, batch: pa.RecordBatch) -> None:
         logical = to_logical(self.spec, batch)
+        if self.identity is not None:
+            logical = self.identity.fill(logical)
         if self.checks is not None:
             logical = self.checks.apply(logical)
         self.num_rows += logical.num_rows

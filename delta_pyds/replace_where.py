@@ -119,7 +119,7 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
             out.deletion_vectors = len(dv_rows)
         if rewrites:
             names = tuple(spec.arrow_schema.names)
-            cow = replace(rewrite_spec, input_columns=names, checks=None, _derived={})
+            cow = replace(rewrite_spec, input_columns=names, checks=None, identity=(), _derived={})
             for _, kept in rewrites:
                 result = write_task(cow, kept.to_batches())
                 out.written += result.adds

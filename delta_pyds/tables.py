@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 
 from . import features
 from .errors import DeltaError, TableNotFoundError
+from .identity import identity_columns, with_high_water_marks
 from .snapshot import Snapshot
 from .storage import Storage
 from .table_properties import ENABLE_CDF, ENABLE_DV, is_true
@@ -394,7 +395,7 @@ class DeltaTable:
         if target_file_size:
             opts["targetFileSize"] = str(target_file_size)
         plan = plan_write(WriteOptions.parse(opts, overwrite=False), drop_void(snap.schema),
-                          storage=self._storage)
+                          storage=self._storage, keep_identity_values=True)
         if plan.metadata is not None or plan.protocol is not None:  # pragma: no cover
             raise DeltaError("internal: a rewrite must not change the table's metadata")
         tracking = _row_tracking_columns(snap) if row_tracking else None
@@ -598,6 +599,7 @@ class DeltaTable:
         updated_rows = scan.where(cond).count()
         hit = F.coalesce(cond, F.lit(False))
         exprs = {names[k.lower()]: (F.expr(v) if isinstance(v, str) else v) for k, v in set.items()}
+        _refuse_identity_updates(snap, exprs, "update")
         cols = []
         for f in snap.schema.fields:
             if f.name in exprs:
@@ -710,6 +712,8 @@ class DeltaMergeBuilder:
                              "whenNotMatchedBySource* clause")
         snap = t._dml_snapshot()
         tracking = _row_tracking_columns(snap)
+        identities = {c.name: c for c in identity_columns(snap.schema)}
+        generated_always = {n for n, c in identities.items() if not c.allow_explicit_insert}
         target_schema = to_spark_schema(drop_void(snap.schema))
         names = [f.name for f in target_schema.fields]
         lowered = {n.lower(): n for n in names}
@@ -723,6 +727,9 @@ class DeltaMergeBuilder:
                 raise ValueError(f"merge: {k} is not a column of the table; columns: {', '.join(names)}")
             return lowered[k2.lower()]
 
+        for _, _, sets in list(self._matched) + list(by_source):
+            if sets is not None:
+                _refuse_identity_updates(snap, {target_name(k): v for k, v in sets.items()}, "merge")
         src = self._source.withColumn("__pydelta_src", F.lit(True))
         src_cols = {c.lower(): c for c in self._source.columns}
 
@@ -743,6 +750,7 @@ class DeltaMergeBuilder:
                                    "numTargetFilesAdded": 0}
         parts, changes = [], []
         touched: list = []
+        marks: dict = {}
         # target-side clauses: matched ones first, then not-matched-by-source ones
         clauses = [(k, c, st, True) for k, c, st in self._matched] + [(k, c, st, False) for k, c, st in by_source]
         if clauses:
@@ -772,6 +780,8 @@ class DeltaMergeBuilder:
                     if kind != "update":
                         continue
                     if sets is None:
+                        if f.name in generated_always or (f.name in identities and f.name.lower() not in src_cols):
+                            continue  # updateAll keeps the values the table generated
                         new = source_col(f.name)
                     else:
                         given = {target_name(k): v for k, v in sets.items()}
@@ -816,6 +826,8 @@ class DeltaMergeBuilder:
                 for i in reversed(range(len(self._not_matched))):
                     _, values = self._not_matched[i]
                     if values is None:
+                        if f.name in identities and f.name.lower() not in src_cols:
+                            continue  # generated below
                         new = source_col(f.name)
                     else:
                         given = {target_name(k): v for k, v in values.items()}
@@ -825,6 +837,8 @@ class DeltaMergeBuilder:
                     value = F.when(F.col("__pydelta_action") == i + 1, new).otherwise(value)
                 cols.append(value.cast(f.dataType).alias(f.name))
             inserts = anti.select(*cols)
+            if identities:
+                inserts, marks = self._generate_identity(inserts, identities, src_cols, target_name)
             metrics["numTargetRowsInserted"] = inserts.count()
             if metrics["numTargetRowsInserted"]:
                 parts.append(inserts.select("*", *[F.lit(None).cast("long").alias(n) for n in tracking or ()]))
@@ -837,6 +851,10 @@ class DeltaMergeBuilder:
         adds = t._rewrite(out, t._write_spec(snap, row_tracking=True), True)
         written = list(adds)
         txn = Transaction(t._storage, snap)
+        marked = with_high_water_marks(snap.schema, marks)
+        if marked is not None:
+            from dataclasses import replace
+            txn.update_metadata(replace(snap.metadata, schema_string=marked.json()))
         try:
             if t._writes_changes(snap) and changes:
                 change_df = changes[0]
@@ -861,6 +879,54 @@ class DeltaMergeBuilder:
             delete_files(t._storage, written)
             raise
         return t._spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
+
+
+    def _generate_identity(self, inserts, identities: dict, src_cols: dict, target_name):
+        """Inserted rows with values generated for the identity columns no insert clause
+        sets (the same numbering as :mod:`delta_pyds.identity`: ``monotonically_increasing_id``
+        spaces partitions by 2**33), pinned with a local checkpoint so the data and change
+        files see the same values; returns them and the extreme value per column."""
+        from pyspark.sql import functions as F
+        generate = []
+        for name, col in identities.items():
+            gives = [(name.lower() in src_cols) if values is None
+                     else name in {target_name(k) for k in values} for _, values in self._not_matched]
+            if not any(gives):
+                generate.append(col)
+            elif not all(gives):
+                raise ValueError(f"merge: some insert clauses set identity column {name} and others do "
+                                 "not; set it in all of them or in none (then the table generates it)")
+            elif not col.allow_explicit_insert:
+                raise ValueError(f"merge: cannot insert values into identity column {name}: the table "
+                                 "generates them (delta.identity.allowExplicitInsert=false); leave it out "
+                                 "of the insert clauses (insertAll with a source without the column)")
+        if not generate:
+            return inserts, {}
+        k = "__pydelta_identity_k"
+        out = inserts.withColumn(k, F.monotonically_increasing_id())
+        for col in generate:
+            dtype = dict(out.dtypes)[col.name]
+            out = out.withColumn(col.name, ((F.lit(col.first_k) + F.col(k)) * F.lit(col.step)
+                                            + F.lit(col.start)).cast(dtype))
+        out = out.localCheckpoint()
+        top = out.agg(F.max(k)).collect()[0][0]
+        if top is None:
+            return out.drop(k), {}
+        marks = {}
+        for col in generate:  # the largest k holds the extreme value
+            last = col.value(col.first_k + top)
+            if not -(1 << 63) <= last < (1 << 63):
+                raise ValueError(f"merge: identity column {col.name} would overflow a long ({last})")
+            marks[col.name] = last
+        return out.drop(k), marks
+
+
+def _refuse_identity_updates(snap: Snapshot, exprs: Mapping[str, Any], what: str) -> None:
+    """Identity columns that generate their values cannot be set by DML (as in delta-spark)."""
+    for col in identity_columns(snap.schema):
+        if col.name in exprs and not col.allow_explicit_insert:
+            raise ValueError(f"{what}: cannot set identity column {col.name}: the table generates its "
+                             "values (delta.identity.allowExplicitInsert=false)")
 
 
 class DeltaOptimizeBuilder:

@@ -39,6 +39,13 @@ def stream_writer(source, schema, overwrite: bool) -> "DeltaStreamWriter":
     plan = plan_write(opts, data_schema)
     if plan.skip:
         raise ValueError(f"option saveMode: the streaming sink cannot {plan.skip}; remove the option")
+    if plan.spec.identity:
+        from ..errors import UnsupportedFeatureError
+        raise UnsupportedFeatureError(
+            "the streaming sink cannot generate values for identity column(s) "
+            f"{', '.join(c.name for c in plan.spec.identity)} (each micro-batch would start from the "
+            "high-water mark the query started with); write with df.write (foreachBatch)",
+            ("identityColumns",))
     return DeltaStreamWriter(plan, data_schema, dict(source.options))
 
 

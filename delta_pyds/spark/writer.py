@@ -19,6 +19,7 @@ from typing import Iterator, List, Optional
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from ..identity import merge_marks
 from ..parquet_writer import write_task
 from ..transaction import delete_files
 from ..write_plan import WritePlan, commit_write
@@ -31,6 +32,7 @@ class DeltaCommitMessage(WriterCommitMessage):
     """What one task wrote: add actions (JSON-ready dicts) and its row count."""
     adds: list = field(default_factory=list)
     num_rows: int = 0
+    identity: dict = field(default_factory=dict)  # identity column -> extreme generated value
 
 
 class DeltaBatchWriter(DataSourceArrowWriter):
@@ -51,7 +53,7 @@ class DeltaBatchWriter(DataSourceArrowWriter):
         except Exception:  # pragma: no cover
             pass
         result = write_task(self.plan.spec, iterator, task_id=task_id, attempt=attempt)
-        return DeltaCommitMessage(result.adds, result.num_rows)
+        return DeltaCommitMessage(result.adds, result.num_rows, result.identity)
 
     def commit(self, messages: List[Optional[DeltaCommitMessage]]) -> None:
         if self.plan.skip:
@@ -60,7 +62,8 @@ class DeltaBatchWriter(DataSourceArrowWriter):
         adds = [a for m in messages if m is not None for a in m.adds]
         rows = sum(m.num_rows for m in messages if m is not None)
         try:
-            result = commit_write(self.plan, adds, num_rows=rows)
+            marks = merge_marks(self.plan.spec.identity, [m.identity for m in messages if m is not None])
+            result = commit_write(self.plan, adds, num_rows=rows, identity_marks=marks)
         except BaseException:
             delete_files(self.plan.storage, adds)
             raise
