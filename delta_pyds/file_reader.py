@@ -18,14 +18,14 @@ Guarantees for every batch yielded by :func:`read_file`:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Iterator
 from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .arrow_nested import rebuild_list, rebuild_map, rebuild_struct
 from .errors import DataFileError
 from .partition_values import parse_partition_values
 from .scan import FileTask
@@ -241,26 +241,17 @@ def conform(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str) -> p
                 children.append(pa.nulls(len(arr), tf.type))
             else:
                 children.append(conform(_struct_child_array(arr, j), f.type, tf.type, mode))
-        mask = arr.is_null() if arr.null_count else None
-        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+        return rebuild_struct(arr, children, target)
     if isinstance(dtype, ArrayType):
         if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
             raise DataFileError(f"expected a list column, found {arr.type}")
-        values = conform(arr.values, dtype.element_type, target.value_type, mode)
-        offsets = arr.offsets
-        if pa.types.is_large_list(arr.type):
-            offsets = offsets.cast(pa.int32())
-        mask = arr.is_null() if arr.null_count else None
-        out = pa.ListArray.from_arrays(offsets, values, mask=mask)
-        return out if out.type == target else out.cast(target)
+        return rebuild_list(arr, conform(arr.values, dtype.element_type, target.value_type, mode), target)
     if isinstance(dtype, MapType):
         if not pa.types.is_map(arr.type):
             raise DataFileError(f"expected a map column, found {arr.type}")
         keys = conform(arr.keys, dtype.key_type, target.key_type, mode)
         items = conform(arr.items, dtype.value_type, target.item_type, mode)
-        mask = arr.is_null() if arr.null_count else None
-        out = pa.MapArray.from_arrays(arr.offsets, keys, items, mask=mask)
-        return out if out.type == target else out.cast(target)
+        return rebuild_map(arr, keys, items, target)
     return _cast_primitive(arr, target)
 
 

@@ -428,10 +428,8 @@ class DeltaTable:
         from .parquet_writer import write_task
 
         def write(batches):
-            from pyspark import TaskContext
-            ctx = TaskContext.get()
-            tid = ctx.partitionId() if ctx else 0
-            attempt = ctx.attemptNumber() if ctx else 0
+            from .spark.writer import task_attempt
+            tid, attempt = task_attempt()
             result = write_task(spec, batches, task_id=tid, attempt=attempt)
             out = []
             for a in result.adds:

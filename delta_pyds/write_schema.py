@@ -22,6 +22,7 @@ from typing import Iterable
 
 import pyarrow as pa
 
+from .arrow_nested import rebuild_list, rebuild_map, rebuild_struct, struct_children
 from .errors import SchemaError
 from .schema import (COLUMN_MAPPING_ID, COLUMN_MAPPING_PHYSICAL_NAME, PARQUET_FIELD_ID, ArrayType,
                      DataType, DecimalType, MapType, PrimitiveType, StructField, StructType,
@@ -284,7 +285,7 @@ def conform_input(arr: pa.Array, dtype: DataType, target: pa.DataType, *, column
         if not pa.types.is_struct(arr.type):
             raise SchemaError(f"column {column}: expected a struct, got {arr.type}")
         by_name = {arr.type.field(i).name.lower(): i for i in range(arr.type.num_fields)}
-        children = _struct_children(arr)
+        children = struct_children(arr)
         out = []
         sub_fields = dtype.fields if isinstance(dtype, StructType) else \
             (StructField("value", PrimitiveType("binary")), StructField("metadata", PrimitiveType("binary")))
@@ -294,33 +295,19 @@ def conform_input(arr: pa.Array, dtype: DataType, target: pa.DataType, *, column
                 out.append(pa.nulls(len(arr), tf.type))
             else:
                 out.append(conform_input(children[i], f.type, tf.type, column=f"{column}.{f.name}"))
-        mask = arr.is_null() if arr.null_count else None
-        return pa.StructArray.from_arrays(out, fields=list(target), mask=mask)
+        return rebuild_struct(arr, out, target)
     if isinstance(dtype, ArrayType):
         if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
             raise SchemaError(f"column {column}: expected an array, got {arr.type}")
         values = conform_input(arr.values, dtype.element_type, target.value_type, column=f"{column}.element")
-        offsets = arr.offsets  # absolute into the full child array, even when sliced
-        if pa.types.is_large_list(arr.type):
-            offsets = offsets.cast(pa.int32())
-        mask = arr.is_null() if arr.null_count else None
-        out = pa.ListArray.from_arrays(offsets, values, mask=mask)
-        return out if out.type == target else out.cast(target)
+        return rebuild_list(arr, values, target)
     if isinstance(dtype, MapType):
         if not pa.types.is_map(arr.type):
             raise SchemaError(f"column {column}: expected a map, got {arr.type}")
         keys = conform_input(arr.keys, dtype.key_type, target.key_type, column=f"{column}.key")
         items = conform_input(arr.items, dtype.value_type, target.item_type, column=f"{column}.value")
-        mask = arr.is_null() if arr.null_count else None
-        out = pa.MapArray.from_arrays(arr.offsets, keys, items, mask=mask)
-        return out if out.type == target else out.cast(target)
+        return rebuild_map(arr, keys, items, target)
     return _cast_checked(arr, target, column)
-
-
-def _struct_children(arr: pa.StructArray) -> list[pa.Array]:
-    if arr.offset or arr.null_count:
-        return arr.flatten()
-    return [arr.field(i) for i in range(arr.type.num_fields)]
 
 
 def _cast_checked(arr: pa.Array, target: pa.DataType, column: str) -> pa.Array:
@@ -342,7 +329,7 @@ def to_physical(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str) 
     if arr.type == target:
         return arr
     if isinstance(dtype, StructType) or (isinstance(dtype, PrimitiveType) and dtype.name == "variant"):
-        children = _struct_children(arr)
+        children = struct_children(arr)
         if isinstance(dtype, StructType):
             out = [to_physical(c, f.type, tf.type, mode) for c, f, tf in zip(children, dtype.fields, target)]
         else:

@@ -56,14 +56,8 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         self.options = options
 
     def write(self, iterator: Iterator) -> StreamCommitMessage:
-        task_id, attempt = 0, 0
-        try:
-            from pyspark import TaskContext
-            ctx = TaskContext.get()
-            if ctx is not None:
-                task_id, attempt = ctx.partitionId(), ctx.attemptNumber()
-        except Exception:  # pragma: no cover
-            pass
+        from .writer import task_attempt
+        task_id, attempt = task_attempt()
         result = write_task(self.plan.spec, iterator, task_id=task_id, attempt=attempt)
         return StreamCommitMessage(result.adds, result.num_rows, self.plan)
 

@@ -27,6 +27,19 @@ from ..write_plan import WritePlan, commit_write
 log = logging.getLogger("delta_pyds")
 
 
+def task_attempt() -> tuple[int, int]:
+    """(partition id, attempt number) of the Spark task running this code; (0, 0) outside one.
+    The partition id names the task's files and spaces its identity values."""
+    try:
+        from pyspark import TaskContext
+        ctx = TaskContext.get()
+        if ctx is not None:
+            return ctx.partitionId(), ctx.attemptNumber()
+    except Exception:  # pragma: no cover
+        pass
+    return 0, 0
+
+
 @dataclass
 class DeltaCommitMessage(WriterCommitMessage):
     """What one task wrote: add actions (JSON-ready dicts) and its row count."""
@@ -44,14 +57,7 @@ class DeltaBatchWriter(DataSourceArrowWriter):
             for _ in iterator:
                 pass
             return DeltaCommitMessage()
-        task_id, attempt = 0, 0
-        try:
-            from pyspark import TaskContext
-            ctx = TaskContext.get()
-            if ctx is not None:
-                task_id, attempt = ctx.partitionId(), ctx.attemptNumber()
-        except Exception:  # pragma: no cover
-            pass
+        task_id, attempt = task_attempt()
         result = write_task(self.plan.spec, iterator, task_id=task_id, attempt=attempt)
         return DeltaCommitMessage(result.adds, result.num_rows, result.identity)
 
