@@ -99,6 +99,15 @@ def _to_map(struct_col, n: int) -> pa.Array:
     return pa.MapArray.from_arrays(offsets, keys, items)
 
 
+def _tags(files: pa.Table, n: int) -> pa.Array:
+    """The files' ``tags`` maps (other writers' INSERTION_TIME, OPTIMIZE_TARGET_SIZE, ...)."""
+    if "tags" not in files.column_names:
+        return pa.nulls(n, _STR_MAP)
+    col = files.column("tags").combine_chunks()
+    # == ignores the entries' name; other writers' files name it "tags", Parquet's convention is "key_value"
+    return col if str(col.type) == str(_STR_MAP) else col.cast(_STR_MAP)
+
+
 def _dv(col) -> pa.Array:
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     return arr.cast(DV_TYPE) if arr.type != DV_TYPE else arr
@@ -171,7 +180,7 @@ def checkpoint_table(snapshot: Snapshot, *, now_ms: int | None = None) -> tuple[
         "modificationTime": pc.fill_null(active.column("modificationTime"), 0).combine_chunks(),
         "dataChange": pa.array([False] * n, pa.bool_()),
         "stats": active.column("stats").combine_chunks(),
-        "tags": pa.nulls(n, _STR_MAP),
+        "tags": _tags(active, n),
         "deletionVector": _dv(active.column("deletionVector")),
         "baseRowId": active.column("baseRowId").combine_chunks(),
         "defaultRowCommitVersion": active.column("defaultRowCommitVersion").combine_chunks(),

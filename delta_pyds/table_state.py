@@ -10,12 +10,14 @@ Guarantees of :func:`file_actions`: reconciliation follows the protocol (key =
 decoded path + deletion vector id, newest action wins, commits newer than the
 checkpoint, later lines newer); ``active`` holds one row per active file and
 ``tombstones`` one row per logical file whose newest action is a remove; both carry
-``raw_path`` (as stored) and ``path`` (decoded). Every checkpoint kind is read
+``raw_path`` (as stored) and ``path`` (decoded), and ``tags`` (kept so checkpoints and
+removes repeat them). Every checkpoint kind is read
 (classic, multi-part, v2 with JSON or Parquet top-level file and sidecars).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +34,7 @@ COLUMNS = {
     "path": pa.string(), "size": pa.int64(), "modificationTime": pa.int64(), "dataChange": pa.bool_(),
     "stats": pa.string(), "deletionVector": DV_TYPE, "baseRowId": pa.int64(),
     "defaultRowCommitVersion": pa.int64(), "deletionTimestamp": pa.int64(),
+    "tags": pa.map_(pa.string(), pa.string()),
 }
 
 
@@ -66,6 +69,29 @@ def _normalize(actions: pa.Table | None, pstruct: pa.StructType) -> pa.Table | N
     raw = table.column("path").combine_chunks()
     table = table.set_column(0, "raw_path", raw)
     return table.append_column("path", decode_paths(raw))
+
+
+def _with_tags(adds: pa.Table, data: bytes) -> pa.Table:
+    """``adds`` (one row per add line of ``data``, in order) with their ``tags`` maps, which
+    Arrow's JSON reader cannot parse (arbitrary keys): read from the lines themselves."""
+    tags = []
+    for line in data.splitlines():
+        if b'"add"' not in line:
+            continue
+        try:
+            add = json.loads(line).get("add")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(add, dict):
+            t = add.get("tags")
+            tags.append(list(t.items()) if isinstance(t, dict) else None)
+    if len(tags) != adds.num_rows:  # pragma: no cover - lines the JSON reader saw differently
+        return adds
+    try:
+        column = pa.array(tags, pa.map_(pa.string(), pa.string()))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # non-string values: not the protocol's tags
+        return adds
+    return adds.append_column("tags", column)
 
 
 def _struct_rows(col: pa.ChunkedArray) -> pa.Table | None:
@@ -104,7 +130,7 @@ def _parquet_actions(storage, path: str, pcols, pstruct, adds: list, removes: li
         if "deletionVector" in rows.column_names:
             rows = rows.set_column(rows.column_names.index("deletionVector"), "deletionVector",
                                    _dv(rows.column("deletionVector")))
-        rows = rows.drop_columns([c for c in ("stats_parsed", "partitionValues_parsed", "tags")
+        rows = rows.drop_columns([c for c in ("stats_parsed", "partitionValues_parsed")
                                   if c in rows.column_names])
         out.append(_normalize(rows, pstruct))
 
@@ -121,7 +147,10 @@ def _checkpoint_actions(snapshot, pcols, pstruct) -> tuple[list, list]:
     if reader.is_json:
         data = storage.read_bytes(parts[0].path)
         table = read_json_actions(data, json_actions_schema(pcols, data), source=parts[0].path)
-        adds.append(_normalize(_struct_rows(table.column("add")), pstruct))
+        rows = _struct_rows(table.column("add"))
+        if rows is not None and b'"tags"' in data:
+            rows = _with_tags(rows, data)
+        adds.append(_normalize(rows, pstruct))
         removes.append(_normalize(_struct_rows(table.column("remove")), pstruct))
     else:
         for part in parts:
@@ -149,7 +178,10 @@ def file_actions(snapshot) -> FileActions:
     commit_adds, commit_removes = [], []
     for d, c in zip(data, commits):
         table = read_json_actions(d, json_actions_schema(pcols, d), source=c.path)
-        commit_adds.append(_normalize(_struct_rows(table.column("add")), pstruct))
+        adds = _struct_rows(table.column("add"))
+        if adds is not None and b'"tags"' in d:
+            adds = _with_tags(adds, d)
+        commit_adds.append(_normalize(adds, pstruct))
         commit_removes.append(_normalize(_struct_rows(table.column("remove")), pstruct))
     # order: checkpoint (oldest) then each commit's actions in line order
     parts, is_add, seq = [], [], []

@@ -1225,6 +1225,9 @@ def _add_actions(files: pa.Table, *, data_change: bool) -> list[dict]:
         for key in ("baseRowId", "defaultRowCommitVersion"):
             if cols[key][i] is not None:
                 a[key] = cols[key][i]
+        tags = cols.get("tags", [None] * files.num_rows)[i]
+        if tags:
+            a["tags"] = dict(tags)
         out.append(a)
     return out
 

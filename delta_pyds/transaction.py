@@ -485,6 +485,9 @@ def remove_actions(files, *, data_change: bool = True, timestamp: int | None = N
                 r[key] = cols[key][i]
         if cols["stats"][i]:
             r["stats"] = cols["stats"][i]
+        tags = cols.get("tags", [None] * n)[i]
+        if tags:
+            r["tags"] = dict(tags)
         out.append(r)
     return out
 

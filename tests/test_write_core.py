@@ -543,3 +543,28 @@ def test_replace_where_on_data_columns_refuses_rewrites_that_need_change_data(tm
     # a predicate matching whole files needs no rewrite: allowed
     write_arrow(path, pa.table({"id": [9]}), mode="overwrite", options={"replaceWhere": "id >= 1"})
     assert arrow_rows(deltalake_table(path), ["id"]) == [(9,)]
+
+
+def _log_tags(path, version, kind):
+    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
+        return {a[kind]["path"]: a[kind].get("tags") for a in map(json.loads, f) if kind in a}
+
+
+def test_file_tags_of_other_writers_survive_checkpoints_and_removes(copy_table):
+    """Databricks tags its files (INSERTION_TIME, OPTIMIZE_TARGET_SIZE...): our checkpoints
+    and remove actions repeat them, for adds read from JSON commits and from checkpoints."""
+    from delta_pyds.checkpoint_writer import write_checkpoint
+    from delta_pyds.storage import Storage
+    path = copy_table("kernel-rs/table-with-dv-small")
+    tags = _log_tags(path, 1, "add")
+    assert all(tags.values())
+    write_arrow(path, pa.table({"value": pa.array([100], pa.int32())}))
+    write_checkpoint(Storage(path), 2)
+    ck = pq.read_table(os.path.join(path, "_delta_log", f"{2:020d}.checkpoint.parquet")).column("add").to_pylist()
+    in_checkpoint = {a["path"]: dict(a["tags"]) if a["tags"] else None for a in ck if a}
+    assert {p: in_checkpoint[p] for p in tags} == tags
+    assert sum(1 for t in in_checkpoint.values() if t is None) == 1  # our file has none
+    write_arrow(path, pa.table({"value": pa.array([1], pa.int32())}), mode="overwrite")  # adds from the checkpoint
+    removes = _log_tags(path, 3, "remove")
+    assert {p: removes[p] for p in tags} == tags
+    assert arrow_rows(deltalake_table(path), ["value"]) == [(1,)]
