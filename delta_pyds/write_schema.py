@@ -170,14 +170,16 @@ def _reconcile_type(t: DataType, d: DataType, merge: bool, name: str, problems: 
 
 def replace_schema(new: StructType, old: StructType | None) -> StructType:
     """``overwriteSchema``: the new schema, keeping the field metadata (column mapping
-    ids, comments...) of columns that keep their name and type."""
+    ids, comments...) of columns that keep their name and type. Identity declarations
+    are not kept: the DataFrame's schema replaces them, as in delta-spark, and its values
+    are written as given."""
     if old is None:
         return new
     fields = []
     for f in new.fields:
         o = old.get(f.name)
         if o is not None and _strip(o.type) == _strip(f.type):
-            meta = dict(o.metadata)
+            meta = {k: v for k, v in o.metadata.items() if not k.startswith("delta.identity.")}
             meta.update({k: v for k, v in f.metadata.items()})
             fields.append(StructField(f.name, _carry(o.type, f.type), f.nullable, meta))
         else:

@@ -155,3 +155,14 @@ def test_streaming_sink_refuses_identity_tables(spark, tmp_path):
     with pytest.raises(Exception, match="streaming sink cannot generate values for identity column"):
         query.awaitTermination()
     assert Snapshot.load(dst).version == 0
+
+
+def test_overwrite_schema_replaces_the_identity_declaration(tmp_path):
+    path = str(tmp_path / "t")
+    _identity_table(path, hwm=5)
+    write_arrow(path, pa.table({"id": [1, 1], "v": ["a", "b"]}), mode="overwrite",
+                options={"overwriteSchema": "true"})
+    assert identity_columns(Snapshot.load(path).schema) == ()
+    assert sorted(arrow_rows(deltalake_table(path), ["id", "v"])) == [(1, "a"), (1, "b")]
+    write_arrow(path, pa.table({"v": ["c"]}))  # a plain column now: left out means null
+    assert (None, "c") in arrow_rows(deltalake_table(path), ["id", "v"])
