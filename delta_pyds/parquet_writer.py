@@ -193,6 +193,12 @@ def to_logical(spec: WriteSpec, batch: pa.RecordBatch) -> pa.RecordBatch:
 
 # ---------------------------------------------------------------------------- files
 _DICTIONARY_SAMPLE_ROWS = 1 << 16
+# A column chunk's dictionary stops growing past this many bytes of values and the rest of
+# the chunk is written plain. Spark's writer (parquet-mr) stops at 1 MiB counting a 4-byte
+# length per string, which is about where 512 KiB of short strings ends up: high-cardinality
+# strings fall back like in Spark's files (same size), at ~20% less encoding time than
+# pyarrow's 1 MiB default (measured on a 2.5M-row, 100k-distinct-string column).
+DICTIONARY_PAGE_BYTES = 512 << 10
 
 
 def dictionary_columns(table: pa.Table) -> list[str] | bool:
@@ -248,6 +254,7 @@ class _OpenFile:
         self.writer = pq.ParquetWriter(
             self.sink, spec.derived["physical_schema"], compression=spec.compression,
             use_dictionary=dictionary_columns(first) if first is not None else True,
+            dictionary_pagesize_limit=DICTIONARY_PAGE_BYTES,
             store_decimal_as_integer=True, use_compliant_nested_type=True)
 
     def write(self, table: pa.Table) -> None:

@@ -49,3 +49,19 @@ def test_unique_fixed_width_columns_are_written_plain(tmp_path):
 def test_all_dictionary_when_nothing_is_unique():
     table = pa.table({"a": pa.array([1, 2] * 2000, pa.int64()), "b": pa.array(["x"] * 4000)})
     assert dictionary_columns(table) is True
+
+
+def test_dictionaries_of_high_cardinality_strings_stop_growing(tmp_path):
+    """Like Spark's writer, a string column with too many distinct values falls back to
+    plain encoding once its dictionary is about half a MiB (the file stays readable)."""
+    from delta_pyds.parquet_writer import DICTIONARY_PAGE_BYTES
+    n = 200_000
+    table = pa.table({"s": pa.array([f"value-{i:08d}" for i in range(n)])})  # ~3 MB of distinct values
+    path = str(tmp_path / "t")
+    write_arrow(path, table, options={"compression": "none"})  # page sizes = value bytes
+    (data_file,) = glob.glob(os.path.join(path, "*.parquet"))
+    col = pq.ParquetFile(data_file).metadata.row_group(0).column(0)
+    assert col.has_dictionary_page
+    dictionary_bytes = col.data_page_offset - col.dictionary_page_offset
+    assert DICTIONARY_PAGE_BYTES // 2 < dictionary_bytes <= DICTIONARY_PAGE_BYTES * 1.1
+    assert arrow_rows(deltalake_table(path), ["s"]) == arrow_rows(table, ["s"])
