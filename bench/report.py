@@ -69,8 +69,8 @@ How to read it:
   files; peak memory is VmHWM of a fresh process planning the largest log.
 - **write** is `df.write.format("pydelta")` vs `df.write.parquet` of the same DataFrame;
   **commit** the latency of one-row appends. Write ratios are bimodal on this machine: 11
-  runs of `../shared/bench/ratios.py write` on 2026-11-23 gave 1.38-1.54 (8 runs) and
-  1.66-2.05 (3 runs). The no-op Arrow writer has the same two modes (e.g. 7.7 s and 12 s per
+  runs of `../shared/bench/ratios.py write` on 2026-11-23 gave 1.38-1.54 (7 runs) and
+  1.66-2.05 (4 runs). The no-op Arrow writer has the same two modes (e.g. 7.7 s and 12 s per
   write in one session): in the slow one the JVM spends ~55% more CPU turning rows into
   Arrow batches for the Python worker (measured on the JVM process), which no Python
   data source can avoid; Spark's own Parquet writer does not take that path.
