@@ -878,7 +878,6 @@ class DeltaMergeBuilder:
             raise
         return t._spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
 
-
     def _generate_identity(self, inserts, identities: dict, src_cols: dict, target_name):
         """Inserted rows with values generated for the identity columns no insert clause
         sets (the same numbering as :mod:`delta_pyds.identity`: ``monotonically_increasing_id``
