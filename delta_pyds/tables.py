@@ -1212,6 +1212,7 @@ def _add_actions(files: pa.Table, *, data_change: bool) -> list[dict]:
     """Add actions re-adding rows of a :func:`table_state.file_actions` table."""
     out = []
     cols = files.to_pydict()
+    all_tags = cols.get("tags") or [None] * files.num_rows
     for i in range(files.num_rows):
         a: dict[str, Any] = {"path": cols["raw_path"][i], "partitionValues": cols["partitionValues"][i] or {},
                              "size": cols["size"][i], "modificationTime": cols["modificationTime"][i] or 0,
@@ -1224,7 +1225,7 @@ def _add_actions(files: pa.Table, *, data_change: bool) -> list[dict]:
         for key in ("baseRowId", "defaultRowCommitVersion"):
             if cols[key][i] is not None:
                 a[key] = cols[key][i]
-        tags = cols.get("tags", [None] * files.num_rows)[i]
+        tags = all_tags[i]
         if tags:
             a["tags"] = dict(tags)
         out.append(a)

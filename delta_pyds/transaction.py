@@ -472,6 +472,7 @@ def remove_actions(files, *, data_change: bool = True, timestamp: int | None = N
         return out
     cols = files.to_pydict()
     n = files.num_rows
+    all_tags = cols.get("tags") or [None] * n
     for i in range(n):
         r: dict[str, Any] = {"path": cols["raw_path"][i], "deletionTimestamp": ts, "dataChange": data_change,
                              "extendedFileMetadata": True,
@@ -485,7 +486,7 @@ def remove_actions(files, *, data_change: bool = True, timestamp: int | None = N
                 r[key] = cols[key][i]
         if cols["stats"][i]:
             r["stats"] = cols["stats"][i]
-        tags = cols.get("tags", [None] * n)[i]
+        tags = all_tags[i]
         if tags:
             r["tags"] = dict(tags)
         out.append(r)
