@@ -20,6 +20,7 @@ from .actions import (DOMAIN_TYPE, TXN_TYPE, json_actions_schema, parse_special_
                       read_json_actions)
 from .errors import CorruptCheckpointError
 from .log_files import LOG_DIR, SIDECAR_DIR, LogFile
+from .paths import decode, relative_to
 from .storage import Storage
 
 _ADD_FIELDS = ("path", "partitionValues", "size", "modificationTime", "dataChange", "stats",
@@ -102,8 +103,19 @@ class CheckpointReader:
             sidecars = pa.chunked_array([c for ch in chunks for c in ch.chunks], type=chunks[0].type)
         sidecars = sidecars.filter(pc.is_valid(sidecars))
         paths = pc.struct_field(sidecars, "path").to_pylist() if len(sidecars) else []
-        return [p if "://" in p or p.startswith("/") else posixpath.join(log_dir, SIDECAR_DIR, p)
-                for p in paths]
+        return [self._sidecar_path(p, posixpath.join(log_dir, SIDECAR_DIR)) for p in paths]
+
+    def _sidecar_path(self, raw: str | None, sidecar_dir: str) -> str:
+        """A sidecar action's path (URI-encoded, usually a bare file name) to a filesystem
+        path; the protocol keeps sidecars in ``_delta_log/_sidecars``, so any other place
+        (``..`` segments, absolute paths elsewhere) is refused."""
+        decoded = decode(raw or "")
+        rel = relative_to(decoded, sidecar_dir)
+        if not rel or rel in (".", "..") or ".." in rel.replace("\\", "/").split("/"):
+            raise CorruptCheckpointError(
+                f"checkpoint {self.parts[0].path} names the sidecar {raw!r}, which is not a file in "
+                f"{sidecar_dir}")
+        return posixpath.join(sidecar_dir, rel)
 
     def file_actions(self, physical_partition_columns: list[str]) -> tuple[pa.Table, pa.Table]:
         """(adds, removes) of the checkpoint, shaped like JSON commit actions."""

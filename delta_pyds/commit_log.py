@@ -29,7 +29,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +39,7 @@ from .errors import CorruptLogError, VersionNotFoundError
 from .log_files import LogFile
 from .log_segment import list_log
 from .schema import parse_schema
+from .paths import canonical
 from .storage import Storage
 
 _SPECIAL_KEYS = [b'"protocol"', b'"metaData"', b'"commitInfo"']
@@ -150,7 +150,8 @@ class CommitLog:
                 f"commit {version} of the table at {self.storage.root} vanished while reading "
                 "(log cleanup?)") from None
         return parse_commit(data, version=version, metadata=metadata, source=f.path,
-                            timestamp_of=lambda info: self.timestamp(version, info))
+                            timestamp_of=lambda info: self.timestamp(version, info),
+                            root=self.storage.root)
 
     # -------------------------------------------------------------- timestamps
     def _commit_timestamps(self) -> tuple[list[int], list[int]]:
@@ -185,8 +186,9 @@ class CommitLog:
 
 
 def parse_commit(data: bytes, *, version: int, metadata: Metadata | None, source: str = "",
-                 timestamp_of=None) -> Commit:
-    """Parses the bytes of one commit file (see :meth:`CommitLog.read`)."""
+                 timestamp_of=None, root: str) -> Commit:
+    """Parses the bytes of one commit file (see :meth:`CommitLog.read`); file action
+    paths are canonical for the table at ``root`` (:func:`delta_pyds.paths.canonical`)."""
     commit = Commit(version=version, timestamp=0)
     for obj in parse_special_lines(data, _SPECIAL_KEYS, source=source):
         if isinstance(obj.get("protocol"), dict):
@@ -198,12 +200,12 @@ def parse_commit(data: bytes, *, version: int, metadata: Metadata | None, source
     effective = commit.metadata or metadata
     pcols = physical_partition_columns(effective) if effective is not None else []
     table = read_json_actions(data, json_actions_schema(pcols, data), source=source)
-    commit.actions = _file_actions(table, pcols)
+    commit.actions = _file_actions(table, pcols, root)
     commit.timestamp = timestamp_of(commit.commit_info) if timestamp_of is not None else 0
     return commit
 
 
-def _file_actions(table: pa.Table, pcols: list[str]) -> list[FileAction]:
+def _file_actions(table: pa.Table, pcols: list[str], root: str) -> list[FileAction]:
     found: list[tuple[int, FileAction]] = []
     for kind in ("add", "remove", "cdc"):
         if kind not in table.column_names:
@@ -219,7 +221,7 @@ def _file_actions(table: pa.Table, pcols: list[str]) -> list[FileAction]:
             path = row["path"]
             pv = row.get("partitionValues") or {}
             found.append((pos, FileAction(
-                kind=kind, path=unquote(path) if "%" in path else path,
+                kind=kind, path=canonical(path, root),
                 size=int(row.get("size") or 0),
                 partition_values=tuple(pv.get(c) for c in pcols),
                 data_change=bool(row.get("dataChange")) if row.get("dataChange") is not None

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .errors import ConcurrentModificationError, CorruptLogError
+from .paths import canonical
 
 ROW_TRACKING_DOMAIN = "delta.rowTracking"
 
@@ -130,9 +131,10 @@ class Rebase:
 
 def check(winners: Sequence[WinningCommit], *, read: ReadSet, removed_paths: set,
           app_id: str | None, app_version: int | None, domains: set, serializable: bool,
-          creating: bool, accept_created: Callable[[dict, dict], bool] | None = None) -> Rebase:
-    """Raises ConcurrentModificationError if a winner conflicts; else how to rebase."""
-    from urllib.parse import unquote
+          creating: bool, accept_created: Callable[[dict, dict], bool] | None = None,
+          root: str) -> Rebase:
+    """Raises ConcurrentModificationError if a winner conflicts; else how to rebase.
+    ``read.paths`` and ``removed_paths`` hold canonical paths of the table at ``root``."""
     rebase = Rebase(latest_version=max(w.version for w in winners))
     for w in winners:
         where = f"a concurrent commit (version {w.version}"
@@ -178,7 +180,7 @@ def check(winners: Sequence[WinningCommit], *, read: ReadSet, removed_paths: set
                     raise ConcurrentModificationError(
                         f"files were added by {where} to partitions this write read "
                         f"({'; '.join(read.descriptions) or 'its predicate'}); retry the write")
-            touched = {unquote(r["path"]) for r in w.removes if r.get("path")}
+            touched = {canonical(r["path"], root) for r in w.removes if r.get("path")}
             lost = touched & (read.paths | removed_paths)
             if lost:
                 raise ConcurrentModificationError(

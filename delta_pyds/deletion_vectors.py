@@ -43,12 +43,12 @@ import uuid
 import zlib
 from dataclasses import dataclass
 from typing import Iterable, Mapping
-from urllib.parse import unquote, urlsplit
 
 import numpy as np
 from pyroaring import BitMap64
 
 from .errors import DeletionVectorError
+from .paths import canonical, unsafe_reason
 
 __all__ = [
     "MAGIC_NUMBER",
@@ -207,10 +207,12 @@ class DeletionVectorDescriptor:
                     "the table directory; the protocol allows only a random alphanumeric prefix")
             name = f"deletion_vector_{_decode_uuid(encoded)}.bin"
             return storage.join(prefix, name) if prefix else storage.join(name)
-        uri = self.path_or_inline_dv  # 'p': an absolute, URI-encoded path
-        parts = urlsplit(uri)
-        decoded = unquote(parts.path) if parts.scheme.lower() == "file" else unquote(uri)
-        return storage.resolve(decoded)
+        # 'p': an absolute, URI-encoded path; a relative one is read below the root only
+        path = canonical(self.path_or_inline_dv, storage.root)
+        reason = unsafe_reason(path)
+        if reason is not None:
+            raise DeletionVectorError(f"deletion vector path {self.path_or_inline_dv!r} {reason}")
+        return storage.resolve(path)
 
 
 # -- reading --------------------------------------------------------------------------

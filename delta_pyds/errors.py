@@ -21,6 +21,11 @@ class CorruptCheckpointError(CorruptLogError):
     may fall back to an older checkpoint or to the commits."""
 
 
+class ExternalPathError(CorruptLogError):
+    """The log names a file outside the table root and the table was opened with
+    ``allowExternalPaths=false`` (for tables from untrusted writers)."""
+
+
 class VersionNotFoundError(DeltaError):
     """A requested version or timestamp cannot be reconstructed from the log."""
 

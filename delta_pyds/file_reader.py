@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Iterator
-from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +27,7 @@ import pyarrow.parquet as pq
 from .arrow_nested import rebuild_list, rebuild_map, rebuild_struct
 from .errors import DataFileError
 from .partition_values import parse_partition_values
+from .paths import unsafe_reason
 from .scan import FileTask
 from .schema import (PARQUET_FIELD_ID, ArrayType, DataType, MapType, PrimitiveType, StructField,
                      StructType)
@@ -121,14 +121,13 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
                 f"only {pf.metadata.num_rows} rows")
 
 
-def _check_inside_root(path_in_log: str) -> None:
-    """Relative log paths must stay below the table root (no '..' segment); absolute
-    URIs may point anywhere. Also checked when the snapshot is built; this covers every
-    other way a task is made (change data feed, streaming)."""
-    if ".." in path_in_log and not path_in_log.startswith("/") and \
-            len(urlsplit(path_in_log).scheme) <= 1 and ".." in path_in_log.replace("\\", "/").split("/"):
-        raise DataFileError(f"data file path {path_in_log!r} has a '..' segment: relative paths in the "
-                            "log must stay inside the table root")
+def _check_inside_root(path: str) -> None:
+    """Refuses a task path :func:`delta_pyds.paths.unsafe_reason` objects to (a relative
+    path leaving the table root, a malformed file: URI). Also checked when the snapshot
+    is built; this covers every other way a task is made (change data feed, streaming)."""
+    reason = unsafe_reason(path)
+    if reason is not None:
+        raise DataFileError(f"data file path {path!r} {reason}")
 
 
 def _any_between(rows: np.ndarray, lo, hi) -> bool:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +28,7 @@ import pyarrow.compute as pc
 from . import features
 from .errors import DeltaError
 from .expressions import evaluate_predicate
+from .paths import relative_to
 from .table_properties import ENABLE_CDF, ENABLE_DV, ROW_TRACKING_SUSPENDED, is_true
 
 
@@ -97,7 +97,7 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
     if rewrites:
         _refuse_rewrites(snapshot)
     active = file_actions(snapshot).active
-    by_path = {unquote(p): i for i, p in enumerate(active.column("raw_path").to_pylist())}
+    by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
 
     def rows(paths):
         return active.take(pa.array([by_path[p] for p in paths], pa.int64()))
@@ -107,7 +107,8 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
     try:
         if dv_rows:
             descriptors = store_deletion_vectors(snapshot.storage, [r for _, r in dv_rows])
-            out.written += [{"path": d.absolute_path(snapshot.storage)} for d in descriptors
+            out.written += [{"path": relative_to(d.absolute_path(snapshot.storage), snapshot.storage.root)}
+                            for d in descriptors
                             if d.storage_type != "i"][:1]
             for a, d in zip(_add_actions(rows([p for p, _ in dv_rows]), data_change=True), descriptors):
                 a["deletionVector"] = d.to_dict()

@@ -1,7 +1,8 @@
 """Log replay for file actions, vectorised in Arrow.
 
 Guarantees: ``active_files`` applies the protocol's reconciliation rules — a logical
-file is identified by (URI-decoded path, deletion vector unique id); the newest action
+file is identified by (canonical path, deletion vector unique id), the path decoded
+exactly once by :func:`delta_pyds.paths.canonical_array`; the newest action
 for a key wins, where every commit action is newer than every checkpoint action and,
 within a commit, later lines are newer; the file is active iff that action is an add.
 It does so with Arrow/numpy kernels (no Python object per file), and returns the
@@ -10,13 +11,12 @@ snapshot's file table with the columns documented in ``FILE_COLUMNS``.
 
 from __future__ import annotations
 
-from urllib.parse import unquote
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .actions import DV_TYPE
+from .paths import canonical_array
 
 # name in the file table <- name in add actions
 FILE_COLUMNS = {
@@ -34,20 +34,6 @@ _TYPES = {"path": pa.string(), "size": pa.int64(), "modificationTime": pa.int64(
           "deletionVector": DV_TYPE, "baseRowId": pa.int64(), "defaultRowCommitVersion": pa.int64()}
 
 
-def decode_paths(paths: pa.Array) -> pa.Array:
-    """URI-decodes paths (only the ones that contain an escape are touched)."""
-    if isinstance(paths, pa.ChunkedArray):
-        paths = paths.combine_chunks()
-    escaped = pc.match_substring(paths, "%")
-    if not pc.any(escaped).as_py():
-        return paths
-    idx = np.flatnonzero(escaped.to_numpy(zero_copy_only=False))
-    values = paths.to_pylist()
-    for i in idx:
-        values[i] = unquote(values[i])
-    return pa.array(values, pa.string())
-
-
 def dv_unique_ids(dv: pa.Array) -> pa.Array:
     """storageType + pathOrInlineDv (+ "@" + offset) per row; "" where there is no DV."""
     if isinstance(dv, pa.ChunkedArray):
@@ -63,8 +49,9 @@ def dv_unique_ids(dv: pa.Array) -> pa.Array:
     return pc.if_else(pc.is_valid(dv), uid, "")
 
 
-def normalize_adds(adds: pa.Table | None, partition_struct: pa.StructType) -> pa.Table | None:
-    """Add actions (JSON or checkpoint shaped) -> the file table's columns."""
+def normalize_adds(adds: pa.Table | None, partition_struct: pa.StructType, root: str) -> pa.Table | None:
+    """Add actions (JSON or checkpoint shaped) -> the file table's columns, with
+    canonical paths for the table at ``root``."""
     if adds is None or adds.num_rows == 0:
         return None
     n = adds.num_rows
@@ -86,15 +73,15 @@ def normalize_adds(adds: pa.Table | None, partition_struct: pa.StructType) -> pa
         else:
             col = pa.nulls(n, _TYPES[in_name])
         if in_name == "path":
-            col = decode_paths(col)
+            col = canonical_array(col, root)
         cols.append(col)
         names.append(out_name)
     return pa.table(cols, names=names)
 
 
 def file_keys(paths: pa.Array, dvs: pa.Array | None) -> pa.Array:
-    """The reconciliation key of file actions: decoded path + NUL + DV unique id."""
-    paths = decode_paths(paths)
+    """The reconciliation key of file actions: canonical path + NUL + DV unique id.
+    ``paths`` must already be canonical (decoding again would merge distinct files)."""
     if dvs is None:
         dvs = pa.nulls(len(paths), DV_TYPE)
     return pc.binary_join_element_wise(paths, dv_unique_ids(dvs), "\x00")
@@ -120,8 +107,9 @@ def _stack(parts: list) -> pa.Array:
 
 def active_files(checkpoint_adds: pa.Table | None, commit_adds: pa.Table | None,
                  commit_adds_seq: np.ndarray | None, commit_removes: pa.Table | None,
-                 commit_removes_seq: np.ndarray | None) -> pa.Table | None:
-    """Reconciles normalized adds (checkpoint, commits) with commit removes.
+                 commit_removes_seq: np.ndarray | None, root: str) -> pa.Table | None:
+    """Reconciles normalized adds (checkpoint, commits) with commit removes (log-shaped,
+    raw paths) of the table at ``root``.
 
     ``*_seq`` give each commit action's position in the log (larger = newer)."""
     has_commits = (commit_adds is not None and commit_adds.num_rows) or \
@@ -142,7 +130,8 @@ def active_files(checkpoint_adds: pa.Table | None, commit_adds: pa.Table | None,
     if adds is not None:
         keys.append(file_keys(adds.column("path"), adds.column("deletion_vector")))
     if commit_removes is not None and commit_removes.num_rows:
-        keys.append(file_keys(commit_removes.column("path"), _column(commit_removes, "deletionVector")))
+        keys.append(file_keys(canonical_array(commit_removes.column("path"), root),
+                              _column(commit_removes, "deletionVector")))
         seqs.append(commit_removes_seq)
     if adds is None:
         return None
@@ -150,26 +139,29 @@ def active_files(checkpoint_adds: pa.Table | None, commit_adds: pa.Table | None,
     return adds.take(pa.array(winners[winners < n_adds], pa.int64()))
 
 
-def tombstones(removes: list[tuple[pa.Table, np.ndarray]], adds: list[tuple[pa.Table, np.ndarray]]) -> pa.Table | None:
+def tombstones(removes: list[tuple[pa.Table, np.ndarray]], adds: list[tuple[pa.Table, np.ndarray]],
+               root: str) -> pa.Table | None:
     """Remove actions not superseded by a newer add of the same logical file.
 
-    Both lists hold (table of actions in log shape, seq) pairs; removes keep their
-    columns (path, deletionTimestamp, deletionVector, size, ...)."""
+    Both lists hold (table of actions in log shape with raw paths, seq) pairs; removes
+    keep their columns (path, now canonical, deletionTimestamp, deletionVector, size, ...)."""
     removes = [(t, s) for t, s in removes if t is not None and t.num_rows]
     if not removes:
         return None
     table = pa.concat_tables([t for t, _ in removes], promote_options="permissive")
+    table = table.set_column(table.schema.get_field_index("path"), "path",
+                             canonical_array(table.column("path"), root))
     keys = [file_keys(table.column("path"), _column(table, "deletionVector"))]
     seqs = [np.concatenate([s for _, s in removes])]
     for t, s in adds:
         if t is not None and t.num_rows:
             dv = _column(t, "deletion_vector")
-            keys.append(file_keys(t.column("path"), dv if dv is not None else _column(t, "deletionVector")))
+            keys.append(file_keys(canonical_array(t.column("path"), root),
+                                  dv if dv is not None else _column(t, "deletionVector")))
             seqs.append(s)
     winners = latest_per_key(_stack(keys), np.concatenate(seqs))
     winners = winners[winners < table.num_rows]
-    out = table.take(pa.array(winners, pa.int64()))
-    return out.set_column(out.schema.get_field_index("path"), "path", decode_paths(out.column("path")))
+    return table.take(pa.array(winners, pa.int64()))
 
 
 def _column(table: pa.Table, name: str):

@@ -23,8 +23,10 @@ from . import features
 from .actions import Metadata, Protocol, json_actions_schema, count_actions, parse_special_lines, \
     partition_struct_type, read_json_actions, read_json_lines
 from .checkpoint_reader import CheckpointReader
-from .errors import CorruptCheckpointError, CorruptLogError, TableNotFoundError, VersionNotFoundError
+from .errors import CorruptCheckpointError, CorruptLogError, ExternalPathError, TableNotFoundError, \
+    VersionNotFoundError
 from .log_segment import LogSegment, build_log_segment, list_log
+from .paths import is_absolute, unsafe_reason
 from .replay import active_files, normalize_adds, tombstones
 from .schema import StructType, parse_schema
 from .storage import Storage
@@ -187,7 +189,7 @@ class Snapshot:
             except CorruptCheckpointError as exc:
                 fallback = self._without_checkpoint(exc)
                 return fallback.files
-            checkpoint_adds = normalize_adds(adds, pstruct)
+            checkpoint_adds = normalize_adds(adds, pstruct, self.storage.root)
         table, _versions, seq = self._commit_actions
         commit_adds = commit_removes = adds_seq = removes_seq = None
         if table is not None and table.num_rows:
@@ -196,7 +198,7 @@ class Snapshot:
             rem_mask = pc.is_valid(rem_col)
             if pc.any(add_mask).as_py():
                 adds = add_col.filter(add_mask).combine_chunks()
-                commit_adds = normalize_adds(pa.Table.from_struct_array(adds), pstruct)
+                commit_adds = normalize_adds(pa.Table.from_struct_array(adds), pstruct, self.storage.root)
                 adds_seq = seq[add_mask.to_numpy(zero_copy_only=False)]
             if pc.any(rem_mask).as_py():
                 commit_removes = pa.Table.from_struct_array(rem_col.filter(rem_mask).combine_chunks())
@@ -205,11 +207,12 @@ class Snapshot:
                     "stats_parsed" in checkpoint_adds.column_names:
                 commit_adds = commit_adds.append_column(
                     "stats_parsed", pa.nulls(commit_adds.num_rows, checkpoint_adds.schema.field("stats_parsed").type))
-        result = active_files(checkpoint_adds, commit_adds, adds_seq, commit_removes, removes_seq)
+        result = active_files(checkpoint_adds, commit_adds, adds_seq, commit_removes, removes_seq,
+                              self.storage.root)
         if result is None:
-            empty = normalize_adds(pa.table({"path": pa.array(["x"])}), pstruct)
+            empty = normalize_adds(pa.table({"path": pa.array(["x"])}), pstruct, self.storage.root)
             return empty.slice(0, 0)
-        _check_paths(result)
+        _check_paths(result, self.storage)
         return result
 
     @cached_property
@@ -230,7 +233,7 @@ class Snapshot:
                 if pc.any(mask).as_py():
                     target.append((pa.Table.from_struct_array(col.filter(mask).combine_chunks()),
                                    seq[mask.to_numpy(zero_copy_only=False)]))
-        result = tombstones(removes, adds)
+        result = tombstones(removes, adds, self.storage.root)
         if result is None:
             return pa.table({"path": pa.array([], pa.string()), "deletionTimestamp": pa.array([], pa.int64())})
         return result
@@ -293,34 +296,24 @@ def _apply_state(obj: dict, txns: dict, domains: dict) -> None:
         domains[dm["domain"]] = None if dm.get("removed") else dm.get("configuration")
 
 
-def _check_paths(files: pa.Table) -> None:
+def _check_paths(files: pa.Table, storage: Storage) -> None:
+    """Refuses active files whose canonical path must not be opened (see
+    :func:`delta_pyds.paths.unsafe_reason`), and any path outside the table root when
+    ``storage`` refuses external paths. Absolute paths are otherwise allowed (the protocol
+    allows them: shallow clones)."""
     if not files.num_rows:
         return
     paths = files.column("path")
     if paths.null_count:
         raise CorruptLogError("an add action has no path")
-    # relative paths must stay below the table root: refuse any '..' segment (absolute
-    # URIs may point anywhere, as the protocol allows). Paths here are URI-decoded.
-    if _may_contain_dotdot(paths):  # a fast scan of the raw bytes first
-        suspects = pc.match_substring(paths, "..")
-        for path in paths.filter(suspects).to_pylist() if pc.any(suspects).as_py() else ():
-            if _is_relative(path) and ".." in path.replace("\\", "/").split("/"):
-                raise CorruptLogError(
-                    f"add action path {path!r} has a '..' segment: relative paths in the log "
-                    "must stay inside the table root")
-
-
-def _may_contain_dotdot(paths) -> bool:
-    """False only if no string of ``paths`` contains '..' (scans the value buffers)."""
-    for chunk in (paths.chunks if isinstance(paths, pa.ChunkedArray) else [paths]):
-        buffers = chunk.buffers()
-        if not pa.types.is_string(chunk.type) or len(buffers) < 3:
-            return True
-        if buffers[2] is not None and b".." in buffers[2].to_pybytes():
-            return True
-    return False
-
-
-def _is_relative(path: str) -> bool:
-    from urllib.parse import urlsplit
-    return not path.startswith("/") and len(urlsplit(path).scheme) <= 1
+    suspects = pc.match_substring_regex(paths, r"\.\.|^[A-Za-z][A-Za-z0-9+.\-]+:|^/|^$")
+    if not pc.any(suspects).as_py():
+        return
+    for path in paths.filter(suspects).to_pylist():
+        reason = unsafe_reason(path)
+        if reason is not None:
+            raise CorruptLogError(f"add action path {path!r} {reason}")
+        if not storage.allow_external_paths and is_absolute(path):
+            raise ExternalPathError(
+                f"add action path {path!r} is outside the table root {storage.root}; this table "
+                "is opened with allowExternalPaths=false")

@@ -60,12 +60,14 @@ from urllib.parse import unquote, urlsplit
 
 import fsspec
 
-from .errors import CommitFailedError
+from .errors import CommitFailedError, ExternalPathError
+from .paths import is_absolute, scheme_of
 
 log = logging.getLogger("delta_pyds")
 
 # storage options consumed here, never passed to fsspec (compared lowercased, no "_")
 _UNSAFE_COMMITS_KEYS = {"allowunsafecommits"}
+_EXTERNAL_PATHS_KEYS = {"allowexternalpaths"}
 
 # option keys whose values are secrets (compared lowercased, without "_" and "-")
 _SECRET_KEY_PARTS = ("secret", "key", "token", "password", "passwd", "credential",
@@ -114,7 +116,7 @@ def _squash(key: str) -> str:
     return key.lower().replace("_", "").replace("-", "")
 
 
-def _truthy(value: Any) -> bool:
+def _truthy(value: Any, name: str = "allowUnsafeCommits") -> bool:
     if isinstance(value, bool):
         return value
     if value is None:
@@ -124,7 +126,7 @@ def _truthy(value: Any) -> bool:
         return True
     if text in ("false", "0", "no", ""):
         return False
-    raise ValueError(f"storage option allowUnsafeCommits: expected true or false, got {value!r}")
+    raise ValueError(f"storage option {name}: expected true or false, got {value!r}")
 
 
 def is_secret_key(key: str) -> bool:
@@ -285,7 +287,7 @@ class Storage:
     """The filesystem under one table root (a local path or any fsspec URL)."""
 
     def __init__(self, root: str, options: Mapping[str, Any] | None = None, *,
-                 allow_unsafe_commits: bool = False):
+                 allow_unsafe_commits: bool = False, allow_external_paths: bool = True):
         if not root:
             raise ValueError("a table path is required")
         self.protocol = _protocol_of(root)
@@ -297,13 +299,19 @@ class Storage:
         self.root = root.rstrip("/") if len(root) > 1 else root
         opts = {}
         unsafe = allow_unsafe_commits
+        external = allow_external_paths
         for k, v in dict(options or {}).items():
             if _squash(k) in _UNSAFE_COMMITS_KEYS:
                 unsafe = unsafe or _truthy(v)
+            elif _squash(k) in _EXTERNAL_PATHS_KEYS:
+                external = external and _truthy(v, "allowExternalPaths")
             else:
                 opts[k] = v
         self.options = opts
         self.allow_unsafe_commits = bool(unsafe)
+        # False: refuse every data, deletion vector or sidecar path the log names outside
+        # the table root (absolute paths), for tables from untrusted writers
+        self.allow_external_paths = bool(external)
         self._fs = None
 
     # -- pickling: never ship the live filesystem object ------------------------------
@@ -356,22 +364,27 @@ class Storage:
     def join(self, *parts: str) -> str:
         return posixpath.join(self.root, *parts)
 
-    def resolve(self, path_in_log: str) -> str:
-        """A path as stored in the log (already URI-decoded) to a filesystem path.
+    def resolve(self, path: str) -> str:
+        """A canonical log path (see :mod:`delta_pyds.paths`: decoded, root-relative when
+        under the root) to the filesystem path to open.
 
-        Relative paths are resolved against the table root; absolute URIs are kept and
-        must use this table's filesystem protocol.
+        Relative paths are joined to the table root; absolute ones (shallow clones, other
+        writers' layouts) are kept, unless this storage refuses external paths
+        (``allowExternalPaths=false``), which raises :class:`ExternalPathError`.
+        A path is never decoded here: :func:`delta_pyds.paths.canonical` did that once.
         """
-        scheme = urlsplit(path_in_log).scheme
-        if len(scheme) > 1:
-            if scheme.lower() == "file" or self.protocol == "file":
-                if scheme.lower() != "file":
-                    return path_in_log
-                return unquote(urlsplit(path_in_log).path)
-            return path_in_log
-        if path_in_log.startswith("/"):
-            return path_in_log if self.protocol == "file" else f"{self.protocol}://{path_in_log.lstrip('/')}"
-        return posixpath.join(self.root, path_in_log)
+        if not is_absolute(path):
+            return posixpath.join(self.root, path)
+        if not self.allow_external_paths:
+            raise ExternalPathError(
+                f"the log of {self.root} names {path!r}, outside the table root; this table is "
+                "opened with allowExternalPaths=false")
+        if scheme_of(path) is None:  # /x: on this table's filesystem
+            if self.protocol == "file":
+                return path
+            netloc = urlsplit(self.root).netloc
+            return f"{self.protocol}://{netloc}{path}"
+        return path
 
     # -- reads ----------------------------------------------------------------------
     def list_dir(self, path: str) -> list[FileEntry]:

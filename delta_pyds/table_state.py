@@ -1,16 +1,16 @@
 """File actions as a writer needs them: the active files *with the path strings exactly
 as the log stores them*, and the tombstones (recently removed files).
 
-Readers decode ``add.path`` (a URI) before reconciling, and :class:`Snapshot` hands out
-decoded paths. A writer must instead repeat the stored string in ``remove`` actions and
+Readers reconcile on canonical paths (:mod:`delta_pyds.paths`: decoded once,
+root-relative), and :class:`Snapshot` hands them out. A writer must instead repeat the stored string in ``remove`` actions and
 checkpoints: some readers reconcile on the raw string, so a remove whose path is
 encoded differently from its add would leave the file active for them.
 
 Guarantees of :func:`file_actions`: reconciliation follows the protocol (key =
-decoded path + deletion vector id, newest action wins, commits newer than the
+canonical path + deletion vector id, newest action wins, commits newer than the
 checkpoint, later lines newer); ``active`` holds one row per active file and
 ``tombstones`` one row per logical file whose newest action is a remove; both carry
-``raw_path`` (as stored) and ``path`` (decoded), and ``tags`` (kept so checkpoints and
+``raw_path`` (as stored) and ``path`` (canonical), and ``tags`` (kept so checkpoints and
 removes repeat them). Every checkpoint kind is read
 (classic, multi-part, v2 with JSON or Parquet top-level file and sidecars).
 """
@@ -28,7 +28,8 @@ import pyarrow.parquet as pq
 from .actions import DV_TYPE, json_actions_schema, partition_struct_type, read_json_actions
 from .checkpoint_reader import CheckpointReader
 from .errors import CorruptLogError
-from .replay import decode_paths, dv_unique_ids
+from .paths import canonical_array
+from .replay import file_keys, latest_per_key
 
 COLUMNS = {
     "path": pa.string(), "size": pa.int64(), "modificationTime": pa.int64(), "dataChange": pa.bool_(),
@@ -44,7 +45,7 @@ class FileActions:
     tombstones: pa.Table  # same columns, for files whose newest action is a remove
 
 
-def _normalize(actions: pa.Table | None, pstruct: pa.StructType) -> pa.Table | None:
+def _normalize(actions: pa.Table | None, pstruct: pa.StructType, root: str) -> pa.Table | None:
     if actions is None or actions.num_rows == 0:
         return None
     n = actions.num_rows
@@ -68,7 +69,7 @@ def _normalize(actions: pa.Table | None, pstruct: pa.StructType) -> pa.Table | N
     table = pa.table(cols, names=names)
     raw = table.column("path").combine_chunks()
     table = table.set_column(0, "raw_path", raw)
-    return table.append_column("path", decode_paths(raw))
+    return table.append_column("path", canonical_array(raw, root))
 
 
 def _with_tags(adds: pa.Table, data: bytes) -> pa.Table:
@@ -132,7 +133,7 @@ def _parquet_actions(storage, path: str, pcols, pstruct, adds: list, removes: li
                                    _dv(rows.column("deletionVector")))
         rows = rows.drop_columns([c for c in ("stats_parsed", "partitionValues_parsed")
                                   if c in rows.column_names])
-        out.append(_normalize(rows, pstruct))
+        out.append(_normalize(rows, pstruct, storage.root))
 
 
 def _checkpoint_actions(snapshot, pcols, pstruct) -> tuple[list, list]:
@@ -150,8 +151,8 @@ def _checkpoint_actions(snapshot, pcols, pstruct) -> tuple[list, list]:
         rows = _struct_rows(table.column("add"))
         if rows is not None and b'"tags"' in data:
             rows = _with_tags(rows, data)
-        adds.append(_normalize(rows, pstruct))
-        removes.append(_normalize(_struct_rows(table.column("remove")), pstruct))
+        adds.append(_normalize(rows, pstruct, storage.root))
+        removes.append(_normalize(_struct_rows(table.column("remove")), pstruct, storage.root))
     else:
         for part in parts:
             _parquet_actions(storage, part.path, pcols, pstruct, adds, removes)
@@ -172,6 +173,7 @@ def file_actions(snapshot) -> FileActions:
     """The active files and tombstones of ``snapshot`` with raw paths."""
     pcols = snapshot.physical_partition_columns
     pstruct = partition_struct_type(pcols)
+    root = snapshot.storage.root
     ck_adds, ck_removes = _checkpoint_actions(snapshot, pcols, pstruct)
     commits = snapshot.segment.commits
     data = snapshot.storage.read_many([c.path for c in commits]) if commits else []
@@ -181,8 +183,8 @@ def file_actions(snapshot) -> FileActions:
         adds = _struct_rows(table.column("add"))
         if adds is not None and b'"tags"' in d:
             adds = _with_tags(adds, d)
-        commit_adds.append(_normalize(adds, pstruct))
-        commit_removes.append(_normalize(_struct_rows(table.column("remove")), pstruct))
+        commit_adds.append(_normalize(adds, pstruct, root))
+        commit_removes.append(_normalize(_struct_rows(table.column("remove")), pstruct, root))
     # order: checkpoint (oldest) then each commit's actions in line order
     parts, is_add, seq = [], [], []
     position = 0
@@ -204,20 +206,14 @@ def file_actions(snapshot) -> FileActions:
         # within one commit add and remove of the same key cannot both appear (protocol)
         push(a_table, True)
         push(r_table, False)
-    empty = _normalize(pa.table({"path": pa.array(["x"])}), pstruct).slice(0, 0)
+    empty = _normalize(pa.table({"path": pa.array(["x"])}), pstruct, root).slice(0, 0)
     if not parts:
         return FileActions(empty, empty)
     table = pa.concat_tables(parts, promote_options="permissive")
     flags = np.concatenate(is_add)
     order_seq = np.concatenate(seq)
-    keys = pc.binary_join_element_wise(table.column("path").combine_chunks(),
-                                       dv_unique_ids(table.column("deletionVector")), "\x00")
-    codes = pc.dictionary_encode(keys).indices.to_numpy(zero_copy_only=False)
-    order = np.lexsort((order_seq, codes))
-    sorted_codes = codes[order]
-    last = np.ones(len(order), dtype=bool)
-    last[:-1] = sorted_codes[1:] != sorted_codes[:-1]
-    winners = np.sort(order[last])
+    keys = file_keys(table.column("path").combine_chunks(), table.column("deletionVector"))
+    winners = latest_per_key(keys, order_seq)
     active = winners[flags[winners]]
     removed = winners[~flags[winners]]
     return FileActions(table.take(pa.array(active, pa.int64())), table.take(pa.array(removed, pa.int64())))

@@ -35,7 +35,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 from typing import Any, Mapping
-from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -496,8 +495,8 @@ class DeltaTable:
             if not hits:
                 return
             from .deletion_vectors import deserialize_deleted_rows
-            by_path = {unquote(p): i for i, p in enumerate(active.column("raw_path").to_pylist())}
-            idx = [by_path[unquote(h["file"])] for h in hits]
+            by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
+            idx = [by_path[h["file"]] for h in hits]
             old = active.take(pa.array(idx, pa.int64()))
             self._commit_dv_delete(snap, txn, old, [deserialize_deleted_rows(h["rows"]) for h in hits],
                                    params)
@@ -535,7 +534,7 @@ class DeltaTable:
         olds = _add_actions(old, data_change=True)
         bitmaps, dv_files, full_files = [], [], []
         deleted_now = 0
-        for a, rows in zip(olds, new_rows):
+        for a, path, rows in zip(olds, old.column("path").to_pylist(), new_rows):
             bm = BitMap64(np.asarray(rows, dtype=np.uint64))
             prev = a.get("deletionVector")
             if prev:
@@ -545,7 +544,7 @@ class DeltaTable:
                 deleted_now += len(bm)
             total = _stat_rows(a, default=None)
             if total is None:
-                with self._storage.open_input(self._storage.resolve(unquote(a["path"]))) as f:
+                with self._storage.open_input(self._storage.resolve(path)) as f:
                     total = pq.ParquetFile(f).metadata.num_rows
             if len(bm) >= total:
                 full_files.append(a)
@@ -1032,11 +1031,11 @@ class DeltaOptimizeBuilder:
         if not chosen:
             return t._spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
         victims = active.take(pa.array(chosen, pa.int64()))
-        victim_paths = {unquote(p) for p in victims.column("raw_path").to_pylist()}
-        sel = [unquote(p) in victim_paths for p in files.column("path").to_pylist()]
+        victim_paths = set(victims.column("path").to_pylist())
+        sel = [p in victim_paths for p in files.column("path").to_pylist()]
         scan_files = files.filter(pa.array(sel, pa.bool_()))
         # one Spark task per bin: route each file's rows to its bin's task
-        bin_of = {unquote(active.column("raw_path")[i].as_py()): b for b, members in enumerate(bins)
+        bin_of = {active.column("path")[i].as_py(): b for b, members in enumerate(bins)
                   for i in members}
         from pyspark.sql import functions as F
         mapping = t._spark.createDataFrame(list(bin_of.items()), f"{_FILE} string, __bin int")
@@ -1176,7 +1175,7 @@ def _str_map(v):
 def _keys(files: pa.Table) -> list[tuple]:
     from .replay import dv_unique_ids
     ids = dv_unique_ids(files.column("deletionVector")).to_pylist() if files.num_rows else []
-    return [(unquote(p), d or "") for p, d in zip(files.column("raw_path").to_pylist(), ids)]
+    return [(p, d or "") for p, d in zip(files.column("path").to_pylist(), ids)]
 
 
 def _sum_size(files: pa.Table) -> int:
@@ -1184,8 +1183,8 @@ def _sum_size(files: pa.Table) -> int:
 
 
 def _rows_for_paths(active: pa.Table, paths) -> pa.Table:
-    wanted = {unquote(p) for p in paths}
-    mask = [unquote(p) in wanted for p in active.column("raw_path").to_pylist()]
+    wanted = set(paths)  # canonical paths, as the file table holds them
+    mask = [p in wanted for p in active.column("path").to_pylist()]
     return active.filter(pa.array(mask, pa.bool_()))
 
 

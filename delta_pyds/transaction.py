@@ -46,6 +46,7 @@ from .errors import (AppendOnlyError, CommitFailedError, CommitRetriesExhaustedE
                      ConcurrentModificationError, DeltaError, TableExistsError, TableNotFoundError)
 from .log_files import LOG_DIR, commit_name
 from .log_segment import list_log
+from .paths import canonical, is_absolute, unsafe_reason
 from .schema import StructType, parse_schema
 from .snapshot import Snapshot
 from .storage import Storage
@@ -140,10 +141,9 @@ class Transaction:
 
     def remove_files(self, removes: Iterable[dict]) -> None:
         """Remove actions (see :func:`remove_actions`); the files count as read."""
-        from urllib.parse import unquote
         for r in removes:
             self.removes.append(r)
-            self.read.paths.add(unquote(r["path"]))
+            self.read.paths.add(canonical(r["path"], self.storage.root))
 
     def read_whole_table(self) -> None:
         self.read.whole_table = True
@@ -273,7 +273,7 @@ class Transaction:
         rebase = check(
             winners, read=self.read, removed_paths=set(self.read.paths),
             app_id=self.app_id, app_version=self.app_version, domains=set(self.domains),
-            serializable=serializable, creating=state.creating,
+            serializable=serializable, creating=state.creating, root=self.storage.root,
             accept_created=self._accept_created if self.create_conflict in ("append", "ignore") else None)
         if rebase.already_committed:
             return rebase
@@ -494,10 +494,14 @@ def remove_actions(files, *, data_change: bool = True, timestamp: int | None = N
 
 
 def delete_files(storage: Storage, adds: Iterable[dict]) -> None:
-    """Deletes the data files of add actions that were never committed."""
-    from urllib.parse import unquote
+    """Deletes the data files of add actions that were never committed: only files
+    below the table root (an absolute path or a '..' segment is never followed)."""
     for a in adds:
+        path = canonical(a.get("path") or "", storage.root)
+        if is_absolute(path) or unsafe_reason(path) is not None:
+            log.warning("pydelta: not deleting %r: it is not a file below the table root", a.get("path"))
+            continue
         try:
-            storage.delete(storage.resolve(unquote(a["path"])))
+            storage.delete(storage.resolve(path))
         except Exception:  # pragma: no cover - best effort
             log.warning("pydelta: could not delete uncommitted file %s", a.get("path"))

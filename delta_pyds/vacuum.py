@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from . import features
 from .deletion_vectors import DeletionVectorDescriptor
+from .paths import relative_to
 from .snapshot import Snapshot
 from .storage import _mtime_ms
 from .table_properties import deleted_file_retention_ms
@@ -54,18 +55,15 @@ class VacuumResult:
 
 
 def _dv_paths(snapshot: Snapshot, dvs: Iterable) -> set[str]:
+    """Root-relative paths of the deletion vector files of ``dvs`` (those below the root)."""
     out = set()
     for d in dvs:
         if d and d.get("storageType") in ("u", "p"):
             path = DeletionVectorDescriptor.from_dict(d).absolute_path(snapshot.storage)
-            if path:
-                out.add(path)
+            rel = relative_to(path, snapshot.storage.root) if path else None
+            if rel:
+                out.add(rel)
     return out
-
-
-def _relative(root: str, path: str) -> str:
-    root = root.rstrip("/") + "/"
-    return path[len(root):] if path.startswith(root) else path
 
 
 def _hidden(rel: str) -> bool:
@@ -75,16 +73,16 @@ def _hidden(rel: str) -> bool:
 
 
 def referenced_paths(snapshot: Snapshot, threshold_ms: int) -> set[str]:
-    """Filesystem paths of every file a version inside the window may read."""
-    storage = snapshot.storage
+    """Root-relative paths (canonical, see :mod:`delta_pyds.paths`) of every file below
+    the table root that a version inside the window may read."""
     files = snapshot.files
-    keep = {storage.resolve(p) for p in files.column("path").to_pylist()}
+    keep = set(files.column("path").to_pylist())
     keep |= _dv_paths(snapshot, files.column("deletion_vector").to_pylist())
     tomb = snapshot.tombstones
     if tomb.num_rows:
         ts = pc.fill_null(tomb.column("deletionTimestamp"), 0)
         recent = tomb.filter(pc.greater(ts, threshold_ms))
-        keep |= {storage.resolve(p) for p in recent.column("path").to_pylist()}
+        keep |= set(recent.column("path").to_pylist())
         if "deletionVector" in recent.column_names:
             keep |= _dv_paths(snapshot, recent.column("deletionVector").to_pylist())
     return keep
@@ -114,26 +112,30 @@ def vacuum(snapshot: Snapshot, *, retention_hours: float | None = None, dry_run:
         listing = storage.fs.find(storage.root, detail=True)
     except FileNotFoundError:
         listing = {}
+    # names in the listing are compared as root-relative strings and deleted exactly as
+    # listed: never re-resolved, so a name that looks like a URI or an absolute path
+    # ("file:/elsewhere", "s3://other-bucket/k") only ever names an object below the root
+    prefix = storage.fs._strip_protocol(storage.root).rstrip("/") + "/"
     candidates = []
     for path, info in sorted(listing.items()):
-        if info.get("type") == "directory":
+        if info.get("type") == "directory" or not path.startswith(prefix):
             continue
-        rel = _relative(storage.fs._strip_protocol(storage.root), path)
-        if _hidden(rel) or storage.resolve(rel) in keep or path in keep:
+        rel = path[len(prefix):]
+        if not rel or _hidden(rel) or rel in keep:
             continue
         if _mtime_ms(info) >= threshold:
             continue
-        candidates.append((rel, int(info.get("size") or 0)))
-    result.files = [rel for rel, _ in candidates]
-    result.bytes = sum(size for _, size in candidates)
+        candidates.append((rel, path, int(info.get("size") or 0)))
+    result.files = [rel for rel, _, _ in candidates]
+    result.bytes = sum(size for _, _, size in candidates)
     if not dry_run:
         if log_commits:
             _commit_vacuum_start(snapshot, result, enforce_retention, table_ms,
                                  None if retention_hours is None else retention_ms)
         deleted = 0
         try:
-            for rel in result.files:
-                storage.delete(storage.resolve(rel))
+            for _, listed, _ in candidates:
+                storage.delete(listed)
                 deleted += 1
         except BaseException:
             if log_commits:

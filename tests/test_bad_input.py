@@ -715,8 +715,11 @@ def test_read_file_refuses_dotdot_paths_from_any_planner(tmp_path):
     for bad in ("../outside.parquet", "a/../../b.parquet", "a\\..\\b.parquet"):
         with pytest.raises(DataFileError, match="'..' segment"):
             list(read_file(spec, FileTask(bad, 1, (), None)))
-    with pytest.raises(DataFileError, match="missing"):  # absolute: allowed, merely absent here
-        list(read_file(spec, FileTask(f"file://{tmp_path}/../nowhere.parquet", 1, (), None)))
+    # task paths are canonical (delta_pyds.paths): absolute ones are allowed, merely absent here
+    with pytest.raises(DataFileError, match="missing"):
+        list(read_file(spec, FileTask(f"{tmp_path}/../nowhere.parquet", 1, (), None)))
+    with pytest.raises(DataFileError, match="file: URI"):  # a URI never reaches a task decoded
+        list(read_file(spec, FileTask("file:../outside.parquet", 1, (), None)))
 
 
 def test_relative_deletion_vector_prefix_cannot_escape_the_root(tmp_path):
