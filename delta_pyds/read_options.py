@@ -26,6 +26,8 @@ READ_OPTIONS = {
     "parallelism": ("parallelism", "number of cores to spread a scan over (default: driver cores)"),
     "batchrows": ("batchRows", "rows per Arrow batch on executors (default: adaptive, ~64 MiB per batch)"),
     "filterpushdown": ("filterPushdown", "true/false/auto: use Spark's filters for file skipping"),
+    "allowexternalpaths": ("allowExternalPaths",
+                           "false: refuse data, deletion vector and sidecar paths outside the table root"),
 }
 
 
@@ -88,6 +90,9 @@ class ReadOptions:
             raise ValueError(f"option filterPushdown: expected auto, true or false, got {pushdown!r}")
         storage = {k[len(STORAGE_PREFIX):]: v for k, v in options.items()
                    if k.lower().startswith(STORAGE_PREFIX)}
+        external = _get(options, "allowExternalPaths")
+        if external is not None:  # consumed by Storage (delta_pyds.storage), like storage.*
+            storage["allowExternalPaths"] = external
         return cls(
             path=path, version=version, timestamp=timestamp or None, columns=columns,
             max_partition_bytes=_int_option(options, "maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES, minimum=1),
