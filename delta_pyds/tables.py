@@ -469,9 +469,9 @@ class DeltaTable:
         snap = self._dml_snapshot()
         active = file_actions(snap).active
         txn = Transaction(self._storage, snap)
-        txn.read_whole_table()
         params = {"predicate": json.dumps([str(condition)] if condition is not None else [])}
         if condition is None:
+            txn.read_whole_table()
             removes = remove_actions(active)
             txn.remove_files(removes)
             rows = _num_live_rows(active)
@@ -480,7 +480,9 @@ class DeltaTable:
                                                   "numDeletionVectorsAdded": 0})
             return
         cond = F.expr(condition) if isinstance(condition, str) else condition
-        scan = self._scan(snap, self._candidates(snap, condition))
+        candidates = self._candidates(snap, condition)
+        _record_read(txn, snap, condition, candidates)
+        scan = self._scan(snap, candidates)
         use_dv = features.is_enabled(snap.protocol, "deletionVectors") and \
             is_true(snap.configuration, ENABLE_DV)
         if use_dv:
@@ -589,7 +591,8 @@ class DeltaTable:
         if unknown:
             raise ValueError(f"update: {', '.join(unknown)} not in the table; columns: {', '.join(names.values())}")
         cond = F.lit(True) if condition is None else (F.expr(condition) if isinstance(condition, str) else condition)
-        scan = self._scan(snap, self._candidates(snap, condition))
+        candidates = self._candidates(snap, condition)
+        scan = self._scan(snap, candidates)
         matched = [r[_FILE] for r in scan.where(cond).select(_FILE).distinct().collect()]
         if not matched:
             return
@@ -623,7 +626,7 @@ class DeltaTable:
                 txn.add_cdc_files(cdcs)
             active = file_actions(snap).active
             victims = _rows_for_paths(active, matched)
-            txn.read_whole_table()
+            _record_read(txn, snap, condition, candidates)
             txn.remove_files(remove_actions(victims))
             txn.add_files(adds)
             txn.commit("UPDATE", {"predicate": json.dumps([str(condition)] if condition is not None else [])},
@@ -861,7 +864,7 @@ class DeltaMergeBuilder:
                 written += cdcs
                 txn.add_cdc_files(cdcs)
             victims = _rows_for_paths(file_actions(snap).active, touched)
-            txn.read_whole_table()
+            _record_read(txn, snap, self._condition, snap.files, alias=t._alias or "__pydelta_target")
             txn.remove_files(remove_actions(victims))
             txn.add_files(adds)
             metrics.update(numTargetFilesRemoved=victims.num_rows, numTargetFilesAdded=len(adds))
@@ -915,6 +918,77 @@ class DeltaMergeBuilder:
                 raise ValueError(f"merge: identity column {col.name} would overflow a long ({last})")
             marks[col.name] = last
         return out.drop(k), marks
+
+
+def _record_read(txn, snap: Snapshot, condition, files: pa.Table, *, alias: str | None = None) -> None:
+    """Records what a DML operation read, for conflict detection as delta-spark does:
+    the files it read (a concurrent remove of one conflicts) and the partitions its
+    condition selects (a concurrent add there, other than a blind append, conflicts);
+    without a partition conjunct in ``condition`` that is every partition."""
+    node = _partition_conjuncts(condition, snap, alias)
+    if node is None:
+        txn.read_files(files.column("path").to_pylist())
+        txn.read_partitions(lambda values: [True] * len(values),
+                            "the whole table" if condition is None else f"the rows matching {condition}")
+        return
+    from .write_plan import partition_predicate
+    pred = partition_predicate(node, snap.schema, snap.partition_columns, snap.column_mapping_mode)
+
+    def conservative(values: list[dict]) -> list[bool]:
+        try:
+            return pred(values)
+        except Exception:  # a value the predicate cannot evaluate: assume it was read
+            return [True] * len(values)
+    read = conservative(files.column("partition_values").to_pylist()) if files.num_rows else []
+    txn.read_files(p for p, r in zip(files.column("path").to_pylist(), read) if r)
+    txn.read_partitions(conservative, f"the partitions matching {condition}")
+
+
+def _partition_conjuncts(condition, snap: Snapshot, alias: str | None = None):
+    """The AND of the top-level conjuncts of a SQL ``condition`` that reference only
+    partition columns (``alias.col`` when ``alias`` is given, e.g. MERGE's target), as an
+    expression over the bare column names; None when there is none."""
+    if not isinstance(condition, str) or not snap.partition_columns:
+        return None
+    from .expressions import Call, Col, ExpressionError, columns_of, parse
+    try:
+        node = parse(condition)
+    except (ExpressionError, ValueError):
+        return None
+    pcols = {c.lower(): c for c in snap.partition_columns}
+
+    def strip(n):
+        if isinstance(n, Col):
+            path = n.path
+            if alias is not None:
+                if len(path) != 2 or path[0].lower() != alias.lower():
+                    raise LookupError(path)
+                path = path[1:]
+            if len(path) != 1 or path[0].lower() not in pcols:
+                raise LookupError(path)
+            return Col((pcols[path[0].lower()],))
+        if isinstance(n, Call):
+            return Call(n.name, tuple(strip(a) for a in n.args))
+        if columns_of(n):  # casts, CASE: kept only without column references
+            raise LookupError(n)
+        return n
+
+    def conjuncts(n):
+        if isinstance(n, Call) and n.name == "and":
+            return [c for a in n.args for c in conjuncts(a)]
+        return [n]
+    kept = []
+    for c in conjuncts(node):
+        try:
+            kept.append(strip(c))
+        except LookupError:
+            continue
+    if not kept:
+        return None
+    out = kept[0]
+    for c in kept[1:]:
+        out = Call("and", (out, c))
+    return out
 
 
 def _refuse_identity_updates(snap: Snapshot, exprs: Mapping[str, Any], what: str) -> None:

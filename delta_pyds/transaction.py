@@ -145,6 +145,11 @@ class Transaction:
             self.removes.append(r)
             self.read.paths.add(canonical(r["path"], self.storage.root))
 
+    def read_files(self, paths: Iterable[str]) -> None:
+        """Records files read (canonical paths, as the snapshot's file table holds them):
+        a concurrent commit removing one of them conflicts."""
+        self.read.paths.update(paths)
+
     def read_whole_table(self) -> None:
         self.read.whole_table = True
         self.read.descriptions.append("the whole table")

@@ -82,3 +82,80 @@ def test_delete_update_merge_optimize_restore(spark, tmp_path, values, dv, check
     t.restoreToVersion(1)
     assert _agree(path) == sorted(_rows(read_rows(path, version=1)))
     assert len(_agree(path)) == 2 * len(values)
+
+
+# ------------------------------------------------------------------ conflicts (issue 15, item 6)
+def _racing(monkeypatch, action):
+    """Runs ``action`` once, just before the operation's commit: a winner at the same version."""
+    from delta_pyds import transaction
+    real = transaction.Transaction.commit
+    fired = []
+
+    def racing_commit(self, *args, **kwargs):
+        if not fired:
+            fired.append(1)
+            action()
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(transaction.Transaction, "commit", racing_commit)
+
+
+def _parts(path: str) -> None:
+    write_arrow(path, pa.table({"id": pa.array(range(6), pa.int64()), "k": ["a:1", "a:1", "b/2", "b/2", "c", "c"],
+                                "v": pa.array([float(i) for i in range(6)])}), options={"partitionBy": "k"})
+
+
+def _overwrite_partition(path: str, k: str, ids) -> None:
+    # a non-blind write: replaceWhere removes the partition's files and adds new ones
+    write_arrow(path, pa.table({"id": pa.array(ids, pa.int64()), "k": [k] * len(ids), "v": [0.0] * len(ids)}),
+                mode="overwrite", options={"replaceWhere": f"k = '{k}'"})
+
+
+@pytest.mark.parametrize("op", ["delete", "update", "merge"])
+def test_dml_does_not_conflict_with_a_rewrite_of_another_partition(spark, tmp_path, monkeypatch, op):
+    path = str(tmp_path / "t")
+    _parts(path)
+    t = DeltaTable.forPath(spark, path)
+    _racing(monkeypatch, lambda: _overwrite_partition(path, "c", [50]))
+    if op == "delete":
+        t.delete("k = 'a:1' AND id = 0")
+    elif op == "update":
+        t.update("k = 'a:1' AND id = 0", {"v": "100.0"})
+    else:
+        src = spark.createDataFrame([(0, 100.0)], "id long, v double")
+        (t.alias("t").merge(src.alias("s"), "t.k = 'a:1' AND t.id = s.id")
+         .whenMatchedUpdate(set={"v": "s.v"}).execute())
+    rows = _agree(path)
+    assert (50, "c", 0.0) in rows and not any(k == "c" and i != 50 for i, k, _ in rows)
+    if op == "delete":
+        assert not any(i == 0 for i, _, _ in rows)
+    else:
+        assert (0, "a:1", 100.0) in rows
+
+
+@pytest.mark.parametrize("op", ["delete", "update", "merge"])
+def test_dml_conflicts_with_a_rewrite_of_a_partition_it_read(spark, tmp_path, monkeypatch, op):
+    from delta_pyds.errors import ConcurrentModificationError
+    path = str(tmp_path / "t")
+    _parts(path)
+    t = DeltaTable.forPath(spark, path)
+    _racing(monkeypatch, lambda: _overwrite_partition(path, "a:1", [60]))
+    with pytest.raises(ConcurrentModificationError):
+        if op == "delete":
+            t.delete("k = 'a:1' AND id = 0")
+        elif op == "update":
+            t.update("k = 'a:1' AND id = 0", {"v": "100.0"})
+        else:
+            src = spark.createDataFrame([(0, 100.0)], "id long, v double")
+            (t.alias("t").merge(src.alias("s"), "t.k = 'a:1' AND t.id = s.id")
+             .whenMatchedUpdate(set={"v": "s.v"}).execute())
+    assert (60, "a:1", 0.0) in _agree(path)
+
+
+def test_dml_without_a_partition_conjunct_conflicts_with_any_rewrite(spark, tmp_path, monkeypatch):
+    from delta_pyds.errors import ConcurrentModificationError
+    path = str(tmp_path / "t")
+    _parts(path)
+    t = DeltaTable.forPath(spark, path)
+    _racing(monkeypatch, lambda: _overwrite_partition(path, "c", [50]))
+    with pytest.raises(ConcurrentModificationError):
+        t.delete("id = 0")
