@@ -267,3 +267,28 @@ def test_read_file_refuses_external_paths_when_confined(tmp_path):
                     partition_columns=())
     with pytest.raises((ExternalPathError, DataFileError)):
         list(read_file(spec, FileTask(f"{tmp_path}/elsewhere.parquet", 1, (), None)))
+
+
+def test_optimize_restore_overwrite_then_vacuum_keep_outside_files(spark, tmp_path):
+    """Spark-side cleanup paths on a table whose log names a file outside the root."""
+    from delta_pyds import DeltaTable
+    canaries = _canaries(tmp_path)
+    t = _table(tmp_path)
+    outside = str(tmp_path / "outside" / "canary.parquet")
+    pq.write_table(pa.table({"id": pa.array([7], pa.int64())}), outside)
+    edit_actions(log_file(t, 1), lambda acts: acts + [{"add": {
+        "path": f"file://{outside}", "partitionValues": {}, "size": os.path.getsize(outside),
+        "modificationTime": 1, "dataChange": True}}])
+    _decoys(t, tmp_path)
+    dt_ = DeltaTable.forPath(spark, t)
+    dt_.optimize().executeCompaction()  # rewrites the outside file into the table, removes it
+    assert sorted(r.id for r in dt_.toDF().collect()) == [3, 7]
+    dt_.restoreToVersion(1)
+    write_arrow(t, pa.table({"id": pa.array([4], pa.int64())}), mode="overwrite")
+    dt_.delete("id = 4")
+    # reading with the option refuses the external path at the restored version
+    assert sorted(r.id for r in spark.read.format("pydelta").option("versionAsOf", 1).load(t).collect()) == [3, 7]
+    with pytest.raises(Exception, match="ExternalPathError|outside the table root"):
+        spark.read.format("pydelta").option("allowExternalPaths", "false").option("versionAsOf", 1).load(t).collect()
+    vacuum(Snapshot.load(t), retention_hours=0, enforce_retention=False, dry_run=False, now_ms=LATER)
+    assert all(os.path.exists(c) for c in canaries)

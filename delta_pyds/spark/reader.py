@@ -33,7 +33,7 @@ def cached_snapshot(storage: Storage, version: int) -> Snapshot:
     """A snapshot of a pinned version, shared by reader() and partitions() when Spark
     runs both in one planning worker (a version's log never changes once written).
     Entries live a minute; the cache is module state, never pickled to executors."""
-    key = (storage.root, tuple(sorted(storage.options.items())), version)
+    key = (storage.root, tuple(sorted(storage.options.items())), storage.allow_external_paths, version)
     now = time.monotonic()
     for k in [k for k, (t, _) in _CACHE.items() if now - t > _CACHE_SECONDS]:
         del _CACHE[k]
