@@ -159,3 +159,31 @@ def test_dml_without_a_partition_conjunct_conflicts_with_any_rewrite(spark, tmp_
     _racing(monkeypatch, lambda: _overwrite_partition(path, "c", [50]))
     with pytest.raises(ConcurrentModificationError):
         t.delete("id = 0")
+
+
+# ------------------------------------------------------------------ property test
+def test_dml_with_partition_values_from_all_of_unicode(spark, tmp_path_factory):
+    """DELETE and UPDATE on tables partitioned by values drawn from all of Unicode (and
+    every character Spark escapes): pydelta and deltalake read the expected rows."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from test_paths import SPARK_ESCAPED
+
+    values = st.text(alphabet=st.one_of(st.sampled_from(SPARK_ESCAPED),
+                                        st.characters(codec="utf-8", exclude_categories=("Cs",),
+                                                      exclude_characters="\x00")),
+                     min_size=1, max_size=5)
+
+    @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(ks=st.lists(values, min_size=2, max_size=3, unique=True))
+    def run(ks):
+        path = str(tmp_path_factory.mktemp("dmlprop") / "t")
+        ids = list(range(2 * len(ks)))
+        write_arrow(path, pa.table({"id": pa.array(ids, pa.int64()), "k": [ks[i % len(ks)] for i in ids],
+                                    "v": pa.array([float(i) for i in ids])}), options={"partitionBy": "k"})
+        t = DeltaTable.forPath(spark, path)
+        t.delete("id = 0")
+        t.update("id = 1", {"v": "-1.0"})
+        expected = sorted((i, ks[i % len(ks)], -1.0 if i == 1 else float(i)) for i in ids if i != 0)
+        assert _agree(path) == expected
+    run()
