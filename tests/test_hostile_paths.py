@@ -148,6 +148,32 @@ def test_vacuum_on_an_object_store_never_reaches_another_bucket(s3_server):
     assert Snapshot.load(Storage(root, s3_server.options)).files.num_rows == 1
 
 
+def test_failed_write_and_log_cleanup_on_an_object_store_stay_below_the_root(s3_server):
+    from delta_pyds.checkpoint_writer import write_checkpoint
+    fs = s3_server.fs(skip_instance_cache=True)
+    other = f"other-{uuid.uuid4().hex[:8]}"
+    fs.mkdir(other)
+    fs.pipe_file(f"{other}/k", b"keep me")
+    root = s3_server.url(f"hostile-{uuid.uuid4().hex[:8]}")
+    opts = {f"storage.{k}": v for k, v in s3_server.options.items()}
+    write_arrow(root, pa.table({"id": pa.array([1], pa.int64())}), options=opts)
+    write_arrow(root, pa.table({"id": pa.array([2], pa.int64())}), options=opts)
+    storage = Storage(root, s3_server.options)
+    prefix = root[len("s3://"):]
+    fs.pipe_file(f"{prefix}/_delta_log/s3:/{other}/k", b"decoy")
+    fs.pipe_file(f"{prefix}/uncommitted.parquet", b"x")
+    delete_files(storage, [{"path": p} for p in (f"s3://{other}/k", f"/{other}/k", "../../" + other + "/k",
+                                                 "uncommitted.parquet")])
+    assert not fs.exists(f"{prefix}/uncommitted.parquet")
+    snap = Snapshot.load(storage)
+    write_checkpoint(storage, snap.version)
+    res = cleanup_expired_logs(storage, {"delta.logRetentionDuration": "interval 0 hours"},
+                               up_to=snap.version, now_ms=LATER)
+    assert res.deleted == ["00000000000000000000.json"]
+    assert fs.cat_file(f"{other}/k") == b"keep me"
+    assert sorted(read_rows(storage).column("id").to_pylist()) == [1, 2]
+
+
 def test_vacuum_on_memory_filesystem_stays_below_the_root():
     import fsspec
     fs = fsspec.filesystem("memory")
