@@ -73,7 +73,6 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
     storage = spec.storage
     _check_inside_root(task.path)
     path = storage.resolve(task.path)
-    deleted = _deleted_rows(storage, task) if rows is None else None
     if rows is not None and len(rows) == 0:
         return
     data_fields = [f for f in spec.output if f.name.lower() not in spec.partition_index]
@@ -88,6 +87,7 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
             pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
         except (pa.ArrowInvalid, OSError) as exc:
             raise DataFileError(f"data file {path} is not a readable Parquet file: {exc}") from None
+        deleted = _deleted_rows(storage, task, max_rows=pf.metadata.num_rows) if rows is None else None
         file_schema = pf.schema_arrow
         found = [(f, _find_field(file_schema, f, spec.column_mapping_mode)) for f in data_fields]
         for f, i in found:
@@ -165,11 +165,11 @@ def _adaptive_batch_rows(metadata: pq.FileMetaData, columns: list[str], schema: 
     return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, TARGET_BATCH_BYTES // per_row)))
 
 
-def _deleted_rows(storage: Storage, task: FileTask):
+def _deleted_rows(storage: Storage, task: FileTask, *, max_rows: int | None = None):
     if not task.deletion_vector:
         return None
     from .deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
-    return load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(task.deletion_vector))
+    return load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(task.deletion_vector), max_rows=max_rows)
 
 
 def _row_groups(pf: pq.ParquetFile, spec: ReadSpec) -> list[int]:

@@ -6,8 +6,10 @@ raw traceback from deep inside, never silently wrong rows."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
 import shutil
 
 import pyarrow as pa
@@ -921,3 +923,108 @@ def test_columns_differing_only_in_case_are_refused(tmp_path, names):
         {"metaData": {**a["metaData"], "schemaString": schema}} if "metaData" in a else a for a in acts])
     with pytest.raises(SchemaError):
         Snapshot.load(t).schema
+
+
+# ------------------------------------------------------------ issue 16: memory and time bombs
+@contextlib.contextmanager
+def memory_cap(extra: int = 1 << 30):
+    """Caps this process's address space at its current size + ``extra`` bytes, so that
+    an unbounded allocation fails fast with MemoryError (which no test here accepts)
+    instead of exhausting a shared machine. No timing involved."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/status") as f:
+        size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    limit = size + extra if hard == resource.RLIM_INFINITY else min(size + extra, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def test_multi_part_checkpoint_name_claiming_a_billion_parts(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    bomb = os.path.join(t, "_delta_log", "00000000000000000000.checkpoint.0000000001.1000000000.parquet")
+    open(bomb, "wb").write(b"PAR1")
+    expected = file_paths(table_path(SIMPLE))
+    with memory_cap():
+        assert file_paths(t) == expected  # an incomplete checkpoint is ignored
+    # with nothing else to read it is a named error, still without materialising the parts
+    os.remove(log_file(t, 0))
+    with memory_cap(), pytest.raises(DeltaError):
+        Snapshot.load(t).files
+
+
+def test_multi_part_checkpoint_complete_with_odd_part_numbers_is_not_complete(tmp_path):
+    from delta_pyds.log_files import parse_log_file_name
+    from delta_pyds.log_segment import complete_checkpoints
+    names = ["00000000000000000005.checkpoint.0000000000.0000000002.parquet",
+             "00000000000000000005.checkpoint.0000000002.0000000002.parquet"]
+    assert complete_checkpoints([parse_log_file_name(n) for n in names]) == {}
+    names[0] = "00000000000000000005.checkpoint.0000000001.0000000002.parquet"
+    assert list(complete_checkpoints([parse_log_file_name(n) for n in names])) == [5]
+
+
+def _give_dv(t: str, descriptor: dict) -> None:
+    edit_actions(latest_commit(t), lambda acts: [
+        {"add": {**a["add"], "deletionVector": descriptor}} if "add" in a else a for a in acts])
+
+
+def _range_bitmap(n: int):
+    from pyroaring import BitMap64
+    bm = BitMap64()
+    bm.add_range(0, n)
+    return bm
+
+
+def test_dv_file_claiming_2_pow_32_rows_is_refused_before_expansion(tmp_path):
+    from delta_pyds.deletion_vectors import write_deletion_vectors
+    t = copy(tmp_path, DV_TABLE)  # one file of 10 rows
+    (desc,) = write_deletion_vectors(Storage(t), [_range_bitmap(2 ** 32)])
+    assert desc.size_in_bytes < 1 << 20 and desc.cardinality == 2 ** 32
+    _give_dv(t, desc.to_dict())
+    with memory_cap(), pytest.raises(DeletionVectorError, match=r"deletes row 4294967295.*only 10 rows"):
+        read_rows(t)
+
+
+def test_dv_whose_descriptor_understates_a_huge_bitmap_is_refused_before_expansion(tmp_path):
+    from delta_pyds.deletion_vectors import write_deletion_vectors
+    t = copy(tmp_path, DV_TABLE)
+    (desc,) = write_deletion_vectors(Storage(t), [_range_bitmap(2 ** 32)])
+    _give_dv(t, {**desc.to_dict(), "cardinality": 2})
+    with memory_cap(), pytest.raises(DeletionVectorError, match=r"holds 4294967296 rows.*cardinality 2"):
+        read_rows(t)
+
+
+def test_inline_dv_with_2_pow_36_rows_is_refused_before_expansion(tmp_path):
+    from delta_pyds.deletion_vectors import inline_descriptor, load_deleted_rows
+    t = copy(tmp_path, DV_TABLE)
+    desc = inline_descriptor(_range_bitmap(2 ** 36))
+    _give_dv(t, desc.to_dict())
+    with memory_cap(), pytest.raises(DeletionVectorError, match=r"only 10 rows"):
+        read_rows(t)
+    # without a known file size (DML, change data feed), a default bound applies
+    with memory_cap(), pytest.raises(DeletionVectorError, match=r"deletes 68719476736 rows, more than"):
+        load_deleted_rows(None, desc)
+
+
+def test_schema_nested_500_levels_is_a_named_error(tmp_path):
+    from delta_pyds.errors import SchemaError
+    from delta_pyds.schema import MAX_TYPE_DEPTH, parse_schema
+    t = copy(tmp_path, SIMPLE)
+    inner = '"long"'
+    for _ in range(500):  # built as text: json.dumps itself would overflow the stack
+        inner = '{"type":"struct","fields":[{"name":"a","type":' + inner + ',"nullable":true,"metadata":{}}]}'
+    edit_actions(log_file(t, 0), lambda acts: [
+        {"metaData": {**a["metaData"], "schemaString": inner}} if "metaData" in a else a for a in acts])
+    with pytest.raises(SchemaError, match=r"nested deeper than 100 levels"):
+        Snapshot.load(t).schema
+    # deeper than the JSON parser's own recursion limit
+    text = '{"type":"struct","fields":[{"name":"a","type":' + '{"type":"array","elementType":' * 100_000 + \
+        '"long"' + ',"containsNull":true}' * 100_000 + ',"nullable":true,"metadata":{}}]}'
+    with pytest.raises(SchemaError, match=r"nested deeper"):
+        parse_schema(text)
+    ok: dict | str = "long"
+    for _ in range(MAX_TYPE_DEPTH - 1):
+        ok = {"type": "array", "elementType": ok, "containsNull": True}
+    assert parse_schema(json.dumps({"type": "struct", "fields": [_f("a", ok)]}))
