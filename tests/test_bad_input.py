@@ -1028,3 +1028,90 @@ def test_schema_nested_500_levels_is_a_named_error(tmp_path):
     for _ in range(MAX_TYPE_DEPTH - 1):
         ok = {"type": "array", "elementType": ok, "containsNull": True}
     assert parse_schema(json.dumps({"type": "struct", "fields": [_f("a", ok)]}))
+
+
+def test_commit_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
+    from delta_pyds.errors import UnsafeFileError
+    t = copy(tmp_path, SIMPLE)
+    os.remove(log_file(t, 4))
+    os.mkfifo(log_file(t, 4))  # opening it for reading would block until a writer comes
+    with pytest.raises(UnsafeFileError, match=r"00000000000000000004\.json is not a regular file"):
+        Snapshot.load(t).files
+    assert Snapshot.load(t, version=3).version == 3
+
+
+def test_commit_file_linked_to_dev_zero_is_refused(tmp_path):
+    from delta_pyds.errors import UnsafeFileError
+    t = copy(tmp_path, SIMPLE)
+    os.remove(log_file(t, 4))
+    os.symlink("/dev/zero", log_file(t, 4))
+    with memory_cap(), pytest.raises(UnsafeFileError, match=r"00000000000000000004\.json is not a regular file"):
+        Snapshot.load(t).files
+
+
+def test_commit_larger_than_the_bound_is_refused(tmp_path):
+    from delta_pyds.errors import UnsafeFileError
+    t = copy(tmp_path, SIMPLE)
+    size = max(os.path.getsize(log_file(t, v)) for v in range(5))
+    with pytest.raises(UnsafeFileError, match=rf"\.json is {size} bytes, more than the {size - 1} bytes.*maxLogFileBytes"):
+        Snapshot.load(Storage(t, {"maxLogFileBytes": str(size - 1)})).files
+    assert Snapshot.load(Storage(t, {"maxLogFileBytes": str(size)})).version == 4
+    with pytest.raises(ValueError, match="maxLogFileBytes"):
+        Storage(t, {"maxLogFileBytes": "lots"})
+
+
+def test_log_file_bound_on_an_object_store_uses_the_listed_size(tmp_path):
+    """On object stores every object is a 'regular file': the listing's size decides,
+    before the object is fetched."""
+    import uuid
+
+    import fsspec
+
+    from delta_pyds.errors import UnsafeFileError
+    root = f"memory://bound-{uuid.uuid4().hex}/t"
+    fs = fsspec.filesystem("memory")
+    src = table_path(SIMPLE)
+    for name in sorted(os.listdir(os.path.join(src, "_delta_log"))):
+        if not name.endswith(".json"):
+            continue
+        fs.pipe_file(f"{root}/_delta_log/{name}", open(os.path.join(src, "_delta_log", name), "rb").read())
+    assert Snapshot.load(Storage(root)).version == 4
+    with pytest.raises(UnsafeFileError, match=r"00000000000000000000\.json is \d+ bytes"):
+        Snapshot.load(Storage(root, {"maxLogFileBytes": "100"}))
+
+
+def test_last_checkpoint_that_is_a_fifo_is_ignored(tmp_path):
+    t = copy(tmp_path, CHECKPOINTED)
+    hint = os.path.join(t, "_delta_log", "_last_checkpoint")
+    if os.path.exists(hint):
+        os.remove(hint)
+    os.mkfifo(hint)
+    assert Snapshot.load(t).version == 10
+
+
+def test_checkpoint_that_is_a_fifo_falls_back_to_commits(tmp_path):
+    t = copy(tmp_path, CHECKPOINTED)
+    expected = file_paths(table_path(CHECKPOINTED))
+    cp = log_file(t, 10, "checkpoint.parquet")
+    os.remove(cp)
+    os.mkfifo(cp)
+    assert file_paths(t) == expected
+
+
+def test_data_file_that_is_a_fifo_is_refused(tmp_path):
+    from delta_pyds.errors import UnsafeFileError
+    t = copy(tmp_path, SIMPLE)
+    path = _first_data_file(t)
+    os.remove(path)
+    os.mkfifo(path)
+    with pytest.raises(UnsafeFileError, match=os.path.basename(path)):
+        read_rows(t)
+
+
+def test_deletion_vector_file_that_is_a_fifo_is_refused(tmp_path):
+    t = copy(tmp_path, DV_TABLE)
+    dv = _dv_file(t)
+    os.remove(dv)
+    os.mkfifo(dv)
+    with pytest.raises(DeletionVectorError, match="not a regular file"):
+        read_rows(t)
