@@ -7,6 +7,7 @@ raw traceback from deep inside, never silently wrong rows."""
 from __future__ import annotations
 
 import contextlib
+import re
 import json
 import os
 import resource
@@ -1115,3 +1116,40 @@ def test_deletion_vector_file_that_is_a_fifo_is_refused(tmp_path):
     os.mkfifo(dv)
     with pytest.raises(DeletionVectorError, match="not a regular file"):
         read_rows(t)
+
+
+# ------------------------------------------------------------ issue 16: errors that should be named
+@pytest.mark.parametrize("decimal", ["decimal(99,0)", "decimal(0,0)", "decimal(10,11)", "decimal(10,-1)"])
+def test_invalid_decimal_type_names_the_column(tmp_path, decimal):
+    from delta_pyds.errors import SchemaError
+    t = copy(tmp_path, SIMPLE)
+    schema = json.dumps({"type": "struct", "fields": [_f("id", "long"), _f("amount", decimal)]})
+    edit_actions(log_file(t, 0), lambda acts: [
+        {"metaData": {**a["metaData"], "schemaString": schema}} if "metaData" in a else a for a in acts])
+    with pytest.raises(SchemaError, match=rf"{re.escape(decimal)} of column 'amount'"):
+        read_rows(t)
+
+
+@pytest.mark.parametrize("field_name", ["readerFeatures", "writerFeatures"])
+@pytest.mark.parametrize("value", ["deletionVectors", {"deletionVectors": True}, ["deletionVectors", 3]])
+def test_protocol_features_not_an_array_of_strings_are_malformed(tmp_path, field_name, value):
+    t = copy(tmp_path, SIMPLE)
+    edit_actions(log_file(t, 0), lambda acts: [
+        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [], "writerFeatures": [],
+                      field_name: value}} if "protocol" in a else a for a in acts])
+    with pytest.raises(CorruptLogError, match=rf"malformed protocol action.*{field_name} must be an array"):
+        Snapshot.load(t)
+
+
+def test_partition_value_with_nul_is_written_escaped_and_read_back(tmp_path):
+    from delta_pyds.write_plan import write_arrow
+    t = str(tmp_path / "nul")
+    values = ["a\x00b", "\x00", "c"]
+    write_arrow(t, pa.table({"p": values, "v": [1, 2, 3]}), options={"partitionBy": "p"})
+    dirs = sorted(d for d in os.listdir(t) if d.startswith("p="))
+    assert dirs == ["p=%00", "p=a%00b", "p=c"]
+    got = sorted(read_rows(t).to_pylist(), key=lambda r: r["v"])
+    assert [r["p"] for r in got] == values
+    deltalake = pytest.importorskip("deltalake")
+    other = sorted(deltalake.DeltaTable(t).to_pyarrow_table().to_pylist(), key=lambda r: r["v"])
+    assert [r["p"] for r in other] == values
