@@ -2,7 +2,9 @@
 actions are read from JSON commits and Parquet checkpoints.
 
 Guarantees: ``Protocol.from_dict`` / ``Metadata.from_dict`` validate the fields the
-protocol requires and raise :class:`CorruptLogError` naming the file otherwise;
+protocol requires (versions are integers; ``readerFeatures``, ``writerFeatures`` and
+``partitionColumns`` are arrays of strings) and raise :class:`CorruptLogError` naming
+the file otherwise;
 ``read_json_actions`` parses newline-delimited JSON actions into one Arrow table with
 the explicit schema below (unknown actions and fields are ignored, as the protocol
 requires), falling back to a per-line parser only when the fast path rejects a file.
@@ -101,8 +103,9 @@ class Protocol:
             rv, wv = int(d["minReaderVersion"]), int(d["minWriterVersion"])
         except (KeyError, TypeError, ValueError):
             raise CorruptLogError(f"malformed protocol action{_in(source)}: {dict(d)!r}") from None
-        rf, wf = d.get("readerFeatures"), d.get("writerFeatures")
-        return cls(rv, wv, tuple(rf) if rf is not None else None, tuple(wf) if wf is not None else None)
+        rf = _string_list(d.get("readerFeatures"), "protocol action", "readerFeatures", source)
+        wf = _string_list(d.get("writerFeatures"), "protocol action", "writerFeatures", source)
+        return cls(rv, wv, rf, wf)
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"minReaderVersion": self.min_reader_version,
@@ -128,6 +131,8 @@ class Metadata:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, source: str = "") -> "Metadata":
+        partition_columns = _string_list(d.get("partitionColumns"), "metaData action", "partitionColumns",
+                                         source) if isinstance(d, Mapping) else None
         try:
             fmt = d.get("format") or {}
             conf = d.get("configuration") or {}
@@ -138,7 +143,7 @@ class Metadata:
                 options = dict(options)
             return cls(
                 id=str(d["id"]), schema_string=d["schemaString"],
-                partition_columns=tuple(d.get("partitionColumns") or ()),
+                partition_columns=partition_columns or (),
                 configuration={str(k): (None if v is None else str(v)) for k, v in conf.items()},
                 name=d.get("name"), description=d.get("description"),
                 format_provider=fmt.get("provider") or "parquet", format_options=dict(options),
@@ -163,6 +168,22 @@ class Metadata:
 
 def _in(source: str) -> str:
     return f" in {source}" if source else ""
+
+
+def _string_list(value: Any, action: str, name: str, source: str) -> tuple[str, ...] | None:
+    """A JSON array of strings (None when absent); a string, an object or an array with
+    other members is a malformed action: never split into characters or ignored."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise CorruptLogError(f"malformed {action}{_in(source)}: {name} must be an array of strings, "
+                          f"got {_short_repr(value)}")
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 # --------------------------------------------------------------------------- JSON parsing

@@ -144,7 +144,7 @@ class CommitLog:
         before it (it decides the partition columns unless the commit changes them)."""
         f = self.require(version)
         try:
-            data = self.storage.read_bytes(f.path)
+            data = self.storage.read_bytes(f.path, size=f.size)
         except FileNotFoundError:
             raise VersionNotFoundError(
                 f"commit {version} of the table at {self.storage.root} vanished while reading "

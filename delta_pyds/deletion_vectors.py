@@ -21,7 +21,10 @@ Guarantees:
   Stored DVs are checked for: a readable file, an offset and size inside the file, the
   framed size equal to ``sizeInBytes``, the CRC-32, the magic number, a well-formed bitmap,
   row indexes below 2**63, and the bitmap's cardinality equal to ``cardinality``; inline
-  DVs for valid Z85, the length, magic, bitmap and cardinality. The format-version byte
+  DVs for valid Z85, the length, magic, bitmap and cardinality. The cardinality and the
+  largest row index are checked against the data file's row count (when the caller knows it) and
+  :data:`DEFAULT_MAX_DV_ROWS` before the bitmap is expanded: memory stays bounded by
+  the file's rows whatever a descriptor or bitmap claims. The format-version byte
   is also checked when the DV starts in the first 4 KiB of its file (always, for the
   usual one-DV files), where it comes with the same read.
 * :func:`z85_decode` rejects characters outside the Z85 alphabet and 5-character groups
@@ -71,6 +74,9 @@ _UUID_CHARS = 20  # a 16-byte UUID is 4 Z85 groups
 _VERSION_CHECK_WINDOW = 4096  # read from byte 0 (and check the version) when offset <= this
 _INT32_MAX = 2**31 - 1  # offsets and sizes are Java ints in the protocol
 _ROW_LIMIT = 2**63  # bucket keys must have a 0 most significant bit
+# Rows a DV may delete (1 GiB once expanded into uint64 row positions); readers also pass
+# the data file's real row count, which no row index may reach.
+DEFAULT_MAX_DV_ROWS = 2**27
 _PREFIX_RE = re.compile(r"[A-Za-z0-9]*")
 
 _Z85_ALPHABET = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
@@ -216,10 +222,16 @@ class DeletionVectorDescriptor:
 
 
 # -- reading --------------------------------------------------------------------------
-def load_deleted_rows(storage, descriptor: DeletionVectorDescriptor | Mapping) -> np.ndarray:
+def load_deleted_rows(storage, descriptor: DeletionVectorDescriptor | Mapping, *,
+                      max_rows: int | None = None) -> np.ndarray:
     """The sorted deleted row indexes (``numpy.uint64``) of one DV, fully verified.
 
     ``storage`` is the table's :class:`~delta_pyds.storage.Storage` (unused for inline DVs).
+    ``max_rows`` is the number of rows of the data file when known (Parquet footer,
+    ``numRecords``): no row index may reach it. In any case at most
+    :data:`DEFAULT_MAX_DV_ROWS` rows are expanded. The bitmap's cardinality is checked against the descriptor and
+    the bound *before* it is expanded into an array, so a small file claiming billions
+    of rows costs neither the memory nor the time of expanding them.
     """
     if not isinstance(descriptor, DeletionVectorDescriptor):
         descriptor = DeletionVectorDescriptor.from_dict(descriptor)
@@ -230,16 +242,35 @@ def load_deleted_rows(storage, descriptor: DeletionVectorDescriptor | Mapping) -
         path = descriptor.absolute_path(storage)
         where = f"deletion vector {path} (offset {descriptor.offset})"
         data = _read_framed(storage, path, descriptor, where)
-    rows = deserialize_deleted_rows(data, source=where)
-    if rows.size != descriptor.cardinality:
+    bitmap = _deserialize_bitmap(data, where)
+    count = len(bitmap)  # roaring keeps per-container cardinalities: nothing is expanded
+    if count != descriptor.cardinality:
         raise DeletionVectorError(
-            f"{where}: the bitmap holds {rows.size} rows but the log says cardinality "
+            f"{where}: the bitmap holds {count} rows but the log says cardinality "
             f"{descriptor.cardinality}")
-    return rows
+    if max_rows is not None and count and bitmap.max() >= max_rows:
+        raise DeletionVectorError(f"{where}: deletes row {bitmap.max()} ({count} rows in all), but the "
+                                  f"data file has only {max_rows} rows")
+    _check_count(count, source=where)
+    return np.frombuffer(bitmap.to_array(), dtype=np.uint64)
+
+
+def _check_count(count: int, *, source: str) -> None:
+    if count > DEFAULT_MAX_DV_ROWS:
+        raise DeletionVectorError(
+            f"{source}: deletes {count} rows, more than the {DEFAULT_MAX_DV_ROWS} a deletion vector "
+            "may hold without a known file size")
 
 
 def deserialize_deleted_rows(data: bytes, *, source: str = "deletion vector") -> np.ndarray:
-    """Sorted row indexes from DV bitmap bytes (magic number + portable 64-bit roaring)."""
+    """Sorted row indexes from DV bitmap bytes (magic number + portable 64-bit roaring);
+    at most :data:`DEFAULT_MAX_DV_ROWS` of them, checked before the bitmap is expanded."""
+    bitmap = _deserialize_bitmap(data, source)
+    _check_count(len(bitmap), source=source)
+    return np.frombuffer(bitmap.to_array(), dtype=np.uint64)
+
+
+def _deserialize_bitmap(data: bytes, source: str) -> BitMap64:
     data = bytes(data)
     if len(data) < 4:
         raise DeletionVectorError(f"{source}: {len(data)} bytes cannot hold the magic number")
@@ -254,7 +285,7 @@ def deserialize_deleted_rows(data: bytes, *, source: str = "deletion vector") ->
         raise DeletionVectorError(f"{source}: malformed 64-bit roaring bitmap ({exc})") from None
     if len(bitmap) and bitmap.max() >= _ROW_LIMIT:
         raise DeletionVectorError(f"{source}: row index {bitmap.max()} has the top bit set")
-    return np.frombuffer(bitmap.to_array(), dtype=np.uint64)
+    return bitmap
 
 
 def _shorten(text: str, limit: int = 60) -> str:

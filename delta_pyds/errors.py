@@ -74,3 +74,24 @@ class AppendOnlyError(DeltaError):
 class ConstraintViolationError(DeltaError):
     """Written data violates a NOT NULL column, invariant, CHECK constraint, generated
     column or replaceWhere predicate; nothing was committed."""
+
+
+class ColumnTypeError(DataFileError):
+    """A data file stores a column in a physical type that the table's declared type
+    cannot be read from (only the casts the protocol allows are made: type widening,
+    timestamp units, encodings of the same logical type)."""
+
+    def __init__(self, message: str, *, file: str = "", column: str = "", declared: str = "",
+                 physical: str = ""):
+        super().__init__(message)
+        self.file, self.column, self.declared, self.physical = file, column, declared, physical
+
+
+class UnsafeFileError(DeltaError, OSError):
+    """A file was refused without being read: it is not a regular file (a FIFO, a device,
+    a symlink to one) or it is larger than the bound configured for its kind."""
+
+
+class StorageError(DeltaError, OSError):
+    """The storage backend (object store client, filesystem) failed; the message names
+    the operation and path, with every credential redacted."""

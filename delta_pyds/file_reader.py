@@ -6,8 +6,16 @@ Guarantees for every batch yielded by :func:`read_file`:
   names, Spark's Arrow types, same field order and metadata);
 * data columns are found by physical name (column mapping ``name``), by Parquet field
   id (``id``) or by name (``none``), recursively inside structs, lists and maps;
-  columns missing from an older file are null; older narrower types (type widening,
-  INT96 or nanosecond timestamps, large strings) are cast to the table's type;
+  nullable columns missing from an older file are null; a missing non-nullable column
+  is a :class:`DataFileError` (Delta never adds a NOT NULL column to existing files);
+* only the physical types the protocol allows for a declared type are read
+  (:func:`check_file_column`): the same logical type in any Parquet encoding (INT96,
+  milli/micro/nanosecond timestamps, INT32/INT64/binary decimals, large or dictionary
+  strings, binary for string), type widening (byte->short->int->long, float->double,
+  byte/short/int->double, integers and narrower decimals->wider decimals,
+  date->timestamp_ntz), recursively inside structs, lists and maps; anything else is a
+  :class:`ColumnTypeError` naming the file, the column and both types, never a silent
+  cast (an int64 column declared boolean, timestamp or string is refused);
 * partition columns are materialised from the log's serialized partition values;
 * rows deleted by the file's deletion vector are removed (the vector is read and its
   checksum verified before any row is returned);
@@ -25,11 +33,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .arrow_nested import rebuild_list, rebuild_map, rebuild_struct
-from .errors import DataFileError
+from .errors import ColumnTypeError, DataFileError
 from .partition_values import parse_partition_values
 from .paths import unsafe_reason
 from .scan import FileTask
-from .schema import (PARQUET_FIELD_ID, ArrayType, DataType, MapType, PrimitiveType, StructField,
+from .schema import (PARQUET_FIELD_ID, ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructField,
                      StructType)
 from .storage import Storage
 
@@ -65,7 +73,6 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
     storage = spec.storage
     _check_inside_root(task.path)
     path = storage.resolve(task.path)
-    deleted = _deleted_rows(storage, task) if rows is None else None
     if rows is not None and len(rows) == 0:
         return
     data_fields = [f for f in spec.output if f.name.lower() not in spec.partition_index]
@@ -80,8 +87,12 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
             pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
         except (pa.ArrowInvalid, OSError) as exc:
             raise DataFileError(f"data file {path} is not a readable Parquet file: {exc}") from None
+        deleted = _deleted_rows(storage, task, max_rows=pf.metadata.num_rows) if rows is None else None
         file_schema = pf.schema_arrow
         found = [(f, _find_field(file_schema, f, spec.column_mapping_mode)) for f in data_fields]
+        for f, i in found:
+            check_file_column(None if i is None else file_schema.field(i).type, f, spec.column_mapping_mode,
+                              source=path)
         selection = [(f, None if i is None else file_schema.field(i).name) for f, i in found]
         columns = sorted({name for _, name in selection if name is not None})
         row_groups = _row_groups(pf, spec)
@@ -97,7 +108,7 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
                                           use_threads=False)
                 for batch in batches:
                     n = batch.num_rows
-                    out = _convert(batch, spec, selection, task, n)
+                    out = _convert(batch, spec, selection, task, n, path)
                     if deleted is not None:
                         from .deletion_vectors import keep_mask
                         mask = keep_mask(deleted, start, n)
@@ -153,11 +164,11 @@ def _adaptive_batch_rows(metadata: pq.FileMetaData, columns: list[str], schema: 
     return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, TARGET_BATCH_BYTES // per_row)))
 
 
-def _deleted_rows(storage: Storage, task: FileTask):
+def _deleted_rows(storage: Storage, task: FileTask, *, max_rows: int | None = None):
     if not task.deletion_vector:
         return None
     from .deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
-    return load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(task.deletion_vector))
+    return load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(task.deletion_vector), max_rows=max_rows)
 
 
 def _row_groups(pf: pq.ParquetFile, spec: ReadSpec) -> list[int]:
@@ -191,7 +202,8 @@ def _find_field(schema: pa.Schema, f: StructField, mode: str) -> int | None:
     return None
 
 
-def _convert(batch: pa.RecordBatch, spec: ReadSpec, selection, task: FileTask, n: int) -> pa.RecordBatch:
+def _convert(batch: pa.RecordBatch, spec: ReadSpec, selection, task: FileTask, n: int,
+             source: str = "") -> pa.RecordBatch:
     arrays = []
     data_iter = iter(selection)
     for out_field, target in zip(spec.output, spec.arrow_schema):
@@ -206,7 +218,8 @@ def _convert(batch: pa.RecordBatch, spec: ReadSpec, selection, task: FileTask, n
         if name is None:
             arrays.append(pa.nulls(n, target.type))
             continue
-        arrays.append(conform(batch.column(name), f.type, target.type, spec.column_mapping_mode))
+        arrays.append(conform(batch.column(name), f.type, target.type, spec.column_mapping_mode,
+                              column=f.name, source=source))
     return pa.RecordBatch.from_arrays(arrays, schema=spec.arrow_schema)
 
 
@@ -219,8 +232,13 @@ def _repeat(value: pa.Array, n: int, target: pa.DataType) -> pa.Array:
 
 
 # ------------------------------------------------------------------------- conversion
-def conform(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str) -> pa.Array:
-    """A physical column -> the logical Arrow type ``target`` of Delta type ``dtype``."""
+def conform(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str, *, column: str = "?",
+            source: str = "") -> pa.Array:
+    """A physical column -> the logical Arrow type ``target`` of Delta type ``dtype``.
+
+    Callers check the physical type first (:func:`check_file_column`); ``column`` and
+    ``source`` (the file) name the column in errors (values out of range of a narrowing
+    read, invalid UTF-8 in binary read as string)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if arr.type == target and mode == "none":
@@ -231,7 +249,7 @@ def conform(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str) -> p
         return out if out.type == target else out.cast(target)
     if isinstance(dtype, StructType):
         if not pa.types.is_struct(arr.type):
-            raise DataFileError(f"expected a struct column, found {arr.type}")
+            raise _type_error(source, column, dtype, arr.type)
         children = []
         physical = {arr.type.field(i).name: i for i in range(arr.type.num_fields)}
         for f, tf in zip(dtype.fields, target):
@@ -239,19 +257,23 @@ def conform(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str) -> p
             if j is None:
                 children.append(pa.nulls(len(arr), tf.type))
             else:
-                children.append(conform(_struct_child_array(arr, j), f.type, tf.type, mode))
+                children.append(conform(_struct_child_array(arr, j), f.type, tf.type, mode,
+                                        column=f"{column}.{f.name}", source=source))
         return rebuild_struct(arr, children, target)
     if isinstance(dtype, ArrayType):
         if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
-            raise DataFileError(f"expected a list column, found {arr.type}")
-        return rebuild_list(arr, conform(arr.values, dtype.element_type, target.value_type, mode), target)
+            raise _type_error(source, column, dtype, arr.type)
+        values = conform(arr.values, dtype.element_type, target.value_type, mode, column=f"{column}.element",
+                         source=source)
+        return rebuild_list(arr, values, target)
     if isinstance(dtype, MapType):
         if not pa.types.is_map(arr.type):
-            raise DataFileError(f"expected a map column, found {arr.type}")
-        keys = conform(arr.keys, dtype.key_type, target.key_type, mode)
-        items = conform(arr.items, dtype.value_type, target.item_type, mode)
+            raise _type_error(source, column, dtype, arr.type)
+        keys = conform(arr.keys, dtype.key_type, target.key_type, mode, column=f"{column}.key", source=source)
+        items = conform(arr.items, dtype.value_type, target.item_type, mode, column=f"{column}.value",
+                        source=source)
         return rebuild_map(arr, keys, items, target)
-    return _cast_primitive(arr, target)
+    return _cast_primitive(arr, target, column, source)
 
 
 def _struct_child(struct_type: pa.StructType, f: StructField, mode: str, physical: dict) -> int | None:
@@ -274,7 +296,7 @@ def _struct_child_array(arr: pa.StructArray, j: int) -> pa.Array:
     return arr.flatten()[j] if arr.offset or arr.null_count else arr.field(j)
 
 
-def _cast_primitive(arr: pa.Array, target: pa.DataType) -> pa.Array:
+def _cast_primitive(arr: pa.Array, target: pa.DataType, column: str = "?", source: str = "") -> pa.Array:
     if arr.type == target:
         return arr
     if pa.types.is_null(target):
@@ -292,4 +314,123 @@ def _cast_primitive(arr: pa.Array, target: pa.DataType) -> pa.Array:
     try:
         return arr.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise DataFileError(f"cannot read a {arr.type} column as {target}: {exc}") from None
+        where = f" of data file {source}" if source else ""
+        raise DataFileError(f"cannot read column {column!r}{where}, a {arr.type} column, as {target}: "
+                            f"{exc}") from None
+
+
+# ------------------------------------------------------------------ physical types
+_SIGNED_BITS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
+_UNSIGNED_BITS = {pa.uint8(): 8, pa.uint16(): 16, pa.uint32(): 32, pa.uint64(): 64}
+_INTEGER_TARGET_BITS = {"byte": 8, "short": 16, "integer": 32, "long": 64}
+# integer digits a decimal needs to be widened from an integer type (the protocol's
+# typeWidening: byte, short, int -> decimal(10 + k1, k2); long -> decimal(20 + k1, k2))
+_DECIMAL_DIGITS = {8: 10, 16: 10, 32: 10, 64: 20}
+_STRINGS = (pa.types.is_string, pa.types.is_large_string, getattr(pa.types, "is_string_view", lambda t: False))
+_BINARIES = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary,
+             getattr(pa.types, "is_binary_view", lambda t: False))
+
+
+def check_file_column(physical: pa.DataType | None, f: StructField, mode: str, *, source: str = "",
+                      column: str | None = None) -> None:
+    """Raises unless data file column ``f`` (``physical``: its Arrow type in the file, None
+    when the file lacks it) can be read as ``f``'s declared type without inventing data.
+
+    A missing nullable column (or struct field) reads as null; a missing non-nullable one
+    is a :class:`DataFileError`. Types: see :func:`readable_as`."""
+    name = f.name if column is None else column
+    if physical is None:
+        if not f.nullable:
+            raise DataFileError(
+                f"data file {source} has no column {name!r}, which the table declares NOT NULL "
+                f"({f.type.simple_string()}); only nullable columns may be missing from older files")
+        return
+    _check_type(physical, f.type, mode, source, name)
+
+
+def _check_type(physical: pa.DataType, dtype: DataType, mode: str, source: str, column: str) -> None:
+    if pa.types.is_dictionary(physical):
+        physical = physical.value_type
+    if pa.types.is_null(physical):  # a column of nulls only (Parquet's UNKNOWN logical type)
+        return
+    if isinstance(dtype, PrimitiveType) and dtype.name == "variant":
+        if not pa.types.is_struct(physical):
+            raise _type_error(source, column, dtype, physical)
+        return
+    if isinstance(dtype, StructType):
+        if not pa.types.is_struct(physical):
+            raise _type_error(source, column, dtype, physical)
+        names = {physical.field(i).name: i for i in range(physical.num_fields)}
+        for child in dtype.fields:
+            j = _struct_child(physical, child, mode, names)
+            check_file_column(None if j is None else physical.field(j).type, child, mode, source=source,
+                              column=f"{column}.{child.name}")
+        return
+    if isinstance(dtype, ArrayType):
+        if not (pa.types.is_list(physical) or pa.types.is_large_list(physical)):
+            raise _type_error(source, column, dtype, physical)
+        _check_type(physical.value_type, dtype.element_type, mode, source, f"{column}.element")
+        return
+    if isinstance(dtype, MapType):
+        if not pa.types.is_map(physical):
+            raise _type_error(source, column, dtype, physical)
+        _check_type(physical.key_type, dtype.key_type, mode, source, f"{column}.key")
+        _check_type(physical.item_type, dtype.value_type, mode, source, f"{column}.value")
+        return
+    if not readable_as(physical, dtype):
+        raise _type_error(source, column, dtype, physical)
+
+
+def readable_as(physical: pa.DataType, dtype: DataType) -> bool:
+    """Whether a primitive file column of Arrow type ``physical`` may be read as ``dtype``:
+    the same logical type, or a widening the protocol's typeWidening feature allows."""
+    if pa.types.is_dictionary(physical):
+        physical = physical.value_type
+    if pa.types.is_null(physical):
+        return True
+    if isinstance(dtype, DecimalType):
+        if pa.types.is_decimal(physical):
+            return dtype.scale >= physical.scale and \
+                dtype.precision - dtype.scale >= physical.precision - physical.scale
+        bits = _SIGNED_BITS.get(physical) or _UNSIGNED_BITS.get(physical)
+        return bits is not None and dtype.precision - dtype.scale >= _DECIMAL_DIGITS[bits]
+    if not isinstance(dtype, PrimitiveType):
+        return False
+    name = dtype.name
+    if name == "void":
+        return True
+    if name in _INTEGER_TARGET_BITS:
+        target = _INTEGER_TARGET_BITS[name]
+        if physical in _SIGNED_BITS:
+            # Spark writes byte and short as INT32 annotated INT(8)/INT(16); a value out of
+            # range fails the (safe) cast
+            return _SIGNED_BITS[physical] <= target or (physical == pa.int32() and target < 32)
+        return physical in _UNSIGNED_BITS and _UNSIGNED_BITS[physical] < target
+    if name == "boolean":
+        return pa.types.is_boolean(physical)
+    if name == "float":
+        return pa.types.is_float32(physical) or pa.types.is_float16(physical)
+    if name == "double":
+        return pa.types.is_floating(physical) or _SIGNED_BITS.get(physical, 64) <= 32 or \
+            _UNSIGNED_BITS.get(physical, 64) <= 16
+    if name == "string":
+        return any(t(physical) for t in _STRINGS) or any(t(physical) for t in _BINARIES[:2])
+    if name == "binary":
+        return any(t(physical) for t in _BINARIES) or any(t(physical) for t in _STRINGS)
+    if name == "date":
+        return pa.types.is_date32(physical)
+    if name == "timestamp":
+        return pa.types.is_timestamp(physical)  # INT96 (naive), millis/micros/nanos, UTC or not
+    if name == "timestamp_ntz":
+        return pa.types.is_timestamp(physical) or pa.types.is_date32(physical)
+    return False
+
+
+def _type_error(source: str, column: str, dtype: DataType, physical: pa.DataType) -> ColumnTypeError:
+    declared = dtype.simple_string()
+    where = f"data file {source}" if source else "a data file"
+    return ColumnTypeError(
+        f"{where} stores column {column!r} as {physical}, which cannot be read as the table's "
+        f"declared type {declared}: the file does not match the table schema (only the same type "
+        "or a protocol type widening is read)", file=source, column=column, declared=declared,
+        physical=str(physical))

@@ -33,7 +33,7 @@ def history(table: str | Storage, *, limit: int | None = None,
     chosen = list(zip(commits, stamps))[::-1]
     if limit is not None:
         chosen = chosen[:max(0, limit)]
-    datas = storage.read_many([c.path for c, _ in chosen])
+    datas = storage.read_many([c.path for c, _ in chosen], sizes=[c.size for c, _ in chosen])
     out = []
     for (commit, ts), data in zip(chosen, datas):
         info: dict[str, Any] = {}

@@ -3,7 +3,9 @@
 Invariants of a ``LogSegment`` for version ``v``:
 
 * ``checkpoint`` is the newest *complete* checkpoint with version <= ``v`` that was not
-  excluded (a multi-part checkpoint counts only with every part present), or empty;
+  excluded (a multi-part checkpoint counts only with every part 1..n present; the check
+  takes time and memory in the number of files listed, not in the ``n`` a name claims),
+  or empty;
 * ``commits`` are exactly the commit files ``checkpoint_version + 1 .. v`` in order,
   with no gap (a gap raises :class:`CorruptLogError`); without a checkpoint they start
   at version 0;
@@ -88,8 +90,10 @@ def complete_checkpoints(files: Iterable[LogFile]) -> dict[int, list[LogFile]]:
         for f in group:
             if f.checkpoint_kind == "multi":
                 multi.setdefault(f.num_parts, {})[f.part] = f
+        # complete: parts 1..n all present. Counted, never materialised: a file name
+        # may claim a billion parts
         complete_multi = [parts for n, parts in sorted(multi.items())
-                          if set(parts) == set(range(1, n + 1))]
+                          if len(parts) == n and all(1 <= i <= n for i in parts)]
         if v2:
             result[version] = [v2[0]]
         elif classic:

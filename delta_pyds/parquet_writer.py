@@ -59,8 +59,11 @@ DEFAULT_ROW_GROUP_ROWS = 4 << 20
 DEFAULT_BUFFER_BYTES = 512 << 20
 MAX_OPEN_FILES = 64
 
-# characters Spark escapes in partition directory names (ExternalCatalogUtils)
-_ESCAPE = set(chr(c) for c in range(0x01, 0x20)) | set('"#%\'*/:=?\\\x7f{[]^')
+# characters Spark escapes in partition directory names (ExternalCatalogUtils.charToEscape:
+# 0x01-0x1F and "#%'*/:=?\ DEL {[]^), plus NUL: Spark leaves it, and no filesystem accepts
+# it in a name (Spark's own write of such a value fails). The log keeps the real value in
+# partitionValues; readers never parse directory names.
+_ESCAPE = set(chr(c) for c in range(0x00, 0x20)) | set('"#%\'*/:=?\\\x7f{[]^')
 _URI_SAFE = "/=:@!$&'()*+,;-._~"
 
 

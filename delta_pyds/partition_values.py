@@ -3,8 +3,9 @@
 Guarantees: ``parse_partition_values`` turns a column of serialized partition values
 into an Arrow array of the partition column's type, vectorised; ``None`` and the empty
 string are null; timestamps are read as UTC whether written as
-``YYYY-MM-DD HH:MM:SS[.ffffff]`` or ISO-8601 with ``Z``/offset; values that do not
-parse raise :class:`CorruptLogError` naming the column. ``serialize_partition_value``
+``YYYY-MM-DD HH:MM:SS[.ffffff]`` or ISO-8601 with ``Z``/offset; booleans are exactly
+``true``/``false`` in any case; values that do not parse raise
+:class:`CorruptLogError` naming the column (never a default such as false). ``serialize_partition_value``
 writes the form delta-spark writes.
 """
 
@@ -37,13 +38,25 @@ def parse_partition_values(values: pa.Array, dtype: DataType, *, column: str = "
         if isinstance(dtype, PrimitiveType) and dtype.name == "binary":
             return values.cast(pa.binary())
         if isinstance(dtype, PrimitiveType) and dtype.name == "boolean":
-            return pc.equal(pc.utf8_lower(values), "true")
+            return _parse_booleans(values, column)
         if isinstance(dtype, DecimalType):
             return _parse_decimals(values, dtype)
         return values.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, decimal.InvalidOperation, ValueError) as exc:
         raise CorruptLogError(f"partition values of column {column!r} are not valid "
                               f"{dtype.simple_string()} values: {exc}") from None
+
+
+def _parse_booleans(values: pa.Array, column: str) -> pa.Array:
+    """``true``/``false`` in any case (as Spark casts strings); anything else is refused,
+    never read as false."""
+    lowered = pc.utf8_lower(values)
+    valid = pc.or_kleene(pc.equal(lowered, "true"), pc.equal(lowered, "false"))
+    if not pc.all(pc.fill_null(valid, True)).as_py():
+        bad = values.filter(pc.invert(pc.fill_null(valid, True)))[0].as_py()
+        raise CorruptLogError(f"partition values of column {column!r} are not valid boolean values: "
+                              f"{bad!r} is neither true nor false")
+    return pc.equal(lowered, "true")
 
 
 def _parse_timestamps(values: pa.Array, utc: bool) -> pa.Array:

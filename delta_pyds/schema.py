@@ -163,49 +163,101 @@ DataType = Union[PrimitiveType, DecimalType, ArrayType, MapType, StructType]
 
 
 # ---------------------------------------------------------------------------- parsing
+MAX_TYPE_DEPTH = 100  # nested struct/array/map levels accepted in a schema (see parse_schema)
+MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType.MAX_PRECISION
+
+
 def parse_schema(schema_string: str) -> StructType:
-    """Parses a ``schemaString`` from a metaData action."""
+    """Parses a ``schemaString`` from a metaData action.
+
+    Refused with :class:`SchemaError`: invalid JSON, types outside the protocol,
+    decimals outside Spark's range (precision 1..38, scale 0..precision), two fields of
+    one struct whose names differ only in case (Spark resolves names case-insensitively:
+    both would map to one data file column), and nesting deeper than
+    :data:`MAX_TYPE_DEPTH` struct/array/map levels (Spark itself has no fixed limit, but
+    no real schema comes near 100 levels, and deeper ones exhaust the stack of every
+    recursive consumer)."""
     try:
         obj = json.loads(schema_string)
     except (TypeError, ValueError) as exc:
         raise SchemaError(f"the table schema is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise SchemaError(f"the table schema is nested deeper than {MAX_TYPE_DEPTH} levels") from None
     result = parse_type(obj)
     if not isinstance(result, StructType):
         raise SchemaError("the table schema must be a struct")
     return result
 
 
-def parse_type(obj: Any) -> DataType:
+def parse_type(obj: Any, *, column: str = "", depth: int = 0) -> DataType:
+    """A Delta data type from its JSON form; ``column`` names the field in errors."""
+    where = f" of column {column!r}" if column else ""
+    if depth > MAX_TYPE_DEPTH:
+        raise SchemaError(f"the type{where} is nested deeper than {MAX_TYPE_DEPTH} levels "
+                          "(struct, array and map levels count)")
     if isinstance(obj, str):
         if obj in PRIMITIVE_TYPES:
             return PrimitiveType(obj)
         m = _DECIMAL_RE.match(obj)
         if m:
-            return DecimalType(int(m.group(1)), int(m.group(2)))
+            return _decimal(int(m.group(1)), int(m.group(2)), where)
         if obj == "decimal":
             return DecimalType(10, 0)
         if obj.startswith(("char(", "varchar(")):
             return PrimitiveType("string")
         if obj.startswith("string collate"):
             return PrimitiveType("string")
-        raise SchemaError(f"unsupported data type {obj!r} in the table schema")
+        raise SchemaError(f"unsupported data type {obj!r}{where} in the table schema")
     if not isinstance(obj, dict):
-        raise SchemaError(f"malformed data type in the table schema: {obj!r}")
+        raise SchemaError(f"malformed data type{where} in the table schema: {_short(obj)}")
     kind = obj.get("type")
+    prefix = f"{column}." if column else ""
     try:
         if kind == "struct":
-            return StructType(tuple(
-                StructField(f["name"], parse_type(f["type"]), bool(f.get("nullable", True)),
-                            dict(f.get("metadata") or {}))
-                for f in obj.get("fields", [])))
+            fields = []
+            seen: dict[str, str] = {}
+            raw_fields = obj.get("fields", [])
+            if not isinstance(raw_fields, list):
+                raise TypeError("fields")
+            for f in raw_fields:
+                name = f["name"]
+                if not isinstance(name, str):
+                    raise SchemaError(f"malformed field name {_short(name)}{where} in the table schema")
+                other = seen.get(name.lower())
+                if other is not None:
+                    raise SchemaError(
+                        f"the table schema has columns {prefix + other!r} and {prefix + name!r}, whose "
+                        "names differ only in case: Spark resolves column names case-insensitively, "
+                        "so both would map to the same data")
+                seen[name.lower()] = name
+                metadata = f.get("metadata") or {}
+                if not isinstance(metadata, dict):
+                    raise TypeError("metadata")
+                fields.append(StructField(name, parse_type(f["type"], column=prefix + name, depth=depth + 1),
+                                          bool(f.get("nullable", True)), dict(metadata)))
+            return StructType(tuple(fields))
         if kind == "array":
-            return ArrayType(parse_type(obj["elementType"]), bool(obj.get("containsNull", True)))
+            return ArrayType(parse_type(obj["elementType"], column=prefix + "element", depth=depth + 1),
+                             bool(obj.get("containsNull", True)))
         if kind == "map":
-            return MapType(parse_type(obj["keyType"]), parse_type(obj["valueType"]),
+            return MapType(parse_type(obj["keyType"], column=prefix + "key", depth=depth + 1),
+                           parse_type(obj["valueType"], column=prefix + "value", depth=depth + 1),
                            bool(obj.get("valueContainsNull", True)))
     except (KeyError, TypeError) as exc:
-        raise SchemaError(f"malformed {kind} type in the table schema: missing {exc}") from None
-    raise SchemaError(f"unsupported data type {kind!r} in the table schema")
+        raise SchemaError(f"malformed {kind} type{where} in the table schema: missing or malformed {exc}") from None
+    raise SchemaError(f"unsupported data type {_short(kind)}{where} in the table schema")
+
+
+def _decimal(precision: int, scale: int, where: str) -> DecimalType:
+    if not 1 <= precision <= MAX_DECIMAL_PRECISION or not 0 <= scale <= precision:
+        raise SchemaError(f"decimal({precision},{scale}){where} is not a valid decimal type: the "
+                          f"precision must be 1..{MAX_DECIMAL_PRECISION} and the scale 0..precision")
+    return DecimalType(precision, scale)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 # ------------------------------------------------------------------------------ arrow

@@ -86,7 +86,8 @@ class Snapshot:
     @classmethod
     def _from_segment(cls, storage: Storage, segment: LogSegment) -> "Snapshot":
         try:
-            commit_data = storage.read_many([c.path for c in segment.replay_files])
+            commit_data = storage.read_many([c.path for c in segment.replay_files],
+                                            sizes=[c.size for c in segment.replay_files])
         except FileNotFoundError as exc:
             raise CorruptLogError(f"a commit file vanished while reading the log: {exc}") from None
         protocol = metadata = None

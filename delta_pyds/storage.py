@@ -28,6 +28,17 @@ Guarantees:
   failures of a conditional create raise ``OSError``: the outcome is unknown;
 * storage options may hold credentials: they never appear in ``repr``, in the errors
   this module raises, or in logs;
+* reads are bounded: ``read_bytes`` / ``read_many`` (log files: commits, checkpoints in
+  JSON, ``_last_checkpoint``) refuse files larger than ``max_log_file_bytes`` (storage
+  option ``maxLogFileBytes``, default :data:`DEFAULT_MAX_LOG_FILE_BYTES`) with
+  :class:`UnsafeFileError`; on local disk every read (also ``read_range`` and
+  ``open_input``) refuses anything but a regular file (a FIFO would block forever, a
+  symlink to ``/dev/zero`` never ends) and never reads past the bound even if the file
+  grows. On object stores every object is a regular file; their size comes from the
+  listing (callers pass it as ``size``);
+* backend failures other than a missing or existing file (object store client errors,
+  colliding client arguments...) are raised as :class:`StorageError` naming the
+  operation and path, with every credential (also ``user:password@`` in URLs) redacted;
 * the object pickles small (root URL and options only) and re-creates its filesystem
   lazily in each process, so it can travel to Spark executors.
 
@@ -50,6 +61,8 @@ import logging
 import os
 import posixpath
 import re
+import stat
+import sys
 import threading
 import time
 import uuid
@@ -60,7 +73,7 @@ from urllib.parse import unquote, urlsplit
 
 import fsspec
 
-from .errors import CommitFailedError, ExternalPathError
+from .errors import CommitFailedError, DeltaError, ExternalPathError, StorageError, UnsafeFileError
 from .paths import is_absolute, scheme_of
 
 log = logging.getLogger("delta_pyds")
@@ -68,6 +81,11 @@ log = logging.getLogger("delta_pyds")
 # storage options consumed here, never passed to fsspec (compared lowercased, no "_")
 _UNSAFE_COMMITS_KEYS = {"allowunsafecommits"}
 _EXTERNAL_PATHS_KEYS = {"allowexternalpaths"}
+_MAX_LOG_FILE_KEYS = {"maxlogfilebytes"}
+
+# the largest log file (commit, JSON checkpoint, compaction) read into memory; Parquet
+# checkpoints and data files are streamed by pyarrow and not bounded by it
+DEFAULT_MAX_LOG_FILE_BYTES = 1 << 30
 
 # option keys whose values are secrets (compared lowercased, without "_" and "-")
 _SECRET_KEY_PARTS = ("secret", "key", "token", "password", "passwd", "credential",
@@ -129,16 +147,38 @@ def _truthy(value: Any, name: str = "allowUnsafeCommits") -> bool:
     raise ValueError(f"storage option {name}: expected true or false, got {value!r}")
 
 
+def _positive_int(value: Any, name: str) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise ValueError(f"storage option {name}: expected a positive number of bytes, got {value!r}")
+    return number
+
+
 def is_secret_key(key: str) -> bool:
     """Whether a storage option's value must never be shown (credentials)."""
     squashed = _squash(key)
     return any(part in squashed for part in _SECRET_KEY_PARTS)
 
 
+_USERINFO_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/@\s\"']+)@")
+
+
 def _secret_values(options: Mapping[str, Any]) -> list[str]:
     values = []
     for k, v in options.items():
-        if not is_secret_key(k) or v is None:
+        if v is None:
+            continue
+        # credentials in URLs (endpoint_url='http://user:pass@host'), in any option
+        text = v if isinstance(v, str) else json.dumps(v, default=str) if isinstance(v, (dict, list)) else str(v)
+        for userinfo in _USERINFO_RE.findall(text):
+            values.append(userinfo)
+            _, _, password = userinfo.partition(":")
+            if password:
+                values.append(password)
+        if not is_secret_key(k):
             continue
         text = v if isinstance(v, str) else json.dumps(v, default=str) if isinstance(v, (dict, list)) else str(v)
         if len(text) >= 4:
@@ -287,7 +327,8 @@ class Storage:
     """The filesystem under one table root (a local path or any fsspec URL)."""
 
     def __init__(self, root: str, options: Mapping[str, Any] | None = None, *,
-                 allow_unsafe_commits: bool = False, allow_external_paths: bool = True):
+                 allow_unsafe_commits: bool = False, allow_external_paths: bool = True,
+                 max_log_file_bytes: int | None = None):
         if not root:
             raise ValueError("a table path is required")
         self.protocol = _protocol_of(root)
@@ -300,13 +341,19 @@ class Storage:
         opts = {}
         unsafe = allow_unsafe_commits
         external = allow_external_paths
+        bound = max_log_file_bytes
         for k, v in dict(options or {}).items():
             if _squash(k) in _UNSAFE_COMMITS_KEYS:
                 unsafe = unsafe or _truthy(v)
             elif _squash(k) in _EXTERNAL_PATHS_KEYS:
                 external = external and _truthy(v, "allowExternalPaths")
+            elif _squash(k) in _MAX_LOG_FILE_KEYS:
+                if bound is None:
+                    bound = _positive_int(v, "maxLogFileBytes")
             else:
                 opts[k] = v
+        self.max_log_file_bytes = DEFAULT_MAX_LOG_FILE_BYTES if bound is None else \
+            _positive_int(bound, "max_log_file_bytes")
         self.options = opts
         self.allow_unsafe_commits = bool(unsafe)
         # False: refuse every data, deletion vector or sidecar path the log names outside
@@ -391,7 +438,7 @@ class Storage:
         fs = self.fs
         self._invalidate(path)  # listings must see other writers' new commits
         try:
-            infos = fs.ls(path, detail=True)
+            infos = self._call("list", path, fs.ls, path, detail=True)
         except FileNotFoundError:
             return []
         entries = []
@@ -406,30 +453,105 @@ class Storage:
 
     def exists(self, path: str) -> bool:
         self._invalidate(path)
-        return self.fs.exists(path)
+        return self._call("check", path, self.fs.exists, path)
 
-    def read_bytes(self, path: str) -> bytes:
-        return self.fs.cat_file(path)
+    def read_bytes(self, path: str, *, size: int | None = None) -> bytes:
+        """A whole (log) file, at most ``max_log_file_bytes``; ``size`` is its size from
+        a listing, when known (the bound is checked before any request)."""
+        self._check_size(path, size)
+        if self.protocol == "file":
+            return self._read_local(path)
+        return self._call("read", path, self.fs.cat_file, path)
 
-    def read_many(self, paths: list[str]) -> list[bytes]:
-        """Reads several whole files (concurrently on async object stores)."""
+    def read_many(self, paths: list[str], *, sizes: list[int] | None = None) -> list[bytes]:
+        """Reads several whole (log) files (concurrently on async object stores); same
+        bound as :meth:`read_bytes`."""
         if not paths:
             return []
+        for p, n in zip(paths, sizes or [None] * len(paths)):
+            self._check_size(p, n)
         if len(paths) == 1 or self.protocol == "file":
-            return [self.fs.cat_file(p) for p in paths]
-        got = self.fs.cat(list(paths), on_error="raise")
+            return [self.read_bytes(p) for p in paths]
+        got = self._call("read", paths[0], self.fs.cat, list(paths), on_error="raise")
         return [got[p] if p in got else got[self.fs._strip_protocol(p)] for p in paths]
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
-        return self.fs.cat_file(path, start=start, end=start + length)
+        self._check_regular(path)
+        return self._call("read", path, self.fs.cat_file, path, start=start, end=start + length)
 
     def open_input(self, path: str):
-        return self.fs.open(path, "rb")
+        self._check_regular(path)
+        return self._call("open", path, self.fs.open, path, "rb")
 
     def info(self, path: str) -> FileEntry:
         self._invalidate(path)
-        info = self.fs.info(path)
+        info = self._call("inspect", path, self.fs.info, path)
         return FileEntry(posixpath.basename(path), path, int(info.get("size") or 0), _mtime_ms(info))
+
+    # -- bounds and errors ----------------------------------------------------------
+    def _too_large(self, path: str, size: int) -> UnsafeFileError:
+        return UnsafeFileError(
+            f"{path} is {size} bytes, more than the {self.max_log_file_bytes} bytes a log file may "
+            "have here; it was not read (raise the bound with the storage option "
+            "maxLogFileBytes if the file is genuine)")
+
+    def _check_size(self, path: str, size: int | None) -> None:
+        if size is not None and size > self.max_log_file_bytes:
+            raise self._too_large(path, size)
+
+    def _check_regular(self, path: str) -> None:
+        """On local disk: refuse FIFOs, devices and sockets before opening them."""
+        if self.protocol != "file":
+            return
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            return  # the open that follows raises the usual FileNotFoundError
+        except OSError:
+            return
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise _not_regular(path)
+
+    def _read_local(self, path: str) -> bytes:
+        bound = self.max_log_file_bytes
+        # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise _not_regular(path)
+            if st.st_size > bound:
+                raise self._too_large(path, st.st_size)
+            chunks, total = [], 0
+            while True:  # the file may grow while it is read: never past the bound
+                chunk = os.read(fd, min(1 << 24, bound + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > bound:
+                    raise self._too_large(path, total)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def _call(self, what: str, path: str, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``; a backend failure other than a missing or existing file
+        becomes a redacted :class:`StorageError` (local OSErrors are kept: they carry no
+        credentials and callers rely on their types)."""
+        failure = None
+        try:
+            return fn(*args, **kwargs)
+        except (FileNotFoundError, FileExistsError, DeltaError):
+            raise
+        except OSError:
+            if self.protocol == "file":
+                raise
+            failure = _describe(sys.exc_info()[1], self.options)
+        except Exception:
+            failure = _describe(sys.exc_info()[1], self.options)
+        # raised outside the except block: no link to the unredacted original
+        raise StorageError(f"cannot {what} {path} on the {self.protocol!r} filesystem: {failure}")
 
     # -- writes ---------------------------------------------------------------------
     def write_bytes(self, path: str, data: bytes) -> None:
@@ -441,7 +563,7 @@ class Storage:
                 f.write(data)
             os.replace(tmp, path)
         else:
-            self.fs.pipe_file(path, data)
+            self._call("write", path, self.fs.pipe_file, path, data)
 
     def makedirs(self, path: str) -> None:
         if self.protocol == "file":
@@ -630,13 +752,22 @@ class Storage:
 
     def delete(self, path: str) -> None:
         try:
-            self.fs.rm_file(path)
+            self._call("delete", path, self.fs.rm_file, path)
         except FileNotFoundError:
             pass
 
     def delete_many(self, paths: Iterable[str]) -> None:
         for p in paths:
             self.delete(p)
+
+
+def _not_regular(path: str) -> UnsafeFileError:
+    return UnsafeFileError(f"{path} is not a regular file (a FIFO, a device or a link to one); "
+                           "it was not read")
+
+
+def _describe(exc: BaseException | None, options: Mapping[str, Any]) -> str:
+    return redact(f"{type(exc).__name__}: {exc}", options)
 
 
 _BACKEND_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs",

@@ -146,7 +146,7 @@ def _checkpoint_actions(snapshot, pcols, pstruct) -> tuple[list, list]:
     storage = snapshot.storage
     reader = CheckpointReader(storage, parts)
     if reader.is_json:
-        data = storage.read_bytes(parts[0].path)
+        data = storage.read_bytes(parts[0].path, size=parts[0].size)
         table = read_json_actions(data, json_actions_schema(pcols, data), source=parts[0].path)
         rows = _struct_rows(table.column("add"))
         if rows is not None and b'"tags"' in data:
@@ -176,7 +176,7 @@ def file_actions(snapshot) -> FileActions:
     root = snapshot.storage.root
     ck_adds, ck_removes = _checkpoint_actions(snapshot, pcols, pstruct)
     commits = snapshot.segment.commits
-    data = snapshot.storage.read_many([c.path for c in commits]) if commits else []
+    data = snapshot.storage.read_many([c.path for c in commits], sizes=[c.size for c in commits]) if commits else []
     commit_adds, commit_removes = [], []
     for d, c in zip(data, commits):
         table = read_json_actions(d, json_actions_schema(pcols, d), source=c.path)

@@ -55,7 +55,7 @@ def commit_timestamps(storage: Storage, commits: list[LogFile]) -> list[int]:
     prev = None
     for c in commits:
         if ict_version is not None and c.version >= ict_version:
-            data = storage.read_bytes(c.path)
+            data = storage.read_bytes(c.path, size=c.size)
             info = first_action(data, source=c.path).get("commitInfo") or {}
             ts = info.get("inCommitTimestamp")
             if ts is None:

@@ -6,21 +6,25 @@ raw traceback from deep inside, never silently wrong rows."""
 
 from __future__ import annotations
 
+import contextlib
+import re
 import json
 import os
+import resource
 import shutil
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_pyds.errors import (CorruptCheckpointError, CorruptLogError, DataFileError, DeletionVectorError,
-                               DeltaError, TableNotFoundError, UnsupportedFeatureError)
+from delta_pyds.errors import (ColumnTypeError, CorruptCheckpointError, CorruptLogError, DataFileError,
+                               DeletionVectorError, DeltaError, TableNotFoundError, UnsupportedFeatureError)
 from delta_pyds.file_reader import ReadSpec, read_file
 from delta_pyds.read_options import ReadOptions
 from delta_pyds.scan import FileTask
 from delta_pyds.schema import to_arrow_schema
 from delta_pyds.snapshot import Snapshot
+from delta_pyds.storage import Storage
 
 from conftest import table_path
 
@@ -529,7 +533,7 @@ def test_data_file_with_mismatched_schema(tmp_path):
     t = copy(tmp_path, SIMPLE)  # id: long
     path = _first_data_file(t)
     pq.write_table(pa.table({"id": pa.array(["one", "two"])}), path)
-    with pytest.raises(DataFileError, match=r"string column as int64"):
+    with pytest.raises(DataFileError, match=r"stores column .id. as string.*declared type long"):
         read_rows(t)
 
 
@@ -732,3 +736,423 @@ def test_relative_deletion_vector_prefix_cannot_escape_the_root(tmp_path):
         bad = DeletionVectorDescriptor("u", prefix + "0" * 20, 1, 10, 1)
         with pytest.raises(DeletionVectorError, match="leave"):
             bad.absolute_path(Storage(str(tmp_path)))
+
+
+# ------------------------------------------------------------ issue 16: wrong data with no error
+def _read_one(tmp_path, data: pa.Table, fields: list[dict], *, mode: str = "none", **write_kw) -> pa.Table:
+    """Reads one Parquet file holding ``data`` as a table of the declared ``fields``."""
+    from delta_pyds.schema import parse_schema
+    pq.write_table(data, tmp_path / "f.parquet", **write_kw)
+    schema = parse_schema(json.dumps({"type": "struct", "fields": fields}))
+    spec = ReadSpec(storage=Storage(str(tmp_path)),
+                    output=schema, arrow_schema=to_arrow_schema(schema), partition_columns=(),
+                    column_mapping_mode=mode)
+    return pa.Table.from_batches(list(read_file(spec, FileTask("f.parquet", 1, (), None))),
+                                 schema=spec.arrow_schema)
+
+
+def _f(name, type_, nullable=True, physical=None):
+    meta = {"delta.columnMapping.physicalName": physical} if physical else {}
+    return {"name": name, "type": type_, "nullable": nullable, "metadata": meta}
+
+
+_LONGS = pa.array([0, 1, 2], pa.int64())
+
+
+@pytest.mark.parametrize("physical,declared", [
+    (_LONGS, "boolean"), (_LONGS, "timestamp"), (_LONGS, "timestamp_ntz"), (_LONGS, "string"),
+    (_LONGS, "date"), (_LONGS, "integer"), (_LONGS, "double"), (_LONGS, "binary"), (_LONGS, "decimal(10,0)"),
+    (pa.array(["a", "b", "c"]), "long"), (pa.array([1.5, 2.5, 3.5]), "long"), (pa.array([1.5, 2.5, 3.5]), "float"),
+    (pa.array([True, False, True]), "integer"), (pa.array([1, 2, 3], pa.date32()), "timestamp"),
+    (pa.array([1, 2, 3], pa.date32()), "integer"), (pa.array([1, 2, 3], pa.timestamp("us")), "date"),
+    (pa.array([1, 2, 3], pa.timestamp("us")), "long"), (pa.array([1, 2, 3], pa.int32()), "float"),
+    (pa.array([b"a", b"b", b"c"]), "long"),
+    (pa.array([1, 2, 3], pa.decimal128(10, 2)), "decimal(10,4)"),  # fewer integer digits
+    (pa.array([1, 2, 3], pa.decimal128(10, 2)), "decimal(12,1)"),  # fewer fraction digits
+    (pa.array([1, 2, 3], pa.decimal128(10, 2)), "double"),
+    (pa.array([[1], [2], []], pa.list_(pa.int64())), "long"),
+    (_LONGS, {"type": "array", "elementType": "long", "containsNull": True}),
+    (_LONGS, {"type": "struct", "fields": [_f("x", "long")]}),
+])
+def test_declared_type_contradicting_the_file_is_refused(tmp_path, physical, declared):
+    with pytest.raises(ColumnTypeError) as exc:
+        _read_one(tmp_path, pa.table({"c": physical}), [_f("c", declared)])
+    msg = str(exc.value)
+    kind = str(physical.type).split("<")[0]
+    assert "f.parquet" in msg and "'c'" in msg and kind in msg
+    assert exc.value.column == "c" and exc.value.physical.split("<")[0] == kind
+    assert exc.value.file.endswith("f.parquet")
+
+
+@pytest.mark.parametrize("physical,declared,column", [
+    (pa.array([[1], None], pa.list_(pa.int64())), {"type": "array", "elementType": "boolean", "containsNull": True},
+     "c.element"),
+    (pa.array([[("k", 1)], None], pa.map_(pa.string(), pa.int64())),
+     {"type": "map", "keyType": "string", "valueType": "timestamp", "valueContainsNull": True}, "c.value"),
+    (pa.array([[(1, 1)], None], pa.map_(pa.int64(), pa.int64())),
+     {"type": "map", "keyType": "string", "valueType": "long", "valueContainsNull": True}, "c.key"),
+    (pa.array([{"x": 1}, None], pa.struct([("x", pa.int64())])),
+     {"type": "struct", "fields": [_f("x", "string")]}, "c.x"),
+    (pa.array([{"s": {"y": 1}}], pa.struct([("s", pa.struct([("y", pa.int64())]))])),
+     {"type": "struct", "fields": [_f("s", {"type": "struct", "fields": [_f("y", "boolean")]})]}, "c.s.y"),
+])
+def test_nested_type_contradictions_name_the_nested_column(tmp_path, physical, declared, column):
+    with pytest.raises(ColumnTypeError, match=rf"column '{column}'") as exc:
+        _read_one(tmp_path, pa.table({"c": physical}), [_f("c", declared)])
+    assert exc.value.column == column
+
+
+def test_allowed_physical_types_still_read(tmp_path):
+    """Regression guard for the check above: every encoding and widening the protocol
+    allows keeps reading, with the right values."""
+    data = pa.table({
+        "b": pa.array([1, 2], pa.int32()),  # Spark's byte: INT32 annotated INT(8), or plain INT32
+        "s": pa.array([1, 2], pa.int8()),  # byte -> short
+        "i": pa.array([1, 2], pa.int16()),  # short -> int
+        "l": pa.array([1, 2], pa.int32()),  # int -> long
+        "u": pa.array([1, 2], pa.uint16()),  # unsigned 16 -> int
+        "d": pa.array([1.5, 2.5], pa.float32()),  # float -> double
+        "di": pa.array([1, 2], pa.int32()),  # int -> double
+        "dec": pa.array([1, 2], pa.int32()),  # int -> decimal(10 + k1, k2)
+        "decl": pa.array([1, 2], pa.int64()),  # long -> decimal(20 + k1, k2)
+        "decw": pa.array([1, 2], pa.decimal128(5, 2)),  # decimal(p, s) -> decimal(p + k1, s + k2)
+        "ntz": pa.array([0, 1], pa.date32()),  # date -> timestamp_ntz
+        "tns": pa.array([1_000, 2_000], pa.timestamp("ns", tz="UTC")),
+        "tms": pa.array([1, 2], pa.timestamp("ms")),
+        "str": pa.array([b"x", b"y"], pa.binary()),  # BINARY without UTF8 annotation
+        "lstr": pa.array(["x", "y"], pa.large_string()),
+        "dict": pa.array(["x", "y"]).dictionary_encode(),
+        "nul": pa.nulls(2),  # an all-null column of an unknown type
+        "lst": pa.array([[1], None], pa.list_(pa.int32())),  # nested widening
+        "mp": pa.array([[("k", 1.0)], None], pa.map_(pa.string(), pa.float32())),
+        "st": pa.array([{"x": 1}, None], pa.struct([("x", pa.int16())])),
+    })
+    fields = [_f("b", "byte"), _f("s", "short"), _f("i", "integer"), _f("l", "long"), _f("u", "integer"),
+              _f("d", "double"), _f("di", "double"), _f("dec", "decimal(12,2)"), _f("decl", "decimal(22,2)"),
+              _f("decw", "decimal(7,3)"), _f("ntz", "timestamp_ntz"), _f("tns", "timestamp"),
+              _f("tms", "timestamp"), _f("str", "string"), _f("lstr", "string"), _f("dict", "string"),
+              _f("nul", "date"), _f("lst", {"type": "array", "elementType": "long", "containsNull": True}),
+              _f("mp", {"type": "map", "keyType": "string", "valueType": "double", "valueContainsNull": True}),
+              _f("st", {"type": "struct", "fields": [_f("x", "long")]})]
+    out = _read_one(tmp_path, data, fields).to_pylist()
+    import datetime as dt
+    import decimal
+    assert out[0]["b"] == 1 and out[1]["u"] == 2 and out[0]["di"] == 1.0
+    assert out[1]["decl"] == decimal.Decimal("2.00") and out[0]["decw"] == decimal.Decimal("1.000")
+    assert out[1]["ntz"] == dt.datetime(1970, 1, 2)
+    assert out[0]["tns"] == dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=dt.timezone.utc)
+    assert out[1]["str"] == "y" and out[0]["dict"] == "x" and out[0]["nul"] is None
+    assert out[0]["lst"] == [1] and out[0]["mp"] == [("k", 1.0)] and out[0]["st"] == {"x": 1}
+
+
+def test_int96_and_column_mapping_renames_still_read(tmp_path):
+    import datetime as dt
+    data = pa.table({"col-1": pa.array([dt.datetime(2020, 1, 1)], pa.timestamp("us"))})
+    out = _read_one(tmp_path, data, [_f("when", "timestamp", physical="col-1")], mode="name",
+                    use_deprecated_int96_timestamps=True)
+    assert out.column("when").to_pylist() == [dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)]
+
+
+def test_narrowing_int32_to_byte_out_of_range_names_the_column(tmp_path):
+    with pytest.raises(DataFileError, match=r"column 'b'.*f\.parquet"):
+        _read_one(tmp_path, pa.table({"b": pa.array([1, 300], pa.int32())}), [_f("b", "byte")])
+
+
+def test_missing_non_nullable_column_is_an_error(tmp_path):
+    data = pa.table({"a": [1, 2]})
+    with pytest.raises(DataFileError, match=r"f\.parquet has no column 'b'.*NOT NULL"):
+        _read_one(tmp_path, data, [_f("a", "long"), _f("b", "long", nullable=False)])
+    # a column added later by schema evolution is nullable: null in the old file
+    out = _read_one(tmp_path, data, [_f("a", "long"), _f("b", "long")])
+    assert out.column("b").to_pylist() == [None, None]
+
+
+def test_missing_non_nullable_nested_field_is_an_error(tmp_path):
+    data = pa.table({"s": pa.array([{"x": 1}], pa.struct([("x", pa.int64())]))})
+    inner = {"type": "struct", "fields": [_f("x", "long"), _f("y", "long", nullable=False)]}
+    with pytest.raises(DataFileError, match=r"no column 's\.y'"):
+        _read_one(tmp_path, data, [_f("s", inner)])
+    # the whole (nullable) struct missing: null, its non-nullable child does not matter
+    out = _read_one(tmp_path, pa.table({"a": [1]}), [_f("a", "long"), _f("t", inner)])
+    assert out.column("t").to_pylist() == [None]
+
+
+def test_boolean_partition_value_other_than_true_false_is_refused(tmp_path):
+    from delta_pyds.partition_values import parse_partition_values
+    from delta_pyds.schema import PrimitiveType
+    ok = parse_partition_values(pa.array(["true", "FALSE", "True", None, ""]), PrimitiveType("boolean"), column="p")
+    assert ok.to_pylist() == [True, False, True, None, None]
+    for bad in ("maybe", "1", "yes", " true"):
+        with pytest.raises(CorruptLogError, match=r"'p'.*boolean"):
+            parse_partition_values(pa.array(["true", bad]), PrimitiveType("boolean"), column="p")
+
+
+def test_boolean_partition_value_maybe_in_a_table(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    from delta_pyds.schema import parse_schema
+    snap = Snapshot.load(t)
+    edit_actions(log_file(t, 0), lambda acts: [
+        {"metaData": {**a["metaData"], "partitionColumns": ["flag"], "schemaString": json.dumps(
+            {"type": "struct", "fields": [*parse_schema(a["metaData"]["schemaString"]).to_json()["fields"],
+                                          _f("flag", "boolean")]})}} if "metaData" in a else a for a in acts])
+    for v in range(5):  # commit 4's own add has no rows: give every add the value
+        edit_actions(log_file(t, v), lambda acts: [
+            {"add": {**a["add"], "partitionValues": {"flag": "maybe"}}} if "add" in a else a for a in acts])
+    assert snap.version == 4
+    with pytest.raises(CorruptLogError, match=r"'flag'.*boolean.*maybe"):
+        read_rows(t)
+
+
+@pytest.mark.parametrize("value", ["value", ["a", 1], [None], {"a": 1}, 7])
+def test_partition_columns_not_a_list_of_strings_is_refused(tmp_path, value):
+    t = copy(tmp_path, SIMPLE)
+    edit_actions(log_file(t, 0), lambda acts: [
+        {"metaData": {**a["metaData"], "partitionColumns": value}} if "metaData" in a else a for a in acts])
+    with pytest.raises(CorruptLogError, match=r"00000000000000000000\.json.*partitionColumns must be an array of strings"):
+        Snapshot.load(t).files
+
+
+@pytest.mark.parametrize("names", [("id", "ID"), ("Value", "vALUE")])
+def test_columns_differing_only_in_case_are_refused(tmp_path, names):
+    from delta_pyds.errors import SchemaError
+    from delta_pyds.schema import parse_schema
+    schema = json.dumps({"type": "struct", "fields": [_f(names[0], "long"), _f(names[1], "string")]})
+    with pytest.raises(SchemaError, match=rf"{names[0]}.*{names[1]}"):
+        parse_schema(schema)
+    nested = json.dumps({"type": "struct", "fields": [_f("s", json.loads(schema))]})
+    with pytest.raises(SchemaError, match=r"s\."):
+        parse_schema(nested)
+    t = copy(tmp_path, SIMPLE)
+    edit_actions(log_file(t, 0), lambda acts: [
+        {"metaData": {**a["metaData"], "schemaString": schema}} if "metaData" in a else a for a in acts])
+    with pytest.raises(SchemaError):
+        Snapshot.load(t).schema
+
+
+# ------------------------------------------------------------ issue 16: memory and time bombs
+@contextlib.contextmanager
+def memory_cap(extra: int = 1 << 30):
+    """Caps this process's address space at its current size + ``extra`` bytes, so that
+    an unbounded allocation fails fast with MemoryError (which no test here accepts)
+    instead of exhausting a shared machine. No timing involved."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/status") as f:
+        size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    limit = size + extra if hard == resource.RLIM_INFINITY else min(size + extra, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def test_multi_part_checkpoint_name_claiming_a_billion_parts(tmp_path):
+    t = copy(tmp_path, SIMPLE)
+    bomb = os.path.join(t, "_delta_log", "00000000000000000000.checkpoint.0000000001.1000000000.parquet")
+    open(bomb, "wb").write(b"PAR1")
+    expected = file_paths(table_path(SIMPLE))
+    with memory_cap():
+        assert file_paths(t) == expected  # an incomplete checkpoint is ignored
+    # with nothing else to read it is a named error, still without materialising the parts
+    os.remove(log_file(t, 0))
+    with memory_cap(), pytest.raises(DeltaError):
+        Snapshot.load(t).files
+
+
+def test_multi_part_checkpoint_complete_with_odd_part_numbers_is_not_complete(tmp_path):
+    from delta_pyds.log_files import parse_log_file_name
+    from delta_pyds.log_segment import complete_checkpoints
+    names = ["00000000000000000005.checkpoint.0000000000.0000000002.parquet",
+             "00000000000000000005.checkpoint.0000000002.0000000002.parquet"]
+    assert complete_checkpoints([parse_log_file_name(n) for n in names]) == {}
+    names[0] = "00000000000000000005.checkpoint.0000000001.0000000002.parquet"
+    assert list(complete_checkpoints([parse_log_file_name(n) for n in names])) == [5]
+
+
+def _give_dv(t: str, descriptor: dict) -> None:
+    edit_actions(latest_commit(t), lambda acts: [
+        {"add": {**a["add"], "deletionVector": descriptor}} if "add" in a else a for a in acts])
+
+
+def _range_bitmap(n: int):
+    from pyroaring import BitMap64
+    bm = BitMap64()
+    bm.add_range(0, n)
+    return bm
+
+
+def test_dv_file_claiming_2_pow_32_rows_is_refused_before_expansion(tmp_path):
+    from delta_pyds.deletion_vectors import write_deletion_vectors
+    t = copy(tmp_path, DV_TABLE)  # one file of 10 rows
+    (desc,) = write_deletion_vectors(Storage(t), [_range_bitmap(2 ** 32)])
+    assert desc.size_in_bytes < 1 << 20 and desc.cardinality == 2 ** 32
+    _give_dv(t, desc.to_dict())
+    with memory_cap(), pytest.raises(DeletionVectorError, match=r"deletes row 4294967295.*only 10 rows"):
+        read_rows(t)
+
+
+def test_dv_whose_descriptor_understates_a_huge_bitmap_is_refused_before_expansion(tmp_path):
+    from delta_pyds.deletion_vectors import write_deletion_vectors
+    t = copy(tmp_path, DV_TABLE)
+    (desc,) = write_deletion_vectors(Storage(t), [_range_bitmap(2 ** 32)])
+    _give_dv(t, {**desc.to_dict(), "cardinality": 2})
+    with memory_cap(), pytest.raises(DeletionVectorError, match=r"holds 4294967296 rows.*cardinality 2"):
+        read_rows(t)
+
+
+def test_inline_dv_with_2_pow_36_rows_is_refused_before_expansion(tmp_path):
+    from delta_pyds.deletion_vectors import inline_descriptor, load_deleted_rows
+    t = copy(tmp_path, DV_TABLE)
+    desc = inline_descriptor(_range_bitmap(2 ** 36))
+    _give_dv(t, desc.to_dict())
+    with memory_cap(), pytest.raises(DeletionVectorError, match=r"only 10 rows"):
+        read_rows(t)
+    # without a known file size (DML, change data feed), a default bound applies
+    with memory_cap(), pytest.raises(DeletionVectorError, match=r"deletes 68719476736 rows, more than"):
+        load_deleted_rows(None, desc)
+
+
+def test_schema_nested_500_levels_is_a_named_error(tmp_path):
+    from delta_pyds.errors import SchemaError
+    from delta_pyds.schema import MAX_TYPE_DEPTH, parse_schema
+    t = copy(tmp_path, SIMPLE)
+    inner = '"long"'
+    for _ in range(500):  # built as text: json.dumps itself would overflow the stack
+        inner = '{"type":"struct","fields":[{"name":"a","type":' + inner + ',"nullable":true,"metadata":{}}]}'
+    edit_actions(log_file(t, 0), lambda acts: [
+        {"metaData": {**a["metaData"], "schemaString": inner}} if "metaData" in a else a for a in acts])
+    with pytest.raises(SchemaError, match=r"nested deeper than 100 levels"):
+        Snapshot.load(t).schema
+    # deeper than the JSON parser's own recursion limit
+    text = '{"type":"struct","fields":[{"name":"a","type":' + '{"type":"array","elementType":' * 100_000 + \
+        '"long"' + ',"containsNull":true}' * 100_000 + ',"nullable":true,"metadata":{}}]}'
+    with pytest.raises(SchemaError, match=r"nested deeper"):
+        parse_schema(text)
+    ok: dict | str = "long"
+    for _ in range(MAX_TYPE_DEPTH - 1):
+        ok = {"type": "array", "elementType": ok, "containsNull": True}
+    assert parse_schema(json.dumps({"type": "struct", "fields": [_f("a", ok)]}))
+
+
+def test_commit_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
+    from delta_pyds.errors import UnsafeFileError
+    t = copy(tmp_path, SIMPLE)
+    os.remove(log_file(t, 4))
+    os.mkfifo(log_file(t, 4))  # opening it for reading would block until a writer comes
+    with pytest.raises(UnsafeFileError, match=r"00000000000000000004\.json is not a regular file"):
+        Snapshot.load(t).files
+    assert Snapshot.load(t, version=3).version == 3
+
+
+def test_commit_file_linked_to_dev_zero_is_refused(tmp_path):
+    from delta_pyds.errors import UnsafeFileError
+    t = copy(tmp_path, SIMPLE)
+    os.remove(log_file(t, 4))
+    os.symlink("/dev/zero", log_file(t, 4))
+    with memory_cap(), pytest.raises(UnsafeFileError, match=r"00000000000000000004\.json is not a regular file"):
+        Snapshot.load(t).files
+
+
+def test_commit_larger_than_the_bound_is_refused(tmp_path):
+    from delta_pyds.errors import UnsafeFileError
+    t = copy(tmp_path, SIMPLE)
+    size = max(os.path.getsize(log_file(t, v)) for v in range(5))
+    with pytest.raises(UnsafeFileError, match=rf"\.json is {size} bytes, more than the {size - 1} bytes.*maxLogFileBytes"):
+        Snapshot.load(Storage(t, {"maxLogFileBytes": str(size - 1)})).files
+    assert Snapshot.load(Storage(t, {"maxLogFileBytes": str(size)})).version == 4
+    with pytest.raises(ValueError, match="maxLogFileBytes"):
+        Storage(t, {"maxLogFileBytes": "lots"})
+
+
+def test_log_file_bound_on_an_object_store_uses_the_listed_size(tmp_path):
+    """On object stores every object is a 'regular file': the listing's size decides,
+    before the object is fetched."""
+    import uuid
+
+    import fsspec
+
+    from delta_pyds.errors import UnsafeFileError
+    root = f"memory://bound-{uuid.uuid4().hex}/t"
+    fs = fsspec.filesystem("memory")
+    src = table_path(SIMPLE)
+    for name in sorted(os.listdir(os.path.join(src, "_delta_log"))):
+        if not name.endswith(".json"):
+            continue
+        fs.pipe_file(f"{root}/_delta_log/{name}", open(os.path.join(src, "_delta_log", name), "rb").read())
+    assert Snapshot.load(Storage(root)).version == 4
+    with pytest.raises(UnsafeFileError, match=r"00000000000000000000\.json is \d+ bytes"):
+        Snapshot.load(Storage(root, {"maxLogFileBytes": "100"}))
+
+
+def test_last_checkpoint_that_is_a_fifo_is_ignored(tmp_path):
+    t = copy(tmp_path, CHECKPOINTED)
+    hint = os.path.join(t, "_delta_log", "_last_checkpoint")
+    if os.path.exists(hint):
+        os.remove(hint)
+    os.mkfifo(hint)
+    assert Snapshot.load(t).version == 10
+
+
+def test_checkpoint_that_is_a_fifo_falls_back_to_commits(tmp_path):
+    t = copy(tmp_path, CHECKPOINTED)
+    expected = file_paths(table_path(CHECKPOINTED))
+    cp = log_file(t, 10, "checkpoint.parquet")
+    os.remove(cp)
+    os.mkfifo(cp)
+    assert file_paths(t) == expected
+
+
+def test_data_file_that_is_a_fifo_is_refused(tmp_path):
+    from delta_pyds.errors import UnsafeFileError
+    t = copy(tmp_path, SIMPLE)
+    path = _first_data_file(t)
+    os.remove(path)
+    os.mkfifo(path)
+    with pytest.raises(UnsafeFileError, match=os.path.basename(path)):
+        read_rows(t)
+
+
+def test_deletion_vector_file_that_is_a_fifo_is_refused(tmp_path):
+    t = copy(tmp_path, DV_TABLE)
+    dv = _dv_file(t)
+    os.remove(dv)
+    os.mkfifo(dv)
+    with pytest.raises(DeletionVectorError, match="not a regular file"):
+        read_rows(t)
+
+
+# ------------------------------------------------------------ issue 16: errors that should be named
+@pytest.mark.parametrize("decimal", ["decimal(99,0)", "decimal(0,0)", "decimal(10,11)", "decimal(10,-1)"])
+def test_invalid_decimal_type_names_the_column(tmp_path, decimal):
+    from delta_pyds.errors import SchemaError
+    t = copy(tmp_path, SIMPLE)
+    schema = json.dumps({"type": "struct", "fields": [_f("id", "long"), _f("amount", decimal)]})
+    edit_actions(log_file(t, 0), lambda acts: [
+        {"metaData": {**a["metaData"], "schemaString": schema}} if "metaData" in a else a for a in acts])
+    with pytest.raises(SchemaError, match=rf"{re.escape(decimal)} of column 'amount'"):
+        read_rows(t)
+
+
+@pytest.mark.parametrize("field_name", ["readerFeatures", "writerFeatures"])
+@pytest.mark.parametrize("value", ["deletionVectors", {"deletionVectors": True}, ["deletionVectors", 3]])
+def test_protocol_features_not_an_array_of_strings_are_malformed(tmp_path, field_name, value):
+    t = copy(tmp_path, SIMPLE)
+    edit_actions(log_file(t, 0), lambda acts: [
+        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [], "writerFeatures": [],
+                      field_name: value}} if "protocol" in a else a for a in acts])
+    with pytest.raises(CorruptLogError, match=rf"malformed protocol action.*{field_name} must be an array"):
+        Snapshot.load(t)
+
+
+def test_partition_value_with_nul_is_written_escaped_and_read_back(tmp_path):
+    from delta_pyds.write_plan import write_arrow
+    t = str(tmp_path / "nul")
+    values = ["a\x00b", "\x00", "c"]
+    write_arrow(t, pa.table({"p": values, "v": [1, 2, 3]}), options={"partitionBy": "p"})
+    dirs = sorted(d for d in os.listdir(t) if d.startswith("p="))
+    assert dirs == ["p=%00", "p=a%00b", "p=c"]
+    got = sorted(read_rows(t).to_pylist(), key=lambda r: r["v"])
+    assert [r["p"] for r in got] == values
+    deltalake = pytest.importorskip("deltalake")
+    other = sorted(deltalake.DeltaTable(t).to_pyarrow_table().to_pylist(), key=lambda r: r["v"])
+    assert [r["p"] for r in other] == values

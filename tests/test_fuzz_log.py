@@ -383,3 +383,175 @@ def test_a_remove_in_any_spelling_cancels_an_add_in_any_other(group):
                        _encode({"remove": {"path": remove, "deletionTimestamp": 1, "dataChange": True}}) + b"\n"]
             assert check(commits) == "ok", (add, remove)
             assert check(commits[:1]) == "ok", add
+
+
+# ----------------------------------------------------------------- issue 16: hostile metadata
+_BASE_STATE = [json.loads(x) for x in BASE_COMMITS[0].splitlines() if x.strip()]
+_types = st.recursive(
+    st.one_of(st.sampled_from(["long", "integer", "string", "boolean", "double", "date", "timestamp",
+                               "binary", "void", "variant", "decimal", "char(3)", "nope"]),
+              st.builds(lambda p, s: f"decimal({p},{s})", st.integers(-2, 60), st.integers(-3, 60)),
+              json_values),
+    lambda children: st.one_of(
+        st.builds(lambda e: {"type": "array", "elementType": e, "containsNull": True}, children),
+        st.builds(lambda k, v: {"type": "map", "keyType": k, "valueType": v}, children, children),
+        st.builds(lambda fs: {"type": "struct", "fields": fs}, st.lists(st.one_of(
+            st.builds(lambda n, t, nl: {"name": n, "type": t, "nullable": nl, "metadata": {}},
+                      st.sampled_from(["a", "A", "b", "id", "ID", "x.y"]), children, st.booleans()),
+            json_values), max_size=3))),
+    max_leaves=8)
+
+
+@FUZZ
+@given(schema=st.one_of(_types, st.builds(json.dumps, _types), st.text(max_size=20)),
+       partition_columns=st.one_of(st.just([]), st.lists(st.sampled_from(["a", "id", "p"]), max_size=2),
+                                   json_values),
+       reader_features=st.one_of(st.none(), st.lists(st.sampled_from(["deletionVectors", "columnMapping",
+                                                                      "bogus"]), max_size=2), json_values),
+       writer_features=st.one_of(st.none(), json_values))
+def test_random_protocol_and_metadata(schema, partition_columns, reader_features, writer_features):
+    """Malformed protocol/metaData fields (features and partition columns of any JSON type,
+    any schemaString) load correctly or raise a DeltaError: never a raw exception, never a
+    feature list split into characters."""
+    state = []
+    for a in _BASE_STATE:
+        if "protocol" in a:
+            proto = {"minReaderVersion": 3 if reader_features is not None else 1,
+                     "minWriterVersion": 7 if writer_features is not None else 2}
+            if reader_features is not None:
+                proto["readerFeatures"] = reader_features
+            if writer_features is not None:
+                proto["writerFeatures"] = writer_features
+            a = {"protocol": proto}
+        elif "metaData" in a:
+            a = {"metaData": {**a["metaData"], "partitionColumns": partition_columns,
+                              "schemaString": schema if isinstance(schema, str) else json.dumps(schema)}}
+        state.append(a)
+    root = tempfile.mkdtemp(prefix="fuzzmeta-")
+    try:
+        os.mkdir(os.path.join(root, "_delta_log"))
+        with open(os.path.join(root, "_delta_log", f"{0:020d}.json"), "wb") as f:
+            f.write(b"\n".join(_encode(a) for a in state) + b"\n")
+        try:
+            snap = Snapshot.load(root)
+            snap.schema
+            snap.files
+        except DeltaError:
+            return
+        assert isinstance(partition_columns, list) and all(isinstance(c, str) for c in partition_columns)
+        for feats in (reader_features, writer_features):
+            assert feats is None or (isinstance(feats, list) and all(isinstance(x, str) for x in feats))
+        names = [f.name.lower() for f in snap.schema.fields]
+        assert len(names) == len(set(names))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@FUZZ
+@given(names=st.lists(st.one_of(
+    st.builds(lambda v, i, n: f"{v:020d}.checkpoint.{i:010d}.{n:010d}.parquet",
+              st.integers(0, 5), st.integers(0, 10 ** 10 - 1), st.integers(0, 10 ** 10 - 1)),
+    st.builds(lambda v: f"{v:020d}.checkpoint.parquet", st.integers(0, 5))), max_size=6))
+def test_random_checkpoint_names_cost_nothing_and_never_break_the_load(names):
+    """Stray checkpoint files (any part counts, mostly incomplete, 4 bytes each) next to a
+    good log: the load gives the reference answer or a DeltaError, within 256 MiB."""
+    from test_bad_input import memory_cap
+    root = tempfile.mkdtemp(prefix="fuzzcpname-")
+    try:
+        os.mkdir(os.path.join(root, "_delta_log"))
+        for v, data in enumerate(BASE_COMMITS):
+            with open(os.path.join(root, "_delta_log", f"{v:020d}.json"), "wb") as f:
+                f.write(data)
+        for name in names:
+            with open(os.path.join(root, "_delta_log", name), "wb") as f:
+                f.write(b"PAR1")
+        with memory_cap(256 << 20):
+            try:
+                got = loaded_files(root)
+            except DeltaError:
+                return
+        assert got == reference_files(BASE_COMMITS)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@FUZZ
+@given(text=st.one_of(st.sampled_from(["true", "false", "TRUE", "False", "tRuE", "maybe", "1", "0", "yes",
+                                       " true", "true ", "t", ""]), st.text(max_size=6)))
+def test_random_boolean_partition_values(text):
+    from delta_pyds.errors import CorruptLogError
+    from delta_pyds.partition_values import parse_partition_values
+    from delta_pyds.schema import PrimitiveType
+    try:
+        got = parse_partition_values(pa.array([text]), PrimitiveType("boolean"), column="p").to_pylist()
+    except CorruptLogError:
+        assert text.lower() not in ("true", "false", "")
+        return
+    assert got == [None if text == "" else text.lower() == "true"]
+    assert text.lower() in ("true", "false", "")
+
+
+# physical Arrow type -> declared Delta types it may be read as (the protocol's type
+# widening and encodings of one logical type), written out independently of the reader
+_INT_DECIMALS = {"decimal(10,0)", "decimal(12,2)", "decimal(20,0)", "decimal(22,2)"}  # 10 + k1, k2
+_PHYSICAL = {
+    "int8": (pa.array([1, -2, None], pa.int8()), {"byte", "short", "integer", "long", "double"} | _INT_DECIMALS),
+    "int16": (pa.array([1, -2, None], pa.int16()), {"short", "integer", "long", "double"} | _INT_DECIMALS),
+    # Spark writes byte and short as INT32 (annotated INT(8)/INT(16))
+    "int32": (pa.array([1, -2, None], pa.int32()), {"byte", "short", "integer", "long", "double"} | _INT_DECIMALS),
+    "int64": (pa.array([1, -2, None], pa.int64()), {"long", "decimal(20,0)", "decimal(22,2)"}),  # 20 + k1, k2
+    "float32": (pa.array([1.5, None, 2.0], pa.float32()), {"float", "double"}),
+    "float64": (pa.array([1.5, None, 2.0], pa.float64()), {"double"}),
+    "bool": (pa.array([True, None, False]), {"boolean"}),
+    "string": (pa.array(["a", None, "b"]), {"string", "binary"}),
+    "binary": (pa.array([b"a", None, b"b"]), {"string", "binary"}),
+    "date32": (pa.array([1, None, 2], pa.date32()), {"date", "timestamp_ntz"}),
+    "ts_us": (pa.array([1, None, 2], pa.timestamp("us")), {"timestamp", "timestamp_ntz"}),
+    "ts_ms_utc": (pa.array([1, None, 2], pa.timestamp("ms", tz="UTC")), {"timestamp", "timestamp_ntz"}),
+    "ts_ns": (pa.array([1000, None, 2000], pa.timestamp("ns")), {"timestamp", "timestamp_ntz"}),
+    # decimal(p, s) -> decimal(p + k1, s + k2), k1 >= k2 >= 0
+    "dec5_2": (pa.array([1, None, 2], pa.decimal128(5, 2)), {"decimal(5,2)", "decimal(7,3)", "decimal(12,2)",
+                                                             "decimal(22,2)"}),
+}
+_DECLARED = sorted({"byte", "short", "integer", "long", "float", "double", "boolean", "string", "binary", "date",
+                    "timestamp", "timestamp_ntz", "decimal(10,0)", "decimal(12,2)", "decimal(20,0)",
+                    "decimal(22,2)", "decimal(5,2)", "decimal(7,3)", "decimal(4,1)"})
+
+
+@FUZZ
+@given(physical=st.sampled_from(sorted(_PHYSICAL)), declared=st.sampled_from(_DECLARED),
+       nested=st.sampled_from(["top", "array", "struct", "map"]))
+def test_random_physical_and_declared_types(tmp_path_factory, physical, declared, nested):
+    """A column of one physical type declared as another: read with the right values when
+    the protocol allows it, a ColumnTypeError otherwise (also nested)."""
+    from delta_pyds.errors import ColumnTypeError
+    from delta_pyds.file_reader import ReadSpec, read_file
+    from delta_pyds.scan import FileTask
+    from delta_pyds.schema import parse_schema, to_arrow_schema, to_arrow_type
+    from delta_pyds.storage import Storage
+    arr, allowed = _PHYSICAL[physical]
+    dtype: object = declared
+    if nested == "array":
+        arr = pa.ListArray.from_arrays(pa.array([0, 1, 2, 3], pa.int32()), arr)
+        dtype = {"type": "array", "elementType": declared, "containsNull": True}
+    elif nested == "struct":
+        arr = pa.StructArray.from_arrays([arr], names=["x"])
+        dtype = {"type": "struct", "fields": [{"name": "x", "type": declared, "nullable": True, "metadata": {}}]}
+    elif nested == "map":
+        arr = pa.MapArray.from_arrays(pa.array([0, 1, 2, 3], pa.int32()), pa.array(["k1", "k2", "k3"]), arr)
+        dtype = {"type": "map", "keyType": "string", "valueType": declared, "valueContainsNull": True}
+    root = tmp_path_factory.mktemp("types")
+    pq.write_table(pa.table({"c": arr}), root / "f.parquet")
+    schema = parse_schema(json.dumps({"type": "struct", "fields": [
+        {"name": "c", "type": dtype, "nullable": True, "metadata": {}}]}))
+    spec = ReadSpec(storage=Storage(str(root)), output=schema, arrow_schema=to_arrow_schema(schema),
+                    partition_columns=())
+    try:
+        out = pa.Table.from_batches(list(read_file(spec, FileTask("f.parquet", 1, (), None))),
+                                    schema=spec.arrow_schema)
+    except ColumnTypeError as exc:
+        assert declared not in allowed, f"{physical} -> {declared} is allowed but was refused: {exc}"
+        return
+    assert declared in allowed, f"{physical} -> {declared} was read although the protocol forbids it"
+    assert out.column("c").type == to_arrow_type(schema.fields[0].type)
+    assert out.num_rows == 3

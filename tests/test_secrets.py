@@ -135,3 +135,34 @@ def test_spark_write_and_read_with_storage_options(tmp_path, spark, caplog):
     # included: outside delta_pyds's control (documented); everything else must be clean
     assert_clean("\n".join(r.getMessage() for r in caplog.records if not r.name.startswith("py4j")),
                  "the driver logs")
+
+
+# ------------------------------------------------------------ issue 16: object store client errors
+PASSWORD = "pa55-W0rd-in-the-url-77"
+
+
+def test_redact_covers_user_and_password_in_urls():
+    opts = {"endpoint_url": f"http://someone:{PASSWORD}@127.0.0.1:9",
+            "client_kwargs": {"endpoint_url": f"https://other:{PASSWORD}x@host"}}
+    text = f"failed: http://someone:{PASSWORD}@127.0.0.1:9/bucket and https://other:{PASSWORD}x@host"
+    out = redact(text, opts)
+    assert PASSWORD not in out and "someone:" not in out and "***" in out
+
+
+@pytest.mark.parametrize("options", [
+    # credentials in the endpoint URL: botocore raises HTTPClientError before any request
+    {"endpoint_url": f"http://someone:{PASSWORD}@127.0.0.1:9", "key": KEY_ID, "secret": SECRET},
+    # colliding client arguments: a TypeError from inside the client at the first request
+    {"endpoint_url": "http://127.0.0.1:9", "key": KEY_ID, "secret": SECRET,
+     "client_kwargs": '{"config": 1}'},
+])
+def test_object_store_client_errors_are_named_and_redacted(options):
+    pytest.importorskip("s3fs")
+    from delta_pyds.errors import StorageError
+    with pytest.raises(StorageError) as exc:
+        Snapshot.load(Storage("s3://bucket/table", options))
+    text = str(exc.value)
+    assert_clean(text, "a StorageError")
+    assert PASSWORD not in text and KEY_ID not in text
+    assert "bucket/table" in text
+    assert exc.value.__cause__ is None and exc.value.__context__ is None
