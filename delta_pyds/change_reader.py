@@ -18,6 +18,7 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .change_data import CDF_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, ChangeDataError, ChangeFile
 from .deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
@@ -45,10 +46,15 @@ def selected_rows(storage, f: ChangeFile) -> np.ndarray | None:
     """The sorted row positions to read, or None to read all rows minus the file's DV."""
     if f.selected is None:
         return None
-    rows = load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(f.selected))
+    try:  # the file's row count bounds the vectors (see load_deleted_rows)
+        with storage.open_input(storage.resolve(f.path)) as fh:
+            n = pq.ParquetFile(fh).metadata.num_rows
+    except FileNotFoundError:
+        n = None  # read_file reports the missing file
+    rows = load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(f.selected), max_rows=n)
     if f.excluded is not None:
-        rows = np.setdiff1d(rows, load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(f.excluded)),
-                            assume_unique=True)
+        rows = np.setdiff1d(rows, load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(f.excluded),
+                                                    max_rows=n), assume_unique=True)
     return rows
 
 

@@ -248,11 +248,19 @@ def load_deleted_rows(storage, descriptor: DeletionVectorDescriptor | Mapping, *
         raise DeletionVectorError(
             f"{where}: the bitmap holds {count} rows but the log says cardinality "
             f"{descriptor.cardinality}")
-    if max_rows is not None and count and bitmap.max() >= max_rows:
-        raise DeletionVectorError(f"{where}: deletes row {bitmap.max()} ({count} rows in all), but the "
-                                  f"data file has only {max_rows} rows")
-    _check_count(count, source=where)
+    _check_rows(bitmap, count, max_rows, where)
     return np.frombuffer(bitmap.to_array(), dtype=np.uint64)
+
+
+def _check_rows(bitmap: BitMap64, count: int, max_rows: int | None, source: str) -> None:
+    """No row index at or past a known row count; without one, at most
+    :data:`DEFAULT_MAX_DV_ROWS` rows (checked on the bitmap, before any expansion)."""
+    if max_rows is not None:
+        if count and bitmap.max() >= max_rows:
+            raise DeletionVectorError(f"{source}: deletes row {bitmap.max()} ({count} rows in all), but "
+                                      f"the data file has only {max_rows} rows")
+        return
+    _check_count(count, source=source)
 
 
 def _check_count(count: int, *, source: str) -> None:
@@ -262,11 +270,12 @@ def _check_count(count: int, *, source: str) -> None:
             "may hold without a known file size")
 
 
-def deserialize_deleted_rows(data: bytes, *, source: str = "deletion vector") -> np.ndarray:
-    """Sorted row indexes from DV bitmap bytes (magic number + portable 64-bit roaring);
-    at most :data:`DEFAULT_MAX_DV_ROWS` of them, checked before the bitmap is expanded."""
+def deserialize_deleted_rows(data: bytes, *, source: str = "deletion vector",
+                             max_rows: int | None = None) -> np.ndarray:
+    """Sorted row indexes from DV bitmap bytes (magic number + portable 64-bit roaring),
+    bounded as :func:`load_deleted_rows` bounds them, before the bitmap is expanded."""
     bitmap = _deserialize_bitmap(data, source)
-    _check_count(len(bitmap), source=source)
+    _check_rows(bitmap, len(bitmap), max_rows, source)
     return np.frombuffer(bitmap.to_array(), dtype=np.uint64)
 
 

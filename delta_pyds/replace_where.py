@@ -80,7 +80,8 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
         live = np.ones(table.num_rows, bool)
         old_dv = f["deletion_vector"]
         if old_dv:
-            deleted = load_deleted_rows(snapshot.storage, DeletionVectorDescriptor.from_dict(old_dv))
+            deleted = load_deleted_rows(snapshot.storage, DeletionVectorDescriptor.from_dict(old_dv),
+                                        max_rows=table.num_rows)
             live[deleted[deleted < table.num_rows].astype(np.int64)] = False
         hit &= live
         n_hit = int(hit.sum())

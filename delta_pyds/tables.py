@@ -496,12 +496,10 @@ class DeltaTable:
                     .applyInArrow(to_bitmap, "file string, rows binary").collect())
             if not hits:
                 return
-            from .deletion_vectors import deserialize_deleted_rows
             by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
             idx = [by_path[h["file"]] for h in hits]
             old = active.take(pa.array(idx, pa.int64()))
-            self._commit_dv_delete(snap, txn, old, [deserialize_deleted_rows(h["rows"]) for h in hits],
-                                   params)
+            self._commit_dv_delete(snap, txn, old, [h["rows"] for h in hits], params)
             return
         matched = [r[_FILE] for r in scan.where(cond).select(_FILE).distinct().collect()]
         if not matched:
@@ -528,26 +526,30 @@ class DeltaTable:
             delete_files(self._storage, written)
             raise
 
-    def _commit_dv_delete(self, snap, txn, old: pa.Table, new_rows: list, params) -> None:
+    def _commit_dv_delete(self, snap, txn, old: pa.Table, new_bitmaps: list, params) -> None:
+        """Commits deletion vectors: ``new_bitmaps`` (serialized, one per row of ``old``)
+        hold the rows deleted now, merged with each file's existing vector."""
         from pyroaring import BitMap64
-        from .deletion_vectors import DeletionVectorDescriptor, load_deleted_rows, store_deletion_vectors
+        from .deletion_vectors import (DeletionVectorDescriptor, deserialize_deleted_rows, load_deleted_rows,
+                                       store_deletion_vectors)
         from .transaction import remove_actions
         import pyarrow.parquet as pq
         olds = _add_actions(old, data_change=True)
         bitmaps, dv_files, full_files = [], [], []
         deleted_now = 0
-        for a, path, rows in zip(olds, old.column("path").to_pylist(), new_rows):
-            bm = BitMap64(np.asarray(rows, dtype=np.uint64))
-            prev = a.get("deletionVector")
-            if prev:
-                bm |= BitMap64(load_deleted_rows(self._storage, DeletionVectorDescriptor.from_dict(prev)))
-                deleted_now += len(bm) - int(prev.get("cardinality") or 0)
-            else:
-                deleted_now += len(bm)
+        for a, path, data in zip(olds, old.column("path").to_pylist(), new_bitmaps):
             total = _stat_rows(a, default=None)
             if total is None:
                 with self._storage.open_input(self._storage.resolve(path)) as f:
                     total = pq.ParquetFile(f).metadata.num_rows
+            bm = BitMap64(deserialize_deleted_rows(data, max_rows=total))
+            prev = a.get("deletionVector")
+            if prev:
+                bm |= BitMap64(load_deleted_rows(self._storage, DeletionVectorDescriptor.from_dict(prev),
+                                                 max_rows=total))
+                deleted_now += len(bm) - int(prev.get("cardinality") or 0)
+            else:
+                deleted_now += len(bm)
             if len(bm) >= total:
                 full_files.append(a)
             else:

@@ -494,3 +494,27 @@ def test_keep_mask_matches_naive(rows, start, length):
 def test_module_does_not_import_pyspark():
     code = "import sys, delta_pyds.deletion_vectors; assert 'pyspark' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
+
+
+def test_the_row_cap_applies_only_when_the_file_row_count_is_unknown(tmp_path, monkeypatch):
+    """A deletion vector larger than DEFAULT_MAX_DV_ROWS is fine wherever the data file's
+    row count is known (reads, replaceWhere, the change data feed): the cap guards only
+    vectors of unknown files. The cap is lowered here so a small table exercises it."""
+    import delta_pyds.deletion_vectors as dvmod
+    from delta_pyds.change_reader import read_changes
+    from delta_pyds.write_plan import write_arrow
+    from test_bad_input import read_rows
+    monkeypatch.setattr(dvmod, "DEFAULT_MAX_DV_ROWS", 4)
+    t = str(tmp_path / "t")
+    write_arrow(t, pa.table({"id": pa.array(range(10), pa.int64())}),
+                options={"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"})
+    write_arrow(t, pa.table({"id": pa.array([-1], pa.int64())}), mode="overwrite",
+                options={"replaceWhere": "id < 6"})  # 6 rows deleted by a vector
+    write_arrow(t, pa.table({"id": pa.array([6], pa.int64())}), mode="overwrite",
+                options={"replaceWhere": "id = 6"})  # merged with the existing vector: 7 rows
+    assert sorted(read_rows(t).column("id").to_pylist()) == [-1, 6, 7, 8, 9]
+    changes = read_changes(t, starting_version=1)
+    deleted = sorted(r["id"] for r in changes.to_pylist() if r["_change_type"] == "delete")
+    assert deleted == [0, 1, 2, 3, 4, 5, 6]
+    with pytest.raises(DeletionVectorError, match="without a known file size"):
+        dvmod.deserialize_deleted_rows(serialize_deleted_rows(list(range(5))))
