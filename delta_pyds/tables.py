@@ -650,7 +650,9 @@ class DeltaMergeBuilder:
     """Clauses of a MERGE, applied in order within each kind (the first whose condition
     holds wins), as in delta-spark: ``whenMatched*`` for target rows with a source match,
     ``whenNotMatched*`` (by target) for source rows without one, ``whenNotMatchedBySource*``
-    for target rows without one. A target row matched by several source rows is an error.
+    for target rows without one. A target row matched by several source rows is an error
+    (``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE``) unless the only matched
+    clause is an unconditional ``whenMatchedDelete()``, as in delta-spark.
     Only files holding a row some clause changes are rewritten; on tables with the change
     data feed the commit carries change data files (inserts, deletes, update pre/post
     images)."""
@@ -751,12 +753,19 @@ class DeltaMergeBuilder:
         marks: dict = {}
         # target-side clauses: matched ones first, then not-matched-by-source ones
         clauses = [(k, c, st, True) for k, c, st in self._matched] + [(k, c, st, False) for k, c, st in by_source]
+        # delta-spark allows several source rows to match one target row only when the one
+        # matched clause is an unconditional delete (every such pair deletes the same row)
+        delete_all_matched = len(self._matched) == 1 and self._matched[0][:2] == ("delete", None)
         if clauses:
-            dup = target.join(src, cond, "inner").groupBy(tfile, F.col(f"`{talias}`.{_ROW}")).count() \
-                .where("count > 1").limit(1).collect()
-            if dup:
-                raise DeltaError("merge: a target row matched several source rows; delta-spark refuses "
-                                 "this too (deduplicate the source)")
+            if not delete_all_matched:
+                dup = target.join(src, cond, "inner").groupBy(tfile, F.col(f"`{talias}`.{_ROW}")) \
+                    .count().where("count > 1").limit(1).collect()
+                if dup:
+                    raise DeltaError(
+                        "merge: several source rows matched the same target row and could change it in "
+                        "conflicting ways (delta-spark: DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_"
+                        "MERGE); deduplicate the source, or make the only whenMatched clause an "
+                        "unconditional whenMatchedDelete()")
             matched = F.col("__pydelta_src").isNotNull()
             action = F.lit(0)
             for i in reversed(range(len(clauses))):
@@ -770,6 +779,8 @@ class DeltaMergeBuilder:
         if touched:
             joined = target.where(tfile.isin(touched)).join(src, cond, "left") \
                 .withColumn("__pydelta_action", action)
+            if delete_all_matched:  # one row per target row, however many source rows matched it
+                joined = joined.dropDuplicates([_FILE, _ROW])
             cols = []
             for f in target_schema.fields:
                 value = tcol[f.name]

@@ -398,7 +398,7 @@ def test_merge_upsert(spark, tmp_path):
     assert t.history(1).collect()[0].operation == "MERGE"
     # a target row matched twice is refused
     dup = spark.createDataFrame([(1, 0, "a", 0.0), (1, 0, "b", 0.0)], "id long, part long, name string, value double")
-    with pytest.raises(DeltaError, match="several source rows"):
+    with pytest.raises(DeltaError, match="several source rows matched the same target row"):
         t.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
     # insert with explicit values, update all
     src2 = spark.createDataFrame([(1, 0, "one", 1.0), (200, 2, "two hundred", 2.0)],
