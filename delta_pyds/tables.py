@@ -45,6 +45,7 @@ from . import features
 from .errors import DeltaError, TableNotFoundError
 from .identity import identity_columns, with_high_water_marks
 from .snapshot import Snapshot
+from .stats import loosen_bounds
 from .storage import Storage
 from .table_properties import ENABLE_CDF, ENABLE_DV, is_true
 
@@ -561,12 +562,11 @@ class DeltaTable:
             a["deletionVector"] = d.to_dict()
             a["dataChange"] = True
             if a.get("stats"):
-                try:
-                    s = json.loads(a["stats"])
-                    s["tightBounds"] = False
-                    a["stats"] = json.dumps(s, separators=(",", ":"))
-                except ValueError:
+                loose = loosen_bounds(a["stats"])
+                if loose is None:
                     a.pop("stats")
+                else:
+                    a["stats"] = loose
             new_adds.append(a)
         txn.remove_files(remove_actions(old))
         txn.add_files(new_adds)

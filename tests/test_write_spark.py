@@ -8,6 +8,7 @@ import decimal
 import json
 import os
 
+import pyarrow as pa
 import pytest
 
 from delta_pyds.snapshot import Snapshot
@@ -392,3 +393,56 @@ def test_written_stats_never_skip_matching_rows(spark, tmp_path):
             import pyarrow as pa
             got = pa.table(QueryBuilder().register("t", DeltaTable(path)).execute(q).read_all()).to_pylist()
             assert got == [{"c": full}], pred
+
+
+def test_decimal_stats_at_the_edge_of_the_precision_are_values_of_the_type(spark, tmp_path):
+    """Bounds of decimals with every digit used are written exactly (10**38-1 stays
+    99999999999999999999999999999999999999, not 1E+38) for every precision and scale,
+    negative values too, and stay exact when a deletion vector loosens them."""
+    from delta_pyds import DeltaTable
+    path = str(tmp_path / "t")
+    nines = "9" * 38
+    cols = {"d38": (38, 0), "d38s": (38, 2), "d38f": (38, 38), "d20": (20, 5), "d5": (5, 2), "d1": (1, 0)}
+    df = spark.sql(f"""select * from values
+        (0, cast('{nines}' as decimal(38,0)), cast('{nines[:36]}.99' as decimal(38,2)),
+            cast('0.{nines}' as decimal(38,38)), cast('999999999999999.99999' as decimal(20,5)),
+            cast('999.99' as decimal(5,2)), cast(9 as decimal(1,0))),
+        (1, cast('-{nines}' as decimal(38,0)), cast('-{nines[:36]}.99' as decimal(38,2)),
+            cast('-0.{nines}' as decimal(38,38)), cast('-999999999999999.99999' as decimal(20,5)),
+            cast('-999.99' as decimal(5,2)), cast(-9 as decimal(1,0))),
+        (2, cast('12345678901234567890123456789012345678' as decimal(38,0)), cast(0.01 as decimal(38,2)),
+            cast(0 as decimal(38,38)), cast(-0.00001 as decimal(20,5)), cast(0 as decimal(5,2)),
+            cast(0 as decimal(1,0)))
+        as t(id, {", ".join(cols)})""")
+    write(df.repartition(1), path, **{"delta.enableDeletionVectors": "true"})
+    expected_max = {"d38": nines, "d38s": nines[:36] + ".99", "d38f": "0." + nines,
+                    "d20": "999999999999999.99999", "d5": "999.99", "d1": "9"}
+    expected = {c: ("-" + v, v) for c, v in expected_max.items()}
+
+    def check_stats(tight):
+        adds = [json.loads(line)["add"] for name in sorted(os.listdir(os.path.join(path, "_delta_log")))
+                if name.endswith(".json")
+                for line in open(os.path.join(path, "_delta_log", name)) if '"add"' in line]
+        stats = adds[-1]["stats"]
+        for c, (lo, hi) in expected.items():  # the JSON text itself, digit for digit
+            assert f'"{c}":{lo}' in stats and f'"{c}":{hi}' in stats, (c, stats)
+        parsed = json.loads(stats, parse_float=decimal.Decimal, parse_int=decimal.Decimal)
+        assert parsed.get("tightBounds", True) is tight
+        for c, (p, s) in cols.items():
+            for bound in (parsed["minValues"][c], parsed["maxValues"][c]):
+                digits = bound.as_tuple()
+                assert -digits.exponent <= s and len(digits.digits) + digits.exponent <= p - s, (c, bound)
+        # deltalake (delta-rs) reads the table and its statistics as values of the types
+        from deltalake import DeltaTable as DLTable
+        actions = pa.table(DLTable(path).get_add_actions(flatten=True)).to_pydict()
+        for c, (lo, hi) in expected.items():
+            assert actions[f"min.{c}"] == [decimal.Decimal(lo)], c
+            assert actions[f"max.{c}"] == [decimal.Decimal(hi)], c
+
+    check_stats(True)
+    DeltaTable.forPath(spark, path).delete("id = 2")  # a deletion vector: bounds kept, loosened
+    check_stats(False)
+    ours = spark_rows(read(spark, path))
+    assert ours == arrow_rows(deltalake_table(path), ["id", *cols])
+    assert sorted(r[0] for r in ours) == [0, 1]
+    assert spark_rows(read(spark, path).where(f"d38 = {nines}").select("id")) == [(0,)]
