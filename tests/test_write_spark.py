@@ -446,3 +446,69 @@ def test_decimal_stats_at_the_edge_of_the_precision_are_values_of_the_type(spark
     assert ours == arrow_rows(deltalake_table(path), ["id", *cols])
     assert sorted(r[0] for r in ours) == [0, 1]
     assert spark_rows(read(spark, path).where(f"d38 = {nines}").select("id")) == [(0,)]
+
+
+def test_session_partition_overwrite_mode_is_never_guessed(spark, tmp_path):
+    """Spark passes no session conf to Python data sources, so with
+    spark.sql.sources.partitionOverwriteMode=dynamic set on the session an overwrite that
+    leaves partitions out is refused (never replaces the whole table); the write option
+    decides (it wins over the session conf, as in delta-spark), through the DataFrame API
+    and through INSERT OVERWRITE on a temporary view."""
+    from deltalake import DeltaTable as DLTable
+    path = str(tmp_path / "t")
+    cols = ["id", "p"]
+    write(spark.range(9).selectExpr("id", "cast(id % 3 as int) p"), path, partitionBy="p")
+    original = sorted((i, i % 3) for i in range(9))
+    key = "spark.sql.sources.partitionOverwriteMode"
+    saved = spark.conf.get(key, None)
+    spark.conf.set(key, "dynamic")
+    try:
+        def rows():
+            ours = spark_rows(read(spark, path).select(*cols))
+            assert ours == arrow_rows(deltalake_table(path), cols)
+            return sorted(ours)
+
+        def data_files():
+            return sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path)
+                          for f in fs if f.endswith(".parquet"))
+        files, v = data_files(), version(path)
+        p0 = spark.createDataFrame([(100, 0)], "id long, p int")
+        with pytest.raises(Exception, match="partitionOverwriteMode") as err:
+            write(p0, path, mode="overwrite")
+        assert key in error_text(err) and "leaves out 2 of its 3 partitions" in error_text(err)
+        assert rows() == original and data_files() == files and version(path) == v  # unchanged
+        # SQL: with the session's dynamic mode Spark itself refuses INSERT OVERWRITE on a
+        # Python source (no dynamic overwrite capability), whatever the view's OPTIONS say
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW pom_v USING pydelta OPTIONS (path '{path}')")
+        with pytest.raises(Exception, match="does not support dynamic overwrite"):
+            spark.sql("INSERT OVERWRITE pom_v SELECT 100L, 0")
+        assert rows() == original and version(path) == v
+        spark.conf.unset(key)  # static: the source is reached, and cannot tell static from dynamic
+        with pytest.raises(Exception, match="partitionOverwriteMode"):
+            spark.sql("INSERT OVERWRITE pom_v SELECT 100L, 0")
+        assert rows() == original and version(path) == v
+        spark.conf.set(key, "dynamic")
+        # the option decides: dynamic replaces partition 0 only
+        write(p0, path, mode="overwrite", partitionOverwriteMode="dynamic")
+        expected = sorted([(100, 0)] + [r for r in original if r[1] != 0])
+        assert rows() == expected
+        assert DLTable(path).history(1)[0]["operationParameters"]["partitionOverwriteMode"] == "DYNAMIC"
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW pom_d USING pydelta "
+                  f"OPTIONS (path '{path}', partitionOverwriteMode 'dynamic')")
+        spark.conf.unset(key)
+        spark.sql("INSERT OVERWRITE pom_d SELECT 101L, 1")
+        spark.conf.set(key, "dynamic")
+        expected = sorted([(101, 1)] + [r for r in expected if r[1] != 1])
+        assert rows() == expected
+        # an overwrite writing every partition the table has is the same in both modes
+        every = spark.createDataFrame([(200, 0), (201, 1), (202, 2)], "id long, p int")
+        write(every, path, mode="overwrite")
+        assert rows() == [(200, 0), (201, 1), (202, 2)]
+        # static (the option wins over the session's dynamic) replaces the whole table
+        write(p0, path, mode="overwrite", partitionOverwriteMode="static")
+        assert rows() == [(100, 0)]
+    finally:
+        if saved is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, saved)

@@ -122,12 +122,19 @@ class DeltaDataSource(DataSource):
         Spark lets Python sources run only in append and overwrite mode and rejects
         ``.partitionBy()``: pass ``.option("partitionBy", "a,b")`` and, for the
         errorifexists / ignore semantics, ``.option("saveMode", "errorifexists")``
-        (see the README's Writing section)."""
+        (see the README's Writing section).
+
+        Spark passes Python data sources no session conf (measured on 4.3: the planner
+        workers get an empty conf, the write tasks only Arrow and time zone settings), so
+        ``spark.sql.sources.partitionOverwriteMode`` is unknown here: an overwrite of a
+        partitioned table whose result depends on it is refused at commit unless the
+        ``partitionOverwriteMode`` option says which mode (or ``replaceWhere`` /
+        ``overwriteSchema`` make it irrelevant)."""
         from ..write_options import WriteOptions
         from ..write_plan import plan_write
         from ..write_schema import from_spark_json
         from .writer import DeltaBatchWriter
-        opts = WriteOptions.parse(self.options, overwrite=overwrite)
+        opts = WriteOptions.parse(self.options, overwrite=overwrite, session_partition_overwrite_mode=None)
         plan = plan_write(opts, from_spark_json(schema.jsonValue()))
         return DeltaBatchWriter(plan)
 
