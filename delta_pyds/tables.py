@@ -92,10 +92,15 @@ class DeltaTable:
         from .spark import register
         register(self._spark)
 
+    def _session_time_zone(self) -> str:
+        """``spark.sql.session.timeZone``: the zone of timestamps without a UTC offset."""
+        from .time_travel import SESSION_TIME_ZONE
+        return self._spark.conf.get(SESSION_TIME_ZONE, None) or "UTC"
+
     # ---------------------------------------------------------------------- reads
     def toDF(self):
         self._register()
-        reader = self._spark.read.format("pydelta")
+        reader = self._spark.read.format("pydelta").option("timeZone", self._session_time_zone())
         for k, v in self._options.items():
             reader = reader.option(k, v)
         return reader.load(self._path)
@@ -236,6 +241,9 @@ class DeltaTable:
         return self._restore(version=int(version))
 
     def restoreToTimestamp(self, timestamp):
+        """Restores the version current at ``timestamp``: a string or date without a UTC
+        offset is a time in the session time zone (``spark.sql.session.timeZone``), as in
+        delta-spark; a naive ``datetime`` is the process's local time, as pyspark reads it."""
         return self._restore(timestamp=timestamp)
 
     def restore(self, version: int | None = None, timestamp=None):
@@ -247,6 +255,9 @@ class DeltaTable:
         from .table_state import file_actions
         from .transaction import Transaction, remove_actions
         current = self._dml_snapshot()
+        if timestamp is not None:
+            from .time_travel import localize
+            timestamp = localize(timestamp, self._session_time_zone())
         target = Snapshot.load(self._storage, version=version, timestamp=timestamp)
         features.check_read(target.protocol)
         cur = file_actions(current).active
