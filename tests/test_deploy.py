@@ -220,7 +220,8 @@ CONNECT = textwrap.dedent("""
     out["written"] = sorted(r.id for r in spark.read.format("pydelta").load(target).collect())
     spark.sql(f"CREATE TEMPORARY VIEW w USING pydelta OPTIONS (path '{target}')")
     spark.sql("INSERT INTO w SELECT 100L, 0")
-    spark.range(3).selectExpr("id", "0 p").write.format("pydelta").mode("overwrite").save(target)
+    spark.range(3).selectExpr("id", "0 p").write.format("pydelta") \
+        .option("partitionOverwriteMode", "static").mode("overwrite").save(target)
     out["overwritten"] = sorted(r.id for r in spark.read.format("pydelta").load(target).collect())
     out["v2"] = sorted(r.id for r in spark.read.format("pydelta").option("versionAsOf", 2)
                        .load(target).collect())

@@ -126,7 +126,7 @@ def test_append_overwrite_and_replace_where(spark, tmp_path):
     assert rows == [(100, 1), (101, 1)] and read(spark, path).count() == 14
     write(spark.range(200, 201).selectExpr("id", "2 p"), path, "overwrite", partitionOverwriteMode="dynamic")
     assert spark_rows(read(spark, path).where("p = 2")) == [(200, 2)] and read(spark, path).count() == 11
-    write(spark.range(3).selectExpr("id", "0 p"), path, "overwrite")
+    write(spark.range(3).selectExpr("id", "0 p"), path, "overwrite", partitionOverwriteMode="static")
     assert spark_rows(read(spark, path)) == [(0, 0), (1, 0), (2, 0)]
     assert version(path) == 4
     assert sorted(arrow_rows(deltalake_table(path), ["id", "p"])) == [(0, 0), (1, 0), (2, 0)]
