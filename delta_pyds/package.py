@@ -4,7 +4,7 @@
     python -m delta_pyds.package -o /tmp/dp.zip
 
 The zip holds the ``delta_pyds`` package only (its pure-Python code, no caches). Its
-dependencies (pyarrow, pyroaring, fsspec, plus s3fs/adlfs/gcsfs for object stores) are
+dependencies (pyarrow, pandas, pyroaring, fsspec, plus s3fs/adlfs/gcsfs for object stores) are
 compiled or large and must be installed in the Python that executors run
 (``spark.pyspark.python``). In the job, call ``delta_pyds.register(spark)``: Spark only
 auto-registers pip-installed sources, not ones shipped with ``--py-files``.

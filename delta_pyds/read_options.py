@@ -20,6 +20,9 @@ READ_OPTIONS = {
     "path": ("path", "table location (local path or fsspec URL)"),
     "versionasof": ("versionAsOf", "read this table version (integer >= 0)"),
     "timestampasof": ("timestampAsOf", "read the version current at this timestamp"),
+    "timezone": ("timeZone", "time zone of timestamps without a UTC offset (timestampAsOf, starting/"
+                             "endingTimestamp): the session's spark.sql.session.timeZone, which Spark "
+                             "does not pass to Python data sources"),
     "columns": ("columns", "comma-separated columns to read (projection)"),
     "maxpartitionbytes": ("maxPartitionBytes", "max bytes packed into one Spark task (default 128 MiB)"),
     "opencostinbytes": ("openCostInBytes", "estimated cost of opening a file, in bytes (default 4 MiB)"),
@@ -57,6 +60,7 @@ class ReadOptions:
     path: str
     version: int | None = None
     timestamp: str | None = None
+    time_zone: str | None = None  # None: the session's, unknown to a data source
     columns: tuple[str, ...] | None = None
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     open_cost: int = DEFAULT_OPEN_COST_BYTES
@@ -79,6 +83,10 @@ class ReadOptions:
         timestamp = _get(options, "timestampAsOf")
         if version is not None and timestamp:
             raise ValueError("options versionAsOf and timestampAsOf: give at most one")
+        zone = (_get(options, "timeZone") or "").strip() or None
+        if zone is not None:
+            from .time_travel import time_zone
+            time_zone(zone)  # validates
         raw_cols = _get(options, "columns")
         columns = None
         if raw_cols is not None:
@@ -94,7 +102,7 @@ class ReadOptions:
         if external is not None:  # consumed by Storage (delta_pyds.storage), like storage.*
             storage["allowExternalPaths"] = external
         return cls(
-            path=path, version=version, timestamp=timestamp or None, columns=columns,
+            path=path, version=version, timestamp=timestamp or None, time_zone=zone, columns=columns,
             max_partition_bytes=_int_option(options, "maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES, minimum=1),
             open_cost=_int_option(options, "openCostInBytes", DEFAULT_OPEN_COST_BYTES, minimum=0),
             parallelism=_int_option(options, "parallelism", None, minimum=1),

@@ -18,7 +18,6 @@ data files or materialized row ids there; enable deletion vectors instead).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -29,6 +28,7 @@ from . import features
 from .errors import DeltaError
 from .expressions import evaluate_predicate
 from .paths import relative_to
+from .stats import loosen_bounds
 from .table_properties import ENABLE_CDF, ENABLE_DV, ROW_TRACKING_SUSPENDED, is_true
 
 
@@ -114,9 +114,11 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
             for a, d in zip(_add_actions(rows([p for p, _ in dv_rows]), data_change=True), descriptors):
                 a["deletionVector"] = d.to_dict()
                 if a.get("stats"):
-                    stats = json.loads(a["stats"])
-                    stats["tightBounds"] = False
-                    a["stats"] = json.dumps(stats, separators=(",", ":"))
+                    loose = loosen_bounds(a["stats"])
+                    if loose is None:
+                        a.pop("stats")
+                    else:
+                        a["stats"] = loose
                 out.adds.append(a)
             out.deletion_vectors = len(dv_rows)
         if rewrites:

@@ -18,7 +18,8 @@ Guarantees of the JSON from :meth:`FileStats.to_json`:
 * every bound is a true bound: strings are cut to 32 characters, the min as a prefix
   and the max extended with U+FFFD so it stays >= every value (comparing code
   points); timestamps are truncated down to milliseconds as the protocol says
-  (``...T12:00:00.123Z``, ``timestamp_ntz`` without the ``Z``); a float column
+  (``...T12:00:00.123Z``, ``timestamp_ntz`` without the ``Z``); decimals are written
+  exactly, every digit kept, so each bound is a value of the column's type; a float column
   holding NaN gets no max (NaN sorts above every number in Spark) and infinities are
   left out (JSON cannot hold them); a column whose footer lacks min/max for a row
   group with values gets none;
@@ -254,7 +255,7 @@ def _encode(col: StatsColumn, raw, side: str):
             return value if math.isfinite(value) else None
         if kind == "decimal":
             unscaled = int(raw) if isinstance(raw, int) else int.from_bytes(raw, "big", signed=True)
-            return RawNumber(format(decimal.Decimal(unscaled).scaleb(-col.scale), "f"))
+            return decimal_text(unscaled, col.scale)
         if kind == "date":
             return dt.date.fromordinal(_EPOCH_ORDINAL + int(raw)).isoformat()
         if kind in ("timestamp", "timestamp_ntz"):
@@ -292,6 +293,32 @@ def truncate_max(text: str, prefix: int = STRING_PREFIX_LENGTH) -> str:
 # -------------------------------------------------------------------------- JSON
 class RawNumber(str):
     """A number written verbatim into JSON (exact decimals)."""
+
+
+def decimal_text(unscaled: int, scale: int) -> RawNumber:
+    """The exact decimal ``unscaled * 10**-scale`` as JSON number text, every digit kept
+    (``decimal.Decimal`` arithmetic would round to the context's 28 digits, and
+    ``decimal(38,0)``'s max 10**38-1 would become 1E+38, which the type cannot hold)."""
+    digits = str(abs(unscaled))
+    sign = "-" if unscaled < 0 else ""
+    if scale <= 0:
+        return RawNumber(sign + digits + "0" * -scale if unscaled else "0")
+    digits = digits.rjust(scale + 1, "0")
+    return RawNumber(f"{sign}{digits[:-scale]}.{digits[-scale:]}")
+
+
+def loosen_bounds(stats: str) -> str | None:
+    """``stats`` JSON with ``tightBounds: false`` (a deletion vector now hides rows),
+    every number kept as written (decimal bounds are not turned into floats); None
+    when ``stats`` is not a JSON object."""
+    try:
+        parsed = json.loads(stats, parse_float=RawNumber)
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    parsed["tightBounds"] = False
+    return dumps(parsed)
 
 
 def dumps(value) -> str:

@@ -44,6 +44,7 @@ from . import features
 from .errors import DeltaError, TableNotFoundError
 from .identity import identity_columns, with_high_water_marks
 from .snapshot import Snapshot
+from .stats import loosen_bounds
 from .storage import Storage
 from .table_properties import ENABLE_CDF, ENABLE_DV, is_true
 
@@ -90,10 +91,15 @@ class DeltaTable:
         from .spark import register
         register(self._spark)
 
+    def _session_time_zone(self) -> str:
+        """``spark.sql.session.timeZone``: the zone of timestamps without a UTC offset."""
+        from .time_travel import SESSION_TIME_ZONE
+        return self._spark.conf.get(SESSION_TIME_ZONE, None) or "UTC"
+
     # ---------------------------------------------------------------------- reads
     def toDF(self):
         self._register()
-        reader = self._spark.read.format("pydelta")
+        reader = self._spark.read.format("pydelta").option("timeZone", self._session_time_zone())
         for k, v in self._options.items():
             reader = reader.option(k, v)
         return reader.load(self._path)
@@ -234,6 +240,9 @@ class DeltaTable:
         return self._restore(version=int(version))
 
     def restoreToTimestamp(self, timestamp):
+        """Restores the version current at ``timestamp``: a string or date without a UTC
+        offset is a time in the session time zone (``spark.sql.session.timeZone``), as in
+        delta-spark; a naive ``datetime`` is the process's local time, as pyspark reads it."""
         return self._restore(timestamp=timestamp)
 
     def restore(self, version: int | None = None, timestamp=None):
@@ -245,6 +254,9 @@ class DeltaTable:
         from .table_state import file_actions
         from .transaction import Transaction, remove_actions
         current = self._dml_snapshot()
+        if timestamp is not None:
+            from .time_travel import localize
+            timestamp = localize(timestamp, self._session_time_zone())
         target = Snapshot.load(self._storage, version=version, timestamp=timestamp)
         features.check_read(target.protocol)
         cur = file_actions(current).active
@@ -564,12 +576,11 @@ class DeltaTable:
             a["deletionVector"] = d.to_dict()
             a["dataChange"] = True
             if a.get("stats"):
-                try:
-                    s = json.loads(a["stats"])
-                    s["tightBounds"] = False
-                    a["stats"] = json.dumps(s, separators=(",", ":"))
-                except ValueError:
+                loose = loosen_bounds(a["stats"])
+                if loose is None:
                     a.pop("stats")
+                else:
+                    a["stats"] = loose
             new_adds.append(a)
         txn.remove_files(remove_actions(old))
         txn.add_files(new_adds)
@@ -654,7 +665,9 @@ class DeltaMergeBuilder:
     """Clauses of a MERGE, applied in order within each kind (the first whose condition
     holds wins), as in delta-spark: ``whenMatched*`` for target rows with a source match,
     ``whenNotMatched*`` (by target) for source rows without one, ``whenNotMatchedBySource*``
-    for target rows without one. A target row matched by several source rows is an error.
+    for target rows without one. A target row matched by several source rows is an error
+    (``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE``) unless the only matched
+    clause is an unconditional ``whenMatchedDelete()``, as in delta-spark.
     Only files holding a row some clause changes are rewritten; on tables with the change
     data feed the commit carries change data files (inserts, deletes, update pre/post
     images)."""
@@ -755,12 +768,19 @@ class DeltaMergeBuilder:
         marks: dict = {}
         # target-side clauses: matched ones first, then not-matched-by-source ones
         clauses = [(k, c, st, True) for k, c, st in self._matched] + [(k, c, st, False) for k, c, st in by_source]
+        # delta-spark allows several source rows to match one target row only when the one
+        # matched clause is an unconditional delete (every such pair deletes the same row)
+        delete_all_matched = len(self._matched) == 1 and self._matched[0][:2] == ("delete", None)
         if clauses:
-            dup = target.join(src, cond, "inner").groupBy(tfile, F.col(f"`{talias}`.{_ROW}")).count() \
-                .where("count > 1").limit(1).collect()
-            if dup:
-                raise DeltaError("merge: a target row matched several source rows; delta-spark refuses "
-                                 "this too (deduplicate the source)")
+            if not delete_all_matched:
+                dup = target.join(src, cond, "inner").groupBy(tfile, F.col(f"`{talias}`.{_ROW}")) \
+                    .count().where("count > 1").limit(1).collect()
+                if dup:
+                    raise DeltaError(
+                        "merge: several source rows matched the same target row and could change it in "
+                        "conflicting ways (delta-spark: DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_"
+                        "MERGE); deduplicate the source, or make the only whenMatched clause an "
+                        "unconditional whenMatchedDelete()")
             matched = F.col("__pydelta_src").isNotNull()
             action = F.lit(0)
             for i in reversed(range(len(clauses))):
@@ -774,6 +794,8 @@ class DeltaMergeBuilder:
         if touched:
             joined = target.where(tfile.isin(touched)).join(src, cond, "left") \
                 .withColumn("__pydelta_action", action)
+            if delete_all_matched:  # one row per target row, however many source rows matched it
+                joined = joined.dropDuplicates([_FILE, _ROW])
             cols = []
             for f in target_schema.fields:
                 value = tcol[f.name]

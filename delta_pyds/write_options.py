@@ -7,6 +7,14 @@ and passes values as strings, so every lookup here is case-insensitive and table
 properties given as ``delta.*`` options get their canonical spelling back from
 :mod:`delta_pyds.table_properties`.
 
+``partitionOverwriteMode`` follows delta-spark: the write option wins over the session
+setting ``spark.sql.sources.partitionOverwriteMode``, which applies to overwrites of
+partitioned tables without ``replaceWhere`` or ``overwriteSchema``. The caller says what
+it knows of the session (``session_partition_overwrite_mode``); Spark gives Python data
+sources no session conf, so the data source passes None (unknown) and
+:attr:`WriteOptions.partition_overwrite_mode_unknown` tells the commit to refuse an
+overwrite whose outcome would depend on it (see :func:`delta_pyds.write_plan.commit_write`).
+
 Guarantees: :meth:`WriteOptions.parse` raises ``ValueError`` naming the option and the
 accepted values for anything it cannot interpret, and never touches storage.
 """
@@ -21,6 +29,7 @@ from .read_options import _get, _int_option
 from .table_properties import canonical_property
 
 STORAGE_PREFIX = "storage."
+SESSION_PARTITION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 
 # every write option: lowercased name -> (canonical name, description)
 WRITE_OPTIONS = {
@@ -103,6 +112,9 @@ class WriteOptions:
     cluster_by: tuple[tuple[str, ...], ...] | None = None  # column paths
     replace_where: str | None = None
     dynamic_partition_overwrite: bool = False
+    # an overwrite the session's partitionOverwriteMode would decide, and the session's value
+    # is not known (the data source path): the commit refuses it when the modes would differ
+    partition_overwrite_mode_unknown: bool = False
     merge_schema: bool = False
     overwrite_schema: bool = False
     txn_app_id: str | None = None
@@ -118,7 +130,11 @@ class WriteOptions:
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold credentials
 
     @classmethod
-    def parse(cls, options: Mapping[str, str], *, overwrite: bool) -> "WriteOptions":
+    def parse(cls, options: Mapping[str, str], *, overwrite: bool,
+              session_partition_overwrite_mode: str | None = "static") -> "WriteOptions":
+        """``session_partition_overwrite_mode``: the session's
+        ``spark.sql.sources.partitionOverwriteMode`` (static or dynamic), or None when the
+        caller cannot know it; no Spark session (core API): static."""
         path = _get(options, "path")
         if not path:
             raise ValueError("option path: a table location is required, e.g. "
@@ -142,12 +158,27 @@ class WriteOptions:
         replace_where = _get(options, "replaceWhere")
         if replace_where is not None and not replace_where.strip():
             replace_where = None
-        pom = (_get(options, "partitionOverwriteMode") or "static").strip().lower()
+        raw_pom = _get(options, "partitionOverwriteMode")
+        pom = (raw_pom or "static").strip().lower() or "static"
         if pom not in ("static", "dynamic"):
             raise ValueError(f"option partitionOverwriteMode: expected static or dynamic, got {pom!r}")
         dynamic = pom == "dynamic"
         merge_schema = _bool(options, "mergeSchema", False)
         overwrite_schema = _bool(options, "overwriteSchema", False)
+        unknown = False
+        if (raw_pom is None or not raw_pom.strip()) and overwrite and replace_where is None \
+                and not overwrite_schema:
+            # the session setting decides (delta-spark: an explicit replaceWhere or
+            # overwriteSchema means the query's own intent, which wins over the session)
+            session = session_partition_overwrite_mode
+            if session is None:
+                unknown = True
+            else:
+                session = session.strip().lower()
+                if session not in ("static", "dynamic"):
+                    raise ValueError(f"{SESSION_PARTITION_OVERWRITE_MODE}: expected static or dynamic, "
+                                     f"got {session_partition_overwrite_mode!r}")
+                dynamic = session == "dynamic"
         if replace_where is not None and not overwrite:
             raise ValueError("option replaceWhere: only valid with mode('overwrite')")
         if dynamic and not overwrite:
@@ -178,6 +209,7 @@ class WriteOptions:
         return cls(
             path=path, overwrite=overwrite, save_mode=save_mode, partition_by=partition_by,
             cluster_by=cluster_by, replace_where=replace_where, dynamic_partition_overwrite=dynamic,
+            partition_overwrite_mode_unknown=unknown,
             merge_schema=merge_schema, overwrite_schema=overwrite_schema,
             txn_app_id=app_id, txn_version=txn_version,
             user_metadata=_get(options, "userMetadata"),

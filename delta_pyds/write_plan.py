@@ -338,6 +338,30 @@ def _partition_set_predicate(keys: set, physical: list[str]):
     return run
 
 
+def check_overwrite_mode_known(plan: WritePlan, active: pa.Table, adds: list[dict]) -> None:
+    """Refuses an overwrite of a partitioned table whose result depends on the session's
+    ``spark.sql.sources.partitionOverwriteMode`` when that setting cannot be seen: static
+    mode would delete the partitions this write leaves out, dynamic mode would keep them.
+    A write covering every partition the table has is the same in both modes."""
+    from .write_options import SESSION_PARTITION_OVERWRITE_MODE
+    physical = [plan.table_schema.field(c).physical_name(plan.column_mapping_mode)
+                for c in plan.partition_columns]
+    written = {tuple(a["partitionValues"].get(p) or None for p in physical) for a in adds}
+    existing = {tuple((v or {}).get(p) or None for p in physical)
+                for v in active.column("partitionValues").to_pylist()} if active.num_rows else set()
+    left_out = existing - written
+    if left_out:
+        raise ValueError(
+            f"mode('overwrite') of the partitioned table {plan.storage.root}: this write leaves out "
+            f"{len(left_out)} of its {len(existing)} partitions, which static partition overwrite "
+            f"deletes and dynamic partition overwrite keeps, and pydelta cannot read the session "
+            f"setting {SESSION_PARTITION_OVERWRITE_MODE} (Spark passes no session conf to Python "
+            f"data sources). Pass the write option partitionOverwriteMode: "
+            f".option('partitionOverwriteMode', 'dynamic') replaces only the partitions written, "
+            f"'static' replaces the whole table (in SQL, add partitionOverwriteMode to the "
+            f"temporary view's OPTIONS). The table is unchanged")
+
+
 def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = None,
                  operation: str = "WRITE", identity_marks: dict | None = None) -> CommitResult:
     """Commits the files of a planned write (see the module docstring);
@@ -361,6 +385,8 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
         from .table_state import file_actions
         active = file_actions(snapshot).active
         pcols = list(plan.partition_columns)
+        if opts.partition_overwrite_mode_unknown and pcols:
+            check_overwrite_mode_known(plan, active, adds)
         if opts.dynamic_partition_overwrite and pcols and not opts.overwrite_schema:
             physical = [plan.table_schema.field(c).physical_name(plan.column_mapping_mode) for c in pcols]
             keys = {tuple(a["partitionValues"].get(p) or None for p in physical) for a in adds}

@@ -141,6 +141,57 @@ def test_pip_install_reads_with_no_register_call(wheel_venv):
     assert got["has_default_source"]
 
 
+DML_NO_EXTRAS = textwrap.dedent("""
+    import json, sys
+    from importlib.util import find_spec
+    from pyspark.sql import SparkSession
+    from delta_pyds import DeltaTable
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "1").getOrCreate())
+    path = sys.argv[1]
+    ids = lambda: sorted(r.id for r in spark.read.format("pydelta").load(path).collect())
+    out = {}
+    spark.range(10).selectExpr("id", "cast(id % 2 as int) p", "'x' s").repartition(3) \
+        .write.format("pydelta").mode("append").save(path)
+    out["written"] = ids()
+    t = DeltaTable.forPath(spark, path)
+    t.delete("id < 2")
+    out["deleted"] = ids()
+    t.update("id = 5", {"s": "'updated'"})
+    out["updated"] = sorted(r.s for r in t.toDF().where("id = 5").collect())
+    src = spark.createDataFrame([(3, 1, "merged"), (42, 0, "new")], "id long, p int, s string")
+    (t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll()
+     .whenNotMatchedInsertAll().execute())
+    out["merged"] = sorted((r.id, r.s) for r in t.toDF().where("s <> 'x'").collect())
+    t.optimize().executeCompaction()
+    out["optimized"] = ids()
+    out["operations"] = [r.operation for r in t.history().collect()]
+    out["not_installed"] = [d for d in ("grpcio", "deltalake", "pytest") if not find_spec(d)]
+    print(json.dumps(out))
+    spark.stop()
+""")
+
+
+def test_pip_install_without_extras_runs_dml_and_optimize(wheel_venv):
+    """``pip install delta_pyds`` with no extras has everything delete/update/merge/
+    optimize need at run time (pyspark's mapInArrow/applyInArrow import pandas)."""
+    root, python, _ = wheel_venv
+    script = root / "dml.py"
+    script.write_text(DML_NO_EXTRAS)
+    target = root / "dml-table"
+    result = run([python, str(script), str(target)], cwd=str(root), env=clean_env(python))
+    got = last_json_line(result.stdout)
+    # no extra in the venv (test_spark_connect_reads adds the connect one later)
+    assert got["not_installed"] == ["grpcio", "deltalake", "pytest"]
+    assert got["written"] == list(range(10))
+    assert got["deleted"] == list(range(2, 10))
+    assert got["updated"] == ["updated"]
+    assert got["merged"] == [[3, "merged"], [5, "updated"], [42, "new"]]
+    assert got["optimized"] == list(range(2, 10)) + [42]
+    assert got["operations"][:4] == ["OPTIMIZE", "MERGE", "UPDATE", "DELETE"]
+    assert sorted(deltalake_ids(target)) == list(range(2, 10)) + [42]
+
+
 CONNECT = textwrap.dedent("""
     import json, sys
     from pyspark.sql import SparkSession
@@ -169,7 +220,8 @@ CONNECT = textwrap.dedent("""
     out["written"] = sorted(r.id for r in spark.read.format("pydelta").load(target).collect())
     spark.sql(f"CREATE TEMPORARY VIEW w USING pydelta OPTIONS (path '{target}')")
     spark.sql("INSERT INTO w SELECT 100L, 0")
-    spark.range(3).selectExpr("id", "0 p").write.format("pydelta").mode("overwrite").save(target)
+    spark.range(3).selectExpr("id", "0 p").write.format("pydelta") \
+        .option("partitionOverwriteMode", "static").mode("overwrite").save(target)
     out["overwritten"] = sorted(r.id for r in spark.read.format("pydelta").load(target).collect())
     out["v2"] = sorted(r.id for r in spark.read.format("pydelta").option("versionAsOf", 2)
                        .load(target).collect())

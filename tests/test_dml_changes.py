@@ -113,3 +113,30 @@ def test_merge_when_not_matched_by_source(spark, tmp_path):
     assert last.operation == "MERGE" and "notMatchedBySourcePredicates" in last.operationParameters
     with pytest.raises(ValueError, match="set must name"):
         t.alias("t").merge(src.alias("s"), "t.id = s.id").whenNotMatchedBySourceUpdate(set={})
+
+
+def test_merge_unconditional_delete_allows_duplicate_source_keys(spark, tmp_path):
+    """delta-spark lets several source rows match one target row when the only matched
+    clause is an unconditional delete: each matched row is deleted once (one change row)."""
+    from delta_pyds.errors import DeltaError
+    path = _make(str(tmp_path / "t"))
+    t = DeltaTable.forPath(spark, path)
+    v = Snapshot.load(path).version
+    src = spark.createDataFrame([(3, "a"), (3, "b"), (14, "c"), (14, "d"), (14, "e"), (7, "f"), (99, "g"),
+                                 (99, "h")], "id long, tag string")
+    m = (t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedDelete()
+         .whenNotMatchedBySourceUpdate("t.id = 20", set={"name": "'kept'"}).execute().collect()[0])
+    assert (m.numTargetRowsDeleted, m.numTargetRowsMatchedDeleted, m.numTargetRowsUpdated) == (3, 3, 1)
+    rows = _same_rows(spark, path)
+    assert sorted(r[0] for r in rows) == sorted(set(range(30)) - {3, 7, 14})
+    assert [r[2] for r in rows if r[0] == 20] == ["kept"]
+    assert sorted(_changes(spark, path, v + 1)) == [
+        (3, 1, "n3", "delete"), (7, 1, "n7", "delete"), (14, 0, "n14", "delete"),
+        (20, 0, "kept", "update_postimage"), (20, 0, "n20", "update_preimage")]
+    # a conditional delete, or a delete with another matched clause, stays ambiguous
+    src = spark.createDataFrame([(4, "a"), (4, "b"), (5, "c")], "id long, tag string")
+    for build in (lambda b: b.whenMatchedDelete("s.tag <> 'x'"),
+                  lambda b: b.whenMatchedDelete().whenMatchedUpdate(set={"name": "s.tag"})):
+        with pytest.raises(DeltaError, match="DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"):
+            build(t.alias("t").merge(src.alias("s"), "t.id = s.id")).execute()
+    assert len(_same_rows(spark, path)) == 27

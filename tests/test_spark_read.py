@@ -30,8 +30,33 @@ def test_timestamp_as_of(spark, copy_table):
     base = 1_700_000_000
     for v in range(5):
         os.utime(os.path.join(path, "_delta_log", f"{v:020d}.json"), (base + 100 * v,) * 2)
-    df = read(spark, path, timestampAsOf="2023-11-14 22:15:00")  # base + 100 s -> version 1
+    df = read(spark, path, timestampAsOf="2023-11-14 22:15:00Z")  # base + 100 s -> version 1
     assert spark_rows(df) == arrow_rows(deltalake_table(path, 1), df.columns)
+
+
+def test_timestamp_without_offset_is_a_time_in_the_session_zone(spark, copy_table):
+    """delta-spark reads '2023-11-14 22:15:00' in spark.sql.session.timeZone; a Python data
+    source cannot see it, so such a value needs the timeZone option (or an offset) unless
+    the version it names is the same in every zone."""
+    path = copy_table("delta-rs/simple_table")
+    base = 1_700_000_000  # 2023-11-14T22:13:20Z
+    for v in range(5):
+        os.utime(os.path.join(path, "_delta_log", f"{v:020d}.json"), (base + 100 * v,) * 2)
+    v1 = arrow_rows(deltalake_table(path, 1), ["id"])
+    with pytest.raises(Exception, match="timeZone") as err:
+        read(spark, path, timestampAsOf="2023-11-14 22:15:00").collect()
+    assert "spark.sql.session.timeZone" in str(err.value)
+    for options in ({"timestampAsOf": "2023-11-14T23:15:00+01:00"},
+                    {"timestampAsOf": "2023-11-15 07:15:00", "timeZone": "Asia/Tokyo"},
+                    {"timestampAsOf": "2023-11-14 17:15:00", "timeZone": "America/New_York"},
+                    {"timestampAsOf": "2023-11-14 22:15:00", "timeZone": "UTC"}):
+        assert spark_rows(read(spark, path, **options).select("id")) == v1, options
+    with pytest.raises(Exception, match="option timeZone"):
+        read(spark, path, timestampAsOf="2023-11-14 22:15:00", timeZone="Mars/Olympus").collect()
+    # commits days apart: every zone names the same version, no zone needed
+    for v in range(5):
+        os.utime(os.path.join(path, "_delta_log", f"{v:020d}.json"), (base + 3 * 86400 * v,) * 2)
+    assert spark_rows(read(spark, path, timestampAsOf="2023-11-19 00:00:00").select("id")) == v1
 
 
 @pytest.mark.parametrize("options,message", [

@@ -398,7 +398,7 @@ def test_merge_upsert(spark, tmp_path):
     assert t.history(1).collect()[0].operation == "MERGE"
     # a target row matched twice is refused
     dup = spark.createDataFrame([(1, 0, "a", 0.0), (1, 0, "b", 0.0)], "id long, part long, name string, value double")
-    with pytest.raises(DeltaError, match="several source rows"):
+    with pytest.raises(DeltaError, match="several source rows matched the same target row"):
         t.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
     # insert with explicit values, update all
     src2 = spark.createDataFrame([(1, 0, "one", 1.0), (200, 2, "two hundred", 2.0)],
@@ -407,6 +407,25 @@ def test_merge_upsert(spark, tmp_path):
      .whenNotMatchedInsert(values={"id": "s.id", "name": "upper(s.name)"}).execute())
     rows = {r[0]: r for r in _agree(spark, path)}
     assert rows[1] == (1, 0, "one", 1.0) and rows[200] == (200, None, "TWO HUNDRED", None)
+
+
+def test_restore_to_timestamp_reads_a_time_without_offset_in_the_session_zone(spark, tmp_path):
+    """As delta-spark: '2023-11-15 07:14:00' in a session at Asia/Tokyo is 22:14 UTC."""
+    path = _make(str(tmp_path / "t"), files=2, rows_per_file=5, dv=False)
+    base = 1_700_000_000  # 2023-11-14T22:13:20Z
+    for v in range(2):
+        os.utime(os.path.join(path, "_delta_log", f"{v:020d}.json"), (base + 100 * v,) * 2)
+    t = DeltaTable.forPath(spark, path)
+    t.delete("id < 3")
+    saved = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")
+    try:
+        t.restoreToTimestamp("2023-11-15 07:14:00")  # version 0 (version 1 if read in UTC)
+        _agree(spark, path, list(range(5)))
+        t.restoreToTimestamp("2023-11-15 07:15:00")  # version 1
+        _agree(spark, path, list(range(10)))
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", saved)
 
 
 def test_restore_to_timestamp_and_vacuum_protocol_check(spark, tmp_path, dv_files):

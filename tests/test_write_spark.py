@@ -8,6 +8,7 @@ import decimal
 import json
 import os
 
+import pyarrow as pa
 import pytest
 
 from delta_pyds.snapshot import Snapshot
@@ -125,7 +126,7 @@ def test_append_overwrite_and_replace_where(spark, tmp_path):
     assert rows == [(100, 1), (101, 1)] and read(spark, path).count() == 14
     write(spark.range(200, 201).selectExpr("id", "2 p"), path, "overwrite", partitionOverwriteMode="dynamic")
     assert spark_rows(read(spark, path).where("p = 2")) == [(200, 2)] and read(spark, path).count() == 11
-    write(spark.range(3).selectExpr("id", "0 p"), path, "overwrite")
+    write(spark.range(3).selectExpr("id", "0 p"), path, "overwrite", partitionOverwriteMode="static")
     assert spark_rows(read(spark, path)) == [(0, 0), (1, 0), (2, 0)]
     assert version(path) == 4
     assert sorted(arrow_rows(deltalake_table(path), ["id", "p"])) == [(0, 0), (1, 0), (2, 0)]
@@ -392,3 +393,122 @@ def test_written_stats_never_skip_matching_rows(spark, tmp_path):
             import pyarrow as pa
             got = pa.table(QueryBuilder().register("t", DeltaTable(path)).execute(q).read_all()).to_pylist()
             assert got == [{"c": full}], pred
+
+
+def test_decimal_stats_at_the_edge_of_the_precision_are_values_of_the_type(spark, tmp_path):
+    """Bounds of decimals with every digit used are written exactly (10**38-1 stays
+    99999999999999999999999999999999999999, not 1E+38) for every precision and scale,
+    negative values too, and stay exact when a deletion vector loosens them."""
+    from delta_pyds import DeltaTable
+    path = str(tmp_path / "t")
+    nines = "9" * 38
+    cols = {"d38": (38, 0), "d38s": (38, 2), "d38f": (38, 38), "d20": (20, 5), "d5": (5, 2), "d1": (1, 0)}
+    df = spark.sql(f"""select * from values
+        (0, cast('{nines}' as decimal(38,0)), cast('{nines[:36]}.99' as decimal(38,2)),
+            cast('0.{nines}' as decimal(38,38)), cast('999999999999999.99999' as decimal(20,5)),
+            cast('999.99' as decimal(5,2)), cast(9 as decimal(1,0))),
+        (1, cast('-{nines}' as decimal(38,0)), cast('-{nines[:36]}.99' as decimal(38,2)),
+            cast('-0.{nines}' as decimal(38,38)), cast('-999999999999999.99999' as decimal(20,5)),
+            cast('-999.99' as decimal(5,2)), cast(-9 as decimal(1,0))),
+        (2, cast('12345678901234567890123456789012345678' as decimal(38,0)), cast(0.01 as decimal(38,2)),
+            cast(0 as decimal(38,38)), cast(-0.00001 as decimal(20,5)), cast(0 as decimal(5,2)),
+            cast(0 as decimal(1,0)))
+        as t(id, {", ".join(cols)})""")
+    write(df.repartition(1), path, **{"delta.enableDeletionVectors": "true"})
+    expected_max = {"d38": nines, "d38s": nines[:36] + ".99", "d38f": "0." + nines,
+                    "d20": "999999999999999.99999", "d5": "999.99", "d1": "9"}
+    expected = {c: ("-" + v, v) for c, v in expected_max.items()}
+
+    def check_stats(tight):
+        adds = [json.loads(line)["add"] for name in sorted(os.listdir(os.path.join(path, "_delta_log")))
+                if name.endswith(".json")
+                for line in open(os.path.join(path, "_delta_log", name)) if '"add"' in line]
+        stats = adds[-1]["stats"]
+        for c, (lo, hi) in expected.items():  # the JSON text itself, digit for digit
+            assert f'"{c}":{lo}' in stats and f'"{c}":{hi}' in stats, (c, stats)
+        parsed = json.loads(stats, parse_float=decimal.Decimal, parse_int=decimal.Decimal)
+        assert parsed.get("tightBounds", True) is tight
+        for c, (p, s) in cols.items():
+            for bound in (parsed["minValues"][c], parsed["maxValues"][c]):
+                digits = bound.as_tuple()
+                assert -digits.exponent <= s and len(digits.digits) + digits.exponent <= p - s, (c, bound)
+        # deltalake (delta-rs) reads the table and its statistics as values of the types
+        from deltalake import DeltaTable as DLTable
+        actions = pa.table(DLTable(path).get_add_actions(flatten=True)).to_pydict()
+        for c, (lo, hi) in expected.items():
+            assert actions[f"min.{c}"] == [decimal.Decimal(lo)], c
+            assert actions[f"max.{c}"] == [decimal.Decimal(hi)], c
+
+    check_stats(True)
+    DeltaTable.forPath(spark, path).delete("id = 2")  # a deletion vector: bounds kept, loosened
+    check_stats(False)
+    ours = spark_rows(read(spark, path))
+    assert ours == arrow_rows(deltalake_table(path), ["id", *cols])
+    assert sorted(r[0] for r in ours) == [0, 1]
+    assert spark_rows(read(spark, path).where(f"d38 = {nines}").select("id")) == [(0,)]
+
+
+def test_session_partition_overwrite_mode_is_never_guessed(spark, tmp_path):
+    """Spark passes no session conf to Python data sources, so with
+    spark.sql.sources.partitionOverwriteMode=dynamic set on the session an overwrite that
+    leaves partitions out is refused (never replaces the whole table); the write option
+    decides (it wins over the session conf, as in delta-spark), through the DataFrame API
+    and through INSERT OVERWRITE on a temporary view."""
+    from deltalake import DeltaTable as DLTable
+    path = str(tmp_path / "t")
+    cols = ["id", "p"]
+    write(spark.range(9).selectExpr("id", "cast(id % 3 as int) p"), path, partitionBy="p")
+    original = sorted((i, i % 3) for i in range(9))
+    key = "spark.sql.sources.partitionOverwriteMode"
+    saved = spark.conf.get(key, None)
+    spark.conf.set(key, "dynamic")
+    try:
+        def rows():
+            ours = spark_rows(read(spark, path).select(*cols))
+            assert ours == arrow_rows(deltalake_table(path), cols)
+            return sorted(ours)
+
+        def data_files():
+            return sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path)
+                          for f in fs if f.endswith(".parquet"))
+        files, v = data_files(), version(path)
+        p0 = spark.createDataFrame([(100, 0)], "id long, p int")
+        with pytest.raises(Exception, match="partitionOverwriteMode") as err:
+            write(p0, path, mode="overwrite")
+        assert key in error_text(err) and "leaves out 2 of its 3 partitions" in error_text(err)
+        assert rows() == original and data_files() == files and version(path) == v  # unchanged
+        # SQL: with the session's dynamic mode Spark itself refuses INSERT OVERWRITE on a
+        # Python source (no dynamic overwrite capability), whatever the view's OPTIONS say
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW pom_v USING pydelta OPTIONS (path '{path}')")
+        with pytest.raises(Exception, match="does not support dynamic overwrite"):
+            spark.sql("INSERT OVERWRITE pom_v SELECT 100L, 0")
+        assert rows() == original and version(path) == v
+        spark.conf.unset(key)  # static: the source is reached, and cannot tell static from dynamic
+        with pytest.raises(Exception, match="partitionOverwriteMode"):
+            spark.sql("INSERT OVERWRITE pom_v SELECT 100L, 0")
+        assert rows() == original and version(path) == v
+        spark.conf.set(key, "dynamic")
+        # the option decides: dynamic replaces partition 0 only
+        write(p0, path, mode="overwrite", partitionOverwriteMode="dynamic")
+        expected = sorted([(100, 0)] + [r for r in original if r[1] != 0])
+        assert rows() == expected
+        assert DLTable(path).history(1)[0]["operationParameters"]["partitionOverwriteMode"] == "DYNAMIC"
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW pom_d USING pydelta "
+                  f"OPTIONS (path '{path}', partitionOverwriteMode 'dynamic')")
+        spark.conf.unset(key)
+        spark.sql("INSERT OVERWRITE pom_d SELECT 101L, 1")
+        spark.conf.set(key, "dynamic")
+        expected = sorted([(101, 1)] + [r for r in expected if r[1] != 1])
+        assert rows() == expected
+        # an overwrite writing every partition the table has is the same in both modes
+        every = spark.createDataFrame([(200, 0), (201, 1), (202, 2)], "id long, p int")
+        write(every, path, mode="overwrite")
+        assert rows() == [(200, 0), (201, 1), (202, 2)]
+        # static (the option wins over the session's dynamic) replaces the whole table
+        write(p0, path, mode="overwrite", partitionOverwriteMode="static")
+        assert rows() == [(100, 0)]
+    finally:
+        if saved is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, saved)

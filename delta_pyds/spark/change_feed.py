@@ -36,9 +36,20 @@ def _ending_version(log: CommitLog, options) -> int:
         return min(ending, log.latest_version)
     ending_ts = _get(options, "endingTimestamp")
     if ending_ts is not None and str(ending_ts).strip():
-        v = log.version_at_or_before(str(ending_ts).strip())
+        v = log.version_at_or_before(_zoned(log, options, str(ending_ts).strip(), "endingTimestamp"))
         return max(v, 0)
     return log.latest_version
+
+
+def _zoned(log: CommitLog, options, value, option: str):
+    """A starting/ending timestamp with its zone: the ``timeZone`` option's for one without
+    a UTC offset; refused when no zone is given and the version would depend on it."""
+    if value is None:
+        return None
+    from ..time_travel import pin_zone
+    resolve = log.version_at_or_after if option == "startingTimestamp" else log.version_at_or_before
+    return pin_zone(value, zone=ReadOptions.parse(options).time_zone, option=option,
+                    resolve=lambda ts: resolve(ts, option=option))
 
 
 def output_schema(snapshot: Snapshot, opts: ReadOptions) -> StructType:
@@ -65,8 +76,11 @@ def change_feed_reader(source, schema: SparkStructType) -> "DeltaChangeFeedReade
     pinned = getattr(source, "_pinned_version", None)
     if pinned is None:
         pinned = _ending_version(log, source.options)
-    start, end = resolve_range(log, starting_version=cdf.start.version, starting_timestamp=cdf.start.timestamp,
-                               ending_version=cdf.ending_version, ending_timestamp=cdf.ending_timestamp)
+    start, end = resolve_range(
+        log, starting_version=cdf.start.version,
+        starting_timestamp=_zoned(log, source.options, cdf.start.timestamp, "startingTimestamp"),
+        ending_version=cdf.ending_version,
+        ending_timestamp=_zoned(log, source.options, cdf.ending_timestamp, "endingTimestamp"))
     if cdf.ending_version is None and cdf.ending_timestamp is None:
         end = min(end, pinned)
         if end < start:

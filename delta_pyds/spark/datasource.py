@@ -4,7 +4,7 @@ Read a Delta table::
 
     df = spark.read.format("pydelta").load("/path/to/table")
     df = spark.read.format("pydelta").option("versionAsOf", 3).load(path)
-    df = spark.read.format("pydelta").option("timestampAsOf", "2024-05-01 10:00:00").load(path)
+    df = spark.read.format("pydelta").option("timestampAsOf", "2024-05-01 10:00:00+02:00").load(path)
     df = spark.read.format("pydelta").option("columns", "id,name").load(path)  # projection
 
 The Python Data Source API gives sources no column pruning: every column of the
@@ -17,6 +17,11 @@ but scan every file.
 
 The table version is pinned when the DataFrame is created (``load()``): later commits
 are not seen by that DataFrame, as with delta-spark.
+
+A timestamp without a UTC offset is a time in the session time zone, as in delta-spark,
+but Spark does not pass ``spark.sql.session.timeZone`` to Python data sources: give the
+offset, or ``.option("timeZone", ...)``; without either, such a timestamp is refused when
+the version it names could depend on the zone (see :func:`delta_pyds.time_travel.pin_zone`).
 """
 
 from __future__ import annotations
@@ -61,7 +66,12 @@ class DeltaDataSource(DataSource):
         if version is not None:
             from .reader import cached_snapshot
             return cached_snapshot(storage, version)
-        return Snapshot.load(storage, version=opts.version, timestamp=opts.timestamp)
+        if opts.timestamp is not None:
+            from ..time_travel import pin_zone, version_at_timestamp
+            when = pin_zone(opts.timestamp, zone=opts.time_zone, option="timestampAsOf",
+                            resolve=lambda ts: version_at_timestamp(storage, ts))
+            return Snapshot.load(storage, timestamp=when)
+        return Snapshot.load(storage, version=opts.version)
 
     def _output_schema(self, snapshot: Snapshot, opts: ReadOptions) -> StructType:
         return opts.select_columns(drop_void(snapshot.schema))
@@ -122,12 +132,19 @@ class DeltaDataSource(DataSource):
         Spark lets Python sources run only in append and overwrite mode and rejects
         ``.partitionBy()``: pass ``.option("partitionBy", "a,b")`` and, for the
         errorifexists / ignore semantics, ``.option("saveMode", "errorifexists")``
-        (see the README's Writing section)."""
+        (see the README's Writing section).
+
+        Spark passes Python data sources no session conf (measured on 4.3: the planner
+        workers get an empty conf, the write tasks only Arrow and time zone settings), so
+        ``spark.sql.sources.partitionOverwriteMode`` is unknown here: an overwrite of a
+        partitioned table whose result depends on it is refused at commit unless the
+        ``partitionOverwriteMode`` option says which mode (or ``replaceWhere`` /
+        ``overwriteSchema`` make it irrelevant)."""
         from ..write_options import WriteOptions
         from ..write_plan import plan_write
         from ..write_schema import from_spark_json
         from .writer import DeltaBatchWriter
-        opts = WriteOptions.parse(self.options, overwrite=overwrite)
+        opts = WriteOptions.parse(self.options, overwrite=overwrite, session_partition_overwrite_mode=None)
         plan = plan_write(opts, from_spark_json(schema.jsonValue()))
         return DeltaBatchWriter(plan)
 

@@ -42,6 +42,15 @@ def stream_reader(source, schema: SparkStructType) -> "DeltaStreamReader":
     opts = ReadOptions.parse(source.options)
     stream_opts = StreamOptions.parse(source.options)
     storage = Storage(opts.path, opts.storage_options)
+    if stream_opts.start.timestamp is not None:  # its zone: see delta_pyds.time_travel
+        from dataclasses import replace
+        from ..commit_log import CommitLog
+        from ..time_travel import pin_zone
+        log = CommitLog(storage)
+        when = pin_zone(stream_opts.start.timestamp, zone=opts.time_zone, option="startingTimestamp",
+                        resolve=lambda ts: log.version_at_or_after(ts, option="startingTimestamp"))
+        text = when.isoformat() if hasattr(when, "isoformat") else str(when)
+        stream_opts = replace(stream_opts, start=replace(stream_opts.start, timestamp=text))
     pinned = getattr(source, "_pinned_version", None)
     if pinned is None:
         from ..commit_log import CommitLog
