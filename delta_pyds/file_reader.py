@@ -323,9 +323,11 @@ def _cast_primitive(arr: pa.Array, target: pa.DataType, column: str = "?", sourc
 _SIGNED_BITS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
 _UNSIGNED_BITS = {pa.uint8(): 8, pa.uint16(): 16, pa.uint32(): 32, pa.uint64(): 64}
 _INTEGER_TARGET_BITS = {"byte": 8, "short": 16, "integer": 32, "long": 64}
-# integer digits a decimal needs to be widened from an integer type (the protocol's
-# typeWidening: byte, short, int -> decimal(10 + k1, k2); long -> decimal(20 + k1, k2))
-_DECIMAL_DIGITS = {8: 10, 16: 10, 32: 10, 64: 20}
+# integer digits a decimal needs to hold every value of an integer type: delta-spark widens
+# byte, short, int, long to decimal(p, s) with p - s >= 3, 5, 10, 20 (Spark's
+# DecimalType.forType; kernel-rs/type-widening has byte -> decimal(4,1)); the protocol text's
+# minimum decimal(10 + k1, k2) for byte and short is stricter than the tables that exist
+_DECIMAL_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}
 _STRINGS = (pa.types.is_string, pa.types.is_large_string, getattr(pa.types, "is_string_view", lambda t: False))
 _BINARIES = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary,
              getattr(pa.types, "is_binary_view", lambda t: False))
