@@ -110,12 +110,8 @@ def _overwrite_partition(path: str, k: str, ids) -> None:
                 mode="overwrite", options={"replaceWhere": f"k = '{k}'"})
 
 
-@pytest.mark.parametrize("op", ["delete", "update", "merge"])
-def test_dml_does_not_conflict_with_a_rewrite_of_another_partition(spark, tmp_path, monkeypatch, op):
-    path = str(tmp_path / "t")
-    _parts(path)
-    t = DeltaTable.forPath(spark, path)
-    _racing(monkeypatch, lambda: _overwrite_partition(path, "c", [50]))
+def _dml_on_partition_a1(spark, t, op: str) -> None:
+    """Deletes row 0, or sets its v to 100.0, with a condition on partition k = 'a:1'."""
     if op == "delete":
         t.delete("k = 'a:1' AND id = 0")
     elif op == "update":
@@ -124,6 +120,15 @@ def test_dml_does_not_conflict_with_a_rewrite_of_another_partition(spark, tmp_pa
         src = spark.createDataFrame([(0, 100.0)], "id long, v double")
         (t.alias("t").merge(src.alias("s"), "t.k = 'a:1' AND t.id = s.id")
          .whenMatchedUpdate(set={"v": "s.v"}).execute())
+
+
+@pytest.mark.parametrize("op", ["delete", "update", "merge"])
+def test_dml_does_not_conflict_with_a_rewrite_of_another_partition(spark, tmp_path, monkeypatch, op):
+    path = str(tmp_path / "t")
+    _parts(path)
+    t = DeltaTable.forPath(spark, path)
+    _racing(monkeypatch, lambda: _overwrite_partition(path, "c", [50]))
+    _dml_on_partition_a1(spark, t, op)
     rows = _agree(path)
     assert (50, "c", 0.0) in rows and not any(k == "c" and i != 50 for i, k, _ in rows)
     if op == "delete":
@@ -140,14 +145,7 @@ def test_dml_conflicts_with_a_rewrite_of_a_partition_it_read(spark, tmp_path, mo
     t = DeltaTable.forPath(spark, path)
     _racing(monkeypatch, lambda: _overwrite_partition(path, "a:1", [60]))
     with pytest.raises(ConcurrentModificationError):
-        if op == "delete":
-            t.delete("k = 'a:1' AND id = 0")
-        elif op == "update":
-            t.update("k = 'a:1' AND id = 0", {"v": "100.0"})
-        else:
-            src = spark.createDataFrame([(0, 100.0)], "id long, v double")
-            (t.alias("t").merge(src.alias("s"), "t.k = 'a:1' AND t.id = s.id")
-             .whenMatchedUpdate(set={"v": "s.v"}).execute())
+        _dml_on_partition_a1(spark, t, op)
     assert (60, "a:1", 0.0) in _agree(path)
 
 

@@ -65,6 +65,14 @@ def _table(tmp_path) -> str:
     return t
 
 
+def _add_outside_file(t: str, outside: str) -> None:
+    """A data file (one row, id 7) outside the root, added to version 1 by absolute path."""
+    pq.write_table(pa.table({"id": pa.array([7], pa.int64())}), outside)
+    edit_actions(log_file(t, 1), lambda acts: acts + [{"add": {
+        "path": f"file://{outside}", "partitionValues": {}, "size": os.path.getsize(outside),
+        "modificationTime": 1, "dataChange": True}}])
+
+
 def test_vacuum_deletes_only_the_listed_objects_inside_the_root(tmp_path, monkeypatch):
     canaries = _canaries(tmp_path)
     monkeypatch.chdir(tmp_path / "cwd")
@@ -85,11 +93,7 @@ def test_vacuum_keeps_files_named_by_absolute_paths_outside_the_root(tmp_path):
     # touches it (it is not below the root), whatever its tombstone says
     canaries = _canaries(tmp_path)
     t = _table(tmp_path)
-    outside = str(tmp_path / "outside" / "canary.parquet")
-    pq.write_table(pa.table({"id": pa.array([7], pa.int64())}), outside)
-    edit_actions(log_file(t, 1), lambda acts: acts + [{"add": {
-        "path": f"file://{outside}", "partitionValues": {}, "size": os.path.getsize(outside),
-        "modificationTime": 1, "dataChange": True}}])
+    _add_outside_file(t, str(tmp_path / "outside" / "canary.parquet"))
     assert sorted(read_rows(t).column("id").to_pylist()) == [3, 7]
     write_arrow(t, pa.table({"id": pa.array([4], pa.int64())}), mode="overwrite")
     assert Snapshot.load(t).tombstones.num_rows == 3
@@ -300,11 +304,7 @@ def test_optimize_restore_overwrite_then_vacuum_keep_outside_files(spark, tmp_pa
     from delta_pyds import DeltaTable
     canaries = _canaries(tmp_path)
     t = _table(tmp_path)
-    outside = str(tmp_path / "outside" / "canary.parquet")
-    pq.write_table(pa.table({"id": pa.array([7], pa.int64())}), outside)
-    edit_actions(log_file(t, 1), lambda acts: acts + [{"add": {
-        "path": f"file://{outside}", "partitionValues": {}, "size": os.path.getsize(outside),
-        "modificationTime": 1, "dataChange": True}}])
+    _add_outside_file(t, str(tmp_path / "outside" / "canary.parquet"))
     _decoys(t, tmp_path)
     dt_ = DeltaTable.forPath(spark, t)
     dt_.optimize().executeCompaction()  # rewrites the outside file into the table, removes it
