@@ -42,12 +42,12 @@ class CheckpointReader:
 
     def _json_bytes(self) -> bytes:
         if self._top_json is None:
-            self._top_json = self._read(self.parts[0].path)
+            self._top_json = self._read(self.parts[0].path, size=self.parts[0].size)
         return self._top_json
 
-    def _read(self, path: str) -> bytes:
+    def _read(self, path: str, size: int | None = None) -> bytes:
         try:
-            return self.storage.read_bytes(path)
+            return self.storage.read_bytes(path, size=size)
         except FileNotFoundError:
             raise CorruptCheckpointError(f"checkpoint file {path} is missing") from None
 

@@ -72,7 +72,7 @@ def sink_app_id(options: Mapping[str, str]) -> str:
         return "pydelta-sink-" + hashlib.sha256(location.encode("utf-8")).hexdigest()[:32]
     path = posixpath.join(storage.root, "metadata")
     try:
-        meta = json.loads(fs.cat_file(path))
+        meta = json.loads(storage.read_bytes(path))  # bounded, regular files only
         return str(meta["id"])
     except (FileNotFoundError, KeyError, ValueError, TypeError) as exc:
         raise StreamSinkError(f"cannot read the streaming query id from {path} ({exc}); set the "

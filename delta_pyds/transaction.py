@@ -262,7 +262,8 @@ class Transaction:
 
     def _rebase(self, state: "_AttemptState"):
         listing = list_log(self.storage)
-        versions = sorted(f.version for f in listing if f.kind == "commit" and f.version >= state.version)
+        sizes = {f.version: f.size for f in listing if f.kind == "commit" and f.version >= state.version}
+        versions = sorted(sizes)
         if not versions or versions[0] != state.version:
             # e.g. a listing lagging behind: retry the same version after a pause
             return None
@@ -272,7 +273,8 @@ class Transaction:
                 break
             contiguous.append(v)
         paths = [self.storage.join(LOG_DIR, commit_name(v)) for v in contiguous]
-        winners = [WinningCommit.parse(v, d) for v, d in zip(contiguous, self.storage.read_many(paths))]
+        data = self.storage.read_many(paths, sizes=[sizes[v] for v in contiguous])  # bounded before reading
+        winners = [WinningCommit.parse(v, d) for v, d in zip(contiguous, data)]
         md = self.metadata
         serializable = md is not None and md.configuration.get(ISOLATION_LEVEL) == "Serializable"
         rebase = check(

@@ -1156,3 +1156,23 @@ def test_partition_value_with_nul_is_written_escaped_and_read_back(tmp_path):
     deltalake = pytest.importorskip("deltalake")
     other = sorted(deltalake.DeltaTable(t).to_pyarrow_table().to_pylist(), key=lambda r: r["v"])
     assert [r["p"] for r in other] == values
+
+
+def test_winning_commits_are_read_within_the_bound_on_object_stores():
+    """A concurrent winner larger than maxLogFileBytes is refused by size from the listing,
+    before it is read, also where the filesystem cannot say 'regular file' (memory://)."""
+    import uuid as _uuid
+    import fsspec
+    from delta_pyds.errors import UnsafeFileError
+    from delta_pyds.storage import Storage
+    from delta_pyds.transaction import Transaction
+    from delta_pyds.write_plan import write_arrow
+    root = f"memory://bound-{_uuid.uuid4().hex[:8]}/t"
+    write_arrow(root, pa.table({"id": pa.array([1], pa.int64())}))
+    storage = Storage(root, {"maxLogFileBytes": "4096"})
+    txn = Transaction(storage, Snapshot.load(storage))
+    txn.add_files([])
+    big = json.dumps({"commitInfo": {"operation": "WRITE", "padding": "x" * 8192}}) + "\n"
+    fsspec.filesystem("memory").pipe_file(f"{root}/_delta_log/{1:020d}.json", big.encode())
+    with pytest.raises(UnsafeFileError, match="maxLogFileBytes"):
+        txn.commit("WRITE")
