@@ -137,13 +137,26 @@ def _parse_stats(stats: pa.Array, schema: pa.StructType) -> pa.Array:
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, IndexError):
                 rows.append(None)
         parsed = pa.array(rows, pa.struct(list(raw_schema)))
+    # rows whose stats did not parse stay null: rebuilding the struct from its children
+    # must keep the parent's nulls (the children hold zeros there, which would read as
+    # numRecords 0 and min = max = 0, and let readers skip the file)
+    missing = pc.or_(pc.is_null(parsed), pc.is_null(stats))
     parsed = pa.StructArray.from_arrays([parsed.field(i) for i in range(parsed.type.num_fields)],
                                         fields=list(raw_schema),
-                                        mask=pc.is_null(stats) if stats.null_count else None)
+                                        mask=missing if pc.any(missing).as_py() else None)
     try:
         return parsed.cast(schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return pa.nulls(len(stats), schema)
+        pass
+    # some row holds a value its column's type cannot (e.g. a decimal bound past the
+    # precision, from an older writer): only those rows lose their typed stats
+    out = []
+    for i in range(len(parsed)):
+        try:
+            out.append(parsed.slice(i, 1).cast(schema))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            out.append(pa.nulls(1, schema))
+    return pa.concat_arrays(out) if out else pa.nulls(0, schema)
 
 
 def checkpoint_table(snapshot: Snapshot, *, now_ms: int | None = None) -> tuple[pa.Table, int]:

@@ -568,3 +568,37 @@ def test_file_tags_of_other_writers_survive_checkpoints_and_removes(copy_table):
     removes = _log_tags(path, 3, "remove")
     assert {p: removes[p] for p in tags} == tags
     assert arrow_rows(deltalake_table(path), ["value"]) == [(1,)]
+
+
+def test_checkpoint_keeps_typed_stats_of_rows_whose_bounds_fit_the_type(tmp_path):
+    """A stats row with a bound its column's type cannot hold (an older writer's 1E+38 in a
+    decimal(38,0)) loses its typed stats in the checkpoint; the other rows keep theirs."""
+    from delta_pyds.checkpoint_writer import write_checkpoint
+    path = str(tmp_path / "t")
+    schema = pa.schema([("d", pa.decimal128(38, 0))])
+    for v in (1, 2, 3):
+        write_arrow(path, pa.table({"d": pa.array([decimal.Decimal(v)], pa.decimal128(38, 0))}, schema=schema),
+                    options={"delta.checkpoint.writeStatsAsStruct": "true"} if v == 1 else None)
+    commit = os.path.join(path, "_delta_log", f"{1:020d}.json")
+    lines = [json.loads(line) for line in open(commit)]
+    for a in lines:
+        if "add" in a:
+            stats = json.loads(a["add"]["stats"])
+            stats["maxValues"]["d"] = 1e38  # out of decimal(38,0)'s range
+            a["add"]["stats"] = json.dumps(stats)
+    with open(commit, "w") as f:
+        f.write("\n".join(json.dumps(a) for a in lines) + "\n")
+    snap = Snapshot.load(path)
+    write_checkpoint(snap.storage, snap.version)
+    table = pq.read_table(os.path.join(path, "_delta_log", f"{snap.version:020d}.checkpoint.parquet"))
+    parsed = [a["stats_parsed"] for a in table.column("add").to_pylist() if a]
+    assert sum(p is None for p in parsed) == 1  # not a row of zeros (numRecords 0 = skippable)
+    assert sorted(p["maxValues"]["d"] for p in parsed if p) == [decimal.Decimal(1), decimal.Decimal(3)]
+    # a reader using the checkpoint alone still finds the row
+    for v in range(snap.version):
+        os.remove(os.path.join(path, "_delta_log", f"{v:020d}.json"))
+    os.remove(os.path.join(path, "_delta_log", f"{snap.version:020d}.json"))
+    import delta_pyds
+    from delta_pyds.predicates import EqualTo
+    report = delta_pyds.explain_scan(path, [EqualTo("d", decimal.Decimal(2))])
+    assert "kept 1 of 3" in str(report)
