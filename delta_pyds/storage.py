@@ -55,12 +55,9 @@ parameter, a JSON object for a ``*_kwargs`` or dict parameter, digits for an int
 from __future__ import annotations
 
 import errno
-import inspect
-import json
 import logging
 import os
 import posixpath
-import re
 import stat
 import sys
 import threading
@@ -75,10 +72,12 @@ import fsspec
 
 from .errors import CommitFailedError, DeltaError, ExternalPathError, StorageError, UnsafeFileError
 from .paths import is_absolute, scheme_of
+from .storage_options import (filesystem_kwargs, is_secret_key, parse_bool, parse_positive_int,  # noqa: F401
+                              redact, squash_key)
 
 log = logging.getLogger("delta_pyds")
 
-# storage options consumed here, never passed to fsspec (compared lowercased, no "_")
+# storage options consumed here, never passed to fsspec (compared as squash_key gives them)
 _UNSAFE_COMMITS_KEYS = {"allowunsafecommits"}
 _EXTERNAL_PATHS_KEYS = {"allowexternalpaths"}
 _MAX_LOG_FILE_KEYS = {"maxlogfilebytes"}
@@ -86,10 +85,6 @@ _MAX_LOG_FILE_KEYS = {"maxlogfilebytes"}
 # the largest log file (commit, JSON checkpoint, compaction) read into memory; Parquet
 # checkpoints and data files are streamed by pyarrow and not bounded by it
 DEFAULT_MAX_LOG_FILE_BYTES = 1 << 30
-
-# option keys whose values are secrets (compared lowercased, without "_" and "-")
-_SECRET_KEY_PARTS = ("secret", "key", "token", "password", "passwd", "credential",
-                     "connectionstring", "sas", "signature", "auth")
 
 _MEMORY_LOCK = threading.Lock()
 
@@ -127,129 +122,6 @@ def _mtime_ms(info: Mapping) -> int:
         if isinstance(value, str):
             return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
     return 0
-
-
-# ----------------------------------------------------------------- option handling
-def _squash(key: str) -> str:
-    return key.lower().replace("_", "").replace("-", "")
-
-
-def _truthy(value: Any, name: str = "allowUnsafeCommits") -> bool:
-    if isinstance(value, bool):
-        return value
-    if value is None:
-        return False
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no", ""):
-        return False
-    raise ValueError(f"storage option {name}: expected true or false, got {value!r}")
-
-
-def _positive_int(value: Any, name: str) -> int:
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        number = 0
-    if number <= 0:
-        raise ValueError(f"storage option {name}: expected a positive number of bytes, got {value!r}")
-    return number
-
-
-def is_secret_key(key: str) -> bool:
-    """Whether a storage option's value must never be shown (credentials)."""
-    squashed = _squash(key)
-    return any(part in squashed for part in _SECRET_KEY_PARTS)
-
-
-_USERINFO_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/@\s\"']+)@")
-
-
-def _secret_values(options: Mapping[str, Any]) -> list[str]:
-    values = []
-    for k, v in options.items():
-        if v is None:
-            continue
-        # credentials in URLs (endpoint_url='http://user:pass@host'), in any option
-        text = v if isinstance(v, str) else json.dumps(v, default=str) if isinstance(v, (dict, list)) else str(v)
-        for userinfo in _USERINFO_RE.findall(text):
-            values.append(userinfo)
-            _, _, password = userinfo.partition(":")
-            if password:
-                values.append(password)
-        if not is_secret_key(k):
-            continue
-        text = v if isinstance(v, str) else json.dumps(v, default=str) if isinstance(v, (dict, list)) else str(v)
-        if len(text) >= 4:
-            values.append(text)
-        # parts of connection strings: AccountKey=...;SharedAccessSignature=...
-        for part in re.split(r"[;&\s]", text):
-            if "=" in part:
-                _, _, secret = part.partition("=")
-                if len(secret) >= 6:
-                    values.append(secret)
-    return sorted(set(values), key=len, reverse=True)
-
-
-def redact(text: str, options: Mapping[str, Any]) -> str:
-    """``text`` with every secret storage option value replaced by ``***``."""
-    for secret in _secret_values(options):
-        text = text.replace(secret, "***")
-    return text
-
-
-def _init_parameters(cls) -> dict[str, inspect.Parameter]:
-    params: dict[str, inspect.Parameter] = {}
-    for klass in reversed(cls.__mro__):
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        try:
-            sig = inspect.signature(init)
-        except (TypeError, ValueError):  # pragma: no cover - builtins
-            continue
-        for name, p in sig.parameters.items():
-            if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                params[name] = p
-    return params
-
-
-def _coerce(value: Any, param: inspect.Parameter | None, name: str) -> Any:
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    default = param.default if param is not None else inspect.Parameter.empty
-    if isinstance(default, bool) or (default is inspect.Parameter.empty and text.lower() in ("true", "false")):
-        if text.lower() in ("true", "1", "yes"):
-            return True
-        if text.lower() in ("false", "0", "no"):
-            return False
-        return value
-    if isinstance(default, int) and not isinstance(default, bool) and re.fullmatch(r"-?\d+", text):
-        return int(text)
-    if isinstance(default, float) and re.fullmatch(r"-?\d+(\.\d*)?([eE]-?\d+)?", text):
-        return float(text)
-    if (isinstance(default, dict) or name.endswith("_kwargs") or name.endswith("kwargs")) \
-            and text.startswith("{"):
-        try:
-            return json.loads(text)
-        except ValueError:
-            raise ValueError(f"storage option {name}: expected a JSON object") from None
-    return value
-
-
-def filesystem_kwargs(cls, options: Mapping[str, Any]) -> dict[str, Any]:
-    """Storage options as keyword arguments of the fsspec filesystem class ``cls``:
-    keys matched to its parameters ignoring case and underscores, string values
-    converted to the parameter's type."""
-    params = _init_parameters(cls)
-    by_squashed = {_squash(n): n for n in params}
-    out = {}
-    for key, value in options.items():
-        name = by_squashed.get(_squash(key), key)
-        out[name] = _coerce(value, params.get(name), name)
-    return out
 
 
 # --------------------------------------------------------------- atomic creates
@@ -343,17 +215,18 @@ class Storage:
         external = allow_external_paths
         bound = max_log_file_bytes
         for k, v in dict(options or {}).items():
-            if _squash(k) in _UNSAFE_COMMITS_KEYS:
-                unsafe = unsafe or _truthy(v)
-            elif _squash(k) in _EXTERNAL_PATHS_KEYS:
-                external = external and _truthy(v, "allowExternalPaths")
-            elif _squash(k) in _MAX_LOG_FILE_KEYS:
+            key = squash_key(k)
+            if key in _UNSAFE_COMMITS_KEYS:
+                unsafe = unsafe or parse_bool(v, "allowUnsafeCommits")
+            elif key in _EXTERNAL_PATHS_KEYS:
+                external = external and parse_bool(v, "allowExternalPaths")
+            elif key in _MAX_LOG_FILE_KEYS:
                 if bound is None:
-                    bound = _positive_int(v, "maxLogFileBytes")
+                    bound = parse_positive_int(v, "maxLogFileBytes")
             else:
                 opts[k] = v
         self.max_log_file_bytes = DEFAULT_MAX_LOG_FILE_BYTES if bound is None else \
-            _positive_int(bound, "max_log_file_bytes")
+            parse_positive_int(bound, "max_log_file_bytes")
         self.options = opts
         self.allow_unsafe_commits = bool(unsafe)
         # False: refuse every data, deletion vector or sidecar path the log names outside
