@@ -17,8 +17,8 @@ import uuid
 def _writer(root: str, wid: int, commits: int, out) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from delta_pyds.storage import Storage
-    from delta_pyds.transaction import Transaction
+    from delta_pyds.storage.store import Storage
+    from delta_pyds.transaction.commit import Transaction
     storage = Storage(root)
     attempts = 0
     for seq in range(commits):
@@ -37,10 +37,10 @@ def _writer(root: str, wid: int, commits: int, out) -> None:
 
 def run_appenders(root: str, *, writers: int = 4, commits_each: int = 10) -> dict:
     import pyarrow as pa
-    from delta_pyds.snapshot import Snapshot
-    from delta_pyds.storage import Storage
-    from delta_pyds.transaction import Transaction
-    from delta_pyds.actions import Metadata, Protocol
+    from delta_pyds.table.snapshot import Snapshot
+    from delta_pyds.storage.store import Storage
+    from delta_pyds.transaction.commit import Transaction
+    from delta_pyds.protocol.actions import Metadata, Protocol
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
     schema = {"type": "struct", "fields": [{"name": "writer", "type": "long", "nullable": True, "metadata": {}},

@@ -137,7 +137,7 @@ class Suite:
         # VmHWM, not ru_maxrss: Linux carries ru_maxrss across fork+exec, so a child of this
         # (large) process would report the parent's peak
         peak = ("print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0])")
-        code = ("import sys;from delta_pyds.snapshot import Snapshot;from delta_pyds.scan import plan_partitions;"
+        code = ("import sys;from delta_pyds.table.snapshot import Snapshot;from delta_pyds.read.scan import plan_partitions;"
                 "s=Snapshot.load(sys.argv[1]);plan_partitions(s.files, s.physical_partition_columns);" + peak)
         code_dl = "import sys;from deltalake import DeltaTable;len(DeltaTable(sys.argv[1]).file_uris());" + peak
         p = logs[0][1]

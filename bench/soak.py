@@ -2,7 +2,7 @@
 
     python bench/soak.py --writers 4 --seconds 60 [--readers 2] [--s3] [--seed N] [--json out.json]
 
-``--writers`` processes commit through the core :mod:`delta_pyds.transaction` API
+``--writers`` processes commit through the core :mod:`delta_pyds.transaction.commit` API
 (Parquet data files written with pyarrow, then an ``add`` action committed): mostly
 appends, some overwrites (remove every active file + add one). Injected faults:
 
@@ -61,7 +61,7 @@ class InjectedFault(Exception):
 
 # ------------------------------------------------------------------ shared helpers
 def _storage(root: str, options: dict):
-    from delta_pyds.storage import Storage
+    from delta_pyds.storage.store import Storage
     return Storage(root, options)
 
 
@@ -71,12 +71,12 @@ def _rows_of(path: str) -> int:
 
 
 def _commit_versions(storage) -> list[int]:
-    from delta_pyds.log_segment import list_log
+    from delta_pyds.log.segment import list_log
     return sorted(f.version for f in list_log(storage) if f.kind == "commit")
 
 
 def _read_commit(storage, version: int) -> list[dict]:
-    from delta_pyds.log_files import LOG_DIR, commit_name
+    from delta_pyds.log.files import LOG_DIR, commit_name
     data = storage.read_bytes(storage.join(LOG_DIR, commit_name(version)))
     return [json.loads(line) for line in data.splitlines() if line.strip()]
 
@@ -112,7 +112,7 @@ def writer_main(wid: str, root: str, options: dict, deadline: float, journal_pat
     import pyarrow as pa
     import pyarrow.parquet as pq
     from delta_pyds.errors import CommitFailedError, ConcurrentModificationError, DeltaError
-    from delta_pyds.transaction import Transaction
+    from delta_pyds.transaction.commit import Transaction
 
     rng = random.Random(seed)
     storage = _storage(root, options)
@@ -194,7 +194,7 @@ def _inject_put(txn, *, after_write: bool) -> None:
 # ------------------------------------------------------------------------ reader
 def reader_main(rid: str, root: str, options: dict, deadline: float, out_path: str) -> None:
     import pyarrow.parquet as pq
-    from delta_pyds.snapshot import Snapshot
+    from delta_pyds.table.snapshot import Snapshot
 
     storage = _storage(root, options)
     ref = Reference(storage)
@@ -245,8 +245,8 @@ def reader_main(rid: str, root: str, options: dict, deadline: float, out_path: s
 
 # -------------------------------------------------------------------- supervisor
 def create_table(root: str, options: dict) -> None:
-    from delta_pyds.actions import Metadata
-    from delta_pyds.transaction import Transaction
+    from delta_pyds.protocol.actions import Metadata
+    from delta_pyds.transaction.commit import Transaction
     txn = Transaction.start(root, options=options)
     txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=SCHEMA, partition_columns=(),
                                  configuration={"delta.checkpointInterval": "10"},
@@ -256,7 +256,7 @@ def create_table(root: str, options: dict) -> None:
 
 def verify(root: str, options: dict, journals: list[str]) -> dict:
     import pyarrow.parquet as pq
-    from delta_pyds.snapshot import Snapshot
+    from delta_pyds.table.snapshot import Snapshot
 
     storage = _storage(root, options)
     records = []

@@ -5,7 +5,7 @@
 fsspec and never import pyspark.
 """
 
-__version__ = "0.1.0"
+from delta_pyds.version import __version__
 
 __all__ = ["register", "explain_scan", "DeltaTable", "__version__"]
 
@@ -14,18 +14,18 @@ def __getattr__(name):
     # DeltaTable lives in the Spark layer: imported on first use, so that importing
     # delta_pyds never imports pyspark
     if name == "DeltaTable":
-        from .tables import DeltaTable
+        from delta_pyds.spark.tables.delta_table import DeltaTable
         return DeltaTable
     raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
 
 
 def explain_scan(path, predicates=(), **kwargs):
-    """Which files a scan with ``predicates`` reads, and why (see :mod:`delta_pyds.explain`)."""
-    from .explain import explain_scan as _explain
+    """Which files a scan with ``predicates`` reads, and why (see :mod:`delta_pyds.read.explain`)."""
+    from delta_pyds.read.explain import explain_scan as _explain
     return _explain(path, predicates, **kwargs)
 
 
 def register(spark) -> None:
     """Registers the ``pydelta`` data source on ``spark`` and enables filter pushdown."""
-    from .spark import register as _register
+    from delta_pyds.spark import register as _register
     _register(spark)

@@ -1,7 +1,7 @@
-"""``python -m delta_pyds``: see :mod:`delta_pyds.cli`."""
+"""``python -m delta_pyds``: see :mod:`delta_pyds.tools.cli`."""
 import sys
 
-from .cli import main
+from delta_pyds.tools.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

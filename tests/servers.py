@@ -125,7 +125,7 @@ class Server:
         return f"{self.scheme}://{self.bucket}/{path.lstrip('/')}".rstrip("/")
 
     def fs(self, **extra):
-        from delta_pyds.storage import Storage
+        from delta_pyds.storage.store import Storage
         return Storage(self.url("x"), {**self.options, **extra}).fs
 
     def spark_options(self) -> dict:

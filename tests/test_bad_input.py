@@ -19,12 +19,12 @@ import pytest
 
 from delta_pyds.errors import (ColumnTypeError, CorruptCheckpointError, CorruptLogError, DataFileError,
                                DeletionVectorError, DeltaError, TableNotFoundError, UnsupportedFeatureError)
-from delta_pyds.file_reader import ReadSpec, read_file
-from delta_pyds.read_options import ReadOptions
-from delta_pyds.scan import FileTask
-from delta_pyds.schema import to_arrow_schema
-from delta_pyds.snapshot import Snapshot
-from delta_pyds.storage import Storage
+from delta_pyds.read.file_reader import ReadSpec, read_file
+from delta_pyds.read.options import ReadOptions
+from delta_pyds.read.scan import FileTask
+from delta_pyds.protocol.schema import to_arrow_schema
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.storage.store import Storage
 
 from conftest import table_path
 
@@ -719,7 +719,7 @@ def test_read_file_refuses_dotdot_paths_from_any_planner(tmp_path):
     for bad in ("../outside.parquet", "a/../../b.parquet", "a\\..\\b.parquet"):
         with pytest.raises(DataFileError, match="'..' segment"):
             list(read_file(spec, FileTask(bad, 1, (), None)))
-    # task paths are canonical (delta_pyds.paths): absolute ones are allowed, merely absent here
+    # task paths are canonical (delta_pyds.protocol.paths): absolute ones are allowed, merely absent here
     with pytest.raises(DataFileError, match="missing"):
         list(read_file(spec, FileTask(f"{tmp_path}/../nowhere.parquet", 1, (), None)))
     with pytest.raises(DataFileError, match="file: URI"):  # a URI never reaches a task decoded
@@ -727,9 +727,9 @@ def test_read_file_refuses_dotdot_paths_from_any_planner(tmp_path):
 
 
 def test_relative_deletion_vector_prefix_cannot_escape_the_root(tmp_path):
-    from delta_pyds.deletion_vectors import DeletionVectorDescriptor
+    from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor
     from delta_pyds.errors import DeletionVectorError
-    from delta_pyds.storage import Storage
+    from delta_pyds.storage.store import Storage
     good = DeletionVectorDescriptor("u", "ab" + "0" * 20, 1, 10, 1)
     assert good.absolute_path(Storage(str(tmp_path))).startswith(str(tmp_path))
     for prefix in ("../", "..", "a/b"):
@@ -741,7 +741,7 @@ def test_relative_deletion_vector_prefix_cannot_escape_the_root(tmp_path):
 # ------------------------------------------------------------ issue 16: wrong data with no error
 def _read_one(tmp_path, data: pa.Table, fields: list[dict], *, mode: str = "none", **write_kw) -> pa.Table:
     """Reads one Parquet file holding ``data`` as a table of the declared ``fields``."""
-    from delta_pyds.schema import parse_schema
+    from delta_pyds.protocol.schema import parse_schema
     pq.write_table(data, tmp_path / "f.parquet", **write_kw)
     schema = parse_schema(json.dumps({"type": "struct", "fields": fields}))
     spec = ReadSpec(storage=Storage(str(tmp_path)),
@@ -878,8 +878,8 @@ def test_missing_non_nullable_nested_field_is_an_error(tmp_path):
 
 
 def test_boolean_partition_value_other_than_true_false_is_refused(tmp_path):
-    from delta_pyds.partition_values import parse_partition_values
-    from delta_pyds.schema import PrimitiveType
+    from delta_pyds.protocol.partition_values import parse_partition_values
+    from delta_pyds.protocol.schema import PrimitiveType
     ok = parse_partition_values(pa.array(["true", "FALSE", "True", None, ""]), PrimitiveType("boolean"), column="p")
     assert ok.to_pylist() == [True, False, True, None, None]
     for bad in ("maybe", "1", "yes", " true"):
@@ -889,7 +889,7 @@ def test_boolean_partition_value_other_than_true_false_is_refused(tmp_path):
 
 def test_boolean_partition_value_maybe_in_a_table(tmp_path):
     t = copy(tmp_path, SIMPLE)
-    from delta_pyds.schema import parse_schema
+    from delta_pyds.protocol.schema import parse_schema
     snap = Snapshot.load(t)
     edit_actions(log_file(t, 0), lambda acts: [
         {"metaData": {**a["metaData"], "partitionColumns": ["flag"], "schemaString": json.dumps(
@@ -915,7 +915,7 @@ def test_partition_columns_not_a_list_of_strings_is_refused(tmp_path, value):
 @pytest.mark.parametrize("names", [("id", "ID"), ("Value", "vALUE")])
 def test_columns_differing_only_in_case_are_refused(tmp_path, names):
     from delta_pyds.errors import SchemaError
-    from delta_pyds.schema import parse_schema
+    from delta_pyds.protocol.schema import parse_schema
     schema = json.dumps({"type": "struct", "fields": [_f(names[0], "long"), _f(names[1], "string")]})
     with pytest.raises(SchemaError, match=rf"{names[0]}.*{names[1]}"):
         parse_schema(schema)
@@ -960,8 +960,8 @@ def test_multi_part_checkpoint_name_claiming_a_billion_parts(tmp_path):
 
 
 def test_multi_part_checkpoint_complete_with_odd_part_numbers_is_not_complete(tmp_path):
-    from delta_pyds.log_files import parse_log_file_name
-    from delta_pyds.log_segment import complete_checkpoints
+    from delta_pyds.log.files import parse_log_file_name
+    from delta_pyds.log.segment import complete_checkpoints
     names = ["00000000000000000005.checkpoint.0000000000.0000000002.parquet",
              "00000000000000000005.checkpoint.0000000002.0000000002.parquet"]
     assert complete_checkpoints([parse_log_file_name(n) for n in names]) == {}
@@ -982,7 +982,7 @@ def _range_bitmap(n: int):
 
 
 def test_dv_file_claiming_2_pow_32_rows_is_refused_before_expansion(tmp_path):
-    from delta_pyds.deletion_vectors import write_deletion_vectors
+    from delta_pyds.protocol.deletion_vectors import write_deletion_vectors
     t = copy(tmp_path, DV_TABLE)  # one file of 10 rows
     (desc,) = write_deletion_vectors(Storage(t), [_range_bitmap(2 ** 32)])
     assert desc.size_in_bytes < 1 << 20 and desc.cardinality == 2 ** 32
@@ -992,7 +992,7 @@ def test_dv_file_claiming_2_pow_32_rows_is_refused_before_expansion(tmp_path):
 
 
 def test_dv_whose_descriptor_understates_a_huge_bitmap_is_refused_before_expansion(tmp_path):
-    from delta_pyds.deletion_vectors import write_deletion_vectors
+    from delta_pyds.protocol.deletion_vectors import write_deletion_vectors
     t = copy(tmp_path, DV_TABLE)
     (desc,) = write_deletion_vectors(Storage(t), [_range_bitmap(2 ** 32)])
     _give_dv(t, {**desc.to_dict(), "cardinality": 2})
@@ -1001,7 +1001,7 @@ def test_dv_whose_descriptor_understates_a_huge_bitmap_is_refused_before_expansi
 
 
 def test_inline_dv_with_2_pow_36_rows_is_refused_before_expansion(tmp_path):
-    from delta_pyds.deletion_vectors import inline_descriptor, load_deleted_rows
+    from delta_pyds.protocol.deletion_vectors import inline_descriptor, load_deleted_rows
     t = copy(tmp_path, DV_TABLE)
     desc = inline_descriptor(_range_bitmap(2 ** 36))
     _give_dv(t, desc.to_dict())
@@ -1014,7 +1014,7 @@ def test_inline_dv_with_2_pow_36_rows_is_refused_before_expansion(tmp_path):
 
 def test_schema_nested_500_levels_is_a_named_error(tmp_path):
     from delta_pyds.errors import SchemaError
-    from delta_pyds.schema import MAX_TYPE_DEPTH, parse_schema
+    from delta_pyds.protocol.schema import MAX_TYPE_DEPTH, parse_schema
     t = copy(tmp_path, SIMPLE)
     inner = '"long"'
     for _ in range(500):  # built as text: json.dumps itself would overflow the stack
@@ -1145,7 +1145,7 @@ def test_protocol_features_not_an_array_of_strings_are_malformed(tmp_path, field
 
 
 def test_partition_value_with_nul_is_written_escaped_and_read_back(tmp_path):
-    from delta_pyds.write_plan import write_arrow
+    from delta_pyds.write.plan import write_arrow
     t = str(tmp_path / "nul")
     values = ["a\x00b", "\x00", "c"]
     write_arrow(t, pa.table({"p": values, "v": [1, 2, 3]}), options={"partitionBy": "p"})
@@ -1164,9 +1164,9 @@ def test_winning_commits_are_read_within_the_bound_on_object_stores():
     import uuid as _uuid
     import fsspec
     from delta_pyds.errors import UnsafeFileError
-    from delta_pyds.storage import Storage
-    from delta_pyds.transaction import Transaction
-    from delta_pyds.write_plan import write_arrow
+    from delta_pyds.storage.store import Storage
+    from delta_pyds.transaction.commit import Transaction
+    from delta_pyds.write.plan import write_arrow
     root = f"memory://bound-{_uuid.uuid4().hex[:8]}/t"
     write_arrow(root, pa.table({"id": pa.array([1], pa.int64())}))
     storage = Storage(root, {"maxLogFileBytes": "4096"})

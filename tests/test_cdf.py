@@ -14,13 +14,13 @@ import pyarrow as pa
 import pytest
 
 from conftest import table_path
-from delta_pyds.change_data import (ChangeDataError, ChangeFile, is_noop_merge, plan_changes,
+from delta_pyds.cdf.plan import (ChangeDataError, ChangeFile, is_noop_merge, plan_changes,
                                     resolve_range, version_changes)
-from delta_pyds.change_reader import read_changes, selected_rows
-from delta_pyds.commit_log import CommitLog, FileAction
-from delta_pyds.deletion_vectors import inline_descriptor
+from delta_pyds.cdf.reader import read_changes, selected_rows
+from delta_pyds.log.commits import CommitLog, FileAction
+from delta_pyds.protocol.deletion_vectors import inline_descriptor
 from delta_pyds.errors import VersionNotFoundError
-from delta_pyds.storage import Storage
+from delta_pyds.storage.store import Storage
 
 
 def changes(name, start=0, end=None, columns=None):
@@ -274,8 +274,8 @@ def test_noop_merge_yields_nothing():
 
 def test_change_file_reads_only_selected_rows(tmp_path):
     import pyarrow.parquet as pq
-    from delta_pyds.change_reader import change_read_spec, read_change_file, with_cdf_columns
-    from delta_pyds.snapshot import Snapshot
+    from delta_pyds.cdf.reader import change_read_spec, read_change_file, with_cdf_columns
+    from delta_pyds.table.snapshot import Snapshot
     from deltalake import write_deltalake
     path = str(tmp_path / "t")
     write_deltalake(path, pa.table({"id": pa.array(range(100), pa.int64())}),

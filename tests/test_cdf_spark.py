@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import table_path
-from delta_pyds.change_reader import read_changes
+from delta_pyds.cdf.reader import read_changes
 from helpers import arrow_rows, spark_rows
 
 

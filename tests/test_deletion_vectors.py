@@ -1,4 +1,4 @@
-"""Tests for delta_pyds.deletion_vectors (pure pyarrow/numpy/pyroaring, no Spark).
+"""Tests for delta_pyds.protocol.deletion_vectors (pure pyarrow/numpy/pyroaring, no Spark).
 
 The tables under tests/data are byte-identical copies of real tables from
 /work/shared/tables (written by delta-spark, or hand-made by the delta-rs/kernel-rs
@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from pyroaring import BitMap64
 
-from delta_pyds.deletion_vectors import (
+from delta_pyds.protocol.deletion_vectors import (
     MAGIC_NUMBER,
     DeletionVectorDescriptor,
     deserialize_deleted_rows,
@@ -38,7 +38,7 @@ from delta_pyds.deletion_vectors import (
     z85_encode,
 )
 from delta_pyds.errors import DeletionVectorError
-from delta_pyds.storage import Storage
+from delta_pyds.storage.store import Storage
 
 deltalake = pytest.importorskip("deltalake")
 
@@ -492,7 +492,7 @@ def test_keep_mask_matches_naive(rows, start, length):
 
 # -- the core stays Spark-free ---------------------------------------------------------
 def test_module_does_not_import_pyspark():
-    code = "import sys, delta_pyds.deletion_vectors; assert 'pyspark' not in sys.modules"
+    code = "import sys, delta_pyds.protocol.deletion_vectors; assert 'pyspark' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
 
 
@@ -500,9 +500,9 @@ def test_the_row_cap_applies_only_when_the_file_row_count_is_unknown(tmp_path, m
     """A deletion vector larger than DEFAULT_MAX_DV_ROWS is fine wherever the data file's
     row count is known (reads, replaceWhere, the change data feed): the cap guards only
     vectors of unknown files. The cap is lowered here so a small table exercises it."""
-    import delta_pyds.deletion_vectors as dvmod
-    from delta_pyds.change_reader import read_changes
-    from delta_pyds.write_plan import write_arrow
+    import delta_pyds.protocol.deletion_vectors as dvmod
+    from delta_pyds.cdf.reader import read_changes
+    from delta_pyds.write.plan import write_arrow
     from test_bad_input import read_rows
     monkeypatch.setattr(dvmod, "DEFAULT_MAX_DV_ROWS", 4)
     t = str(tmp_path / "t")

@@ -344,7 +344,7 @@ def test_spark_submit_py_files_local_cluster(deps_venv, s3_server):
 
 def test_package_zip_contents(tmp_path):
     import zipfile
-    from delta_pyds.package import build_zip
+    from delta_pyds.tools.package import build_zip
     first = build_zip(str(tmp_path / "a.zip"))
     second = build_zip(str(tmp_path / "b.zip"))
     names = zipfile.ZipFile(first).namelist()

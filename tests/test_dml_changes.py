@@ -16,7 +16,7 @@ deltalake = pytest.importorskip("deltalake")
 from deltalake import DeltaTable as DLTable, write_deltalake  # noqa: E402
 
 from delta_pyds import DeltaTable  # noqa: E402
-from delta_pyds.snapshot import Snapshot  # noqa: E402
+from delta_pyds.table.snapshot import Snapshot  # noqa: E402
 
 COLS = ["id", "p", "name"]
 CHANGE_COLS = ["id", "p", "name", "_change_type", "_commit_version"]
@@ -74,7 +74,7 @@ def test_copy_on_write_dml_writes_change_data(spark, tmp_path, mapping):
 def test_failed_cdc_commit_leaves_no_files(spark, tmp_path, monkeypatch):
     path = _make(str(tmp_path / "t"))
     before = {f for f in glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True)}
-    from delta_pyds import transaction
+    from delta_pyds.transaction import commit as transaction
     monkeypatch.setattr(transaction.Transaction, "commit",
                         lambda self, *a, **k: (_ for _ in ()).throw(RuntimeError("lost")))
     with pytest.raises(RuntimeError, match="lost"):

@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 from delta_pyds import DeltaTable
-from delta_pyds.checkpoint_writer import write_checkpoint
-from delta_pyds.snapshot import Snapshot
-from delta_pyds.write_plan import write_arrow
+from delta_pyds.transaction.checkpoint_writer import write_checkpoint
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.plan import write_arrow
 
 from helpers import deltalake_table
 from test_bad_input import read_rows
@@ -87,7 +87,7 @@ def test_delete_update_merge_optimize_restore(spark, tmp_path, values, dv, check
 # ------------------------------------------------------------------ conflicts (issue 15, item 6)
 def _racing(monkeypatch, action):
     """Runs ``action`` once, just before the operation's commit: a winner at the same version."""
-    from delta_pyds import transaction
+    from delta_pyds.transaction import commit as transaction
     real = transaction.Transaction.commit
     fired = []
 

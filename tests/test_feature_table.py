@@ -3,7 +3,7 @@
 import os
 import re
 
-from delta_pyds.features import FEATURES
+from delta_pyds.protocol.features import FEATURES
 
 
 def test_readme_feature_table_matches_code():
@@ -20,8 +20,8 @@ import pyarrow as pa  # noqa: E402
 import pytest  # noqa: E402
 
 from delta_pyds.errors import UnsupportedFeatureError  # noqa: E402
-from delta_pyds.snapshot import Snapshot  # noqa: E402
-from delta_pyds.write_plan import write_arrow  # noqa: E402
+from delta_pyds.table.snapshot import Snapshot  # noqa: E402
+from delta_pyds.write.plan import write_arrow  # noqa: E402
 
 
 def _table_with_feature(path, feature):
@@ -60,9 +60,9 @@ def test_every_feature_is_read_and_written_as_the_table_says(tmp_path, feature):
     write_arrow(path, pa.table({"id": [1, 2]}))
     snap = Snapshot.load(path)
     assert snap.version == 1 and snap.num_files == 1
-    from delta_pyds.file_reader import ReadSpec, read_file
-    from delta_pyds.scan import FileTask
-    from delta_pyds.write_schema import logical_arrow_schema
+    from delta_pyds.read.file_reader import ReadSpec, read_file
+    from delta_pyds.read.scan import FileTask
+    from delta_pyds.protocol.schema_evolution import logical_arrow_schema
     spec = ReadSpec(storage=snap.storage, output=snap.schema, arrow_schema=logical_arrow_schema(snap.schema),
                     partition_columns=())
     f0 = snap.files.to_pylist()[0]

@@ -12,10 +12,10 @@ import pytest
 
 from delta_pyds import DeltaTable
 from delta_pyds.errors import SchemaError, UnsupportedFeatureError
-from delta_pyds.explain import explain_scan
-from delta_pyds.predicates import EqualTo
-from delta_pyds.snapshot import Snapshot
-from delta_pyds.write_plan import write_arrow
+from delta_pyds.read.explain import explain_scan
+from delta_pyds.expressions.predicates import EqualTo
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.plan import write_arrow
 
 from helpers import deltalake_table
 

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_pyds.errors import DataFileError
-from delta_pyds.file_reader import ReadSpec, read_file
-from delta_pyds.scan import FileTask
-from delta_pyds.schema import parse_type, to_arrow_schema
-from delta_pyds.storage import Storage
+from delta_pyds.read.file_reader import ReadSpec, read_file
+from delta_pyds.read.scan import FileTask
+from delta_pyds.protocol.schema import parse_type, to_arrow_schema
+from delta_pyds.storage.store import Storage
 
 
 def field(name, type_, physical=None, fid=None, nullable=True):
@@ -82,7 +82,7 @@ def test_partition_columns_materialized(tmp_path):
 
 
 def test_deletion_vector_removes_rows(tmp_path):
-    from delta_pyds.deletion_vectors import inline_descriptor
+    from delta_pyds.protocol.deletion_vectors import inline_descriptor
     data = pa.table({"v": list(range(10))})
     dv = inline_descriptor([0, 3, 9]).to_dict()
     got = read_all(tmp_path, data, struct(field("v", "long")), dv=dv)
@@ -90,7 +90,7 @@ def test_deletion_vector_removes_rows(tmp_path):
 
 
 def test_deletion_vector_beyond_file_is_an_error(tmp_path):
-    from delta_pyds.deletion_vectors import inline_descriptor
+    from delta_pyds.protocol.deletion_vectors import inline_descriptor
     from delta_pyds.errors import DeletionVectorError
     dv = inline_descriptor([50]).to_dict()
     # checked against the file's row count before the vector is expanded (issue 16)

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from delta_pyds.errors import DeltaError
-from delta_pyds.snapshot import Snapshot
+from delta_pyds.table.snapshot import Snapshot
 
 from conftest import table_path
 
@@ -480,8 +480,8 @@ def test_random_checkpoint_names_cost_nothing_and_never_break_the_load(names):
                                        " true", "true ", "t", ""]), st.text(max_size=6)))
 def test_random_boolean_partition_values(text):
     from delta_pyds.errors import CorruptLogError
-    from delta_pyds.partition_values import parse_partition_values
-    from delta_pyds.schema import PrimitiveType
+    from delta_pyds.protocol.partition_values import parse_partition_values
+    from delta_pyds.protocol.schema import PrimitiveType
     try:
         got = parse_partition_values(pa.array([text]), PrimitiveType("boolean"), column="p").to_pylist()
     except CorruptLogError:
@@ -527,10 +527,10 @@ def test_random_physical_and_declared_types(tmp_path_factory, physical, declared
     """A column of one physical type declared as another: read with the right values when
     the protocol allows it, a ColumnTypeError otherwise (also nested)."""
     from delta_pyds.errors import ColumnTypeError
-    from delta_pyds.file_reader import ReadSpec, read_file
-    from delta_pyds.scan import FileTask
-    from delta_pyds.schema import parse_schema, to_arrow_schema, to_arrow_type
-    from delta_pyds.storage import Storage
+    from delta_pyds.read.file_reader import ReadSpec, read_file
+    from delta_pyds.read.scan import FileTask
+    from delta_pyds.protocol.schema import parse_schema, to_arrow_schema, to_arrow_type
+    from delta_pyds.storage.store import Storage
     arr, allowed = _PHYSICAL[physical]
     dtype: object = declared
     if nested == "array":

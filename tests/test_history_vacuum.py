@@ -11,9 +11,9 @@ import pytest
 
 from conftest import table_path
 from delta_pyds.errors import DataFileError
-from delta_pyds.history import history
-from delta_pyds.snapshot import Snapshot
-from delta_pyds.vacuum import vacuum
+from delta_pyds.log.history import history
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.operations.vacuum import vacuum
 
 
 def _log_actions(path):

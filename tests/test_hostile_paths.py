@@ -18,12 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_pyds.errors import CorruptLogError, DataFileError, DeletionVectorError, ExternalPathError
-from delta_pyds.log_cleanup import cleanup_expired_logs
-from delta_pyds.snapshot import Snapshot
-from delta_pyds.storage import Storage
-from delta_pyds.transaction import delete_files
-from delta_pyds.vacuum import vacuum
-from delta_pyds.write_plan import write_arrow
+from delta_pyds.log.cleanup import cleanup_expired_logs
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.storage.store import Storage
+from delta_pyds.transaction.commit import delete_files
+from delta_pyds.operations.vacuum import vacuum
+from delta_pyds.write.plan import write_arrow
 
 from test_bad_input import edit_actions, log_file, read_rows
 
@@ -118,7 +118,7 @@ def test_failed_write_cleanup_never_leaves_the_root(tmp_path, monkeypatch):
 def test_log_cleanup_deletes_only_log_files(tmp_path):
     canaries = _canaries(tmp_path)
     t = _table(tmp_path)
-    from delta_pyds.checkpoint_writer import write_checkpoint
+    from delta_pyds.transaction.checkpoint_writer import write_checkpoint
     snap = Snapshot.load(t)
     write_checkpoint(snap.storage, snap.version)
     log_dir = os.path.join(t, "_delta_log")
@@ -153,7 +153,7 @@ def test_vacuum_on_an_object_store_never_reaches_another_bucket(s3_server):
 
 
 def test_failed_write_and_log_cleanup_on_an_object_store_stay_below_the_root(s3_server):
-    from delta_pyds.checkpoint_writer import write_checkpoint
+    from delta_pyds.transaction.checkpoint_writer import write_checkpoint
     fs = s3_server.fs(skip_instance_cache=True)
     other = f"other-{uuid.uuid4().hex[:8]}"
     fs.mkdir(other)
@@ -202,7 +202,7 @@ def _dv_table(tmp_path) -> str:
 @pytest.mark.parametrize("dv_path", ["../outside/{name}", "..%2Foutside%2F{name}", "file:../outside/{name}"])
 def test_relative_p_deletion_vector_paths_cannot_leave_the_root(tmp_path, dv_path):
     from pyroaring import BitMap64
-    from delta_pyds.deletion_vectors import store_deletion_vectors
+    from delta_pyds.protocol.deletion_vectors import store_deletion_vectors
     t = _dv_table(tmp_path)
     # a valid deletion vector file outside the root, deleting rows 0-4
     (d,) = store_deletion_vectors(Storage(str(tmp_path / "outside")), [BitMap64(range(5))], inline_max_bytes=0)
@@ -220,9 +220,9 @@ def test_relative_p_deletion_vector_paths_cannot_leave_the_root(tmp_path, dv_pat
 
 
 def test_sidecar_outside_the_sidecar_directory_is_refused(tmp_path):
-    from delta_pyds.checkpoint_reader import CheckpointReader
+    from delta_pyds.log.checkpoint_reader import CheckpointReader
     from delta_pyds.errors import CorruptCheckpointError
-    from delta_pyds.log_files import parse_log_file_name
+    from delta_pyds.log.files import parse_log_file_name
     t = _table(tmp_path)
     (tmp_path / "outside").mkdir()
     log_dir = os.path.join(t, "_delta_log")
@@ -271,13 +271,13 @@ def test_allow_external_paths_false_refuses_absolute_paths(tmp_path):
         strict.resolve(str(outside))
     with pytest.raises(ValueError, match="allowExternalPaths"):
         Storage(t, {"allowExternalPaths": "maybe"})
-    from delta_pyds.read_options import ReadOptions
+    from delta_pyds.read.options import ReadOptions
     assert ReadOptions.parse({"path": t, "allowexternalpaths": "false"}).storage_options == \
         {"allowExternalPaths": "false"}
 
 
 def test_allow_external_paths_false_refuses_absolute_deletion_vectors(tmp_path):
-    from delta_pyds.deletion_vectors import DeletionVectorDescriptor
+    from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor
     d = DeletionVectorDescriptor("p", f"file://{tmp_path}/elsewhere/dv.bin", 1, 30, 1)
     assert d.absolute_path(Storage(str(tmp_path / "t"))) == f"{tmp_path}/elsewhere/dv.bin"
     with pytest.raises(ExternalPathError):
@@ -288,9 +288,9 @@ def test_allow_external_paths_false_refuses_absolute_deletion_vectors(tmp_path):
 
 
 def test_read_file_refuses_external_paths_when_confined(tmp_path):
-    from delta_pyds.file_reader import ReadSpec, read_file
-    from delta_pyds.scan import FileTask
-    from delta_pyds.schema import to_arrow_schema
+    from delta_pyds.read.file_reader import ReadSpec, read_file
+    from delta_pyds.read.scan import FileTask
+    from delta_pyds.protocol.schema import to_arrow_schema
     t = _table(tmp_path)
     snap = Snapshot.load(Storage(t, allow_external_paths=False))
     spec = ReadSpec(storage=snap.storage, output=snap.schema, arrow_schema=to_arrow_schema(snap.schema),

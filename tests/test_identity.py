@@ -14,9 +14,9 @@ from helpers import arrow_rows, deltalake_table, spark_rows
 
 from delta_pyds import DeltaTable
 from delta_pyds.errors import ConstraintViolationError
-from delta_pyds.identity import TASK_SPACING, IdentityGenerator, identity_columns
-from delta_pyds.snapshot import Snapshot
-from delta_pyds.write_plan import write_arrow
+from delta_pyds.protocol.identity import TASK_SPACING, IdentityGenerator, identity_columns
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.plan import write_arrow
 
 
 def _identity_table(path, *, start=1, step=1, hwm=None, explicit=False):
@@ -97,7 +97,7 @@ def test_tasks_number_their_rows_apart():
 
 
 def _schema(**kw):
-    from delta_pyds.schema import StructField, StructType, PrimitiveType
+    from delta_pyds.protocol.schema import StructField, StructType, PrimitiveType
     meta = {"delta.identity.start": kw["start"], "delta.identity.step": kw["step"],
             "delta.identity.highWaterMark": kw["hwm"], "delta.identity.allowExplicitInsert": False}
     return StructType((StructField("id", PrimitiveType("long"), False, meta),

@@ -11,12 +11,12 @@ import pyarrow as pa
 import pytest
 
 from delta_pyds.errors import VersionNotFoundError
-from delta_pyds.log_cleanup import cleanup_expired_logs, cutoff_ms, plan_cleanup
-from delta_pyds.log_files import LogFile
-from delta_pyds.log_segment import list_log
-from delta_pyds.snapshot import Snapshot
-from delta_pyds.storage import Storage
-from delta_pyds.write_plan import write_arrow
+from delta_pyds.log.cleanup import cleanup_expired_logs, cutoff_ms, plan_cleanup
+from delta_pyds.log.files import LogFile
+from delta_pyds.log.segment import list_log
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.storage.store import Storage
+from delta_pyds.write.plan import write_arrow
 
 from helpers import arrow_rows, deltalake_table
 
@@ -98,7 +98,7 @@ def test_cleanup_is_disabled_by_the_table_property_and_retention_counts(tmp_path
 
 
 def test_checkpoint_protection_keeps_the_history(tmp_path):
-    from delta_pyds.actions import Protocol
+    from delta_pyds.protocol.actions import Protocol
     path = str(tmp_path / "t")
     _write(path, 0, {"delta.checkpointInterval": "2"})
     _write(path, 1)
@@ -139,7 +139,7 @@ def test_plan_uses_monotonic_times_and_stops_at_gaps():
 
 
 def test_vacuum_records_start_and_end_commits(copy_table):
-    from delta_pyds.vacuum import vacuum
+    from delta_pyds.operations.vacuum import vacuum
     path = copy_table("delta-rs/simple_table")
     then = time.time() - 30 * DAY
     for root, _dirs, files in os.walk(path):

@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from delta_pyds.errors import CommitFailedError
-from delta_pyds.storage import Storage
+from delta_pyds.storage.store import Storage
 from test_storage import assert_one_winner, commit_path, process_race, race
 
 WRITERS = 8
@@ -151,7 +151,7 @@ def test_s3_retried_put_of_our_own_commit_is_success(s3_server, monkeypatch):
 
 
 def test_s3_server_ignoring_if_none_match_is_refused(s3_server, monkeypatch):
-    from delta_pyds import storage as storage_mod
+    from delta_pyds.storage import store as storage_mod
     monkeypatch.setattr(storage_mod, "_CONDITIONAL_PUT_CHECKED", {})
     storage = Storage(fresh_root(s3_server), s3_server.options)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import table_path
-from delta_pyds.storage import Storage
+from delta_pyds.storage.store import Storage
 from helpers import spark_rows
 
 TABLES = [
@@ -141,7 +141,7 @@ def test_spark_writes_append_overwrite_partitioned(spark, object_store):
 
 def _s3_appender(url, options, worker, commits, queue):
     import pyarrow as pa
-    from delta_pyds.write_plan import write_arrow
+    from delta_pyds.write.plan import write_arrow
     stats = []
     for k in range(commits):
         result = write_arrow(url, pa.table({"w": [worker], "k": [k]}),
@@ -156,8 +156,8 @@ def test_concurrent_spark_free_writers_on_s3_lose_no_commit(s3_server):
     import multiprocessing
     import uuid
     import pyarrow as pa
-    from delta_pyds.snapshot import Snapshot
-    from delta_pyds.write_plan import write_arrow
+    from delta_pyds.table.snapshot import Snapshot
+    from delta_pyds.write.plan import write_arrow
     url = s3_server.url(f"concurrent/{uuid.uuid4().hex}")
     storage_opts = {f"storage.{o}": v for o, v in s3_server.options.items()}
     write_arrow(url, pa.table({"w": [-1], "k": [-1]}), options=storage_opts)

@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_pyds.parquet_writer import dictionary_columns
-from delta_pyds.write_plan import write_arrow
+from delta_pyds.write.parquet_writer import dictionary_columns
+from delta_pyds.write.plan import write_arrow
 
 from helpers import arrow_rows, deltalake_table
 
@@ -54,7 +54,7 @@ def test_all_dictionary_when_nothing_is_unique():
 def test_dictionaries_of_high_cardinality_strings_stop_growing(tmp_path):
     """Like Spark's writer, a string column with too many distinct values falls back to
     plain encoding once its dictionary is about half a MiB (the file stays readable)."""
-    from delta_pyds.parquet_writer import DICTIONARY_PAGE_BYTES
+    from delta_pyds.write.parquet_writer import DICTIONARY_PAGE_BYTES
     n = 200_000
     table = pa.table({"s": pa.array([f"value-{i:08d}" for i in range(n)])})  # ~3 MB of distinct values
     path = str(tmp_path / "t")

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from delta_pyds.errors import CorruptLogError
-from delta_pyds.partition_values import parse_partition_values, serialize_partition_value
-from delta_pyds.schema import DecimalType, PrimitiveType
+from delta_pyds.protocol.partition_values import parse_partition_values, serialize_partition_value
+from delta_pyds.protocol.schema import DecimalType, PrimitiveType
 
 UTC = dt.timezone.utc
 

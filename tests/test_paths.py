@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from delta_pyds.checkpoint_writer import write_checkpoint
-from delta_pyds.paths import canonical, canonical_array, decode
-from delta_pyds.snapshot import Snapshot
-from delta_pyds.write_plan import write_arrow
+from delta_pyds.transaction.checkpoint_writer import write_checkpoint
+from delta_pyds.protocol.paths import canonical, canonical_array, decode
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.plan import write_arrow
 
 from helpers import deltalake_table
 from test_bad_input import read_rows

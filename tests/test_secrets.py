@@ -11,12 +11,12 @@ import pickle
 import fsspec
 import pytest
 
-from delta_pyds.actions import Metadata
+from delta_pyds.protocol.actions import Metadata
 from delta_pyds.errors import DeltaError
-from delta_pyds.read_options import ReadOptions
-from delta_pyds.snapshot import Snapshot
-from delta_pyds.storage import Storage, redact
-from delta_pyds.transaction import Transaction
+from delta_pyds.read.options import ReadOptions
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.storage.store import Storage, redact
+from delta_pyds.transaction.commit import Transaction
 
 SECRET = "Sup3rS3cretValue-0123456789abcdef"
 KEY_ID = "AKIAEXAMPLEKEYID4242"
@@ -57,7 +57,7 @@ def test_reprs_and_pickles_hold_no_credentials_in_text(tmp_path):
 
 
 def test_write_options_repr_holds_no_credentials(tmp_path):
-    from delta_pyds.write_options import WriteOptions
+    from delta_pyds.write.options import WriteOptions
     opts = WriteOptions.parse({"path": str(tmp_path), **{f"storage.{k}": v for k, v in STORAGE_OPTIONS.items()}},
                               overwrite=False)
     assert_clean(repr(opts), "repr(WriteOptions)")

@@ -1,4 +1,4 @@
-"""Data skipping (delta_pyds.skipping, delta_pyds.predicates, delta_pyds.spark.filters):
+"""Data skipping (delta_pyds.skipping.files, delta_pyds.expressions.predicates, delta_pyds.spark.filters):
 unit tests on hand-built file tables and Parquet files, plus property tests that pruning
 never drops a file (or row group) holding a matching row."""
 
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from delta_pyds import predicates as P
-from delta_pyds.schema import parse_schema
-from delta_pyds.skipping import SkippingReport, prune_files, select_row_groups
+from delta_pyds.expressions import predicates as P
+from delta_pyds.protocol.schema import parse_schema
+from delta_pyds.skipping.files import SkippingReport, prune_files, select_row_groups
 
 UTC = dt.timezone.utc
 
@@ -828,7 +828,7 @@ def test_core_modules_do_not_import_pyspark():
     import subprocess
     import sys
     code = ("import sys; sys.modules['pyspark'] = None; "
-            "import delta_pyds.predicates, delta_pyds.skipping")
+            "import delta_pyds.expressions.predicates, delta_pyds.skipping.files")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

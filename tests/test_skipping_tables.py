@@ -17,10 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import table_path
-from delta_pyds import predicates as P
-from delta_pyds.schema import StructType, to_arrow_type
-from delta_pyds.skipping import prune_files, select_row_groups
-from delta_pyds.snapshot import Snapshot
+from delta_pyds.expressions import predicates as P
+from delta_pyds.protocol.schema import StructType, to_arrow_type
+from delta_pyds.skipping.files import prune_files, select_row_groups
+from delta_pyds.table.snapshot import Snapshot
 from test_skipping import spark_eval
 
 UTC = dt.timezone.utc

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import delta_pyds
-from delta_pyds.predicates import EqualTo, GreaterThanOrEqual, In, LessThan
+from delta_pyds.expressions.predicates import EqualTo, GreaterThanOrEqual, In, LessThan
 from delta_pyds.spark.datasource import scan_scoped_pushdown
 
 FILES = 20

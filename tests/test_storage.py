@@ -14,7 +14,7 @@ import pytest
 from fsspec.spec import AbstractFileSystem
 
 from delta_pyds.errors import CommitFailedError
-from delta_pyds.storage import (Storage, _is_precondition_failure, filesystem_kwargs,
+from delta_pyds.storage.store import (Storage, _is_precondition_failure, filesystem_kwargs,
                                 is_secret_key, redact)
 
 # ------------------------------------------------------------------ helpers
@@ -271,7 +271,7 @@ def test_secrets_never_in_repr_or_pickled_state_repr():
     assert "wJalrX" not in repr(storage) and "AKIAEX" not in repr(storage)
     restored = pickle.loads(pickle.dumps(storage))
     assert restored.options == opts and restored._fs is None
-    from delta_pyds.read_options import ReadOptions
+    from delta_pyds.read.options import ReadOptions
     ro = ReadOptions.parse({"path": "s3://bucket/table", "storage.secret": "wJalrXUtnFEMI/K7MDENG"})
     assert ro.storage_options == {"secret": "wJalrXUtnFEMI/K7MDENG"}
     assert "wJalrX" not in repr(ro)

@@ -13,14 +13,14 @@ import pyarrow as pa
 import pytest
 
 from conftest import table_path
-from delta_pyds.change_data import ChangeDataError
-from delta_pyds.change_reader import change_read_spec, read_changes, reader_for, with_cdf_columns
+from delta_pyds.cdf.plan import ChangeDataError
+from delta_pyds.cdf.reader import change_read_spec, read_changes, reader_for, with_cdf_columns
 from delta_pyds.errors import VersionNotFoundError
-from delta_pyds.file_reader import read_file
-from delta_pyds.read_options import StreamOptions
-from delta_pyds.snapshot import Snapshot
-from delta_pyds.stream_source import StreamSource
-from delta_pyds.streaming import (BASE_INDEX, AdmissionLimits, ChangePolicy, IndexedFile, StreamChangeError,
+from delta_pyds.read.file_reader import read_file
+from delta_pyds.read.options import StreamOptions
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.streaming.source import StreamSource
+from delta_pyds.streaming.offsets import (BASE_INDEX, AdmissionLimits, ChangePolicy, IndexedFile, StreamChangeError,
                                   StreamingError, StreamOffset, commit_decision, next_offset, take_admitted)
 from helpers import deltalake_table
 

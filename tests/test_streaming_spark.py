@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_pyds.change_reader import read_changes
+from delta_pyds.cdf.reader import read_changes
 
 
 def _write(path, ids, mode="append", **kwargs):

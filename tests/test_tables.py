@@ -1,4 +1,4 @@
-"""DeltaTable (delta_pyds.tables): history, detail, vacuum, restore, properties, delete,
+"""DeltaTable (delta_pyds.spark.tables.delta_table): history, detail, vacuum, restore, properties, delete,
 update, optimize — checked against deltalake (delta-rs) after every operation."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from deltalake import write_deltalake  # noqa: E402
 
 from delta_pyds import DeltaTable  # noqa: E402
 from delta_pyds.errors import DeltaError  # noqa: E402
-from delta_pyds.snapshot import Snapshot  # noqa: E402
+from delta_pyds.table.snapshot import Snapshot  # noqa: E402
 
 COLS = ["id", "part", "name", "value"]
 
@@ -223,8 +223,8 @@ def test_restore_fails_when_files_were_vacuumed(spark, tmp_path):
 def test_concurrent_blind_append_does_not_fail_delete(spark, tmp_path, monkeypatch):
     path = _make(str(tmp_path / "t"), files=2, rows_per_file=10)
     t = DeltaTable.forPath(spark, path)
-    from delta_pyds import transaction
-    from delta_pyds.write_plan import write_arrow
+    from delta_pyds.transaction import commit as transaction
+    from delta_pyds.write.plan import write_arrow
     real = transaction.Transaction.commit
     fired = []
 
@@ -245,7 +245,7 @@ def test_concurrent_blind_append_does_not_fail_delete(spark, tmp_path, monkeypat
 def test_concurrent_delete_of_same_file_conflicts(spark, tmp_path, monkeypatch):
     path = _make(str(tmp_path / "t"), files=1, rows_per_file=10, dv=False)
     t = DeltaTable.forPath(spark, path)
-    from delta_pyds import transaction
+    from delta_pyds.transaction import commit as transaction
     from delta_pyds.errors import ConcurrentModificationError
     real = transaction.Transaction.commit
     fired = []
@@ -324,7 +324,7 @@ def test_dv_delete_feeds_change_data_feed(spark, copy_table):
 
 
 def test_column_mapping_and_partitions(spark, tmp_path):
-    from delta_pyds.write_plan import write_arrow
+    from delta_pyds.write.plan import write_arrow
     path = str(tmp_path / "cm")
     for i in range(4):
         write_arrow(path, _data(i * 25, 25), options={
@@ -359,8 +359,8 @@ def test_delete_and_update_skip_files(spark, tmp_path):
 
 
 def test_skipping_predicates_translation():
-    from delta_pyds.schema import parse_schema
-    from delta_pyds.tables import skipping_predicates
+    from delta_pyds.protocol.schema import parse_schema
+    from delta_pyds.spark.tables.delta_table import skipping_predicates
     schema = parse_schema(json.dumps({"type": "struct", "fields": [
         {"name": "id", "type": "long", "nullable": True, "metadata": {}},
         {"name": "s", "type": "string", "nullable": True, "metadata": {}},
@@ -458,7 +458,7 @@ def _row_ids(spark, path):
     """data id -> (row id, row commit version), from the files themselves: the materialized
     columns where set, else baseRowId + position / defaultRowCommitVersion."""
     import pyarrow.parquet as pq
-    from delta_pyds.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
+    from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
     snap = Snapshot.load(path)
     conf = snap.configuration
     id_col = conf["delta.rowTracking.materializedRowIdColumnName"]
@@ -480,7 +480,7 @@ def _row_ids(spark, path):
 
 @pytest.mark.parametrize("dv", [False, True])
 def test_dml_preserves_row_ids_on_row_tracking_tables(spark, tmp_path, dv):
-    from delta_pyds.write_plan import write_arrow
+    from delta_pyds.write.plan import write_arrow
     path = str(tmp_path / "rt")
     props = {"delta.enableRowTracking": "true", "delta.enableDeletionVectors": str(dv).lower()}
     write_arrow(path, _data(0, 5), options=props)
@@ -514,7 +514,7 @@ def test_dml_preserves_row_ids_on_row_tracking_tables(spark, tmp_path, dv):
 def test_optimize_zorder_and_where(spark, tmp_path):
     import datetime
     path = str(tmp_path / "z")
-    from delta_pyds.write_plan import write_arrow
+    from delta_pyds.write.plan import write_arrow
     for i in range(6):
         d = _data(i * 40, 40)
         d = d.append_column("day", pa.array([datetime.date(2024, 1, 1 + (j * 7) % 28) for j in range(40)]))

@@ -13,8 +13,8 @@ import textwrap
 import pyarrow as pa
 import pytest
 
-from delta_pyds.snapshot import Snapshot
-from delta_pyds.write_plan import write_arrow
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.plan import write_arrow
 
 from helpers import arrow_rows, deltalake_table
 
@@ -22,7 +22,7 @@ from helpers import arrow_rows, deltalake_table
 def _appender(args):
     path, k, n = args
     import pyarrow as pa
-    from delta_pyds.write_plan import write_arrow
+    from delta_pyds.write.plan import write_arrow
     versions = []
     for j in range(n):
         ids = [k * 1000 + j * 10 + i for i in range(3)]
@@ -51,7 +51,7 @@ def _overwriter(args):
     path, k = args
     import pyarrow as pa
     from delta_pyds.errors import ConcurrentModificationError
-    from delta_pyds.write_plan import write_arrow
+    from delta_pyds.write.plan import write_arrow
     try:
         write_arrow(path, pa.table({"id": [k] * 2, "p": [0, 1]}), mode="overwrite")
         return "ok"

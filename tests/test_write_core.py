@@ -13,16 +13,16 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from delta_pyds.actions import Protocol
+from delta_pyds.protocol.actions import Protocol
 from delta_pyds.errors import ConcurrentModificationError, DeltaError, SchemaError, UnsupportedFeatureError
-from delta_pyds.log_files import last_checkpoint_checksum
-from delta_pyds.snapshot import Snapshot
-from delta_pyds.stats import truncate_max, truncate_min
-from delta_pyds.table_properties import canonical_property, required_protocol
-from delta_pyds.transaction import AppendOnlyError, Transaction
-from delta_pyds.write_options import WriteOptions
-from delta_pyds.write_plan import write_arrow
-from delta_pyds.write_schema import from_arrow_schema
+from delta_pyds.log.files import last_checkpoint_checksum
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.protocol.stats import truncate_max, truncate_min
+from delta_pyds.protocol.table_properties import canonical_property, required_protocol
+from delta_pyds.transaction.commit import AppendOnlyError, Transaction
+from delta_pyds.write.options import WriteOptions
+from delta_pyds.write.plan import write_arrow
+from delta_pyds.protocol.schema_evolution import from_arrow_schema
 
 from helpers import arrow_rows, deltalake_table
 
@@ -38,9 +38,9 @@ def adds_of(path, version):
 
 def our_rows(path, columns):
     """Rows of the latest version read with our own reader (core, no Spark)."""
-    from delta_pyds.file_reader import ReadSpec, read_file
-    from delta_pyds.scan import iter_tasks, plan_partitions
-    from delta_pyds.schema import to_arrow_schema
+    from delta_pyds.read.file_reader import ReadSpec, read_file
+    from delta_pyds.read.scan import iter_tasks, plan_partitions
+    from delta_pyds.protocol.schema import to_arrow_schema
     snap = Snapshot.load(path)
     schema = snap.schema
     spec = ReadSpec(storage=snap.storage, output=schema, arrow_schema=to_arrow_schema(schema),
@@ -276,8 +276,8 @@ def test_concurrent_blind_appends_rebase(tmp_path):
     write_arrow(path, pa.table({"a": [0]}))
     t1, t2 = Transaction.start(path), Transaction.start(path)
     for t, v in ((t1, 1), (t2, 2)):
-        from delta_pyds.parquet_writer import write_task
-        from delta_pyds.write_plan import plan_write
+        from delta_pyds.write.parquet_writer import write_task
+        from delta_pyds.write.plan import plan_write
         plan = plan_write(WriteOptions.parse({"path": path}, overwrite=False), _schema(a=pa.int64()))
         t.add_files(write_task(plan.spec, [pa.record_batch({"a": [v]})]).adds)
     assert t1.commit().version == 1
@@ -291,8 +291,8 @@ def _files(path):
 
 
 def test_overwrite_conflicts_with_a_concurrent_overwrite(tmp_path):
-    from delta_pyds.table_state import file_actions
-    from delta_pyds.transaction import remove_actions
+    from delta_pyds.table.state import file_actions
+    from delta_pyds.transaction.commit import remove_actions
     path = str(tmp_path / "t")
     write_arrow(path, pa.table({"a": [0]}))
     t = Transaction.start(path)
@@ -305,8 +305,8 @@ def test_overwrite_conflicts_with_a_concurrent_overwrite(tmp_path):
 
 
 def test_overwrite_keeps_a_concurrent_blind_append(tmp_path):
-    from delta_pyds.table_state import file_actions
-    from delta_pyds.transaction import remove_actions
+    from delta_pyds.table.state import file_actions
+    from delta_pyds.transaction.commit import remove_actions
     path = str(tmp_path / "t")
     write_arrow(path, pa.table({"a": [0]}))
     t = Transaction.start(path)
@@ -318,8 +318,8 @@ def test_overwrite_keeps_a_concurrent_blind_append(tmp_path):
 
 
 def test_replace_where_conflicts_only_on_its_partitions(tmp_path):
-    from delta_pyds.expressions import parse
-    from delta_pyds.write_plan import partition_predicate
+    from delta_pyds.expressions.sql import parse
+    from delta_pyds.write.plan import partition_predicate
     path = str(tmp_path / "t")
     write_arrow(path, pa.table({"a": [1, 2], "p": [1, 2]}), options={"partitionBy": "p"})
 
@@ -365,8 +365,8 @@ def test_idempotent_writes(tmp_path):
 def test_row_tracking_assigns_disjoint_ids_across_races(tmp_path):
     path = str(tmp_path / "t")
     write_arrow(path, pa.table({"a": [1, 2, 3]}), options={"delta.enableRowTracking": "true"})
-    from delta_pyds.parquet_writer import write_task
-    from delta_pyds.write_plan import plan_write
+    from delta_pyds.write.parquet_writer import write_task
+    from delta_pyds.write.plan import plan_write
     plan = plan_write(WriteOptions.parse({"path": path}, overwrite=False), _schema(a=pa.int64()))
     t = Transaction.start(path)
     t.add_files(write_task(plan.spec, [pa.record_batch({"a": [7, 8]})]).adds)
@@ -490,7 +490,7 @@ def test_checkpoint_every_interval_reads_back_everywhere(tmp_path):
 
 
 def test_a_failing_checkpoint_never_fails_the_commit(tmp_path, monkeypatch):
-    import delta_pyds.checkpoint_writer as cw
+    import delta_pyds.transaction.checkpoint_writer as cw
     path = str(tmp_path / "t")
     for i in range(10):
         write_arrow(path, pa.table({"a": [i]}))
@@ -528,7 +528,7 @@ def test_v2_checkpoint_tables_get_v2_spec_checkpoints(copy_table, name):
 
 
 def file_actions_count(snapshot):
-    from delta_pyds.table_state import file_actions
+    from delta_pyds.table.state import file_actions
     fa = file_actions(snapshot)
     return fa.active.num_rows, fa.tombstones.num_rows
 
@@ -553,8 +553,8 @@ def _log_tags(path, version, kind):
 def test_file_tags_of_other_writers_survive_checkpoints_and_removes(copy_table):
     """Databricks tags its files (INSERTION_TIME, OPTIMIZE_TARGET_SIZE...): our checkpoints
     and remove actions repeat them, for adds read from JSON commits and from checkpoints."""
-    from delta_pyds.checkpoint_writer import write_checkpoint
-    from delta_pyds.storage import Storage
+    from delta_pyds.transaction.checkpoint_writer import write_checkpoint
+    from delta_pyds.storage.store import Storage
     path = copy_table("kernel-rs/table-with-dv-small")
     tags = _log_tags(path, 1, "add")
     assert all(tags.values())
@@ -573,7 +573,7 @@ def test_file_tags_of_other_writers_survive_checkpoints_and_removes(copy_table):
 def test_checkpoint_keeps_typed_stats_of_rows_whose_bounds_fit_the_type(tmp_path):
     """A stats row with a bound its column's type cannot hold (an older writer's 1E+38 in a
     decimal(38,0)) loses its typed stats in the checkpoint; the other rows keep theirs."""
-    from delta_pyds.checkpoint_writer import write_checkpoint
+    from delta_pyds.transaction.checkpoint_writer import write_checkpoint
     path = str(tmp_path / "t")
     schema = pa.schema([("d", pa.decimal128(38, 0))])
     for v in (1, 2, 3):
@@ -599,6 +599,6 @@ def test_checkpoint_keeps_typed_stats_of_rows_whose_bounds_fit_the_type(tmp_path
         os.remove(os.path.join(path, "_delta_log", f"{v:020d}.json"))
     os.remove(os.path.join(path, "_delta_log", f"{snap.version:020d}.json"))
     import delta_pyds
-    from delta_pyds.predicates import EqualTo
+    from delta_pyds.expressions.predicates import EqualTo
     report = delta_pyds.explain_scan(path, [EqualTo("d", decimal.Decimal(2))])
     assert "kept 1 of 3" in str(report)

@@ -11,7 +11,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from delta_pyds.snapshot import Snapshot
+from delta_pyds.table.snapshot import Snapshot
 
 from helpers import arrow_rows, deltalake_table, spark_rows
 

@@ -2,7 +2,7 @@
 
 This package imports pyspark; the rest of ``delta_pyds`` does not."""
 
-from .datasource import DeltaDataSource
+from delta_pyds.spark.datasource import DeltaDataSource
 
 __all__ = ["DeltaDataSource", "register"]
 

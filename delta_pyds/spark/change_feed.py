@@ -4,9 +4,9 @@ The schema is the table schema at the ending version (the latest when no ending 
 given) plus ``_change_type`` (string), ``_commit_version`` (long) and
 ``_commit_timestamp`` (timestamp). Like plain reads, the DataFrame is pinned when it is
 created: without ``endingVersion``/``endingTimestamp`` it ends at the version that was
-latest at ``load()``. Planning (:func:`delta_pyds.change_data.plan_changes`) happens once
+latest at ``load()``. Planning (:func:`delta_pyds.cdf.plan.plan_changes`) happens once
 per query on the driver; executors get small groups of
-:class:`~delta_pyds.change_data.ChangeFile`.
+:class:`~delta_pyds.cdf.plan.ChangeFile`.
 """
 
 from __future__ import annotations
@@ -17,24 +17,24 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType as SparkStructType
 
-from ..change_data import CDF_COLUMNS, pack, plan_changes, resolve_range
-from ..change_reader import change_read_spec, reader_for, with_cdf_columns
-from ..commit_log import CommitLog
-from ..file_reader import ReadSpec
-from ..read_options import ChangeFeedOptions, ReadOptions
-from ..schema import StructType, parse_type, project
-from ..snapshot import Snapshot
-from ..storage import Storage
-from .schema_convert import drop_void, to_spark_schema
+from delta_pyds.cdf.plan import CDF_COLUMNS, pack, plan_changes, resolve_range
+from delta_pyds.cdf.reader import change_read_spec, reader_for, with_cdf_columns
+from delta_pyds.log.commits import CommitLog
+from delta_pyds.read.file_reader import ReadSpec
+from delta_pyds.read.options import ChangeFeedOptions, ReadOptions
+from delta_pyds.protocol.schema import StructType, parse_type, project
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.storage.store import Storage
+from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
 
 
 def _ending_version(log: CommitLog, options) -> int:
     """The version whose schema a change feed reads with (ending option, else latest)."""
-    from ..read_options import _get, _int_option
-    ending = _int_option(options, "endingVersion", None, minimum=0)
+    from delta_pyds.read.options import get_option, int_option
+    ending = int_option(options, "endingVersion", None, minimum=0)
     if ending is not None:
         return min(ending, log.latest_version)
-    ending_ts = _get(options, "endingTimestamp")
+    ending_ts = get_option(options, "endingTimestamp")
     if ending_ts is not None and str(ending_ts).strip():
         v = log.version_at_or_before(_zoned(log, options, str(ending_ts).strip(), "endingTimestamp"))
         return max(v, 0)
@@ -46,7 +46,7 @@ def _zoned(log: CommitLog, options, value, option: str):
     a UTC offset; refused when no zone is given and the version would depend on it."""
     if value is None:
         return None
-    from ..time_travel import pin_zone
+    from delta_pyds.log.time_travel import pin_zone
     resolve = log.version_at_or_after if option == "startingTimestamp" else log.version_at_or_before
     return pin_zone(value, zone=ReadOptions.parse(options).time_zone, option=option,
                     resolve=lambda ts: resolve(ts, option=option))
@@ -68,7 +68,7 @@ def change_feed_schema(source) -> SparkStructType:
 
 def change_feed_reader(source, schema: SparkStructType) -> "DeltaChangeFeedReader":
     """``DataSource.reader()`` for ``readChangeFeed=true``."""
-    from .reader import cached_snapshot
+    from delta_pyds.spark.reader import cached_snapshot
     opts = ReadOptions.parse(source.options)
     cdf = ChangeFeedOptions.parse(source.options)
     storage = Storage(opts.path, opts.storage_options)

@@ -21,7 +21,7 @@ are not seen by that DataFrame, as with delta-spark.
 A timestamp without a UTC offset is a time in the session time zone, as in delta-spark,
 but Spark does not pass ``spark.sql.session.timeZone`` to Python data sources: give the
 offset, or ``.option("timeZone", ...)``; without either, such a timestamp is refused when
-the version it names could depend on the zone (see :func:`delta_pyds.time_travel.pin_zone`).
+the version it names could depend on the zone (see :func:`delta_pyds.log.time_travel.pin_zone`).
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType as SparkStructType
 
-from ..errors import SchemaError
-from ..file_reader import ReadSpec
-from ..read_options import ReadOptions, read_change_feed
-from ..schema import StructType, parse_type, project
-from ..snapshot import Snapshot
-from ..storage import Storage
-from .schema_convert import drop_void, to_spark_schema
+from delta_pyds.errors import SchemaError
+from delta_pyds.read.file_reader import ReadSpec
+from delta_pyds.read.options import ReadOptions, read_change_feed
+from delta_pyds.protocol.schema import StructType, parse_type, project
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.storage.store import Storage
+from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
 
 log = logging.getLogger("delta_pyds")
 
@@ -64,10 +64,10 @@ class DeltaDataSource(DataSource):
     def _load(self, opts: ReadOptions, version: int | None = None) -> Snapshot:
         storage = self._storage(opts)
         if version is not None:
-            from .reader import cached_snapshot
+            from delta_pyds.spark.reader import cached_snapshot
             return cached_snapshot(storage, version)
         if opts.timestamp is not None:
-            from ..time_travel import pin_zone, version_at_timestamp
+            from delta_pyds.log.time_travel import pin_zone, version_at_timestamp
             when = pin_zone(opts.timestamp, zone=opts.time_zone, option="timestampAsOf",
                             resolve=lambda ts: version_at_timestamp(storage, ts))
             return Snapshot.load(storage, timestamp=when)
@@ -79,7 +79,7 @@ class DeltaDataSource(DataSource):
     # ------------------------------------------------------------------------ read
     def schema(self):
         if read_change_feed(self.options):
-            from .change_feed import change_feed_schema
+            from delta_pyds.spark.change_feed import change_feed_schema
             return change_feed_schema(self)
         opts = self._read_options()
         snapshot = self._load(opts)
@@ -88,9 +88,9 @@ class DeltaDataSource(DataSource):
 
     def reader(self, schema: SparkStructType):
         if read_change_feed(self.options):
-            from .change_feed import change_feed_reader
+            from delta_pyds.spark.change_feed import change_feed_reader
             return change_feed_reader(self, schema)
-        from .reader import DeltaFilteringScanReader, DeltaScanReader
+        from delta_pyds.spark.reader import DeltaFilteringScanReader, DeltaScanReader
         opts = self._read_options()
         snapshot = self._load(opts, getattr(self, "_pinned_version", None))
         requested = parse_type(schema.jsonValue())
@@ -117,12 +117,12 @@ class DeltaDataSource(DataSource):
     # ------------------------------------------------------------------- streaming
     def streamReader(self, schema: SparkStructType):
         """``spark.readStream.format("pydelta")``: see :mod:`delta_pyds.spark.stream_reader`."""
-        from .stream_reader import stream_reader
+        from delta_pyds.spark.stream_reader import stream_reader
         return stream_reader(self, schema)
 
     def streamWriter(self, schema: SparkStructType, overwrite: bool):
         """``df.writeStream.format("pydelta")``: see :mod:`delta_pyds.spark.stream_writer`."""
-        from .stream_writer import stream_writer
+        from delta_pyds.spark.stream_writer import stream_writer
         return stream_writer(self, schema, overwrite)
 
     # ----------------------------------------------------------------------- write
@@ -140,10 +140,10 @@ class DeltaDataSource(DataSource):
         partitioned table whose result depends on it is refused at commit unless the
         ``partitionOverwriteMode`` option says which mode (or ``replaceWhere`` /
         ``overwriteSchema`` make it irrelevant)."""
-        from ..write_options import WriteOptions
-        from ..write_plan import plan_write
-        from ..write_schema import from_spark_json
-        from .writer import DeltaBatchWriter
+        from delta_pyds.write.options import WriteOptions
+        from delta_pyds.write.plan import plan_write
+        from delta_pyds.protocol.schema_evolution import from_spark_json
+        from delta_pyds.spark.writer import DeltaBatchWriter
         opts = WriteOptions.parse(self.options, overwrite=overwrite, session_partition_overwrite_mode=None)
         plan = plan_write(opts, from_spark_json(schema.jsonValue()))
         return DeltaBatchWriter(plan)

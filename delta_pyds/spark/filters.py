@@ -1,9 +1,9 @@
 """Spark's pushed filters (``pyspark.sql.datasource`` filter objects) -> the package's
-predicates (:mod:`delta_pyds.predicates`), for data skipping.
+predicates (:mod:`delta_pyds.expressions.predicates`), for data skipping.
 
 The reader uses the translated predicates ONLY to skip files (partition values and
-statistics, :func:`delta_pyds.skipping.prune_files`) and Parquet row groups
-(:func:`delta_pyds.skipping.select_row_groups`). ``pushFilters`` yields EVERY filter back
+statistics, :func:`delta_pyds.skipping.files.prune_files`) and Parquet row groups
+(:func:`delta_pyds.skipping.files.select_row_groups`). ``pushFilters`` yields EVERY filter back
 to Spark, translated or not, so Spark still evaluates all of them on the rows it reads:
 query results never depend on skipping, which may only keep more files than necessary.
 
@@ -23,8 +23,8 @@ from typing import Any, Sequence
 
 from pyspark.sql import datasource as ds
 
-from .. import predicates as P
-from ..schema import StructType
+from delta_pyds.expressions import predicates as P
+from delta_pyds.protocol.schema import StructType
 
 _COMPARISONS = {
     ds.EqualTo: P.EqualTo,

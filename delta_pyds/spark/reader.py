@@ -16,11 +16,11 @@ from typing import Iterator, List, Sequence
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from ..file_reader import ReadSpec, read_file
-from ..read_options import ReadOptions
-from ..scan import iter_tasks, plan_partitions
-from ..snapshot import Snapshot
-from ..storage import Storage
+from delta_pyds.read.file_reader import ReadSpec, read_file
+from delta_pyds.read.options import ReadOptions
+from delta_pyds.read.scan import iter_tasks, plan_partitions
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.storage.store import Storage
 
 log = logging.getLogger("delta_pyds")
 
@@ -71,7 +71,7 @@ class DeltaScanReader(DataSourceReader):
         files = snapshot.files
         report = None
         if self.predicates:
-            from ..skipping import prune_files
+            from delta_pyds.skipping.files import prune_files
             files, report = prune_files(files, self.predicates, schema=snapshot.schema,
                                         partition_columns=snapshot.partition_columns,
                                         column_mapping_mode=snapshot.column_mapping_mode)
@@ -97,7 +97,7 @@ class DeltaScanReader(DataSourceReader):
 
 class DeltaFilteringScanReader(DeltaScanReader):
     def pushFilters(self, filters: List) -> Iterator:
-        from .filters import translate_filters
+        from delta_pyds.spark.filters import translate_filters
         predicates, _unused = translate_filters(list(filters), self.spec.table_schema)
         self.predicates = tuple(predicates)
         self.spec.predicates = self.predicates

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pyspark.sql.types import StructType as SparkStructType
 
-from ..schema import ArrayType, MapType, StructField, StructType, DataType, PrimitiveType
+from delta_pyds.protocol.schema import ArrayType, MapType, StructField, StructType, DataType, PrimitiveType
 
 _KEEP_METADATA = {"comment", "__COLLATIONS"}
 

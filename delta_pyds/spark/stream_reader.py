@@ -1,7 +1,7 @@
 """Streaming reads: ``spark.readStream.format("pydelta").load(path)``.
 
 A ``DataSourceStreamReader`` with admission control over
-:class:`delta_pyds.stream_source.StreamSource`:
+:class:`delta_pyds.streaming.source.StreamSource`:
 
 * offsets are delta-spark-shaped dicts ``{sourceVersion, reservoirId, reservoirVersion,
   index, isStartingVersion}``; Spark checkpoints them, so a restarted query resumes right
@@ -25,27 +25,27 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType as SparkStructType
 
-from ..change_data import ChangeFile, pack
-from ..change_reader import change_read_spec, reader_for, with_cdf_columns
-from ..file_reader import ReadSpec, read_file
-from ..read_options import ReadOptions, StreamOptions
-from ..schema import parse_type, project
-from ..storage import Storage
-from ..stream_source import StreamSource
-from ..streaming import AdmissionLimits, StreamOffset
+from delta_pyds.cdf.plan import ChangeFile, pack
+from delta_pyds.cdf.reader import change_read_spec, reader_for, with_cdf_columns
+from delta_pyds.read.file_reader import ReadSpec, read_file
+from delta_pyds.read.options import ReadOptions, StreamOptions
+from delta_pyds.protocol.schema import parse_type, project
+from delta_pyds.storage.store import Storage
+from delta_pyds.streaming.source import StreamSource
+from delta_pyds.streaming.offsets import AdmissionLimits, StreamOffset
 
 
 def stream_reader(source, schema: SparkStructType) -> "DeltaStreamReader":
     """``DataSource.streamReader()``: the stream's schema is the one ``schema()`` gave at
     ``load()`` (the table's schema then, plus the change columns for change feeds)."""
-    from .reader import cached_snapshot
+    from delta_pyds.spark.reader import cached_snapshot
     opts = ReadOptions.parse(source.options)
     stream_opts = StreamOptions.parse(source.options)
     storage = Storage(opts.path, opts.storage_options)
-    if stream_opts.start.timestamp is not None:  # its zone: see delta_pyds.time_travel
+    if stream_opts.start.timestamp is not None:  # its zone: see delta_pyds.log.time_travel
         from dataclasses import replace
-        from ..commit_log import CommitLog
-        from ..time_travel import pin_zone
+        from delta_pyds.log.commits import CommitLog
+        from delta_pyds.log.time_travel import pin_zone
         log = CommitLog(storage)
         when = pin_zone(stream_opts.start.timestamp, zone=opts.time_zone, option="startingTimestamp",
                         resolve=lambda ts: log.version_at_or_after(ts, option="startingTimestamp"))
@@ -53,7 +53,7 @@ def stream_reader(source, schema: SparkStructType) -> "DeltaStreamReader":
         stream_opts = replace(stream_opts, start=replace(stream_opts.start, timestamp=text))
     pinned = getattr(source, "_pinned_version", None)
     if pinned is None:
-        from ..commit_log import CommitLog
+        from delta_pyds.log.commits import CommitLog
         pinned = CommitLog(storage).latest_version
     snapshot = cached_snapshot(storage, pinned)
     requested = parse_type(schema.jsonValue())
@@ -90,7 +90,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def source(self) -> StreamSource:
         if self._source is None:
-            from .reader import cached_snapshot
+            from delta_pyds.spark.reader import cached_snapshot
             snapshot = cached_snapshot(self.spec.storage, self.version)
             self._source = StreamSource(self.spec.storage, snapshot, self.stream_opts)
         return self._source

@@ -2,7 +2,7 @@
 
 Executors write Parquet files for each micro-batch (as batch writes do) and Spark calls
 :meth:`DeltaStreamWriter.commit` once per batch on the driver, where
-:func:`delta_pyds.stream_sink.commit_batch` commits them with a ``txn`` action keyed by
+:func:`delta_pyds.streaming.sink.commit_batch` commits them with a ``txn`` action keyed by
 the query id and the batch id, so a batch replayed after a restart is never committed
 twice. ``outputMode("append")`` appends; ``outputMode("complete")`` overwrites the table
 with every batch.
@@ -16,10 +16,10 @@ from typing import Iterator, List, Optional
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from ..parquet_writer import write_task
-from ..stream_sink import commit_batch, sink_app_id, sink_options
-from ..transaction import delete_files
-from ..write_plan import WritePlan, plan_write
+from delta_pyds.write.parquet_writer import write_task
+from delta_pyds.streaming.sink import commit_batch, sink_app_id, sink_options
+from delta_pyds.transaction.commit import delete_files
+from delta_pyds.write.plan import WritePlan, plan_write
 
 log = logging.getLogger("delta_pyds")
 
@@ -33,14 +33,14 @@ class StreamCommitMessage(WriterCommitMessage):
 
 
 def stream_writer(source, schema, overwrite: bool) -> "DeltaStreamWriter":
-    from ..write_schema import from_spark_json
+    from delta_pyds.protocol.schema_evolution import from_spark_json
     opts = sink_options(source.options, complete=overwrite)
     data_schema = from_spark_json(schema.jsonValue())
     plan = plan_write(opts, data_schema)
     if plan.skip:
         raise ValueError(f"option saveMode: the streaming sink cannot {plan.skip}; remove the option")
     if plan.spec.identity:
-        from ..errors import UnsupportedFeatureError
+        from delta_pyds.errors import UnsupportedFeatureError
         raise UnsupportedFeatureError(
             "the streaming sink cannot generate values for identity column(s) "
             f"{', '.join(c.name for c in plan.spec.identity)} (each micro-batch would start from the "
@@ -56,7 +56,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         self.options = options
 
     def write(self, iterator: Iterator) -> StreamCommitMessage:
-        from .writer import task_attempt
+        from delta_pyds.spark.writer import task_attempt
         task_id, attempt = task_attempt()
         result = write_task(self.plan.spec, iterator, task_id=task_id, attempt=attempt)
         return StreamCommitMessage(result.adds, result.num_rows, self.plan)

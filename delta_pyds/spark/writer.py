@@ -1,7 +1,7 @@
 """The batch writer of the ``pydelta`` source (``df.write.format("pydelta")``).
 
 Spark calls ``DeltaDataSource.writer(schema, overwrite)`` once on the driver (a Python
-worker): :func:`~delta_pyds.write_plan.plan_write` validates everything and pins the
+worker): :func:`~delta_pyds.write.plan.plan_write` validates everything and pins the
 table version. Each task then runs :meth:`DeltaBatchWriter.write` on an executor with
 Arrow batches (Parquet files + add actions in the commit message), and Spark calls
 :meth:`DeltaBatchWriter.commit` once on the driver with the messages of the successful
@@ -19,10 +19,10 @@ from typing import Iterator, List, Optional
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from ..identity import merge_marks
-from ..parquet_writer import write_task
-from ..transaction import delete_files
-from ..write_plan import WritePlan, commit_write
+from delta_pyds.protocol.identity import merge_marks
+from delta_pyds.write.parquet_writer import write_task
+from delta_pyds.transaction.commit import delete_files
+from delta_pyds.write.plan import WritePlan, commit_write
 
 log = logging.getLogger("delta_pyds")
 

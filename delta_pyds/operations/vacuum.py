@@ -1,0 +1,165 @@
+"""VACUUM: deleting data files no version inside the retention window needs.
+
+Guarantees (as delta-spark's VacuumCommand):
+
+* a file is kept if the latest snapshot references it (active add, or its deletion
+  vector file), or a tombstone whose ``deletionTimestamp`` is inside the retention
+  window references it — so time travel to any version committed within the window
+  keeps working;
+* any other file under the table root (data files, ``deletion_vector_*.bin``, expired
+  ``_change_data`` files, files no commit ever referenced) is deleted only if its own
+  modification time is also older than the window (files being written by an ongoing
+  transaction are younger);
+* ``_delta_log`` and other hidden paths (a component starting with ``_`` or ``.``, except
+  ``_change_data``) are never touched;
+* a retention shorter than the table's ``delta.deletedFileRetentionDuration`` (default
+  7 days) is refused unless ``enforce_retention=False``; the default is a dry run.
+* tables with the ``vacuumProtocolCheck`` feature (and any table, before deleting) must
+  pass the writer protocol check;
+* a real (not dry) run is recorded in the table history as delta-spark does: a
+  ``VACUUM START`` commit (files and bytes to delete) before deleting anything and a
+  ``VACUUM END`` commit (``status`` COMPLETED, or FAILED if deleting raised) after —
+  both hold only ``commitInfo``, so they never conflict with other writers
+  (``log_commits=False`` turns them off).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import pyarrow.compute as pc
+
+from delta_pyds.protocol import features
+from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor
+from delta_pyds.protocol.paths import relative_to
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.storage.store import mtime_ms
+from delta_pyds.protocol.table_properties import deleted_file_retention_ms
+
+CHANGE_DATA_DIR = "_change_data"
+
+
+@dataclass
+class VacuumResult:
+    dry_run: bool
+    retention_hours: float
+    threshold_ms: int
+    files: list[str] = field(default_factory=list)  # relative to the table root
+    bytes: int = 0
+
+    def __str__(self) -> str:
+        verb = "would delete" if self.dry_run else "deleted"
+        return f"vacuum {verb} {len(self.files)} file(s), {self.bytes} bytes (retention {self.retention_hours} h)"
+
+
+def _dv_paths(snapshot: Snapshot, dvs: Iterable) -> set[str]:
+    """Root-relative paths of the deletion vector files of ``dvs`` (those below the root)."""
+    out = set()
+    for d in dvs:
+        if d and d.get("storageType") in ("u", "p"):
+            path = DeletionVectorDescriptor.from_dict(d).absolute_path(snapshot.storage)
+            rel = relative_to(path, snapshot.storage.root) if path else None
+            if rel:
+                out.add(rel)
+    return out
+
+
+def _hidden(rel: str) -> bool:
+    parts = rel.split("/")
+    return any(p.startswith((".", "_")) and not (i == 0 and p == CHANGE_DATA_DIR)
+               for i, p in enumerate(parts[:-1])) or parts[-1].startswith((".", "_"))
+
+
+def referenced_paths(snapshot: Snapshot, threshold_ms: int) -> set[str]:
+    """Root-relative paths (canonical, see :mod:`delta_pyds.protocol.paths`) of every file below
+    the table root that a version inside the window may read."""
+    files = snapshot.files
+    keep = set(files.column("path").to_pylist())
+    keep |= _dv_paths(snapshot, files.column("deletion_vector").to_pylist())
+    tomb = snapshot.tombstones
+    if tomb.num_rows:
+        ts = pc.fill_null(tomb.column("deletionTimestamp"), 0)
+        recent = tomb.filter(pc.greater(ts, threshold_ms))
+        keep |= set(recent.column("path").to_pylist())
+        if "deletionVector" in recent.column_names:
+            keep |= _dv_paths(snapshot, recent.column("deletionVector").to_pylist())
+    return keep
+
+
+def vacuum(snapshot: Snapshot, *, retention_hours: float | None = None, dry_run: bool = True,
+           enforce_retention: bool = True, now_ms: int | None = None,
+           log_commits: bool = True) -> VacuumResult:
+    table_ms = deleted_file_retention_ms(snapshot.configuration)
+    retention_ms = table_ms if retention_hours is None else int(float(retention_hours) * 3_600_000)
+    if retention_ms < 0:
+        raise ValueError(f"retentionHours must be >= 0, got {retention_hours}")
+    if enforce_retention and retention_ms < table_ms:
+        raise ValueError(
+            f"retentionHours={retention_hours} is shorter than the table's "
+            f"delta.deletedFileRetentionDuration ({table_ms / 3_600_000:g} h): readers and writers "
+            "still using older versions could lose files. Pass enforce_retention=False only if no "
+            "operation on this table runs longer than the retention you give")
+    if not dry_run:
+        features.check_write(snapshot.protocol)
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    threshold = now_ms - retention_ms
+    keep = referenced_paths(snapshot, threshold)
+    storage = snapshot.storage
+    result = VacuumResult(dry_run, retention_ms / 3_600_000, threshold)
+    try:
+        listing = storage.fs.find(storage.root, detail=True)
+    except FileNotFoundError:
+        listing = {}
+    # names in the listing are compared as root-relative strings and deleted exactly as
+    # listed: never re-resolved, so a name that looks like a URI or an absolute path
+    # ("file:/elsewhere", "s3://other-bucket/k") only ever names an object below the root
+    prefix = storage.fs._strip_protocol(storage.root).rstrip("/") + "/"
+    candidates = []
+    for path, info in sorted(listing.items()):
+        if info.get("type") == "directory" or not path.startswith(prefix):
+            continue
+        rel = path[len(prefix):]
+        if not rel or _hidden(rel) or rel in keep:
+            continue
+        if mtime_ms(info) >= threshold:
+            continue
+        candidates.append((rel, path, int(info.get("size") or 0)))
+    result.files = [rel for rel, _, _ in candidates]
+    result.bytes = sum(size for _, _, size in candidates)
+    if not dry_run:
+        if log_commits:
+            _commit_vacuum_start(snapshot, result, enforce_retention, table_ms,
+                                 None if retention_hours is None else retention_ms)
+        deleted = 0
+        try:
+            for _, listed, _ in candidates:
+                storage.delete(listed)
+                deleted += 1
+        except BaseException:
+            if log_commits:
+                _commit_vacuum_end(storage, "FAILED", deleted, result)
+            raise
+        if log_commits:
+            _commit_vacuum_end(storage, "COMPLETED", deleted, result)
+    return result
+
+
+def _commit_vacuum_start(snapshot: Snapshot, result: VacuumResult, check: bool, default_ms: int,
+                         specified_ms: int | None) -> None:
+    from delta_pyds.transaction.commit import Transaction
+    params = {"retentionCheckEnabled": check, "defaultRetentionMillis": default_ms}
+    if specified_ms is not None:
+        params["specifiedRetentionMillis"] = specified_ms
+    Transaction(snapshot.storage, snapshot).commit(
+        "VACUUM START", params,
+        metrics={"numFilesToDelete": len(result.files), "sizeOfDataToDelete": result.bytes})
+
+
+def _commit_vacuum_end(storage, status: str, deleted: int, result: VacuumResult) -> None:
+    from delta_pyds.transaction.commit import Transaction
+    dirs = {rel.rsplit("/", 1)[0] for rel in result.files if "/" in rel}
+    Transaction.start(storage).commit(
+        "VACUUM END", {"status": status},
+        metrics={"numDeletedFiles": deleted, "numVacuumedDirectories": len(dirs) + 1})

@@ -1,0 +1,115 @@
+"""Partition values: the protocol's string serialization to and from typed Arrow arrays.
+
+Guarantees: ``parse_partition_values`` turns a column of serialized partition values
+into an Arrow array of the partition column's type, vectorised; ``None`` and the empty
+string are null; timestamps are read as UTC whether written as
+``YYYY-MM-DD HH:MM:SS[.ffffff]`` or ISO-8601 with ``Z``/offset; booleans are exactly
+``true``/``false`` in any case; values that do not parse raise
+:class:`CorruptLogError` naming the column (never a default such as false). ``serialize_partition_value``
+writes the form delta-spark writes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_pyds.errors import CorruptLogError
+from delta_pyds.protocol.schema import DataType, DecimalType, PrimitiveType, to_arrow_type
+
+_OFFSET_RE = r"(Z|z|[+-]\d\d(:?\d\d)?)$"
+
+
+def parse_partition_values(values: pa.Array, dtype: DataType, *, column: str = "?") -> pa.Array:
+    """Serialized partition values (strings, possibly null) -> typed Arrow array."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_null(values.type):
+        return pa.nulls(len(values), to_arrow_type(dtype))
+    values = values.cast(pa.string())
+    values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+    target = to_arrow_type(dtype)
+    try:
+        if isinstance(dtype, PrimitiveType) and dtype.name in ("timestamp", "timestamp_ntz"):
+            return _parse_timestamps(values, dtype.name == "timestamp")
+        if isinstance(dtype, PrimitiveType) and dtype.name == "binary":
+            return values.cast(pa.binary())
+        if isinstance(dtype, PrimitiveType) and dtype.name == "boolean":
+            return _parse_booleans(values, column)
+        if isinstance(dtype, DecimalType):
+            return _parse_decimals(values, dtype)
+        return values.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, decimal.InvalidOperation, ValueError) as exc:
+        raise CorruptLogError(f"partition values of column {column!r} are not valid "
+                              f"{dtype.simple_string()} values: {exc}") from None
+
+
+def _parse_booleans(values: pa.Array, column: str) -> pa.Array:
+    """``true``/``false`` in any case (as Spark casts strings); anything else is refused,
+    never read as false."""
+    lowered = pc.utf8_lower(values)
+    valid = pc.or_kleene(pc.equal(lowered, "true"), pc.equal(lowered, "false"))
+    if not pc.all(pc.fill_null(valid, True)).as_py():
+        bad = values.filter(pc.invert(pc.fill_null(valid, True)))[0].as_py()
+        raise CorruptLogError(f"partition values of column {column!r} are not valid boolean values: "
+                              f"{bad!r} is neither true nor false")
+    return pc.equal(lowered, "true")
+
+
+def _parse_timestamps(values: pa.Array, utc: bool) -> pa.Array:
+    values = pc.replace_substring(values, "T", " ")
+    has_offset = pc.match_substring_regex(values, _OFFSET_RE)
+    if utc:
+        normalized = pc.replace_substring_regex(values, r"[Zz]$", "+00:00")
+        normalized = pc.if_else(has_offset, normalized, pc.binary_join_element_wise(normalized, "+00:00", ""))
+        return _cast_fraction(normalized, pa.timestamp("us", tz="UTC"))
+    stripped = pc.replace_substring_regex(values, _OFFSET_RE, "")
+    return _cast_fraction(stripped, pa.timestamp("us"))
+
+
+def _cast_fraction(values: pa.Array, target: pa.DataType) -> pa.Array:
+    # Arrow parses up to nanoseconds; parse at ns then truncate to us (delta-spark
+    # writes at most microseconds).
+    ns = pa.timestamp("ns", tz=target.tz)
+    try:
+        return values.cast(target)
+    except pa.ArrowInvalid:
+        return values.cast(ns).cast(target, safe=False)
+
+
+def _parse_decimals(values: pa.Array, dtype: DecimalType) -> pa.Array:
+    try:
+        return values.cast(pa.decimal128(dtype.precision, dtype.scale) if dtype.precision <= 38
+                           else pa.decimal256(dtype.precision, dtype.scale))
+    except pa.ArrowInvalid:
+        quantum = decimal.Decimal(1).scaleb(-dtype.scale)
+        py = [None if v is None else decimal.Decimal(v).quantize(quantum) for v in values.to_pylist()]
+        return pa.array(py, pa.decimal128(dtype.precision, dtype.scale))
+
+
+def serialize_partition_value(value, dtype: DataType) -> str | None:
+    """A Python value of a partition column -> the string stored in ``partitionValues``."""
+    if value is None:
+        return None
+    if isinstance(dtype, PrimitiveType):
+        if dtype.name == "boolean":
+            return "true" if value else "false"
+        if dtype.name == "timestamp":
+            if isinstance(value, dt.datetime):
+                if value.tzinfo is not None:
+                    value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+                return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+        if dtype.name == "timestamp_ntz" and isinstance(value, dt.datetime):
+            return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+        if dtype.name == "date" and isinstance(value, dt.date):
+            return value.isoformat()
+        if dtype.name == "binary" and isinstance(value, (bytes, bytearray)):
+            return bytes(value).decode("utf-8", errors="surrogateescape")
+        if dtype.name in ("float", "double"):
+            return repr(float(value)) if value == value else "NaN"
+    if isinstance(dtype, DecimalType):
+        return format(decimal.Decimal(value), "f")
+    return str(value)

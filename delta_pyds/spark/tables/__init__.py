@@ -1,0 +1,1 @@
+"""``DeltaTable``: table maintenance and DML from Python, shaped like delta-spark's API."""

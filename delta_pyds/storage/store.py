@@ -1,0 +1,659 @@
+"""Storage access for one table root over fsspec.
+
+Guarantees:
+
+* ``list_dir`` returns entries sorted by name, with sizes and modification times in
+  milliseconds, and an empty list for a missing directory. It never answers from a
+  listing cache, so new commits by other processes are seen;
+* ``put_if_absent`` is an atomic create-if-absent on every backend it accepts, never
+  exists-then-write:
+
+  ===========  ==============================================================
+  local disk   write a temporary file, then ``os.link`` it into place (or
+               ``O_CREAT|O_EXCL`` where hard links are not supported)
+  S3 (s3fs)    one ``PUT`` with ``If-None-Match: *`` (``pipe_file(mode="create")``,
+               forced to a single request); the first commit of a process
+               checks once per bucket that the server honours the condition
+  Azure Blob   ``upload_blob(overwrite=False)`` (``If-None-Match: *``) via adlfs
+  GCS          one upload with ``ifGenerationMatch=0`` via gcsfs
+  memory       a lock around check-and-write (one process only: for tests)
+  ===========  ==============================================================
+
+  A lost race raises ``FileExistsError`` and never overwrites; servers that answer
+  a lost race with HTTP 412 ``PreconditionFailed`` (which s3fs raises as
+  ``OSError(EINVAL)``) count as a lost race too. Other backends (HDFS, SFTP, HTTP,
+  ADLS Gen1, ...) are refused for commits with :class:`CommitFailedError` unless
+  the caller opts in with ``allow_unsafe_commits`` (or the storage option
+  ``allowUnsafeCommits=true``), which is only safe with a single writer. Other
+  failures of a conditional create raise ``OSError``: the outcome is unknown;
+* storage options may hold credentials: they never appear in ``repr``, in the errors
+  this module raises, or in logs;
+* reads are bounded: ``read_bytes`` / ``read_many`` (log files: commits, checkpoints in
+  JSON, ``_last_checkpoint``) refuse files larger than ``max_log_file_bytes`` (storage
+  option ``maxLogFileBytes``, default :data:`DEFAULT_MAX_LOG_FILE_BYTES`) with
+  :class:`UnsafeFileError`; on local disk every read (also ``read_range`` and
+  ``open_input``) refuses anything but a regular file (a FIFO would block forever, a
+  symlink to ``/dev/zero`` never ends) and never reads past the bound even if the file
+  grows. On object stores every object is a regular file; their size comes from the
+  listing (callers pass it as ``size``);
+* backend failures other than a missing or existing file (object store client errors,
+  colliding client arguments...) are raised as :class:`StorageError` naming the
+  operation and path, with every credential (also ``user:password@`` in URLs) redacted;
+* the object pickles small (root URL and options only) and re-creates its filesystem
+  lazily in each process, so it can travel to Spark executors.
+
+Storage options are keyword arguments of the fsspec filesystem (``key``, ``secret``,
+``endpoint_url`` for s3fs; ``connection_string``, ``account_name``, ``account_key``,
+``sas_token`` for adlfs; ``token``, ``project``, ``endpoint_url`` for gcsfs). Values
+may be strings, as they arrive from Spark options: keys are matched to the
+filesystem's parameters case-insensitively and ignoring underscores (Spark lowercases
+option keys, so ``endpointUrl``, ``endpointurl`` and ``endpoint_url`` all work), and
+string values are converted to the parameter's type (``"true"`` to ``True`` for a bool
+parameter, a JSON object for a ``*_kwargs`` or dict parameter, digits for an int).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import posixpath
+import stat
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterable, Mapping
+from urllib.parse import unquote, urlsplit
+
+import fsspec
+
+from delta_pyds.errors import CommitFailedError, DeltaError, ExternalPathError, StorageError, UnsafeFileError
+from delta_pyds.protocol.paths import is_absolute, scheme_of
+from delta_pyds.storage.options import (filesystem_kwargs, is_secret_key, parse_bool, parse_positive_int,  # noqa: F401
+                              redact, squash_key)
+
+log = logging.getLogger("delta_pyds")
+
+# storage options consumed here, never passed to fsspec (compared as squash_key gives them)
+_UNSAFE_COMMITS_KEYS = {"allowunsafecommits"}
+_EXTERNAL_PATHS_KEYS = {"allowexternalpaths"}
+_MAX_LOG_FILE_KEYS = {"maxlogfilebytes"}
+
+# the largest log file (commit, JSON checkpoint, compaction) read into memory; Parquet
+# checkpoints and data files are streamed by pyarrow and not bounded by it
+DEFAULT_MAX_LOG_FILE_BYTES = 1 << 30
+
+_MEMORY_LOCK = threading.Lock()
+
+# (filesystem class name, endpoint, bucket) -> True once a conditional PUT was seen to work
+_CONDITIONAL_PUT_CHECKED: dict[tuple, bool] = {}
+_CONDITIONAL_PUT_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    name: str  # base name
+    path: str  # full filesystem path (no protocol for local paths)
+    size: int
+    modification_time: int  # milliseconds since the epoch
+
+
+def _protocol_of(url: str) -> str:
+    scheme = urlsplit(url).scheme
+    if len(scheme) <= 1:  # no scheme, or a Windows drive letter
+        return "file"
+    return scheme.lower()
+
+
+def mtime_ms(info: Mapping) -> int:
+    for key in ("mtime", "LastModified", "last_modified", "updated", "mtime_ns", "modified", "created"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if key == "mtime_ns":
+            return int(value) // 1_000_000
+        if isinstance(value, datetime):
+            return int(value.timestamp() * 1000)
+        if isinstance(value, (int, float)):
+            return int(float(value) * 1000)
+        if isinstance(value, str):
+            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    return 0
+
+
+# --------------------------------------------------------------- atomic creates
+def _atomic_create_kind(fs) -> str | None:
+    """How this filesystem creates a file atomically, or None if it cannot."""
+    names = {f"{k.__module__}.{k.__name__}" for k in type(fs).__mro__}
+    if "fsspec.implementations.local.LocalFileSystem" in names:
+        return "local"
+    if "s3fs.core.S3FileSystem" in names:
+        return "s3"
+    if "adlfs.spec.AzureBlobFileSystem" in names:
+        return "azure"
+    if "gcsfs.core.GCSFileSystem" in names:
+        return "gcs"
+    if "fsspec.implementations.memory.MemoryFileSystem" in names:
+        return "memory"
+    return None
+
+
+def _http_status(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):  # botocore ClientError
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return int(status) if status else None
+    for attr in ("status_code", "code", "status"):  # azure HttpResponseError, gcsfs HttpError
+        value = getattr(exc, attr, None)
+        if isinstance(value, int) and 100 <= value < 600:
+            return value
+    return None
+
+
+def _error_code(exc: BaseException) -> str:
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        return str(response.get("Error", {}).get("Code") or "")
+    return str(getattr(exc, "error_code", "") or "")
+
+
+def _causes(exc: BaseException | None):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _is_precondition_failure(exc: BaseException) -> bool:
+    """A conditional create lost to an existing object (HTTP 412 or the store's code)."""
+    for e in _causes(exc):
+        if isinstance(e, FileExistsError):
+            return True
+        code = _error_code(e)
+        if code in ("PreconditionFailed", "ConditionNotMet", "BlobAlreadyExists"):
+            return True
+        if _http_status(e) == 412:
+            return True
+        text = str(e)
+        if "PreconditionFailed" in text or "ConditionNotMet" in text or "BlobAlreadyExists" in text:
+            return True
+    return False
+
+
+def _is_conditional_conflict(exc: BaseException) -> bool:
+    """S3's 409 ConditionalRequestConflict: a concurrent conditional write is in flight;
+    the request should be retried (it then succeeds or fails with 412)."""
+    for e in _causes(exc):
+        if _error_code(e) in ("ConditionalRequestConflict", "OperationAborted"):
+            return True
+        if "ConditionalRequestConflict" in str(e):
+            return True
+    return False
+
+
+class Storage:
+    """The filesystem under one table root (a local path or any fsspec URL)."""
+
+    def __init__(self, root: str, options: Mapping[str, Any] | None = None, *,
+                 allow_unsafe_commits: bool = False, allow_external_paths: bool = True,
+                 max_log_file_bytes: int | None = None):
+        if not root:
+            raise ValueError("a table path is required")
+        self.protocol = _protocol_of(root)
+        if self.protocol == "file":
+            # file:///p and Hadoop's file:/p (what Spark passes for catalog locations)
+            local = root[len("file://"):] if root.startswith("file://") else \
+                root[len("file:"):] if root.startswith("file:") else root
+            root = os.path.abspath(os.path.expanduser(unquote(local) if root.startswith("file:") else local))
+        self.root = root.rstrip("/") if len(root) > 1 else root
+        opts = {}
+        unsafe = allow_unsafe_commits
+        external = allow_external_paths
+        bound = max_log_file_bytes
+        for k, v in dict(options or {}).items():
+            key = squash_key(k)
+            if key in _UNSAFE_COMMITS_KEYS:
+                unsafe = unsafe or parse_bool(v, "allowUnsafeCommits")
+            elif key in _EXTERNAL_PATHS_KEYS:
+                external = external and parse_bool(v, "allowExternalPaths")
+            elif key in _MAX_LOG_FILE_KEYS:
+                if bound is None:
+                    bound = parse_positive_int(v, "maxLogFileBytes")
+            else:
+                opts[k] = v
+        self.max_log_file_bytes = DEFAULT_MAX_LOG_FILE_BYTES if bound is None else \
+            parse_positive_int(bound, "max_log_file_bytes")
+        self.options = opts
+        self.allow_unsafe_commits = bool(unsafe)
+        # False: refuse every data, deletion vector or sidecar path the log names outside
+        # the table root (absolute paths), for tables from untrusted writers
+        self.allow_external_paths = bool(external)
+        self._fs = None
+
+    # -- pickling: never ship the live filesystem object ------------------------------
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_fs"] = None
+        return state
+
+    def __repr__(self) -> str:  # never print options: they may hold credentials
+        return f"Storage({self.root!r})"
+
+    @property
+    def fs(self):
+        if self._fs is None:
+            try:
+                cls = fsspec.get_filesystem_class(self.protocol)
+            except (ImportError, ValueError) as exc:
+                raise ImportError(_missing_backend_message(self.protocol, exc)) from None
+            kwargs = {}
+            if self.protocol != "file":
+                try:
+                    kwargs.update(cls._get_kwargs_from_urls(self.root) or {})
+                except Exception:  # pragma: no cover - backend-specific URL parsing
+                    pass
+            kwargs.update(filesystem_kwargs(cls, self.options))
+            failure = None
+            try:
+                self._fs = cls(**kwargs)
+            except Exception as exc:
+                # the backend's message may quote a credential: raise it redacted, and
+                # outside this block so that it keeps no link to the original
+                failure = redact(f"{type(exc).__name__}: {exc}", self.options)
+            if failure is not None:
+                raise ValueError(f"cannot open the {self.protocol!r} filesystem for "
+                                 f"{self.root}: {failure}")
+        return self._fs
+
+    @property
+    def root_url(self) -> str:
+        """The root as a URL (``file:///...`` for local paths)."""
+        return "file://" + self.root if self.protocol == "file" else self.root
+
+    @property
+    def atomic_create(self) -> str | None:
+        """How commits are made atomic here (``local``, ``s3``, ``azure``, ``gcs``,
+        ``memory``), or None when this filesystem has no atomic create-if-absent."""
+        return _atomic_create_kind(self.fs)
+
+    # -- paths ----------------------------------------------------------------------
+    def join(self, *parts: str) -> str:
+        return posixpath.join(self.root, *parts)
+
+    def resolve(self, path: str) -> str:
+        """A canonical log path (see :mod:`delta_pyds.protocol.paths`: decoded, root-relative when
+        under the root) to the filesystem path to open.
+
+        Relative paths are joined to the table root; absolute ones (shallow clones, other
+        writers' layouts) are kept, unless this storage refuses external paths
+        (``allowExternalPaths=false``), which raises :class:`ExternalPathError`.
+        A path is never decoded here: :func:`delta_pyds.protocol.paths.canonical` did that once.
+        """
+        if not is_absolute(path):
+            return posixpath.join(self.root, path)
+        if not self.allow_external_paths:
+            raise ExternalPathError(
+                f"the log of {self.root} names {path!r}, outside the table root; this table is "
+                "opened with allowExternalPaths=false")
+        if scheme_of(path) is None:  # /x: on this table's filesystem
+            if self.protocol == "file":
+                return path
+            netloc = urlsplit(self.root).netloc
+            return f"{self.protocol}://{netloc}{path}"
+        return path
+
+    # -- reads ----------------------------------------------------------------------
+    def list_dir(self, path: str) -> list[FileEntry]:
+        fs = self.fs
+        self._invalidate(path)  # listings must see other writers' new commits
+        try:
+            infos = self._call("list", path, fs.ls, path, detail=True)
+        except FileNotFoundError:
+            return []
+        entries = []
+        for info in infos:
+            if info.get("type") == "directory":
+                continue
+            full = info["name"]
+            entries.append(FileEntry(posixpath.basename(full.rstrip("/")), full,
+                                     int(info.get("size") or 0), mtime_ms(info)))
+        entries.sort(key=lambda e: e.name)
+        return entries
+
+    def exists(self, path: str) -> bool:
+        self._invalidate(path)
+        return self._call("check", path, self.fs.exists, path)
+
+    def read_bytes(self, path: str, *, size: int | None = None) -> bytes:
+        """A whole (log) file, at most ``max_log_file_bytes``; ``size`` is its size from
+        a listing, when known (the bound is checked before any request)."""
+        self._check_size(path, size)
+        if self.protocol == "file":
+            return self._read_local(path)
+        return self._call("read", path, self.fs.cat_file, path)
+
+    def read_many(self, paths: list[str], *, sizes: list[int] | None = None) -> list[bytes]:
+        """Reads several whole (log) files (concurrently on async object stores); same
+        bound as :meth:`read_bytes`."""
+        if not paths:
+            return []
+        for p, n in zip(paths, sizes or [None] * len(paths)):
+            self._check_size(p, n)
+        if len(paths) == 1 or self.protocol == "file":
+            return [self.read_bytes(p) for p in paths]
+        got = self._call("read", paths[0], self.fs.cat, list(paths), on_error="raise")
+        return [got[p] if p in got else got[self.fs._strip_protocol(p)] for p in paths]
+
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        self._check_regular(path)
+        return self._call("read", path, self.fs.cat_file, path, start=start, end=start + length)
+
+    def open_input(self, path: str):
+        self._check_regular(path)
+        return self._call("open", path, self.fs.open, path, "rb")
+
+    def info(self, path: str) -> FileEntry:
+        self._invalidate(path)
+        info = self._call("inspect", path, self.fs.info, path)
+        return FileEntry(posixpath.basename(path), path, int(info.get("size") or 0), mtime_ms(info))
+
+    # -- bounds and errors ----------------------------------------------------------
+    def _too_large(self, path: str, size: int) -> UnsafeFileError:
+        return UnsafeFileError(
+            f"{path} is {size} bytes, more than the {self.max_log_file_bytes} bytes a log file may "
+            "have here; it was not read (raise the bound with the storage option "
+            "maxLogFileBytes if the file is genuine)")
+
+    def _check_size(self, path: str, size: int | None) -> None:
+        if size is not None and size > self.max_log_file_bytes:
+            raise self._too_large(path, size)
+
+    def _check_regular(self, path: str) -> None:
+        """On local disk: refuse FIFOs, devices and sockets before opening them."""
+        if self.protocol != "file":
+            return
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            return  # the open that follows raises the usual FileNotFoundError
+        except OSError:
+            return
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise _not_regular(path)
+
+    def _read_local(self, path: str) -> bytes:
+        bound = self.max_log_file_bytes
+        # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise _not_regular(path)
+            if st.st_size > bound:
+                raise self._too_large(path, st.st_size)
+            chunks, total = [], 0
+            while True:  # the file may grow while it is read: never past the bound
+                chunk = os.read(fd, min(1 << 24, bound + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > bound:
+                    raise self._too_large(path, total)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def _call(self, what: str, path: str, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``; a backend failure other than a missing or existing file
+        becomes a redacted :class:`StorageError` (local OSErrors are kept: they carry no
+        credentials and callers rely on their types)."""
+        failure = None
+        try:
+            return fn(*args, **kwargs)
+        except (FileNotFoundError, FileExistsError, DeltaError):
+            raise
+        except OSError:
+            if self.protocol == "file":
+                raise
+            failure = _describe(sys.exc_info()[1], self.options)
+        except Exception:
+            failure = _describe(sys.exc_info()[1], self.options)
+        # raised outside the except block: no link to the unredacted original
+        raise StorageError(f"cannot {what} {path} on the {self.protocol!r} filesystem: {failure}")
+
+    # -- writes ---------------------------------------------------------------------
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Writes (or overwrites) a file that is not a log entry (data, checkpoints)."""
+        if self.protocol == "file":
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        else:
+            self._call("write", path, self.fs.pipe_file, path, data)
+
+    def makedirs(self, path: str) -> None:
+        if self.protocol == "file":
+            os.makedirs(path, exist_ok=True)
+
+    def check_commits_supported(self) -> None:
+        """Raises CommitFailedError unless commits here are atomic or the caller opted
+        in to unsafe commits. Cheap; writers may call it before writing data files."""
+        if self.allow_unsafe_commits or self.atomic_create is not None:
+            return
+        raise CommitFailedError(self._unsafe_message())
+
+    def _unsafe_message(self) -> str:
+        name = type(self.fs).__name__
+        return (f"pydelta cannot commit to {self.root}: the {self.protocol!r} filesystem "
+                f"({name}) has no atomic create-if-absent, so two concurrent writers could "
+                "both write the same log version and one commit would be lost. Commits are "
+                "supported on local disk, S3 (s3fs), Azure Blob (adlfs: az://, abfs://, "
+                "abfss://) and GCS (gcsfs). If only one writer ever writes this table, opt "
+                "in with the write option allowUnsafeCommits=true "
+                "(.option('allowUnsafeCommits', 'true')) or, in Python, "
+                "Storage(..., allow_unsafe_commits=True)")
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        """Atomically creates ``path`` with ``data``; raises FileExistsError if it exists."""
+        kind = self.atomic_create
+        if kind == "local":
+            self._put_if_absent_local(path, data)
+        elif kind == "memory":
+            with _MEMORY_LOCK:
+                if self.fs.exists(path):
+                    raise FileExistsError(errno.EEXIST, "commit already exists", path)
+                self.fs.pipe_file(path, data)
+        elif kind in ("s3", "azure", "gcs"):
+            if kind == "s3":
+                self._check_conditional_put()
+            self._put_if_absent_object(kind, path, data)
+        elif self.allow_unsafe_commits:
+            log.warning("pydelta: unsafe commit (exists-then-write) of %s on %s: "
+                        "concurrent writers could lose commits", path, type(self.fs).__name__)
+            if self.exists(path):
+                raise FileExistsError(errno.EEXIST, "commit already exists", path)
+            self.fs.pipe_file(path, data)
+        else:
+            raise CommitFailedError(self._unsafe_message())
+
+    def _conditional_create(self, kind: str, path: str, data: bytes) -> None:
+        """One conditional create request (a single request: multi-part uploads of
+        s3fs and resumable uploads of gcsfs do not all carry the condition)."""
+        if kind in ("s3", "gcs"):
+            chunk = max(50 * 2**20, len(data) + 1)
+            self.fs.pipe_file(path, data, mode="create", chunksize=chunk)
+        else:
+            self.fs.pipe_file(path, data, mode="create")
+
+    def _put_if_absent_object(self, kind: str, path: str, data: bytes) -> None:
+        attempts = 0
+        while True:
+            attempts += 1
+            outcome = failure = None
+            try:
+                self._conditional_create(kind, path, data)
+                outcome = "created"
+            except Exception as exc:
+                if _is_precondition_failure(exc):
+                    outcome = "exists"
+                elif _is_conditional_conflict(exc) and attempts < 8:
+                    outcome = "retry"
+                else:
+                    failure = redact(f"{type(exc).__name__}: {exc}", self.options)
+            if outcome == "retry":
+                time.sleep(min(0.05 * 2 ** attempts, 1.0))
+                continue
+            if outcome == "exists":
+                if self._already_ours(path, data):
+                    break  # a retried request whose first attempt had succeeded
+                raise FileExistsError(errno.EEXIST, "commit already exists", path)
+            if failure is not None:
+                # an OSError, not a DeltaError: the outcome is unknown (the object may have
+                # been written), so callers check before retrying. Raised here, outside the
+                # except block, so that it keeps no link to the unredacted original.
+                raise OSError(errno.EIO, f"writing {path} failed: {failure}")
+            break
+        self._invalidate(posixpath.dirname(path))
+
+    def _invalidate(self, path: str) -> None:
+        """Drops ``path`` from the filesystem's listing cache (some backends key it
+        with the protocol, others without, with or without a trailing slash)."""
+        if self.protocol == "file":
+            return
+        fs = self.fs
+        stripped = fs._strip_protocol(path)
+        for p in {path, stripped, stripped.rstrip("/"), stripped.rstrip("/") + "/"}:
+            try:
+                fs.invalidate_cache(p)
+            except Exception:  # pragma: no cover - cache bookkeeping only
+                pass
+
+    def _already_ours(self, path: str, data: bytes) -> bool:
+        """After a lost race: is the existing object byte-identical to ours? Clients
+        retry requests whose response was lost; the retry of a successful conditional
+        PUT fails with 412 although the commit is ours."""
+        try:
+            self._invalidate(path)
+            return self.fs.cat_file(path) == data
+        except Exception:
+            return False
+
+    def _check_conditional_put(self) -> None:
+        """Once per process and bucket: verify that this S3 server honours
+        ``If-None-Match: *`` (servers that ignore it would silently overwrite
+        commits). Writes and deletes a small hidden probe object under the root."""
+        fs = self.fs
+        endpoint = getattr(fs, "client_kwargs", {}).get("endpoint_url") or \
+            getattr(fs, "endpoint_url", None) or os.environ.get("AWS_ENDPOINT_URL_S3") or \
+            os.environ.get("AWS_ENDPOINT_URL") or "aws"
+        bucket = fs._strip_protocol(self.root).split("/", 1)[0]
+        key = (type(fs).__name__, str(endpoint), bucket)
+        if _CONDITIONAL_PUT_CHECKED.get(key):
+            return
+        with _CONDITIONAL_PUT_LOCK:
+            if _CONDITIONAL_PUT_CHECKED.get(key):
+                return
+            probe = self.join(f".pydelta-conditional-put-probe-{uuid.uuid4().hex}")
+            honoured = failure = None
+            try:
+                self._conditional_create("s3", probe, b"1")
+                try:
+                    self._conditional_create("s3", probe, b"2")
+                    honoured = False
+                except Exception as exc:
+                    if not _is_precondition_failure(exc):
+                        raise
+                    honoured = True
+            except Exception as exc:
+                failure = redact(f"{type(exc).__name__}: {exc}", self.options)
+            finally:
+                try:
+                    fs.rm_file(probe)
+                except Exception:
+                    pass
+            if failure is not None:
+                raise CommitFailedError(
+                    f"pydelta cannot commit to {self.root}: checking that the S3 server supports "
+                    f"conditional writes (If-None-Match: *) failed: {failure}")
+            if not honoured:
+                if self.allow_unsafe_commits:
+                    log.warning("pydelta: the S3 server at %s ignores If-None-Match: commits "
+                                "are unsafe with concurrent writers", endpoint)
+                    _CONDITIONAL_PUT_CHECKED[key] = True
+                    return
+                raise CommitFailedError(
+                    f"pydelta cannot commit to {self.root}: the S3 server at {endpoint} ignores "
+                    "conditional writes (If-None-Match: *), so concurrent writers could overwrite "
+                    "each other's commits. Use a server that supports them (AWS S3, SeaweedFS, "
+                    "MinIO, recent Ceph RGW) or, with a single writer only, set the storage "
+                    "option allowUnsafeCommits=true")
+            _CONDITIONAL_PUT_CHECKED[key] = True
+
+    @staticmethod
+    def _put_if_absent_local(path: str, data: bytes) -> None:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)  # atomic; fails with FileExistsError if the commit exists
+        except OSError as exc:
+            if isinstance(exc, FileExistsError):
+                raise
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EOPNOTSUPP):
+                raise
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # no hard links here
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+    def delete(self, path: str) -> None:
+        try:
+            self._call("delete", path, self.fs.rm_file, path)
+        except FileNotFoundError:
+            pass
+
+    def delete_many(self, paths: Iterable[str]) -> None:
+        for p in paths:
+            self.delete(p)
+
+
+def _not_regular(path: str) -> UnsafeFileError:
+    return UnsafeFileError(f"{path} is not a regular file (a FIFO, a device or a link to one); "
+                           "it was not read")
+
+
+def _describe(exc: BaseException | None, options: Mapping[str, Any]) -> str:
+    return redact(f"{type(exc).__name__}: {exc}", options)
+
+
+_BACKEND_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs",
+                     "az": "adlfs", "abfs": "adlfs", "abfss": "adlfs"}
+
+
+def _missing_backend_message(protocol: str, exc: BaseException) -> str:
+    package = _BACKEND_PACKAGES.get(protocol)
+    if package:
+        return (f"reading {protocol}:// paths needs the {package} package on the driver and "
+                f"every executor: pip install {package} (or delta_pyds[{_extra(protocol)}])")
+    return f"no fsspec filesystem for {protocol!r} paths: {exc}"
+
+
+def _extra(protocol: str) -> str:
+    return {"s3fs": "s3", "gcsfs": "gcs", "adlfs": "azure"}[_BACKEND_PACKAGES[protocol]]

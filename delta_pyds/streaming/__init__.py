@@ -1,0 +1,2 @@
+"""Streaming without Spark: offsets and admission control, the source's micro-batches and the
+exactly-once sink."""

@@ -1,0 +1,315 @@
+"""A Delta table as a streaming source: what each micro-batch reads (no Spark).
+
+The stream first delivers the snapshot of the version current when the query started
+(unless ``startingVersion`` / ``startingTimestamp`` is given), then every later commit,
+numbering files as :mod:`delta_pyds.streaming.offsets` describes. Two flavours:
+
+* plain (default): the data-change ``add`` files of each commit, deletion vectors
+  applied; a commit that removes data is refused, skipped or partly delivered according
+  to ``ignoreDeletes`` / ``ignoreChanges`` / ``skipChangeCommits``
+  (:func:`streaming.commit_decision`);
+* change feed (``readChangeFeed=true``): the snapshot's rows as inserts, then each
+  commit's change files (:func:`change_data.version_changes`); a commit's cdc files, and
+  its add/remove files when it has deletion vectors, are admitted to a batch together.
+
+Guarantees: the entries between two offsets are a pure function of the log and the
+options, so re-planning a batch after a restart reads the same rows; offsets never pass
+the ``Trigger.AvailableNow`` target once it is set; a commit whose schema the stream's
+schema cannot read (a column added, dropped, renamed or retyped after the stream
+started) stops the stream with :class:`streaming.StreamingError` asking for a restart;
+commits gone from the log raise :class:`VersionNotFoundError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_pyds.protocol.actions import Metadata
+from delta_pyds.cdf.plan import ChangeFile, check_cdf_enabled, check_cdf_protocol, version_changes
+from delta_pyds.log.commits import Commit, CommitLog, FileAction
+from delta_pyds.errors import DeltaError, VersionNotFoundError
+from delta_pyds.protocol.features import check_read
+from delta_pyds.read.options import StreamOptions
+from delta_pyds.read.scan import FileTask
+from delta_pyds.protocol.schema import COLUMN_MAPPING_ID, COLUMN_MAPPING_PHYSICAL_NAME, StructType, parse_schema
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.storage.store import Storage
+from delta_pyds.streaming.offsets import (BASE_INDEX, AdmissionLimits, ChangePolicy, IndexedFile, StreamingError,
+                        StreamOffset, after, commit_decision, next_offset, not_after, take_admitted)
+
+
+@dataclass
+class _VersionInfo:
+    timestamp: int
+    commit_info: dict | None
+
+
+class StreamSource:
+    """The stream over one table; ``read_snapshot`` is the table at query start (its
+    schema is the stream's schema, its version the initial snapshot's)."""
+
+    def __init__(self, storage: Storage, read_snapshot: Snapshot, options: StreamOptions):
+        self.storage = storage
+        self.options = options
+        self.table_id = read_snapshot.metadata.id
+        self.read_version = read_snapshot.version
+        self.read_schema = read_snapshot.schema
+        self.read_partition_columns = [c.lower() for c in read_snapshot.partition_columns]
+        self.read_metadata = read_snapshot.metadata
+        self.policy = ChangePolicy(options.ignore_deletes, options.ignore_changes, options.skip_change_commits)
+        self.change_feed = options.read_change_feed
+        self.available_now_bound: StreamOffset | None = None
+        self._available_now = False
+        self._snapshot_files: tuple[int, pa.Table, list[str]] | None = None
+        self._metadata_after: dict[int, Metadata] = {}
+
+    # ------------------------------------------------------------------- offsets
+    def initial_offset(self) -> StreamOffset:
+        start = self.options.start
+        if not start.given:
+            return StreamOffset(self.read_version, BASE_INDEX, True, self.table_id)
+        log = CommitLog(self.storage)
+        if start.latest:
+            version = log.latest_version + 1
+        elif start.timestamp is not None:
+            version = log.version_at_or_after(start.timestamp, option="startingTimestamp")
+        else:
+            version = start.version
+            if version > log.latest_version:
+                raise VersionNotFoundError(
+                    f"option startingVersion: version {version} does not exist; the latest version "
+                    f"of the table is {log.latest_version} (use 'latest' to read only new commits)")
+            log.require(version)
+        return StreamOffset(version, BASE_INDEX, False, self.table_id)
+
+    def prepare_available_now(self) -> None:
+        """Trigger.AvailableNow: the target is fixed at the first latest_offset call."""
+        self._available_now = True
+        self.available_now_bound = None
+
+    def latest_offset(self, start: StreamOffset, limits: AdmissionLimits | None) -> StreamOffset:
+        log = CommitLog(self.storage)
+        if self._available_now and self.available_now_bound is None:
+            self.available_now_bound = self._scan(start, None, log, None)
+        return self._scan(start, limits, log, self.available_now_bound)
+
+    def _scan(self, start: StreamOffset, limits, log: CommitLog, bound: StreamOffset | None) -> StreamOffset:
+        last = None
+        for f in take_admitted(self._entries(start, bound, log, {}), limits):
+            last = f
+        return next_offset(start, last)
+
+    # -------------------------------------------------------------------- batches
+    def batch_files(self, start: StreamOffset, end: StreamOffset) -> list:
+        """What the batch (start, end] reads: FileTasks (plain) or ChangeFiles (change feed)."""
+        if end.position() <= start.position():
+            return []
+        log = CommitLog(self.storage)
+        info: dict[int, _VersionInfo] = {}
+        out: list = []
+        pending: dict[int, list[FileAction]] = {}
+        snapshot_rows: list[int] = []
+        snapshot_version = start.version
+        for e in self._entries(start, end, log, info):
+            for f in (e if isinstance(e, list) else [e]):
+                if f.action is None:
+                    continue
+                if isinstance(f.action, _SnapshotRef):
+                    snapshot_rows.append(f.action.row)
+                elif self.change_feed:
+                    pending.setdefault(f.version, []).append(f.action)
+                else:
+                    a = f.action
+                    out.append(FileTask(a.path, a.size, a.partition_values, a.deletion_vector,
+                                        a.base_row_id, a.default_row_commit_version))
+        for v, actions in pending.items():
+            vi = info[v]
+            out.extend(version_changes(v, vi.timestamp, actions, vi.commit_info))
+        if snapshot_rows:
+            out = self._snapshot_items(snapshot_version, snapshot_rows, log) + out
+        return out
+
+    def _snapshot_items(self, version: int, rows: list[int], log: CommitLog) -> list:
+        """The initial snapshot's files at ``rows`` (of the sorted file table) as read items."""
+        files, pcols = self._sorted_snapshot(version)
+        picked = files.take(pa.array(rows, pa.int64()))
+        paths = picked.column("path").to_pylist()
+        sizes = pc.fill_null(picked.column("size"), 0).to_pylist()
+        dvs = picked.column("deletion_vector").to_pylist()
+        pvs = [()] * len(paths)
+        if pcols:
+            pv = picked.column("partition_values").combine_chunks()
+            columns = [pc.struct_field(pv, c).to_pylist() for c in pcols]
+            pvs = list(zip(*columns))
+        if not self.change_feed:
+            bases = picked.column("base_row_id").to_pylist()
+            drcvs = picked.column("default_row_commit_version").to_pylist()
+            return [FileTask(p, s, tuple(v), d, b, r)
+                    for p, s, v, d, b, r in zip(paths, sizes, pvs, dvs, bases, drcvs)]
+        commit_info = log.read(version, self.read_metadata).commit_info if version in log.commits else None
+        ts = log.timestamp(version, commit_info)
+        return [ChangeFile(p, s, tuple(v), "insert", version, ts, deletion_vector=d)
+                for p, s, v, d in zip(paths, sizes, pvs, dvs)]
+
+    # -------------------------------------------------------------------- entries
+    def _entries(self, start: StreamOffset, bound: StreamOffset | None, log: CommitLog,
+                 info: dict) -> Iterator:
+        """Entries (files, markers, or all-or-nothing groups) after ``start`` up to ``bound``."""
+        version = start.version
+        if start.is_starting_version:
+            for f in self._snapshot_entries(version, start.index):
+                if not not_after(f, bound):
+                    return
+                yield f
+            version += 1
+        while version <= log.latest_version:
+            if bound is not None and version > bound.version:
+                return
+            if bound is not None and version == bound.version and bound.index == BASE_INDEX:
+                marker = IndexedFile(version, BASE_INDEX)  # nothing of this commit is wanted:
+                if after(marker, start):                   # do not read (or judge) it
+                    yield marker
+                return
+            commit = log.read(version, self._metadata_before(version))
+            info[version] = _VersionInfo(commit.timestamp, commit.commit_info)
+            for e in self._commit_entries(commit):
+                if isinstance(e, list):
+                    e = [f for f in e if after(f, start)]
+                    if not e:
+                        continue
+                elif not after(e, start):
+                    continue
+                if not not_after(e[-1] if isinstance(e, list) else e, bound):
+                    return
+                yield e
+            version += 1
+
+    def _metadata_before(self, version: int) -> Metadata:
+        """Metadata to parse commit ``version`` with (its own metaData overrides it)."""
+        got = self._metadata_after.get(version - 1)
+        if got is not None:
+            return got
+        try:
+            return Snapshot.load(self.storage, version=version).metadata
+        except DeltaError:
+            return self.read_metadata
+
+    def _commit_entries(self, commit: Commit) -> list:
+        v = commit.version
+        metadata = commit.metadata or self._metadata_before(v)
+        if self.change_feed:
+            check_cdf_enabled(metadata, v, v, v)
+        self._validate(commit)
+        self._metadata_after[v] = metadata
+        if len(self._metadata_after) > 64:
+            self._metadata_after.pop(min(self._metadata_after))
+        marker = IndexedFile(v, BASE_INDEX)
+        if self.change_feed:
+            cdcs = commit.cdcs
+            chosen = cdcs or [a for a in commit.actions if a.kind in ("add", "remove") and a.data_change]
+            files = _numbered(v, chosen)
+            if cdcs or any(a.deletion_vector for a in chosen):
+                return [marker] + ([files] if files else [])
+            return [marker] + files
+        removed = next((a.path for a in commit.actions if a.kind == "remove" and a.data_change), None)
+        adds = [a for a in commit.actions if a.kind == "add" and a.data_change]
+        skip = commit_decision(v, has_adds=bool(adds), removed_path=removed, policy=self.policy,
+                               table=self.storage.root)
+        return [marker] + ([] if skip else _numbered(v, adds))
+
+    def _validate(self, commit: Commit) -> None:
+        if commit.protocol is not None:
+            if self.change_feed:
+                check_cdf_protocol(commit.protocol, commit.version)
+            else:
+                check_read(commit.protocol)
+        m = commit.metadata
+        if m is None:
+            return
+        if m.id != self.table_id:
+            raise StreamingError(
+                f"the table at {self.storage.root} was replaced at version {commit.version} (new table "
+                f"id {m.id}); restart the query with a new checkpoint location")
+        problem = _unreadable_change(parse_schema(m.schema_string), self.read_schema)
+        if problem is None and [c.lower() for c in m.partition_columns] != self.read_partition_columns:
+            problem = f"the partition columns changed to {list(m.partition_columns)}"
+        if problem is not None:
+            raise StreamingError(
+                f"the schema of the source table changed at version {commit.version}: {problem}. "
+                "The stream's schema was fixed when the query started; restart the query to read "
+                "with the new schema (the checkpoint keeps the position)")
+
+    # ------------------------------------------------------------- initial snapshot
+    def _snapshot_entries(self, version: int, after_index: int) -> Iterator[IndexedFile]:
+        files, _ = self._sorted_snapshot(version)
+        n = files.num_rows
+        sizes = pc.fill_null(files.column("size"), 0).to_numpy()
+        for i in range(max(after_index + 1, 0), n):
+            yield IndexedFile(version, i, int(sizes[i]), i == n - 1, _SnapshotRef(i))
+
+    def _sorted_snapshot(self, version: int) -> tuple[pa.Table, list[str]]:
+        cached = self._snapshot_files
+        if cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        snapshot = Snapshot.load(self.storage, version=version)
+        files = snapshot.files
+        if files.num_rows:
+            order = pc.sort_indices(files, sort_keys=[("modification_time", "ascending"),
+                                                      ("path", "ascending")])
+            files = files.take(order)
+        pcols = list(snapshot.physical_partition_columns)
+        self._snapshot_files = (version, files, pcols)
+        return files, pcols
+
+
+# ------------------------------------------------------------------------ helpers
+@dataclass(frozen=True)
+class _SnapshotRef:
+    """A file of the initial snapshot: its row in the snapshot's sorted file table."""
+    row: int
+
+
+def _numbered(version: int, actions: list[FileAction]) -> list[IndexedFile]:
+    n = len(actions)
+    return [IndexedFile(version, i, a.size, i == n - 1, a) for i, a in enumerate(actions)]
+
+
+def _field_key(f) -> tuple:
+    meta = f.metadata or {}
+    return (meta.get(COLUMN_MAPPING_PHYSICAL_NAME), meta.get(COLUMN_MAPPING_ID),
+            _type_key(f.type), f.nullable)
+
+
+def _type_key(dtype) -> str:
+    import json
+    def strip(obj):
+        if isinstance(obj, dict):
+            return {k: (strip(v) if k != "metadata" else
+                        {m: v[m] for m in (COLUMN_MAPPING_PHYSICAL_NAME, COLUMN_MAPPING_ID) if m in v})
+                    for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [strip(x) for x in obj]
+        return obj
+    return json.dumps(strip(dtype.to_json()), sort_keys=True)
+
+
+def _unreadable_change(new: StructType, read: StructType) -> str | None:
+    """Why files written with schema ``new`` cannot be read with the stream's ``read``
+    schema (None if they can: ``new`` may lack columns ``read`` has, as when a stream
+    replays commits older than a column addition)."""
+    for f in new.fields:
+        r = read.get(f.name)
+        if r is None:
+            return f"column {f.name!r} is not in the stream's schema (added or renamed)"
+        nk, rk = _field_key(f), _field_key(r)
+        if nk[0] != rk[0] or nk[1] != rk[1]:
+            return f"column {f.name!r} was dropped and re-created or renamed"
+        if nk[2] != rk[2]:
+            return f"column {f.name!r} changed type"
+        if nk[3] and not rk[3]:
+            return f"column {f.name!r} is nullable there but not in the stream's schema"
+    return None

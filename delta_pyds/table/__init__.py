@@ -1,0 +1,1 @@
+"""A table at one version: the snapshot readers use and the file state writers need."""

@@ -1,0 +1,73 @@
+"""File actions as table operations re-commit them: the add actions that re-add files of
+a :func:`delta_pyds.table.state.file_actions` table (with their stored path strings, stats,
+deletion vectors, row tracking fields and tags), keys that identify a file with its
+deletion vector, and row counts from statistics.
+
+Pure functions over Arrow tables of file actions: no I/O."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from delta_pyds.log.replay import dv_unique_ids
+
+
+def keys(files: pa.Table) -> list[tuple]:
+    ids = dv_unique_ids(files.column("deletionVector")).to_pylist() if files.num_rows else []
+    return [(p, d or "") for p, d in zip(files.column("path").to_pylist(), ids)]
+
+
+def sum_size(files: pa.Table) -> int:
+    return int(sum(s or 0 for s in files.column("size").to_pylist()))
+
+
+def rows_for_paths(active: pa.Table, paths) -> pa.Table:
+    wanted = set(paths)  # canonical paths, as the file table holds them
+    mask = [p in wanted for p in active.column("path").to_pylist()]
+    return active.filter(pa.array(mask, pa.bool_()))
+
+
+def stat_rows(add: dict, default=0):
+    try:
+        return int(json.loads(add["stats"])["numRecords"])
+    except (KeyError, TypeError, ValueError):
+        return default
+
+
+def num_live_rows(active: pa.Table):
+    total = 0
+    for s, d in zip(active.column("stats").to_pylist(), active.column("deletionVector").to_pylist()):
+        try:
+            total += int(json.loads(s)["numRecords"])
+        except (TypeError, KeyError, ValueError):
+            return None
+        if d:
+            total -= int(d.get("cardinality") or 0)
+    return total
+
+
+def add_actions(files: pa.Table, *, data_change: bool) -> list[dict]:
+    """Add actions re-adding rows of a :func:`table_state.file_actions` table."""
+    out = []
+    cols = files.to_pydict()
+    all_tags = cols.get("tags") or [None] * files.num_rows
+    for i in range(files.num_rows):
+        a: dict[str, Any] = {"path": cols["raw_path"][i], "partitionValues": cols["partitionValues"][i] or {},
+                             "size": cols["size"][i], "modificationTime": cols["modificationTime"][i] or 0,
+                             "dataChange": data_change}
+        if cols["stats"][i]:
+            a["stats"] = cols["stats"][i]
+        dv = cols["deletionVector"][i]
+        if dv:
+            a["deletionVector"] = {k: v for k, v in dv.items() if v is not None}
+        for key in ("baseRowId", "defaultRowCommitVersion"):
+            if cols[key][i] is not None:
+                a[key] = cols[key][i]
+        tags = all_tags[i]
+        if tags:
+            a["tags"] = dict(tags)
+        out.append(a)
+    return out

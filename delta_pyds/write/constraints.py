@@ -1,0 +1,217 @@
+"""What every written row must satisfy: NOT NULL columns, column invariants, CHECK
+constraints, generated columns, and a ``replaceWhere`` predicate — enforced on the
+executors, batch by batch, before a row reaches a data file.
+
+Where and how: ``df.write.format("pydelta")`` never hands the source a DataFrame, only
+Arrow batches on the executors, so expressions are evaluated there with
+:mod:`delta_pyds.expressions.sql` (a Spark SQL subset over Arrow, in UTC). A write fails —
+and the table stays unchanged, since nothing is committed — as soon as one row
+violates a rule; the error names the rule, its expression and the offending values.
+
+Guarantees: :func:`build_checks` runs on the driver before any data is written and
+refuses (``UnsupportedFeatureError``) a table whose constraint or generation
+expression the evaluator cannot handle, naming it (identity columns are filled before
+these rules run: :mod:`delta_pyds.protocol.identity`).
+Generated columns missing from the DataFrame are computed; provided ones must equal
+the expression (``<=>``), as the protocol requires. Columns with a default value
+(``CURRENT_DEFAULT``, the allowColumnDefaults feature) that the DataFrame lacks get
+the default, evaluated per batch (a default the evaluator cannot handle refuses only
+writes that omit the column).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_pyds.errors import ConstraintViolationError, DeltaError, UnsupportedFeatureError  # noqa: F401 (re-exported)
+from delta_pyds.expressions.sql import (ExpressionError, columns_of, evaluate_predicate, evaluate_value, parse)
+from delta_pyds.protocol.schema import StructType
+from delta_pyds.protocol.table_properties import constraints_of
+
+GENERATION_EXPRESSION = "delta.generationExpression"
+INVARIANTS = "delta.invariants"
+CURRENT_DEFAULT = "CURRENT_DEFAULT"
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: str  # check | invariant | generated | replaceWhere
+    name: str
+    text: str
+    node: object
+    columns: tuple  # referenced column paths, for error messages
+
+
+@dataclass
+class WriteChecks:
+    """Rules for the rows of one write (pickled into each task)."""
+    not_null: tuple = ()  # (path,...) of non-nullable fields (nested: checked where the parent is set)
+    rules: tuple = ()  # _Rule
+    generated: tuple = ()  # (column name, _Rule, provided by the DataFrame?): defaults, then generated
+
+    def __bool__(self) -> bool:
+        return bool(self.not_null or self.rules or self.generated)
+
+    def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Fills defaults of missing columns and generated columns, then raises ConstraintViolationError on the first bad row."""
+        for name, rule, provided in self.generated:
+            idx = batch.schema.get_field_index(name)
+            target = batch.schema.field(idx).type
+            try:
+                value = evaluate_value(rule.node, batch, target)
+            except ExpressionError as exc:
+                raise ConstraintViolationError(
+                    f"cannot compute generated column {name} = {rule.text}: {exc}") from None
+            if provided:
+                current = batch.column(idx)
+                same = pc.or_(pc.fill_null(pc.equal(current, value), False),
+                              pc.and_(pc.is_null(current), pc.is_null(value)))
+                if not pc.all(same).as_py():
+                    row = pc.index(same, False).as_py()
+                    raise ConstraintViolationError(
+                        f"generated column {name} must equal {rule.text}, but a row has {name} = "
+                        f"{current[row].as_py()!r} where the expression gives {value[row].as_py()!r}"
+                        + _row_text(batch, rule.columns, row))
+            else:
+                batch = batch.set_column(idx, batch.schema.field(idx), value)
+        for path in self.not_null:
+            arr, parent_valid = _leaf(batch, path)
+            if arr.null_count:
+                bad = pc.is_null(arr)
+                if parent_valid is not None:
+                    bad = pc.and_(bad, parent_valid)
+                if pc.any(bad).as_py():
+                    raise ConstraintViolationError(
+                        f"NOT NULL constraint violated for column: {'.'.join(path)}")
+        for rule in self.rules:
+            try:
+                ok = evaluate_predicate(rule.node, batch)
+            except ExpressionError as exc:
+                raise ConstraintViolationError(f"cannot evaluate {_describe(rule)}: {exc}") from None
+            good = pc.fill_null(ok, False)
+            if not pc.all(good).as_py():
+                row = pc.index(good, False).as_py()
+                raise ConstraintViolationError(f"{_describe(rule)} violated by row with values:"
+                                               + _row_text(batch, rule.columns, row, bullet=True))
+        return batch
+
+
+def _describe(rule: _Rule) -> str:
+    if rule.kind == "check":
+        return f"CHECK constraint {rule.name} ({rule.text})"
+    if rule.kind == "invariant":
+        return f"invariant on column {rule.name} ({rule.text})"
+    return (f"replaceWhere predicate ({rule.text}): the written data does not match it "
+            "(every written row must satisfy the predicate of a partial overwrite);")
+
+
+def _leaf(batch: pa.RecordBatch, path: tuple[str, ...]):
+    arr = batch.column(batch.schema.get_field_index(path[0]))
+    parent_valid = None
+    for name in path[1:]:
+        valid = pc.is_valid(arr)
+        parent_valid = valid if parent_valid is None else pc.and_(parent_valid, valid)
+        arr = pc.struct_field(arr, [arr.type.get_field_index(name)])
+    return arr, parent_valid
+
+
+def _row_text(batch, columns, row: int, bullet: bool = False) -> str:
+    parts = []
+    for path in columns:
+        try:
+            from delta_pyds.expressions.sql import resolve_column
+            value = resolve_column(batch, path)[row].as_py()
+        except Exception:  # pragma: no cover - best effort
+            continue
+        parts.append(f"{'.'.join(path)} : {value!r}")
+    if not parts:
+        return ""
+    if bullet:
+        return "".join(f"\n - {p}" for p in parts)
+    return " (" + ", ".join(parts) + ")"
+
+
+# ------------------------------------------------------------------------ planning
+def _compile(kind: str, name: str, text: str, empty: pa.Table, table_feature: str) -> _Rule:
+    try:
+        node = parse(text)
+        evaluate_predicate(node, empty) if kind not in ("generated", "default") else None
+    except ExpressionError as exc:
+        if kind == "replaceWhere":
+            raise ValueError(f"option replaceWhere: {exc}") from None
+        raise UnsupportedFeatureError(
+            f"cannot write to this table: {_WHAT[kind].format(name)} ({text}) cannot be evaluated by delta_pyds: {exc}",
+            (table_feature,)) from None
+    return _Rule(kind, name, text, node, tuple(sorted(columns_of(node))))
+
+
+_WHAT = {"check": "CHECK constraint {}", "invariant": "the invariant of column {}",
+         "generated": "the generation expression of column {}", "default": "the default value of column {}"}
+
+
+def _value_rule(kind: str, name: str, text: str, arrow_schema: pa.Schema, table_feature: str,
+                hint: str = "") -> _Rule:
+    """A rule whose value fills column ``name``: parsed, and tried on an empty batch."""
+    empty = arrow_schema.empty_table()
+    rule = _compile(kind, name, text, empty, table_feature)
+    try:
+        evaluate_value(rule.node, empty, arrow_schema.field(name).type)
+    except ExpressionError as exc:
+        raise UnsupportedFeatureError(
+            f"cannot write to this table: {_WHAT[kind].format(name)} ({rule.text}) cannot be evaluated "
+            f"by delta_pyds: {exc}{hint}", (table_feature,)) from None
+    return rule
+
+
+def build_checks(schema: StructType, configuration, input_columns, *, replace_where: str | None = None,
+                 logical_schema: pa.Schema | None = None) -> WriteChecks:
+    """The rules for a write of a DataFrame with ``input_columns`` into ``schema``."""
+    from delta_pyds.protocol.schema_evolution import logical_arrow_schema
+    arrow_schema = logical_schema or logical_arrow_schema(schema)
+    empty = arrow_schema.empty_table()
+    provided = {c.lower() for c in input_columns}
+    not_null = []
+
+    def walk(dtype, prefix):
+        if isinstance(dtype, StructType):
+            for f in dtype.fields:
+                path = prefix + (f.name,)
+                if not f.nullable:
+                    not_null.append(path)
+                walk(f.type, path)
+    walk(schema, ())
+    rules = []
+    generated = []
+    defaults = []
+    for f in schema.fields:
+        meta = f.metadata or {}
+        if CURRENT_DEFAULT in meta and f.name.lower() not in provided:
+            # allowColumnDefaults: a column the DataFrame lacks gets its default, not null
+            rule = _value_rule("default", f.name, meta[CURRENT_DEFAULT], arrow_schema, "allowColumnDefaults",
+                               "; provide the column in the DataFrame")
+            defaults.append((f.name, rule, False))
+        if INVARIANTS in meta:
+            try:
+                text = json.loads(meta[INVARIANTS])["expression"]["expression"]
+            except (ValueError, KeyError, TypeError):
+                raise UnsupportedFeatureError(
+                    f"cannot write to this table: column {f.name} has an invariant delta_pyds cannot "
+                    f"read: {meta[INVARIANTS]!r}", ("invariants",)) from None
+            rules.append(_compile("invariant", f.name, text, empty, "invariants"))
+        if GENERATION_EXPRESSION in meta:
+            rule = _value_rule("generated", f.name, meta[GENERATION_EXPRESSION], arrow_schema, "generatedColumns")
+            generated.append((f.name, rule, f.name.lower() in provided))
+    for name, text in sorted(constraints_of(configuration).items()):
+        rules.append(_compile("check", name, text, empty, "checkConstraints"))
+    if replace_where:
+        rules.append(_compile("replaceWhere", "replaceWhere", replace_where, empty, ""))
+    return WriteChecks(tuple(not_null), tuple(rules), tuple(defaults + generated))
+
+
+def replace_where_rule(text: str, logical_schema: pa.Schema) -> _Rule:
+    """The parsed replaceWhere predicate (ValueError for a bad one)."""
+    return _compile("replaceWhere", "replaceWhere", text, logical_schema.empty_table(), "")

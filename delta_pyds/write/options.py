@@ -1,0 +1,243 @@
+"""Write options of the ``pydelta`` source: parsing and validation (no Spark needed).
+
+Option names follow delta-spark where it has one (``partitionBy``, ``replaceWhere``,
+``partitionOverwriteMode``, ``mergeSchema``, ``overwriteSchema``, ``txnAppId``,
+``txnVersion``, ``userMetadata``, ``maxRecordsPerFile``). Spark lowercases option keys
+and passes values as strings, so every lookup here is case-insensitive and table
+properties given as ``delta.*`` options get their canonical spelling back from
+:mod:`delta_pyds.protocol.table_properties`.
+
+``partitionOverwriteMode`` follows delta-spark: the write option wins over the session
+setting ``spark.sql.sources.partitionOverwriteMode``, which applies to overwrites of
+partitioned tables without ``replaceWhere`` or ``overwriteSchema``. The caller says what
+it knows of the session (``session_partition_overwrite_mode``); Spark gives Python data
+sources no session conf, so the data source passes None (unknown) and
+:attr:`WriteOptions.partition_overwrite_mode_unknown` tells the commit to refuse an
+overwrite whose outcome would depend on it (see :func:`delta_pyds.write.plan.commit_write`).
+
+Guarantees: :meth:`WriteOptions.parse` raises ``ValueError`` naming the option and the
+accepted values for anything it cannot interpret, and never touches storage.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from delta_pyds.read.options import get_option, int_option
+from delta_pyds.protocol.table_properties import canonical_property
+
+STORAGE_PREFIX = "storage."
+SESSION_PARTITION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
+
+# every write option: lowercased name -> (canonical name, description)
+WRITE_OPTIONS = {
+    "path": ("path", "table location (local path or fsspec URL)"),
+    "partitionby": ("partitionBy", "comma-separated partition columns of a new table"),
+    "clusterby": ("clusterBy", "clustering columns of a new table (liquid clustering; e.g. 'a, s.b')"),
+    "replacewhere": ("replaceWhere", "with mode overwrite: replace only the rows matching this predicate"),
+    "partitionoverwritemode": ("partitionOverwriteMode", "static (default) or dynamic"),
+    "mergeschema": ("mergeSchema", "true: add new columns of the DataFrame to the table schema"),
+    "overwriteschema": ("overwriteSchema", "true (with mode overwrite): replace schema and partitioning"),
+    "savemode": ("saveMode", "errorifexists | ignore | append | overwrite (see README)"),
+    "mode": ("mode", "alias of saveMode"),
+    "txnappid": ("txnAppId", "application id of an idempotent write (with txnVersion)"),
+    "txnversion": ("txnVersion", "version of an idempotent write (with txnAppId)"),
+    "usermetadata": ("userMetadata", "free text recorded in the commitInfo"),
+    "targetfilesize": ("targetFileSize", "bytes per data file before rolling to a new one (e.g. 128m)"),
+    "maxrecordsperfile": ("maxRecordsPerFile", "rows per data file before rolling to a new one"),
+    "compression": ("compression", "Parquet codec: snappy (default), zstd, gzip, lz4, none"),
+    "maxcommitattempts": ("maxCommitAttempts", "commit attempts after lost races (default 50)"),
+    "allowunsafecommits": ("allowUnsafeCommits", "true: commit on storage without atomic create"),
+    "checkpointonwrite": ("checkpointOnWrite", "false: never write checkpoints from this write"),
+}
+
+_SAVE_MODES = ("errorifexists", "ignore", "append", "overwrite")
+_SAVE_MODE_ALIASES = {"error": "errorifexists", "default": "errorifexists"}
+_CODECS = {"snappy": "snappy", "zstd": "zstd", "gzip": "gzip", "lz4": "lz4", "lz4_raw": "lz4",
+           "none": "none", "uncompressed": "none", "brotli": "brotli"}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+DEFAULT_MAX_COMMIT_ATTEMPTS = 50
+
+
+def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = get_option(options, name)
+    if raw is None or str(raw).strip() == "":
+        return default
+    value = str(raw).strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise ValueError(f"option {name}: expected true or false, got {raw!r}")
+
+
+def _int(options: Mapping[str, str], name: str, *, minimum: int) -> int | None:
+    return int_option(options, name, None, minimum=minimum)
+
+
+def parse_size(raw: str, name: str) -> int:
+    """``"134217728"``, ``"128m"``, ``"1g"``, ``"512kb"`` -> bytes."""
+    m = _SIZE_RE.match(str(raw))
+    if not m or int(m.group(1)) <= 0:
+        raise ValueError(f"option {name}: expected a positive size in bytes such as 134217728, "
+                         f"128m or 1g, got {raw!r}")
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def split_columns(raw: str) -> tuple[str, ...]:
+    """``"a, b"`` or ``'["a","b"]'`` (what Spark's partitionBy serializes) -> names."""
+    text = raw.strip()
+    if text.startswith("[") and text.endswith("]"):
+        import json
+        try:
+            values = json.loads(text)
+            if isinstance(values, list) and all(isinstance(v, str) for v in values):
+                return tuple(v.strip() for v in values)
+        except ValueError:
+            pass
+        text = text[1:-1]
+    return tuple(c.strip().strip("`").strip('"') for c in text.split(",") if c.strip())
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    path: str
+    overwrite: bool  # the Spark save mode: Overwrite (True) or Append (False)
+    save_mode: str  # errorifexists | ignore | append | overwrite (the effective one)
+    partition_by: tuple[str, ...] | None = None
+    cluster_by: tuple[tuple[str, ...], ...] | None = None  # column paths
+    replace_where: str | None = None
+    dynamic_partition_overwrite: bool = False
+    # an overwrite the session's partitionOverwriteMode would decide, and the session's value
+    # is not known (the data source path): the commit refuses it when the modes would differ
+    partition_overwrite_mode_unknown: bool = False
+    merge_schema: bool = False
+    overwrite_schema: bool = False
+    txn_app_id: str | None = None
+    txn_version: int | None = None
+    user_metadata: str | None = None
+    target_file_size: int | None = None
+    max_records_per_file: int | None = None
+    compression: str | None = None  # None: the table's delta.parquet.compression.codec, else snappy
+    max_commit_attempts: int = DEFAULT_MAX_COMMIT_ATTEMPTS
+    allow_unsafe_commits: bool = False
+    checkpoint_on_write: bool = True
+    table_properties: Mapping[str, str] = field(default_factory=dict)  # canonical delta.* keys
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold credentials
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], *, overwrite: bool,
+              session_partition_overwrite_mode: str | None = "static") -> "WriteOptions":
+        """``session_partition_overwrite_mode``: the session's
+        ``spark.sql.sources.partitionOverwriteMode`` (static or dynamic), or None when the
+        caller cannot know it; no Spark session (core API): static."""
+        path = get_option(options, "path")
+        if not path:
+            raise ValueError("option path: a table location is required, e.g. "
+                             "df.write.format('pydelta').save('/data/table')")
+        save_mode = _parse_save_mode(options, overwrite)
+        raw_parts = get_option(options, "partitionBy")
+        partition_by = None
+        if raw_parts is not None:
+            partition_by = split_columns(raw_parts)
+            lowered = [c.lower() for c in partition_by]
+            if len(set(lowered)) != len(lowered):
+                raise ValueError(f"option partitionBy: a column is listed twice in {raw_parts!r}")
+        raw_cluster = get_option(options, "clusterBy")
+        cluster_by = None
+        if raw_cluster is not None:
+            from delta_pyds.protocol.clustering import parse_columns
+            cluster_by = tuple(parse_columns(raw_cluster))
+            if partition_by and cluster_by:
+                raise ValueError("options partitionBy and clusterBy: a table is either partitioned or "
+                                 "clustered; give one of them")
+        replace_where = get_option(options, "replaceWhere")
+        if replace_where is not None and not replace_where.strip():
+            replace_where = None
+        raw_pom = get_option(options, "partitionOverwriteMode")
+        pom = (raw_pom or "static").strip().lower() or "static"
+        if pom not in ("static", "dynamic"):
+            raise ValueError(f"option partitionOverwriteMode: expected static or dynamic, got {pom!r}")
+        dynamic = pom == "dynamic"
+        merge_schema = _bool(options, "mergeSchema", False)
+        overwrite_schema = _bool(options, "overwriteSchema", False)
+        unknown = False
+        if (raw_pom is None or not raw_pom.strip()) and overwrite and replace_where is None \
+                and not overwrite_schema:
+            # the session setting decides (delta-spark: an explicit replaceWhere or
+            # overwriteSchema means the query's own intent, which wins over the session)
+            session = session_partition_overwrite_mode
+            if session is None:
+                unknown = True
+            else:
+                session = session.strip().lower()
+                if session not in ("static", "dynamic"):
+                    raise ValueError(f"{SESSION_PARTITION_OVERWRITE_MODE}: expected static or dynamic, "
+                                     f"got {session_partition_overwrite_mode!r}")
+                dynamic = session == "dynamic"
+        if replace_where is not None and not overwrite:
+            raise ValueError("option replaceWhere: only valid with mode('overwrite')")
+        if dynamic and not overwrite:
+            raise ValueError("option partitionOverwriteMode=dynamic: only valid with mode('overwrite')")
+        if dynamic and replace_where is not None:
+            raise ValueError("options replaceWhere and partitionOverwriteMode=dynamic: give at most one")
+        if overwrite_schema and not overwrite:
+            raise ValueError("option overwriteSchema: only valid with mode('overwrite'); "
+                             "use mergeSchema=true to add columns on append")
+        if overwrite_schema and (replace_where is not None or dynamic):
+            raise ValueError("option overwriteSchema: cannot be combined with replaceWhere or "
+                             "partitionOverwriteMode=dynamic")
+        app_id = get_option(options, "txnAppId")
+        txn_version = _int(options, "txnVersion", minimum=0)
+        if (app_id is None) != (txn_version is None):
+            raise ValueError("options txnAppId and txnVersion: give both or neither")
+        target = get_option(options, "targetFileSize")
+        codec_raw = (get_option(options, "compression") or "").strip().lower()
+        if codec_raw and codec_raw not in _CODECS:
+            raise ValueError(f"option compression: expected one of {', '.join(sorted(_CODECS))}, "
+                             f"got {codec_raw!r}")
+        props = {}
+        for k, v in options.items():
+            if k.lower().startswith("delta."):
+                props[canonical_property(k)] = str(v)
+        storage = {k[len(STORAGE_PREFIX):]: v for k, v in options.items()
+                   if k.lower().startswith(STORAGE_PREFIX)}
+        return cls(
+            path=path, overwrite=overwrite, save_mode=save_mode, partition_by=partition_by,
+            cluster_by=cluster_by, replace_where=replace_where, dynamic_partition_overwrite=dynamic,
+            partition_overwrite_mode_unknown=unknown,
+            merge_schema=merge_schema, overwrite_schema=overwrite_schema,
+            txn_app_id=app_id, txn_version=txn_version,
+            user_metadata=get_option(options, "userMetadata"),
+            target_file_size=parse_size(target, "targetFileSize") if target else None,
+            max_records_per_file=_int(options, "maxRecordsPerFile", minimum=1),
+            compression=_CODECS[codec_raw] if codec_raw else None,
+            max_commit_attempts=_int(options, "maxCommitAttempts", minimum=1) or DEFAULT_MAX_COMMIT_ATTEMPTS,
+            allow_unsafe_commits=_bool(options, "allowUnsafeCommits", False),
+            checkpoint_on_write=_bool(options, "checkpointOnWrite", True),
+            table_properties=props, storage_options=storage)
+
+
+def _parse_save_mode(options: Mapping[str, str], overwrite: bool) -> str:
+    raw = get_option(options, "saveMode")
+    name = "saveMode"
+    if raw is None:
+        raw, name = get_option(options, "mode"), "mode"
+    spark_mode = "overwrite" if overwrite else "append"
+    if raw is None or not str(raw).strip():
+        return spark_mode
+    mode = str(raw).strip().lower().replace("_", "")
+    mode = _SAVE_MODE_ALIASES.get(mode, mode)
+    if mode not in _SAVE_MODES:
+        raise ValueError(f"option {name}: expected errorifexists, ignore, append or overwrite, got {raw!r}")
+    if mode in ("errorifexists", "ignore") and overwrite:
+        raise ValueError(f"option {name}={mode}: use it with mode('append') (Spark only lets Python "
+                         "data sources run in append or overwrite mode; the option supplies the "
+                         f"{mode} semantics), not with mode('overwrite')")
+    if mode in ("append", "overwrite") and mode != spark_mode:
+        raise ValueError(f"option {name}={mode} contradicts the DataFrameWriter mode {spark_mode!r}")
+    return mode

@@ -1,0 +1,474 @@
+"""Planning and committing a DataFrame-style write (append / overwrite) without Spark.
+
+:func:`plan_write` runs on the driver before any data is written: it loads the
+table (if any), applies the save mode, decides the table's metadata and protocol
+after the write (creation, ``mergeSchema``, ``overwriteSchema``, table properties),
+validates everything that can be validated up front — unsupported writer features,
+schema mismatches, bad partition columns, append-only tables, constraint expressions,
+``replaceWhere`` — and returns a small, picklable :class:`WritePlan` whose
+:class:`~delta_pyds.write.parquet_writer.WriteSpec` the executors use. :func:`commit_write`
+turns the add actions the executors return into one commit: it removes what an
+overwrite replaces (all files, the files matching a ``replaceWhere`` on partition
+columns, the rows matching one on data columns — :mod:`delta_pyds.write.replace_where` — or the
+partitions written under ``partitionOverwriteMode=dynamic``) and records what it read, so
+concurrent writers are checked for conflicts.
+
+Guarantees: every error from :func:`plan_write` happens before data is written; a
+plan with ``skip`` set (``saveMode=ignore`` on an existing table, or an idempotent
+``txnAppId``/``txnVersion`` already committed) writes and commits nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_pyds.protocol import features
+from delta_pyds.protocol.actions import Metadata, Protocol
+from delta_pyds.protocol.clustering import CLUSTERING_DOMAIN, dotted, table_clustering
+from delta_pyds.protocol.clustering import domain_config as clustering_domain_config
+from delta_pyds.protocol.clustering import resolve as resolve_clustering
+from delta_pyds.write.constraints import build_checks, replace_where_rule
+from delta_pyds.protocol.identity import columns_to_generate, with_high_water_marks
+from delta_pyds.errors import SchemaError, TableNotFoundError
+from delta_pyds.expressions.sql import evaluate_predicate
+from delta_pyds.write.parquet_writer import WriteSpec
+from delta_pyds.protocol.partition_values import parse_partition_values
+from delta_pyds.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.protocol.stats import stats_columns
+from delta_pyds.storage.store import Storage
+from delta_pyds.protocol.table_properties import (APPEND_ONLY, COLUMN_MAPPING_MAX_ID, COLUMN_MAPPING_MODE, COMPRESSION_CODEC,
+                               ENABLE_ROW_TRACKING, MIN_READER_VERSION, MIN_WRITER_VERSION,
+                               PROTOCOL_PROPERTIES, ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN, is_true,
+                               required_protocol, validate_properties)
+from delta_pyds.transaction.commit import AppendOnlyError, CommitResult, TableExistsError, Transaction, remove_actions
+from delta_pyds.write.options import WriteOptions
+from delta_pyds.protocol.schema_evolution import (assign_column_mapping, check_names, logical_arrow_schema, reconcile,
+                           replace_schema, without_fields)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WritePlan:
+    """What the driver decided for one write (pickled to executors and to commit)."""
+    opts: WriteOptions
+    storage: Storage
+    read_version: int  # -1: the table does not exist yet
+    spec: WriteSpec | None
+    metadata: Metadata | None = None  # new metadata to commit (creation / schema change)
+    protocol: Protocol | None = None  # new protocol to commit
+    skip: str | None = None  # why nothing is written
+    partition_columns: tuple = ()
+    table_schema: StructType | None = None
+    column_mapping_mode: str = "none"
+    replace_where: Any = None  # parsed predicate
+    replace_on_data: bool = False  # the replaceWhere predicate uses data (non-partition) columns
+    domains: dict = field(default_factory=dict)  # metadata domains to set on commit
+    clustering: tuple = ()  # logical paths of the clustering columns
+    info: dict = field(default_factory=dict)
+
+
+def _load(storage: Storage) -> Snapshot | None:
+    try:
+        return Snapshot.load(storage)
+    except TableNotFoundError:
+        return None
+
+
+def _nullable(dtype):
+    if isinstance(dtype, StructType):
+        return StructType(tuple(StructField(f.name, _nullable(f.type), True, f.metadata) for f in dtype.fields))
+    if isinstance(dtype, ArrayType):
+        return ArrayType(_nullable(dtype.element_type), True)
+    if isinstance(dtype, MapType):
+        return MapType(_nullable(dtype.key_type), _nullable(dtype.value_type), True)
+    return dtype
+
+
+def _refuse_void(schema: StructType, existing: StructType | None, prefix: str = "") -> None:
+    """New columns of Spark's NullType cannot be stored (existing void columns are kept)."""
+    for f in schema.fields:
+        old = existing.get(f.name) if existing is not None else None
+        if isinstance(f.type, PrimitiveType) and f.type.name == "void":
+            if old is not None and old.type == f.type:
+                continue
+            raise SchemaError(f"column {prefix}{f.name} has no type (Spark's NullType, e.g. from lit(None)); "
+                              "cast it to the type the column should have")
+        if isinstance(f.type, StructType):
+            _refuse_void(f.type, old.type if old is not None and isinstance(old.type, StructType) else None,
+                         f"{prefix}{f.name}.")
+
+
+def _partition_columns(schema: StructType, names) -> tuple[str, ...]:
+    out = []
+    for name in names:
+        f = schema.get(name)
+        if f is None:
+            raise SchemaError(f"option partitionBy: column {name!r} is not in the DataFrame "
+                              f"(columns: {', '.join(schema.names)})")
+        if isinstance(f.type, (StructType, ArrayType, MapType)) or \
+                (isinstance(f.type, PrimitiveType) and f.type.name in ("variant", "void")):
+            raise SchemaError(f"option partitionBy: column {f.name} has type {f.type.simple_string()}, "
+                              "which cannot be a partition column")
+        out.append(f.name)
+    if out and len(out) == len(schema.fields):
+        raise SchemaError("option partitionBy: a table cannot be partitioned by all of its columns")
+    return tuple(out)
+
+
+def _new_configuration(props: dict, base: dict | None = None) -> dict:
+    conf = dict(base or {})
+    for k, v in props.items():
+        if k in PROTOCOL_PROPERTIES:
+            continue
+        conf[k] = v
+    if is_true(conf, ENABLE_ROW_TRACKING):
+        conf.setdefault(ROW_ID_COLUMN, f"_row-id-col-{uuid.uuid4()}")
+        conf.setdefault(ROW_COMMIT_VERSION_COLUMN, f"_row-commit-version-col-{uuid.uuid4()}")
+    return conf
+
+
+def _mapping_mode(conf) -> str:
+    return (conf.get(COLUMN_MAPPING_MODE) or "none").lower()
+
+
+def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage | None = None,
+               keep_identity_values: bool = False) -> WritePlan:
+    """Decides a write of data with ``data_schema`` (see the module docstring).
+
+    Identity columns the data lacks are generated by the tasks; ``keep_identity_values``
+    (rewrites of the table's own rows) lets provided values through even where the table
+    refuses explicit ones."""
+    storage = storage or Storage(opts.path, opts.storage_options, allow_unsafe_commits=opts.allow_unsafe_commits)
+    check = getattr(storage, "check_commits_supported", None)
+    if callable(check):
+        check()
+    snapshot = _load(storage)
+    read_version = snapshot.version if snapshot is not None else -1
+    if snapshot is not None:
+        if opts.save_mode == "errorifexists":
+            raise TableExistsError(f"a Delta table already exists at {storage.root} (saveMode=errorifexists); "
+                                   "use mode('append') or mode('overwrite') to change it")
+        if opts.save_mode == "ignore":
+            return WritePlan(opts, storage, read_version, None, skip="the table exists and saveMode=ignore")
+        features.check_write(snapshot.protocol)
+        if opts.txn_app_id is not None and \
+                snapshot.app_transactions.get(opts.txn_app_id, -1) >= opts.txn_version:
+            return WritePlan(opts, storage, read_version, None,
+                             skip=f"transaction {opts.txn_app_id} version {opts.txn_version} is already committed")
+    validate_properties(opts.table_properties)
+    metadata = protocol = None
+    replacing = snapshot is None or (opts.overwrite and opts.overwrite_schema)
+    if replacing:
+        conf = _new_configuration(opts.table_properties, snapshot.configuration if snapshot else None)
+        mode = _mapping_mode(conf)
+        if snapshot is not None and snapshot.column_mapping_mode != "none" and mode == "none":
+            conf[COLUMN_MAPPING_MODE] = snapshot.column_mapping_mode
+            mode = snapshot.column_mapping_mode
+        check_names(data_schema, column_mapping=mode != "none")
+        schema = _nullable(data_schema)
+        if snapshot is not None:
+            schema = replace_schema(schema, snapshot.schema)
+        if opts.partition_by is not None:
+            partition_columns = _partition_columns(schema, opts.partition_by)
+        elif snapshot is not None and all(schema.get(c) is not None for c in snapshot.partition_columns):
+            partition_columns = _partition_columns(schema, snapshot.partition_columns)
+        else:
+            partition_columns = ()
+        if mode != "none":
+            max_id = int(conf.get(COLUMN_MAPPING_MAX_ID) or 0)
+            schema, max_id = assign_column_mapping(schema, max_id)
+            conf[COLUMN_MAPPING_MAX_ID] = str(max_id)
+        clustering, cluster_domain = _new_clustering(opts, schema, partition_columns, mode, snapshot)
+        min_reader = opts.table_properties.get(MIN_READER_VERSION)
+        min_writer = opts.table_properties.get(MIN_WRITER_VERSION)
+        protocol = required_protocol(schema, conf, snapshot.protocol if snapshot else None,
+                                     min_reader=int(min_reader) if min_reader else None,
+                                     min_writer=int(min_writer) if min_writer else None,
+                                     extra_features=("clustering", "domainMetadata") if clustering else ())
+        metadata = Metadata(id=snapshot.metadata.id if snapshot else str(uuid.uuid4()),
+                            schema_string=schema.json(), partition_columns=partition_columns,
+                            configuration=conf, created_time=snapshot.metadata.created_time if snapshot
+                            else int(time.time() * 1000),
+                            name=snapshot.metadata.name if snapshot else None,
+                            description=snapshot.metadata.description if snapshot else None)
+        if snapshot is not None and protocol == snapshot.protocol:
+            protocol = None
+    else:
+        conf = dict(snapshot.configuration)
+        mode = snapshot.column_mapping_mode
+        check_names(data_schema, column_mapping=mode != "none")
+        partition_columns = tuple(snapshot.partition_columns)
+        if opts.partition_by is not None and \
+                [c.lower() for c in opts.partition_by] != [c.lower() for c in partition_columns]:
+            raise SchemaError(
+                f"option partitionBy ({', '.join(opts.partition_by) or 'none'}) does not match the table's "
+                f"partition columns ({', '.join(partition_columns) or 'none'}); to change the partitioning, "
+                "overwrite with overwriteSchema=true")
+        changed = {k: v for k, v in opts.table_properties.items() if conf.get(k) != v and
+                   k not in PROTOCOL_PROPERTIES}
+        if changed:
+            raise ValueError(
+                "table properties can only be set when the table is created or replaced with "
+                f"mode('overwrite') and overwriteSchema=true; these differ from the table's: "
+                + ", ".join(f"{k}={v} (table: {conf.get(k)})" for k, v in sorted(changed.items())))
+        clustering = _existing_clustering(opts, snapshot)
+        cluster_domain = None
+        schema = reconcile(snapshot.schema, data_schema, merge=opts.merge_schema)
+        if schema is not snapshot.schema:
+            if mode != "none":
+                max_id = int(conf.get(COLUMN_MAPPING_MAX_ID) or 0)
+                schema, max_id = assign_column_mapping(schema, max_id)
+                conf[COLUMN_MAPPING_MAX_ID] = str(max_id)
+            metadata = replace(snapshot.metadata, schema_string=schema.json(), configuration=conf)
+            needed = required_protocol(schema, conf, snapshot.protocol)
+            protocol = needed if needed != snapshot.protocol else None
+    _refuse_void(schema, snapshot.schema if snapshot is not None else None)
+    final_protocol = protocol or snapshot.protocol
+    features.check_write(final_protocol)
+    if opts.overwrite and snapshot is not None and is_true(snapshot.configuration, APPEND_ONLY):
+        raise AppendOnlyError(f"cannot overwrite {storage.root}: the table is append-only "
+                              "(delta.appendOnly=true); only appends are allowed")
+    logical = logical_arrow_schema(schema)
+    checks = build_checks(schema, conf, [f.name for f in data_schema.fields],
+                          replace_where=opts.replace_where, logical_schema=logical)
+    identity = columns_to_generate(schema, [f.name for f in data_schema.fields],
+                                   keep_values=keep_identity_values)
+    replace_node = None
+    replace_on_data = False
+    if opts.replace_where:
+        rule = replace_where_rule(opts.replace_where, logical)
+        lowered = {c.lower() for c in partition_columns}
+        replace_on_data = any(p[0].lower() not in lowered or len(p) > 1 for p in rule.columns)
+        if replace_on_data and snapshot is not None and not opts.overwrite_schema:
+            from delta_pyds.expressions.sql import ExpressionError
+            try:  # the predicate must be evaluable on the table's current rows too
+                from delta_pyds.expressions.sql import evaluate_predicate
+                evaluate_predicate(rule.node, logical_arrow_schema(snapshot.schema).empty_table())
+            except (ExpressionError, KeyError) as exc:
+                raise ValueError(f"option replaceWhere: {exc}") from None
+        replace_node = rule.node
+    data_fields = without_fields(schema, partition_columns)
+    materialize = features.is_enabled(final_protocol, "materializePartitionColumns")
+    codec = opts.compression or (conf.get(COMPRESSION_CODEC) or "snappy").lower()
+    codec = {"uncompressed": "none", "lz4_raw": "lz4"}.get(codec, codec)
+    spec = WriteSpec(
+        storage=storage, table_schema=schema, input_columns=tuple(f.name for f in data_schema.fields),
+        partition_columns=partition_columns, column_mapping_mode=mode,
+        stats_columns=tuple(stats_columns(data_fields, conf, mode, required=clustering)),
+        tight_bounds=features.is_enabled(final_protocol, "deletionVectors"),
+        compression=codec, target_file_size=opts.target_file_size,
+        max_records_per_file=opts.max_records_per_file,
+        materialize_partition_columns=materialize, checks=checks if checks else None,
+        identity=identity)
+    return WritePlan(opts, storage, read_version, spec, metadata=metadata, protocol=protocol,
+                     partition_columns=partition_columns, table_schema=schema, column_mapping_mode=mode,
+                     replace_where=replace_node, replace_on_data=replace_on_data,
+                     clustering=tuple(clustering),
+                     domains={CLUSTERING_DOMAIN: cluster_domain} if cluster_domain is not None else {})
+
+
+def _new_clustering(opts: WriteOptions, schema: StructType, partition_columns, mode: str,
+                    snapshot: Snapshot | None) -> tuple[list, str | None]:
+    """Clustering of a created or replaced table: the clusterBy option, else (replace)
+    the table's own clustering. Returns (logical paths, domain configuration to commit)."""
+    old = table_clustering(snapshot.schema, snapshot.domain_metadata, snapshot.column_mapping_mode) \
+        if snapshot is not None else None
+    if opts.cluster_by is not None:
+        paths = resolve_clustering(schema, opts.cluster_by, partition_columns)
+    elif old:
+        missing = [dotted(p) for p in old if schema.get(p[0]) is None]
+        if missing or partition_columns:
+            raise SchemaError(
+                f"the table is clustered by {', '.join(dotted(p) for p in old)}; "
+                + (f"the new schema lacks {', '.join(missing)}" if missing else "it cannot also be partitioned")
+                + ": give the new clustering with option clusterBy (an empty value removes it)")
+        paths = resolve_clustering(schema, old)
+    else:
+        return [], None
+    if not paths and not old:
+        return [], None
+    return paths, clustering_domain_config(schema, paths, mode)
+
+
+def _existing_clustering(opts: WriteOptions, snapshot: Snapshot) -> list:
+    """An append keeps the table's clustering; clusterBy, if given, must match it."""
+    current = table_clustering(snapshot.schema, snapshot.domain_metadata, snapshot.column_mapping_mode) or []
+    if opts.cluster_by is not None:
+        asked = [tuple(p.lower() for p in path) for path in opts.cluster_by]
+        if asked != [tuple(p.lower() for p in path) for path in current]:
+            raise SchemaError(
+                f"option clusterBy ({', '.join(dotted(p) for p in opts.cluster_by) or 'none'}) does not match "
+                f"the table's clustering columns ({', '.join(dotted(p) for p in current) or 'none'}); to "
+                "change them, overwrite with overwriteSchema=true")
+    return current
+
+
+# ----------------------------------------------------------------------- commit
+def partition_predicate(node, schema: StructType, partition_columns, mode: str):
+    """``predicate(list of partitionValues dicts) -> list of bool`` for a predicate on
+    partition columns (null counts as false)."""
+    fields = [schema.field(c) for c in partition_columns]
+
+    def run(values: list[dict]) -> list[bool]:
+        if not values:
+            return []
+        arrays = []
+        for f in fields:
+            phys = f.physical_name(mode)
+            raw = pa.array([(v or {}).get(phys) for v in values], pa.string())
+            arrays.append(parse_partition_values(raw, f.type, column=f.name))
+        table = pa.table(arrays, names=[f.name for f in fields])
+        return pc.fill_null(evaluate_predicate(node, table), False).to_pylist()
+    return run
+
+
+def _partition_set_predicate(keys: set, physical: list[str]):
+    def run(values: list[dict]) -> list[bool]:
+        return [tuple((v or {}).get(p) or None for p in physical) in keys for v in values]
+    return run
+
+
+def check_overwrite_mode_known(plan: WritePlan, active: pa.Table, adds: list[dict]) -> None:
+    """Refuses an overwrite of a partitioned table whose result depends on the session's
+    ``spark.sql.sources.partitionOverwriteMode`` when that setting cannot be seen: static
+    mode would delete the partitions this write leaves out, dynamic mode would keep them.
+    A write covering every partition the table has is the same in both modes."""
+    from delta_pyds.write.options import SESSION_PARTITION_OVERWRITE_MODE
+    physical = [plan.table_schema.field(c).physical_name(plan.column_mapping_mode)
+                for c in plan.partition_columns]
+    written = {tuple(a["partitionValues"].get(p) or None for p in physical) for a in adds}
+    existing = {tuple((v or {}).get(p) or None for p in physical)
+                for v in active.column("partitionValues").to_pylist()} if active.num_rows else set()
+    left_out = existing - written
+    if left_out:
+        raise ValueError(
+            f"mode('overwrite') of the partitioned table {plan.storage.root}: this write leaves out "
+            f"{len(left_out)} of its {len(existing)} partitions, which static partition overwrite "
+            f"deletes and dynamic partition overwrite keeps, and pydelta cannot read the session "
+            f"setting {SESSION_PARTITION_OVERWRITE_MODE} (Spark passes no session conf to Python "
+            f"data sources). Pass the write option partitionOverwriteMode: "
+            f".option('partitionOverwriteMode', 'dynamic') replaces only the partitions written, "
+            f"'static' replaces the whole table (in SQL, add partitionOverwriteMode to the "
+            f"temporary view's OPTIONS). The table is unchanged")
+
+
+def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = None,
+                 operation: str = "WRITE", identity_marks: dict | None = None) -> CommitResult:
+    """Commits the files of a planned write (see the module docstring);
+    ``identity_marks`` are the extreme identity values the tasks generated."""
+    opts = plan.opts
+    snapshot = Snapshot.load(plan.storage, version=plan.read_version) if plan.read_version >= 0 else None
+    txn = Transaction(plan.storage, snapshot)
+    txn.create_conflict = {"errorifexists": "error", "ignore": "ignore", "append": "append"}.get(
+        opts.save_mode, "error")
+    metadata = plan.metadata
+    marked = with_high_water_marks(plan.table_schema, identity_marks or {})
+    if marked is not None:
+        metadata = replace(metadata or snapshot.metadata, schema_string=marked.json())
+    if metadata is not None:
+        txn.update_metadata(metadata)
+    if plan.protocol is not None:
+        txn.update_protocol(plan.protocol)
+    removed = 0
+    replacement = None
+    if opts.overwrite and snapshot is not None:
+        from delta_pyds.table.state import file_actions
+        active = file_actions(snapshot).active
+        pcols = list(plan.partition_columns)
+        if opts.partition_overwrite_mode_unknown and pcols:
+            check_overwrite_mode_known(plan, active, adds)
+        if opts.dynamic_partition_overwrite and pcols and not opts.overwrite_schema:
+            physical = [plan.table_schema.field(c).physical_name(plan.column_mapping_mode) for c in pcols]
+            keys = {tuple(a["partitionValues"].get(p) or None for p in physical) for a in adds}
+            pred = _partition_set_predicate(keys, physical)
+            pv = active.column("partitionValues").to_pylist()
+            victims = active.filter(pa.array(pred(pv), pa.bool_())) if active.num_rows else active
+            txn.read_partitions(pred, f"the {len(keys)} partition(s) written")
+        elif plan.replace_where is not None and plan.replace_on_data and not opts.overwrite_schema:
+            from delta_pyds.write.replace_where import replace_matching_rows
+            replacement = replace_matching_rows(snapshot, plan.replace_where, opts.replace_where, plan.spec)
+            victims = None
+            txn.read_whole_table()
+        elif plan.replace_where is not None and not opts.overwrite_schema:
+            pred = partition_predicate(plan.replace_where, snapshot.schema, snapshot.partition_columns,
+                                       snapshot.column_mapping_mode)
+            pv = active.column("partitionValues").to_pylist()
+            victims = active.filter(pa.array(pred(pv), pa.bool_())) if active.num_rows else active
+            txn.read_partitions(pred, f"replaceWhere {opts.replace_where}")
+        else:
+            victims = active
+            txn.read_whole_table()
+        if victims is not None:
+            txn.remove_files(remove_actions(victims))
+            removed = victims.num_rows
+        else:
+            txn.remove_files(replacement.removes)
+            txn.add_files(replacement.adds)
+            removed = len(replacement.removes)
+    txn.add_files(adds)
+    for domain, configuration in plan.domains.items():
+        txn.set_domain_metadata(domain, configuration)
+    if opts.txn_app_id is not None:
+        txn.set_app_transaction(opts.txn_app_id, opts.txn_version)
+    params: dict[str, Any] = {"mode": "Overwrite" if opts.overwrite else "Append"}
+    if plan.partition_columns:
+        params["partitionBy"] = json.dumps(list(plan.partition_columns))
+    if plan.domains.get(CLUSTERING_DOMAIN) is not None:
+        params["clusterBy"] = json.dumps([".".join(p) for p in plan.clustering])
+    if opts.replace_where:
+        params["predicate"] = json.dumps([opts.replace_where])
+    if opts.dynamic_partition_overwrite:
+        params["partitionOverwriteMode"] = "DYNAMIC"
+    metrics = {"numFiles": len(adds), "numOutputBytes": sum(int(a.get("size") or 0) for a in adds)}
+    if num_rows is not None:
+        metrics["numOutputRows"] = num_rows
+    if opts.overwrite:
+        metrics["numRemovedFiles"] = removed
+    if replacement is not None:
+        metrics.update(numDeletedRows=replacement.deleted_rows, numCopiedRows=replacement.copied_rows,
+                       numDeletionVectorsAdded=replacement.deletion_vectors)
+        try:
+            return txn.commit(operation, params, user_metadata=opts.user_metadata, metrics=metrics,
+                              max_attempts=opts.max_commit_attempts, checkpoint=opts.checkpoint_on_write)
+        except BaseException:
+            from delta_pyds.transaction.commit import delete_files
+            delete_files(plan.storage, replacement.written)
+            raise
+    return txn.commit(operation, params, user_metadata=opts.user_metadata, metrics=metrics,
+                      max_attempts=opts.max_commit_attempts, checkpoint=opts.checkpoint_on_write)
+
+
+
+def write_arrow(path: str, data, *, mode: str = "append", options: dict | None = None) -> CommitResult | None:
+    """Writes an Arrow table (or record batches) into a Delta table without Spark, in
+    one task: ``mode`` is append or overwrite; ``options`` are the ``pydelta`` write
+    options (``partitionBy``, ``replaceWhere``, ``delta.*`` ...). Returns the commit
+    (None when the plan says to skip)."""
+    from delta_pyds.write.parquet_writer import write_task
+    from delta_pyds.transaction.commit import delete_files
+    from delta_pyds.protocol.schema_evolution import from_arrow_schema
+    if mode not in ("append", "overwrite"):
+        raise ValueError(f"mode: expected append or overwrite, got {mode!r}")
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    opts = WriteOptions.parse({**(options or {}), "path": path}, overwrite=mode == "overwrite")
+    plan = plan_write(opts, from_arrow_schema(data.schema))
+    if plan.skip:
+        return None
+    batches = data.to_batches() if isinstance(data, pa.Table) else data
+    result = write_task(plan.spec, batches)
+    try:
+        return commit_write(plan, result.adds, num_rows=result.num_rows, identity_marks=result.identity)
+    except BaseException:
+        delete_files(plan.storage, result.adds)
+        raise

@@ -1,0 +1,151 @@
+"""Partial overwrites on data columns: ``replaceWhere`` with a predicate on columns that
+are not partition columns (delta-spark's "arbitrary replaceWhere").
+
+The commit that adds the written data also deletes every current row matching the
+predicate. Files are pruned with partition values and statistics; each remaining file is
+read on the driver and the predicate evaluated row by row with SQL semantics (a row for
+which it is null is kept). Then, per file: no matching live row — untouched; every live
+row matches — removed; otherwise, on a table with deletion vectors enabled, re-added
+with a deletion vector that adds the matching rows (small vectors inline), and without
+them its other rows are rewritten to a new file (copy-on-write).
+
+Guarantees: nothing is written before :func:`replace_matching_rows` has decided every
+file; the files it writes are listed in :attr:`Replacement.written` so a failed commit
+can delete them. Refused with a clear error (before writing anything): copy-on-write
+rewrites on tables with the change data feed or row tracking (delta-spark writes change
+data files or materialized row ids there; enable deletion vectors instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_pyds.protocol import features
+from delta_pyds.errors import DeltaError
+from delta_pyds.expressions.sql import evaluate_predicate
+from delta_pyds.expressions.to_predicates import skipping_predicates
+from delta_pyds.protocol.paths import relative_to
+from delta_pyds.protocol.stats import loosen_bounds
+from delta_pyds.protocol.table_properties import ENABLE_CDF, ENABLE_DV, ROW_TRACKING_SUSPENDED, is_true
+from delta_pyds.transaction.file_actions import add_actions
+
+
+@dataclass
+class Replacement:
+    removes: list = field(default_factory=list)  # remove actions
+    adds: list = field(default_factory=list)  # re-added (new DV) and rewritten files
+    written: list = field(default_factory=list)  # new files (rewrites, DV files): delete on failure
+    deleted_rows: int = 0
+    copied_rows: int = 0
+    deletion_vectors: int = 0
+
+
+def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacement:
+    """Removes the rows of ``snapshot`` matching ``node`` (the parsed ``text``);
+    ``rewrite_spec`` (a WriteSpec for the table) writes copy-on-write rewrites."""
+    from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows, store_deletion_vectors
+    from delta_pyds.read.file_reader import ReadSpec, read_file
+    from delta_pyds.write.parquet_writer import write_task
+    from delta_pyds.read.scan import FileTask
+    from delta_pyds.table.state import file_actions
+    from delta_pyds.transaction.commit import delete_files, remove_actions
+    from delta_pyds.protocol.schema_evolution import logical_arrow_schema
+
+    files = snapshot.files
+    preds = skipping_predicates(text, snapshot.schema)
+    if preds and files.num_rows:
+        from delta_pyds.skipping.files import prune_files
+        files, _ = prune_files(files, preds, schema=snapshot.schema, partition_columns=snapshot.partition_columns,
+                               column_mapping_mode=snapshot.column_mapping_mode)
+    out = Replacement()
+    if files.num_rows == 0:
+        return out
+    use_dv = features.is_enabled(snapshot.protocol, "deletionVectors") and is_true(snapshot.configuration, ENABLE_DV)
+    schema = snapshot.schema
+    spec = ReadSpec(storage=snapshot.storage, output=schema, arrow_schema=logical_arrow_schema(schema),
+                    partition_columns=tuple(snapshot.partition_columns),
+                    physical_partition_columns=tuple(snapshot.physical_partition_columns),
+                    column_mapping_mode=snapshot.column_mapping_mode, table_schema=schema)
+    pcols = list(snapshot.physical_partition_columns)
+    removed, dv_rows, rewrites = [], [], []  # paths; (path, bitmap); (path, kept rows table)
+    for f in files.to_pylist():
+        pv = tuple((f["partition_values"] or {}).get(c) for c in pcols)
+        table = pa.Table.from_batches(list(read_file(spec, FileTask(f["path"], f["size"], pv, None))),
+                                      schema=spec.arrow_schema)
+        hit = pc.fill_null(evaluate_predicate(node, table), False).to_numpy(zero_copy_only=False) \
+            if table.num_rows else np.zeros(0, bool)
+        live = np.ones(table.num_rows, bool)
+        old_dv = f["deletion_vector"]
+        if old_dv:
+            deleted = load_deleted_rows(snapshot.storage, DeletionVectorDescriptor.from_dict(old_dv),
+                                        max_rows=table.num_rows)
+            live[deleted[deleted < table.num_rows].astype(np.int64)] = False
+        hit &= live
+        n_hit = int(hit.sum())
+        if not n_hit:
+            continue
+        out.deleted_rows += n_hit
+        if n_hit == int(live.sum()):
+            removed.append(f["path"])
+        elif use_dv:
+            positions = np.flatnonzero(hit | ~live).astype(np.uint64)
+            dv_rows.append((f["path"], positions))
+        else:
+            rewrites.append((f["path"], table.filter(pa.array(live & ~hit))))
+    if rewrites:
+        _refuse_rewrites(snapshot)
+    active = file_actions(snapshot).active
+    by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
+
+    def rows(paths):
+        return active.take(pa.array([by_path[p] for p in paths], pa.int64()))
+
+    touched = removed + [p for p, _ in dv_rows] + [p for p, _ in rewrites]
+    out.removes = remove_actions(rows(touched)) if touched else []
+    try:
+        if dv_rows:
+            descriptors = store_deletion_vectors(snapshot.storage, [r for _, r in dv_rows])
+            out.written += [{"path": relative_to(d.absolute_path(snapshot.storage), snapshot.storage.root)}
+                            for d in descriptors
+                            if d.storage_type != "i"][:1]
+            for a, d in zip(add_actions(rows([p for p, _ in dv_rows]), data_change=True), descriptors):
+                a["deletionVector"] = d.to_dict()
+                if a.get("stats"):
+                    loose = loosen_bounds(a["stats"])
+                    if loose is None:
+                        a.pop("stats")
+                    else:
+                        a["stats"] = loose
+                out.adds.append(a)
+            out.deletion_vectors = len(dv_rows)
+        if rewrites:
+            names = tuple(spec.arrow_schema.names)
+            cow = replace(rewrite_spec, input_columns=names, checks=None, identity=(), _derived={})
+            for _, kept in rewrites:
+                result = write_task(cow, kept.to_batches())
+                out.written += result.adds
+                out.adds += result.adds
+                out.copied_rows += kept.num_rows
+    except BaseException:
+        delete_files(snapshot.storage, out.written)
+        raise
+    return out
+
+
+def _refuse_rewrites(snapshot) -> None:
+    conf = snapshot.configuration
+    if is_true(conf, ENABLE_CDF):
+        raise DeltaError(
+            "option replaceWhere: rows matching the predicate share files with other rows, and "
+            "rewriting them on a table with delta.enableChangeDataFeed=true needs change data "
+            "files delta_pyds does not write for partial overwrites; enable deletion vectors "
+            "(delta.enableDeletionVectors=true) or use DeltaTable.delete before an append")
+    if features.is_enabled(snapshot.protocol, "rowTracking") and not is_true(conf, ROW_TRACKING_SUSPENDED):
+        raise DeltaError(
+            "option replaceWhere: rows matching the predicate share files with other rows, and "
+            "rewriting them on a table with row tracking would lose row ids; enable deletion "
+            "vectors (delta.enableDeletionVectors=true) or use DeltaTable.delete before an append")
