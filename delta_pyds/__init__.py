@@ -5,9 +5,62 @@
 fsspec and never import pyspark.
 """
 
+from delta_pyds.errors import (
+    DeltaError,
+    TableNotFoundError,
+    CorruptLogError,
+    CorruptCheckpointError,
+    ExternalPathError,
+    VersionNotFoundError,
+    UnsupportedFeatureError,
+    DeletionVectorError,
+    DataFileError,
+    SchemaError,
+    ConcurrentModificationError,
+    CommitFailedError,
+    CommitRetriesExhaustedError,
+    TableExistsError,
+    AppendOnlyError,
+    ConstraintViolationError,
+    ColumnTypeError,
+    UnsafeFileError,
+    StorageError,
+    StreamingError,
+    StreamChangeError,
+    StreamSinkError,
+    ChangeDataError,
+)
 from delta_pyds.version import __version__
 
-__all__ = ["register", "explain_scan", "DeltaTable", "__version__"]
+__all__ = [
+    "register",
+    "explain_scan",
+    "DeltaTable",
+    "__version__",
+    "DeltaError",
+    "TableNotFoundError",
+    "CorruptLogError",
+    "CorruptCheckpointError",
+    "ExternalPathError",
+    "VersionNotFoundError",
+    "UnsupportedFeatureError",
+    "DeletionVectorError",
+    "DataFileError",
+    "SchemaError",
+    "ConcurrentModificationError",
+    "CommitFailedError",
+    "CommitRetriesExhaustedError",
+    "TableExistsError",
+    "AppendOnlyError",
+    "ConstraintViolationError",
+    "ColumnTypeError",
+    "UnsafeFileError",
+    "StorageError",
+    "StreamingError",
+    "StreamChangeError",
+    "StreamSinkError",
+    "ChangeDataError",
+]
 
 
 def __getattr__(name):

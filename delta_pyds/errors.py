@@ -95,3 +95,20 @@ class UnsafeFileError(DeltaError, OSError):
 class StorageError(DeltaError, OSError):
     """The storage backend (object store client, filesystem) failed; the message names
     the operation and path, with every credential redacted."""
+
+
+class StreamingError(DeltaError):
+    """A streaming source cannot continue (offset of another table, schema change...)."""
+
+
+class StreamChangeError(StreamingError):
+    """A commit removed or rewrote data and no option tells the stream what to do."""
+
+
+class StreamSinkError(DeltaError):
+    """A micro-batch cannot be committed (no query identity, or the table changed)."""
+
+
+class ChangeDataError(DeltaError):
+    """Change data cannot be read for a version range (not recorded, incompatible schema
+    change, or vacuumed files)."""

@@ -14,12 +14,11 @@ import pyarrow as pa
 import pytest
 
 from conftest import table_path
-from delta_pyds.cdf.plan import (ChangeDataError, ChangeFile, is_noop_merge, plan_changes,
-                                    resolve_range, version_changes)
+from delta_pyds.cdf.plan import ChangeFile, is_noop_merge, plan_changes, resolve_range, version_changes
 from delta_pyds.cdf.reader import read_changes, selected_rows
 from delta_pyds.log.commits import CommitLog, FileAction
 from delta_pyds.protocol.deletion_vectors import inline_descriptor
-from delta_pyds.errors import VersionNotFoundError
+from delta_pyds.errors import ChangeDataError, VersionNotFoundError
 from delta_pyds.storage.store import Storage
 
 

@@ -12,10 +12,11 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
+from delta_pyds.errors import StreamSinkError
 from delta_pyds.write.parquet_writer import write_task
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.streaming.sink import StreamSinkError, commit_batch, sink_app_id, sink_options
+from delta_pyds.streaming.sink import commit_batch, sink_app_id, sink_options
 from delta_pyds.write.plan import plan_write
 
 SCHEMA = StructType((StructField("id", PrimitiveType("long")), StructField("s", PrimitiveType("string"))))

@@ -13,15 +13,13 @@ import pyarrow as pa
 import pytest
 
 from conftest import table_path
-from delta_pyds.cdf.plan import ChangeDataError
 from delta_pyds.cdf.reader import change_read_spec, read_changes, reader_for, with_cdf_columns
-from delta_pyds.errors import VersionNotFoundError
+from delta_pyds.errors import ChangeDataError, StreamChangeError, StreamingError, VersionNotFoundError
 from delta_pyds.read.file_reader import read_file
 from delta_pyds.read.options import StreamOptions
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.streaming.source import StreamSource
-from delta_pyds.streaming.offsets import (BASE_INDEX, AdmissionLimits, ChangePolicy, IndexedFile, StreamChangeError,
-                                  StreamingError, StreamOffset, commit_decision, next_offset, take_admitted)
+from delta_pyds.streaming.offsets import BASE_INDEX, AdmissionLimits, ChangePolicy, IndexedFile, StreamOffset, commit_decision, next_offset, take_admitted
 from helpers import deltalake_table
 
 

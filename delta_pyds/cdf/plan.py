@@ -34,7 +34,7 @@ from typing import Sequence
 from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import Metadata, Protocol
 from delta_pyds.log.commits import Commit, CommitLog, FileAction
-from delta_pyds.errors import DeltaError, UnsupportedFeatureError, VersionNotFoundError
+from delta_pyds.errors import ChangeDataError, UnsupportedFeatureError, VersionNotFoundError
 from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, StructType, parse_schema
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.storage.store import Storage
@@ -45,10 +45,6 @@ COMMIT_TIMESTAMP = "_commit_timestamp"
 CDF_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 CDF_ENABLED = "delta.enableChangeDataFeed"
 
-
-class ChangeDataError(DeltaError):
-    """Change data cannot be read for a version range (not recorded, incompatible schema
-    change, or vacuumed files)."""
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_pyds.cdf.plan import CDF_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, ChangeDataError, ChangeFile
+from delta_pyds.cdf.plan import CDF_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, ChangeFile
 from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
-from delta_pyds.errors import DataFileError
+from delta_pyds.errors import ChangeDataError, DataFileError
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.scan import FileTask
 from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, PrimitiveType, StructField, StructType

@@ -41,7 +41,7 @@ from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.storage.store import Storage
 from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
 
-log = logging.getLogger("delta_pyds")
+log = logging.getLogger(__name__)
 
 PUSHDOWN_HINT = ("pydelta: spark.sql.python.filterPushdown.enabled is false, so scans read every "
                  "file; set it to true (delta_pyds.register(spark) does) to skip files with filters")

@@ -22,7 +22,7 @@ from delta_pyds.read.scan import iter_tasks, plan_partitions
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.storage.store import Storage
 
-log = logging.getLogger("delta_pyds")
+log = logging.getLogger(__name__)
 
 
 _CACHE: dict = {}

@@ -21,7 +21,7 @@ from delta_pyds.streaming.sink import commit_batch, sink_app_id, sink_options
 from delta_pyds.transaction.commit import delete_files
 from delta_pyds.write.plan import WritePlan, plan_write
 
-log = logging.getLogger("delta_pyds")
+log = logging.getLogger(__name__)
 
 
 @dataclass

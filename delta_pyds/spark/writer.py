@@ -24,7 +24,7 @@ from delta_pyds.write.parquet_writer import write_task
 from delta_pyds.transaction.commit import delete_files
 from delta_pyds.write.plan import WritePlan, commit_write
 
-log = logging.getLogger("delta_pyds")
+log = logging.getLogger(__name__)
 
 
 def task_attempt() -> tuple[int, int]:

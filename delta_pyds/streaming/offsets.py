@@ -28,18 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
-from delta_pyds.errors import DeltaError
+from delta_pyds.errors import StreamChangeError, StreamingError
 
 BASE_INDEX = -1
 SOURCE_VERSION = 1
 
 
-class StreamingError(DeltaError):
-    """A streaming source cannot continue (offset of another table, schema change...)."""
-
-
-class StreamChangeError(StreamingError):
-    """A commit removed or rewrote data and no option tells the stream what to do."""
 
 
 @dataclass(frozen=True, order=True)

@@ -28,7 +28,7 @@ import posixpath
 from dataclasses import replace
 from typing import Mapping
 
-from delta_pyds.errors import DeltaError
+from delta_pyds.errors import StreamSinkError
 from delta_pyds.protocol.schema import StructType
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.commit import CommitResult, delete_files
@@ -39,9 +39,6 @@ log = logging.getLogger(__name__)
 
 _TXN_OPTIONS = ("txnappid", "txnversion")
 
-
-class StreamSinkError(DeltaError):
-    """A micro-batch cannot be committed (no query identity, or the table changed)."""
 
 
 def sink_options(options: Mapping[str, str], *, complete: bool) -> WriteOptions:

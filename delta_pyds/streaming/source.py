@@ -31,15 +31,14 @@ import pyarrow.compute as pc
 from delta_pyds.protocol.actions import Metadata
 from delta_pyds.cdf.plan import ChangeFile, check_cdf_enabled, check_cdf_protocol, version_changes
 from delta_pyds.log.commits import Commit, CommitLog, FileAction
-from delta_pyds.errors import DeltaError, VersionNotFoundError
+from delta_pyds.errors import DeltaError, StreamingError, VersionNotFoundError
 from delta_pyds.protocol.features import check_read
 from delta_pyds.read.options import StreamOptions
 from delta_pyds.read.scan import FileTask
 from delta_pyds.protocol.schema import COLUMN_MAPPING_ID, COLUMN_MAPPING_PHYSICAL_NAME, StructType, parse_schema
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.storage.store import Storage
-from delta_pyds.streaming.offsets import (BASE_INDEX, AdmissionLimits, ChangePolicy, IndexedFile, StreamingError,
-                        StreamOffset, after, commit_decision, next_offset, not_after, take_admitted)
+from delta_pyds.streaming.offsets import BASE_INDEX, AdmissionLimits, ChangePolicy, IndexedFile, StreamOffset, after, commit_decision, next_offset, not_after, take_admitted
 
 
 @dataclass

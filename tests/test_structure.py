@@ -1,0 +1,175 @@
+"""The package's structure, checked from its source (docs/architecture.md): no import cycle
+(imports inside functions count), no ``_private`` name imported from another module,
+modules of bounded size that say what they guarantee, one error tree exported from
+``delta_pyds``, loggers named after their module. The layer order and "pyspark only under
+delta_pyds/spark" are import-linter contracts (pyproject.toml, run by .ci/run)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import pathlib
+import re
+
+import delta_pyds
+from delta_pyds import errors
+
+PACKAGE = pathlib.Path(delta_pyds.__file__).parent
+MAX_LINES = 650
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: pathlib.Path):
+    """(imported module, imported names) of every import in the module, at any depth."""
+    is_pkg = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, ()
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                sub = f"{module}.{alias.name}"
+                yield (sub, ()) if sub in MODULES else (module, (alias.name,))
+
+
+def _owner(module: str) -> str | None:
+    while module and module not in MODULES:
+        module = module.rpartition(".")[0]
+    return module or None
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for name, path in MODULES.items():
+        for module, _ in _imports(name, path):
+            owner = _owner(module)
+            if owner and owner != name and owner != "delta_pyds":
+                graph[name].add(owner)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_module_scan_sees_the_package():
+    assert len(MODULES) > 80
+    assert "delta_pyds.protocol.schema" in MODULES and "delta_pyds.spark.datasource" in MODULES
+    assert "delta_pyds.table.snapshot" in _graph()["delta_pyds.read.explain"]
+
+
+def test_no_import_cycle():
+    assert _cycles(_graph()) == []
+
+
+def test_cycle_detection_finds_a_cycle():
+    graph = _graph()
+    graph["delta_pyds.protocol.paths"].add("delta_pyds.read.scan")
+    graph["delta_pyds.read.scan"].add("delta_pyds.protocol.paths")
+    assert ["delta_pyds.protocol.paths", "delta_pyds.read.scan"] in _cycles(graph)
+
+
+def test_no_private_name_imported_from_another_module():
+    found = []
+    for name, path in MODULES.items():
+        for module, names in _imports(name, path):
+            if not module.startswith("delta_pyds"):
+                continue
+            found += [f"{name} imports {n} from {module}" for n in names
+                      if n.startswith("_") and not n.startswith("__")]
+    assert found == []
+
+
+def test_modules_are_small_and_say_what_they_hold():
+    long = {n: c for n, p in MODULES.items() if (c := p.read_text(encoding="utf-8").count("\n")) > MAX_LINES}
+    assert long == {}
+    undocumented = [n for n, p in MODULES.items()
+                    if p.stat().st_size and not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))]
+    assert undocumented == []
+
+
+def test_the_top_level_holds_packages_and_entry_points():
+    top = sorted(p.name for p in PACKAGE.iterdir() if p.suffix == ".py")
+    assert top == ["__init__.py", "__main__.py", "errors.py", "package.py", "tables.py", "version.py",
+                   "write_plan.py"]
+
+
+def test_every_error_class_is_in_the_error_tree_and_exported():
+    defined_elsewhere = []
+    for name, path in MODULES.items():
+        if name == "delta_pyds.errors":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and re.search(r"(Error|Exception)$", node.name):
+                defined_elsewhere.append(f"{name}.{node.name}")
+    assert defined_elsewhere == []
+    classes = [c for _, c in inspect.getmembers(errors, inspect.isclass) if c.__module__ == errors.__name__]
+    assert len(classes) > 20
+    for cls in classes:
+        assert issubclass(cls, errors.DeltaError), cls
+        assert cls.__name__ in delta_pyds.__all__ and getattr(delta_pyds, cls.__name__) is cls
+
+
+def test_loggers_are_named_after_their_module():
+    literal = [n for n, p in MODULES.items() if re.search(r"getLogger\(\s*['\"]", p.read_text(encoding="utf-8"))]
+    assert literal == []
+
+
+def test_old_import_paths_still_work():
+    from delta_pyds.package import build_zip
+    from delta_pyds.tools.package import build_zip as tools_build_zip
+    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write_plan import write_arrow as old_write_arrow
+
+    assert old_write_arrow is write_arrow and build_zip is tools_build_zip
+    from delta_pyds.tables import DeltaTable  # imports pyspark, as it always did
+
+    assert DeltaTable is delta_pyds.DeltaTable
