@@ -64,7 +64,7 @@ How to read it:
   writer). *selective (skipping on)* uses `.option("filterPushdown", "true")`; *default
   auto* is what a plain `load()` does on Spark 4.1-4.3, where file skipping is off by
   default because Spark reuses a filtered query's planned scan for later unfiltered queries
-  of the same DataFrame (see README, "Data skipping").
+  of the same DataFrame (see docs/reading.md, "Data skipping").
 - **plan** loads the log and plans the scan vs `deltalake` opening the table and listing its
   files; peak memory is VmHWM of a fresh process planning the largest log.
 - **write** is `df.write.format("pydelta")` vs `df.write.parquet` of the same DataFrame;
