@@ -50,10 +50,10 @@ import sys
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
-import fsspec
+import fsspec  # type: ignore[import-untyped]  # fsspec ships neither stubs nor py.typed
 
 from delta_pyds.errors import CommitFailedError, DeltaError, ExternalPathError, StorageError, UnsafeFileError
 from delta_pyds.protocol.paths import is_absolute, scheme_of
@@ -63,6 +63,8 @@ from delta_pyds.storage.put_if_absent import (atomic_create_kind, check_conditio
                                              put_if_absent_local, put_if_absent_memory, put_if_absent_object)
 
 log = logging.getLogger("delta_pyds")
+
+_T = TypeVar("_T")
 
 # storage options consumed here, never passed to fsspec (compared as squash_key gives them)
 _UNSAFE_COMMITS_KEYS = {"allowunsafecommits"}
@@ -89,7 +91,7 @@ def _protocol_of(url: str) -> str:
     return scheme.lower()
 
 
-def mtime_ms(info: Mapping) -> int:
+def mtime_ms(info: Mapping[str, Any]) -> int:
     for key in ("mtime", "LastModified", "last_modified", "updated", "mtime_ns", "modified", "created"):
         value = info.get(key)
         if value is None:
@@ -142,10 +144,10 @@ class Storage:
         # False: refuse every data, deletion vector or sidecar path the log names outside
         # the table root (absolute paths), for tables from untrusted writers
         self.allow_external_paths = bool(external)
-        self._fs = None
+        self._fs: Any = None  # the fsspec filesystem (untyped), created lazily
 
     # -- pickling: never ship the live filesystem object ------------------------------
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_fs"] = None
         return state
@@ -154,13 +156,13 @@ class Storage:
         return f"Storage({self.root!r})"
 
     @property
-    def fs(self):
+    def fs(self) -> Any:
         if self._fs is None:
             try:
                 cls = fsspec.get_filesystem_class(self.protocol)
             except (ImportError, ValueError) as exc:
                 raise ImportError(_missing_backend_message(self.protocol, exc)) from None
-            kwargs = {}
+            kwargs: dict[str, Any] = {}
             if self.protocol != "file":
                 try:
                     kwargs.update(cls._get_kwargs_from_urls(self.root) or {})
@@ -236,7 +238,7 @@ class Storage:
 
     def exists(self, path: str) -> bool:
         self._invalidate(path)
-        return self._call("check", path, self.fs.exists, path)
+        return cast(bool, self._call("check", path, self.fs.exists, path))
 
     def read_bytes(self, path: str, *, size: int | None = None) -> bytes:
         """A whole (log) file, at most ``max_log_file_bytes``; ``size`` is its size from
@@ -244,14 +246,15 @@ class Storage:
         self._check_size(path, size)
         if self.protocol == "file":
             return self._read_local(path)
-        return self._call("read", path, self.fs.cat_file, path)
+        return cast(bytes, self._call("read", path, self.fs.cat_file, path))
 
     def read_many(self, paths: list[str], *, sizes: list[int] | None = None) -> list[bytes]:
         """Reads several whole (log) files (concurrently on async object stores); same
         bound as :meth:`read_bytes`."""
         if not paths:
             return []
-        for p, n in zip(paths, sizes or [None] * len(paths)):
+        unknown: list[int | None] = [None] * len(paths)
+        for p, n in zip(paths, sizes or unknown):
             self._check_size(p, n)
         if len(paths) == 1 or self.protocol == "file":
             return [self.read_bytes(p) for p in paths]
@@ -260,9 +263,9 @@ class Storage:
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         self._check_regular(path)
-        return self._call("read", path, self.fs.cat_file, path, start=start, end=start + length)
+        return cast(bytes, self._call("read", path, self.fs.cat_file, path, start=start, end=start + length))
 
-    def open_input(self, path: str):
+    def open_input(self, path: str) -> Any:
         self._check_regular(path)
         return self._call("open", path, self.fs.open, path, "rb")
 
@@ -318,7 +321,7 @@ class Storage:
         finally:
             os.close(fd)
 
-    def _call(self, what: str, path: str, fn, *args, **kwargs):
+    def _call(self, what: str, path: str, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """``fn(*args, **kwargs)``; a backend failure other than a missing or existing file
         becomes a redacted :class:`StorageError` (local OSErrors are kept: they carry no
         credentials and callers rely on their types)."""
@@ -407,7 +410,7 @@ class Storage:
     def _read_back(self, path: str) -> bytes:
         """The object at ``path`` as it is now (not from a listing cache)."""
         self._invalidate(path)
-        return bytes(self.fs.cat_file(path))
+        return cast(bytes, self.fs.cat_file(path))
 
     def _invalidate(self, path: str) -> None:
         """Drops ``path`` from the filesystem's listing cache (some backends key it
