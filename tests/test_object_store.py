@@ -151,8 +151,8 @@ def test_s3_retried_put_of_our_own_commit_is_success(s3_server, monkeypatch):
 
 
 def test_s3_server_ignoring_if_none_match_is_refused(s3_server, monkeypatch):
-    from delta_pyds.storage import store as storage_mod
-    monkeypatch.setattr(storage_mod, "_CONDITIONAL_PUT_CHECKED", {})
+    from delta_pyds.storage import put_if_absent
+    monkeypatch.setattr(put_if_absent, "CONDITIONAL_PUT_CHECKED", {})
     storage = Storage(fresh_root(s3_server), s3_server.options)
 
     def unconditional(kind, path, data):  # a server that ignores If-None-Match

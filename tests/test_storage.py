@@ -14,8 +14,8 @@ import pytest
 from fsspec.spec import AbstractFileSystem
 
 from delta_pyds.errors import CommitFailedError
-from delta_pyds.storage.store import (Storage, _is_precondition_failure, filesystem_kwargs,
-                                is_secret_key, redact)
+from delta_pyds.storage.put_if_absent import is_precondition_failure
+from delta_pyds.storage.store import Storage, filesystem_kwargs, is_secret_key, redact
 
 # ------------------------------------------------------------------ helpers
 
@@ -254,13 +254,13 @@ def test_precondition_failure_detection():
     # s3fs raises a 412 without a Condition field as OSError(EINVAL) caused by the ClientError
     lost = OSError(errno.EINVAL, "At least one of the pre-conditions you specified did not hold")
     lost.__cause__ = _client_error("PreconditionFailed", 412)
-    assert _is_precondition_failure(lost)
-    assert _is_precondition_failure(FileExistsError("x"))
+    assert is_precondition_failure(lost)
+    assert is_precondition_failure(FileExistsError("x"))
     other = OSError(errno.EINVAL, "Invalid argument: s3://b/t/_delta_log/00000000000000000412.json")
-    assert not _is_precondition_failure(other)
+    assert not is_precondition_failure(other)
     denied = PermissionError("Access Denied")
     denied.__cause__ = _client_error("AccessDenied", 403, "Access Denied")
-    assert not _is_precondition_failure(denied)
+    assert not is_precondition_failure(denied)
 
 
 # ------------------------------------------------------------------ credentials

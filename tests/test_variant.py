@@ -1,4 +1,4 @@
-"""Tests for delta_pyds.variant.encoding: Variant columns from Parquet to Spark's Arrow form.
+"""Tests for delta_pyds.variant: Variant columns from Parquet to Spark's Arrow form.
 
 Ground truth comes from three places:
 
@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from delta_pyds.errors import DataFileError, DeltaError
-from delta_pyds.variant.encoding import (
+from delta_pyds.variant import (
     VARIANT_ARROW_TYPE,
     MalformedVariantError,
     decode_to_json,

@@ -318,7 +318,7 @@ def test_overwrite_keeps_a_concurrent_blind_append(tmp_path):
 
 
 def test_replace_where_conflicts_only_on_its_partitions(tmp_path):
-    from delta_pyds.expressions.sql import parse
+    from delta_pyds.expressions.parser import parse
     from delta_pyds.write.plan import partition_predicate
     path = str(tmp_path / "t")
     write_arrow(path, pa.table({"a": [1, 2], "p": [1, 2]}), options={"partitionBy": "p"})

@@ -1,5 +1,5 @@
 """SQL conditions -> skipping predicates: what a DML or replaceWhere condition written in
-the SQL subset (:mod:`delta_pyds.expressions.sql`) implies about one column, in the
+the SQL subset (:mod:`delta_pyds.expressions.parser`) implies about one column, in the
 predicate form data skipping understands (:mod:`delta_pyds.expressions.predicates`).
 
 Conservative by construction: every row that matches the condition matches the predicates,
@@ -12,7 +12,8 @@ import datetime as _dt
 import decimal
 
 from delta_pyds.expressions import predicates as P
-from delta_pyds.expressions.sql import Call, Col, ExpressionError, Lit, parse
+from delta_pyds.expressions.ast import Call, Col, ExpressionError, Lit
+from delta_pyds.expressions.parser import parse
 from delta_pyds.protocol.schema import PrimitiveType
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "<=>": "<=>"}

@@ -244,7 +244,7 @@ def conform(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str, *, c
     if arr.type == target and mode == "none":
         return arr
     if isinstance(dtype, PrimitiveType) and dtype.name == "variant":
-        from delta_pyds.variant.encoding import reconstruct_variant
+        from delta_pyds.variant.shredding import reconstruct_variant
         out = reconstruct_variant(arr)
         return out if out.type == target else out.cast(target)
     if isinstance(dtype, StructType):

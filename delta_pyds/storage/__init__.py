@@ -1,2 +1,3 @@
-"""Access to one table root over fsspec: reads bounded by size, listings, atomic
-put-if-absent per backend, and the storage options (matching, conversion, secret redaction)."""
+"""Access to one table root over fsspec (``store``: reads bounded by size, listings, writes),
+atomic put-if-absent per backend (``put_if_absent``), and the storage options (``options``:
+matching, conversion, secret redaction)."""

@@ -91,7 +91,7 @@ def redact(text: str, options: Mapping[str, Any]) -> str:
     return text
 
 
-def _init_parameters(cls) -> dict[str, inspect.Parameter]:
+def _init_parameters(cls: type) -> dict[str, inspect.Parameter]:
     params: dict[str, inspect.Parameter] = {}
     for klass in reversed(cls.__mro__):
         init = klass.__dict__.get("__init__")
@@ -131,7 +131,7 @@ def _coerce(value: Any, param: inspect.Parameter | None, name: str) -> Any:
     return value
 
 
-def filesystem_kwargs(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+def filesystem_kwargs(cls: type, options: Mapping[str, Any]) -> dict[str, Any]:
     """Storage options as keyword arguments of the fsspec filesystem class ``cls``:
     keys matched to its parameters ignoring case and underscores, string values
     converted to the parameter's type."""

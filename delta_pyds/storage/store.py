@@ -5,24 +5,11 @@ Guarantees:
 * ``list_dir`` returns entries sorted by name, with sizes and modification times in
   milliseconds, and an empty list for a missing directory. It never answers from a
   listing cache, so new commits by other processes are seen;
-* ``put_if_absent`` is an atomic create-if-absent on every backend it accepts, never
-  exists-then-write:
-
-  ===========  ==============================================================
-  local disk   write a temporary file, then ``os.link`` it into place (or
-               ``O_CREAT|O_EXCL`` where hard links are not supported)
-  S3 (s3fs)    one ``PUT`` with ``If-None-Match: *`` (``pipe_file(mode="create")``,
-               forced to a single request); the first commit of a process
-               checks once per bucket that the server honours the condition
-  Azure Blob   ``upload_blob(overwrite=False)`` (``If-None-Match: *``) via adlfs
-  GCS          one upload with ``ifGenerationMatch=0`` via gcsfs
-  memory       a lock around check-and-write (one process only: for tests)
-  ===========  ==============================================================
-
-  A lost race raises ``FileExistsError`` and never overwrites; servers that answer
-  a lost race with HTTP 412 ``PreconditionFailed`` (which s3fs raises as
-  ``OSError(EINVAL)``) count as a lost race too. Other backends (HDFS, SFTP, HTTP,
-  ADLS Gen1, ...) are refused for commits with :class:`CommitFailedError` unless
+* ``put_if_absent`` is an atomic create-if-absent on every backend it accepts (local
+  disk, S3, Azure Blob, GCS, memory), never exists-then-write: how each backend does it,
+  and what counts as a lost race, is :mod:`delta_pyds.storage.put_if_absent`. A lost
+  race raises ``FileExistsError`` and never overwrites. Other backends (HDFS, SFTP,
+  HTTP, ADLS Gen1, ...) are refused for commits with :class:`CommitFailedError` unless
   the caller opts in with ``allow_unsafe_commits`` (or the storage option
   ``allowUnsafeCommits=true``), which is only safe with a single writer. Other
   failures of a conditional create raise ``OSError``: the outcome is unknown;
@@ -60,22 +47,24 @@ import os
 import posixpath
 import stat
 import sys
-import threading
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
-import fsspec
+import fsspec  # type: ignore[import-untyped]  # fsspec ships neither stubs nor py.typed
 
 from delta_pyds.errors import CommitFailedError, DeltaError, ExternalPathError, StorageError, UnsafeFileError
 from delta_pyds.protocol.paths import is_absolute, scheme_of
 from delta_pyds.storage.options import (filesystem_kwargs, is_secret_key, parse_bool, parse_positive_int,  # noqa: F401
                               redact, squash_key)
+from delta_pyds.storage.put_if_absent import (atomic_create_kind, check_conditional_put, conditional_create,
+                                             put_if_absent_local, put_if_absent_memory, put_if_absent_object)
 
 log = logging.getLogger("delta_pyds")
+
+_T = TypeVar("_T")
 
 # storage options consumed here, never passed to fsspec (compared as squash_key gives them)
 _UNSAFE_COMMITS_KEYS = {"allowunsafecommits"}
@@ -85,12 +74,6 @@ _MAX_LOG_FILE_KEYS = {"maxlogfilebytes"}
 # the largest log file (commit, JSON checkpoint, compaction) read into memory; Parquet
 # checkpoints and data files are streamed by pyarrow and not bounded by it
 DEFAULT_MAX_LOG_FILE_BYTES = 1 << 30
-
-_MEMORY_LOCK = threading.Lock()
-
-# (filesystem class name, endpoint, bucket) -> True once a conditional PUT was seen to work
-_CONDITIONAL_PUT_CHECKED: dict[tuple, bool] = {}
-_CONDITIONAL_PUT_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -108,7 +91,7 @@ def _protocol_of(url: str) -> str:
     return scheme.lower()
 
 
-def mtime_ms(info: Mapping) -> int:
+def mtime_ms(info: Mapping[str, Any]) -> int:
     for key in ("mtime", "LastModified", "last_modified", "updated", "mtime_ns", "modified", "created"):
         value = info.get(key)
         if value is None:
@@ -122,77 +105,6 @@ def mtime_ms(info: Mapping) -> int:
         if isinstance(value, str):
             return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
     return 0
-
-
-# --------------------------------------------------------------- atomic creates
-def _atomic_create_kind(fs) -> str | None:
-    """How this filesystem creates a file atomically, or None if it cannot."""
-    names = {f"{k.__module__}.{k.__name__}" for k in type(fs).__mro__}
-    if "fsspec.implementations.local.LocalFileSystem" in names:
-        return "local"
-    if "s3fs.core.S3FileSystem" in names:
-        return "s3"
-    if "adlfs.spec.AzureBlobFileSystem" in names:
-        return "azure"
-    if "gcsfs.core.GCSFileSystem" in names:
-        return "gcs"
-    if "fsspec.implementations.memory.MemoryFileSystem" in names:
-        return "memory"
-    return None
-
-
-def _http_status(exc: BaseException) -> int | None:
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict):  # botocore ClientError
-        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return int(status) if status else None
-    for attr in ("status_code", "code", "status"):  # azure HttpResponseError, gcsfs HttpError
-        value = getattr(exc, attr, None)
-        if isinstance(value, int) and 100 <= value < 600:
-            return value
-    return None
-
-
-def _error_code(exc: BaseException) -> str:
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict):
-        return str(response.get("Error", {}).get("Code") or "")
-    return str(getattr(exc, "error_code", "") or "")
-
-
-def _causes(exc: BaseException | None):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
-def _is_precondition_failure(exc: BaseException) -> bool:
-    """A conditional create lost to an existing object (HTTP 412 or the store's code)."""
-    for e in _causes(exc):
-        if isinstance(e, FileExistsError):
-            return True
-        code = _error_code(e)
-        if code in ("PreconditionFailed", "ConditionNotMet", "BlobAlreadyExists"):
-            return True
-        if _http_status(e) == 412:
-            return True
-        text = str(e)
-        if "PreconditionFailed" in text or "ConditionNotMet" in text or "BlobAlreadyExists" in text:
-            return True
-    return False
-
-
-def _is_conditional_conflict(exc: BaseException) -> bool:
-    """S3's 409 ConditionalRequestConflict: a concurrent conditional write is in flight;
-    the request should be retried (it then succeeds or fails with 412)."""
-    for e in _causes(exc):
-        if _error_code(e) in ("ConditionalRequestConflict", "OperationAborted"):
-            return True
-        if "ConditionalRequestConflict" in str(e):
-            return True
-    return False
 
 
 class Storage:
@@ -232,10 +144,10 @@ class Storage:
         # False: refuse every data, deletion vector or sidecar path the log names outside
         # the table root (absolute paths), for tables from untrusted writers
         self.allow_external_paths = bool(external)
-        self._fs = None
+        self._fs: Any = None  # the fsspec filesystem (untyped), created lazily
 
     # -- pickling: never ship the live filesystem object ------------------------------
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_fs"] = None
         return state
@@ -244,13 +156,13 @@ class Storage:
         return f"Storage({self.root!r})"
 
     @property
-    def fs(self):
+    def fs(self) -> Any:
         if self._fs is None:
             try:
                 cls = fsspec.get_filesystem_class(self.protocol)
             except (ImportError, ValueError) as exc:
                 raise ImportError(_missing_backend_message(self.protocol, exc)) from None
-            kwargs = {}
+            kwargs: dict[str, Any] = {}
             if self.protocol != "file":
                 try:
                     kwargs.update(cls._get_kwargs_from_urls(self.root) or {})
@@ -278,7 +190,7 @@ class Storage:
     def atomic_create(self) -> str | None:
         """How commits are made atomic here (``local``, ``s3``, ``azure``, ``gcs``,
         ``memory``), or None when this filesystem has no atomic create-if-absent."""
-        return _atomic_create_kind(self.fs)
+        return atomic_create_kind(self.fs)
 
     # -- paths ----------------------------------------------------------------------
     def join(self, *parts: str) -> str:
@@ -326,7 +238,7 @@ class Storage:
 
     def exists(self, path: str) -> bool:
         self._invalidate(path)
-        return self._call("check", path, self.fs.exists, path)
+        return cast(bool, self._call("check", path, self.fs.exists, path))
 
     def read_bytes(self, path: str, *, size: int | None = None) -> bytes:
         """A whole (log) file, at most ``max_log_file_bytes``; ``size`` is its size from
@@ -334,14 +246,15 @@ class Storage:
         self._check_size(path, size)
         if self.protocol == "file":
             return self._read_local(path)
-        return self._call("read", path, self.fs.cat_file, path)
+        return cast(bytes, self._call("read", path, self.fs.cat_file, path))
 
     def read_many(self, paths: list[str], *, sizes: list[int] | None = None) -> list[bytes]:
         """Reads several whole (log) files (concurrently on async object stores); same
         bound as :meth:`read_bytes`."""
         if not paths:
             return []
-        for p, n in zip(paths, sizes or [None] * len(paths)):
+        unknown: list[int | None] = [None] * len(paths)
+        for p, n in zip(paths, sizes or unknown):
             self._check_size(p, n)
         if len(paths) == 1 or self.protocol == "file":
             return [self.read_bytes(p) for p in paths]
@@ -350,9 +263,9 @@ class Storage:
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         self._check_regular(path)
-        return self._call("read", path, self.fs.cat_file, path, start=start, end=start + length)
+        return cast(bytes, self._call("read", path, self.fs.cat_file, path, start=start, end=start + length))
 
-    def open_input(self, path: str):
+    def open_input(self, path: str) -> Any:
         self._check_regular(path)
         return self._call("open", path, self.fs.open, path, "rb")
 
@@ -408,7 +321,7 @@ class Storage:
         finally:
             os.close(fd)
 
-    def _call(self, what: str, path: str, fn, *args, **kwargs):
+    def _call(self, what: str, path: str, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """``fn(*args, **kwargs)``; a backend failure other than a missing or existing file
         becomes a redacted :class:`StorageError` (local OSErrors are kept: they carry no
         credentials and callers rely on their types)."""
@@ -461,19 +374,19 @@ class Storage:
                 "Storage(..., allow_unsafe_commits=True)")
 
     def put_if_absent(self, path: str, data: bytes) -> None:
-        """Atomically creates ``path`` with ``data``; raises FileExistsError if it exists."""
+        """Atomically creates ``path`` with ``data``; raises FileExistsError if it exists
+        (per backend: :mod:`delta_pyds.storage.put_if_absent`)."""
         kind = self.atomic_create
         if kind == "local":
-            self._put_if_absent_local(path, data)
+            put_if_absent_local(path, data)
         elif kind == "memory":
-            with _MEMORY_LOCK:
-                if self.fs.exists(path):
-                    raise FileExistsError(errno.EEXIST, "commit already exists", path)
-                self.fs.pipe_file(path, data)
+            put_if_absent_memory(self.fs, path, data)
         elif kind in ("s3", "azure", "gcs"):
             if kind == "s3":
                 self._check_conditional_put()
-            self._put_if_absent_object(kind, path, data)
+            put_if_absent_object(kind, path, data, self.options, create=self._conditional_create,
+                                 read_back=self._read_back)
+            self._invalidate(posixpath.dirname(path))
         elif self.allow_unsafe_commits:
             log.warning("pydelta: unsafe commit (exists-then-write) of %s on %s: "
                         "concurrent writers could lose commits", path, type(self.fs).__name__)
@@ -484,43 +397,20 @@ class Storage:
             raise CommitFailedError(self._unsafe_message())
 
     def _conditional_create(self, kind: str, path: str, data: bytes) -> None:
-        """One conditional create request (a single request: multi-part uploads of
-        s3fs and resumable uploads of gcsfs do not all carry the condition)."""
-        if kind in ("s3", "gcs"):
-            chunk = max(50 * 2**20, len(data) + 1)
-            self.fs.pipe_file(path, data, mode="create", chunksize=chunk)
-        else:
-            self.fs.pipe_file(path, data, mode="create")
+        """One conditional create request on this filesystem (tests replace it to play a
+        lost response or a server that ignores the condition)."""
+        conditional_create(self.fs, kind, path, data)
 
-    def _put_if_absent_object(self, kind: str, path: str, data: bytes) -> None:
-        attempts = 0
-        while True:
-            attempts += 1
-            outcome = failure = None
-            try:
-                self._conditional_create(kind, path, data)
-                outcome = "created"
-            except Exception as exc:
-                if _is_precondition_failure(exc):
-                    outcome = "exists"
-                elif _is_conditional_conflict(exc) and attempts < 8:
-                    outcome = "retry"
-                else:
-                    failure = redact(f"{type(exc).__name__}: {exc}", self.options)
-            if outcome == "retry":
-                time.sleep(min(0.05 * 2 ** attempts, 1.0))
-                continue
-            if outcome == "exists":
-                if self._already_ours(path, data):
-                    break  # a retried request whose first attempt had succeeded
-                raise FileExistsError(errno.EEXIST, "commit already exists", path)
-            if failure is not None:
-                # an OSError, not a DeltaError: the outcome is unknown (the object may have
-                # been written), so callers check before retrying. Raised here, outside the
-                # except block, so that it keeps no link to the unredacted original.
-                raise OSError(errno.EIO, f"writing {path} failed: {failure}")
-            break
-        self._invalidate(posixpath.dirname(path))
+    def _check_conditional_put(self) -> None:
+        """Once per process and bucket: does this S3 server honour ``If-None-Match: *``?"""
+        check_conditional_put(self.fs, self.root, self.options,
+                              allow_unsafe_commits=self.allow_unsafe_commits,
+                              create=self._conditional_create)
+
+    def _read_back(self, path: str) -> bytes:
+        """The object at ``path`` as it is now (not from a listing cache)."""
+        self._invalidate(path)
+        return cast(bytes, self.fs.cat_file(path))
 
     def _invalidate(self, path: str) -> None:
         """Drops ``path`` from the filesystem's listing cache (some backends key it
@@ -533,94 +423,6 @@ class Storage:
             try:
                 fs.invalidate_cache(p)
             except Exception:  # pragma: no cover - cache bookkeeping only
-                pass
-
-    def _already_ours(self, path: str, data: bytes) -> bool:
-        """After a lost race: is the existing object byte-identical to ours? Clients
-        retry requests whose response was lost; the retry of a successful conditional
-        PUT fails with 412 although the commit is ours."""
-        try:
-            self._invalidate(path)
-            return self.fs.cat_file(path) == data
-        except Exception:
-            return False
-
-    def _check_conditional_put(self) -> None:
-        """Once per process and bucket: verify that this S3 server honours
-        ``If-None-Match: *`` (servers that ignore it would silently overwrite
-        commits). Writes and deletes a small hidden probe object under the root."""
-        fs = self.fs
-        endpoint = getattr(fs, "client_kwargs", {}).get("endpoint_url") or \
-            getattr(fs, "endpoint_url", None) or os.environ.get("AWS_ENDPOINT_URL_S3") or \
-            os.environ.get("AWS_ENDPOINT_URL") or "aws"
-        bucket = fs._strip_protocol(self.root).split("/", 1)[0]
-        key = (type(fs).__name__, str(endpoint), bucket)
-        if _CONDITIONAL_PUT_CHECKED.get(key):
-            return
-        with _CONDITIONAL_PUT_LOCK:
-            if _CONDITIONAL_PUT_CHECKED.get(key):
-                return
-            probe = self.join(f".pydelta-conditional-put-probe-{uuid.uuid4().hex}")
-            honoured = failure = None
-            try:
-                self._conditional_create("s3", probe, b"1")
-                try:
-                    self._conditional_create("s3", probe, b"2")
-                    honoured = False
-                except Exception as exc:
-                    if not _is_precondition_failure(exc):
-                        raise
-                    honoured = True
-            except Exception as exc:
-                failure = redact(f"{type(exc).__name__}: {exc}", self.options)
-            finally:
-                try:
-                    fs.rm_file(probe)
-                except Exception:
-                    pass
-            if failure is not None:
-                raise CommitFailedError(
-                    f"pydelta cannot commit to {self.root}: checking that the S3 server supports "
-                    f"conditional writes (If-None-Match: *) failed: {failure}")
-            if not honoured:
-                if self.allow_unsafe_commits:
-                    log.warning("pydelta: the S3 server at %s ignores If-None-Match: commits "
-                                "are unsafe with concurrent writers", endpoint)
-                    _CONDITIONAL_PUT_CHECKED[key] = True
-                    return
-                raise CommitFailedError(
-                    f"pydelta cannot commit to {self.root}: the S3 server at {endpoint} ignores "
-                    "conditional writes (If-None-Match: *), so concurrent writers could overwrite "
-                    "each other's commits. Use a server that supports them (AWS S3, SeaweedFS, "
-                    "MinIO, recent Ceph RGW) or, with a single writer only, set the storage "
-                    "option allowUnsafeCommits=true")
-            _CONDITIONAL_PUT_CHECKED[key] = True
-
-    @staticmethod
-    def _put_if_absent_local(path: str, data: bytes) -> None:
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.link(tmp, path)  # atomic; fails with FileExistsError if the commit exists
-        except OSError as exc:
-            if isinstance(exc, FileExistsError):
-                raise
-            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EOPNOTSUPP):
-                raise
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # no hard links here
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-        finally:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
                 pass
 
     def delete(self, path: str) -> None:

@@ -4,7 +4,7 @@ executors, batch by batch, before a row reaches a data file.
 
 Where and how: ``df.write.format("pydelta")`` never hands the source a DataFrame, only
 Arrow batches on the executors, so expressions are evaluated there with
-:mod:`delta_pyds.expressions.sql` (a Spark SQL subset over Arrow, in UTC). A write fails —
+:mod:`delta_pyds.expressions.evaluator` (a Spark SQL subset over Arrow, in UTC). A write fails —
 and the table stays unchanged, since nothing is committed — as soon as one row
 violates a rule; the error names the rule, its expression and the offending values.
 
@@ -28,7 +28,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyds.errors import ConstraintViolationError, DeltaError, UnsupportedFeatureError  # noqa: F401 (re-exported)
-from delta_pyds.expressions.sql import (ExpressionError, columns_of, evaluate_predicate, evaluate_value, parse)
+from delta_pyds.expressions.ast import ExpressionError, columns_of
+from delta_pyds.expressions.evaluator import evaluate_predicate, evaluate_value, resolve_column
+from delta_pyds.expressions.parser import parse
 from delta_pyds.protocol.schema import StructType
 from delta_pyds.protocol.table_properties import constraints_of
 
@@ -123,7 +125,6 @@ def _row_text(batch, columns, row: int, bullet: bool = False) -> str:
     parts = []
     for path in columns:
         try:
-            from delta_pyds.expressions.sql import resolve_column
             value = resolve_column(batch, path)[row].as_py()
         except Exception:  # pragma: no cover - best effort
             continue

@@ -38,7 +38,7 @@ from delta_pyds.protocol.clustering import resolve as resolve_clustering
 from delta_pyds.write.constraints import build_checks, replace_where_rule
 from delta_pyds.protocol.identity import columns_to_generate, with_high_water_marks
 from delta_pyds.errors import SchemaError, TableNotFoundError
-from delta_pyds.expressions.sql import evaluate_predicate
+from delta_pyds.expressions.evaluator import evaluate_predicate
 from delta_pyds.write.parquet_writer import WriteSpec
 from delta_pyds.protocol.partition_values import parse_partition_values
 from delta_pyds.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType
@@ -250,9 +250,8 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
         lowered = {c.lower() for c in partition_columns}
         replace_on_data = any(p[0].lower() not in lowered or len(p) > 1 for p in rule.columns)
         if replace_on_data and snapshot is not None and not opts.overwrite_schema:
-            from delta_pyds.expressions.sql import ExpressionError
+            from delta_pyds.expressions.ast import ExpressionError
             try:  # the predicate must be evaluable on the table's current rows too
-                from delta_pyds.expressions.sql import evaluate_predicate
                 evaluate_predicate(rule.node, logical_arrow_schema(snapshot.schema).empty_table())
             except (ExpressionError, KeyError) as exc:
                 raise ValueError(f"option replaceWhere: {exc}") from None

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from delta_pyds.protocol import features
 from delta_pyds.errors import DeltaError
-from delta_pyds.expressions.sql import evaluate_predicate
+from delta_pyds.expressions.evaluator import evaluate_predicate
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.protocol.paths import relative_to
 from delta_pyds.protocol.stats import loosen_bounds

@@ -977,7 +977,8 @@ def _partition_conjuncts(condition, snap: Snapshot, alias: str | None = None):
     expression over the bare column names; None when there is none."""
     if not isinstance(condition, str) or not snap.partition_columns:
         return None
-    from delta_pyds.expressions.sql import Call, Col, ExpressionError, columns_of, parse
+    from delta_pyds.expressions.ast import Call, Col, ExpressionError, columns_of
+    from delta_pyds.expressions.parser import parse
     try:
         node = parse(condition)
     except (ExpressionError, ValueError):
@@ -1095,7 +1096,7 @@ class DeltaOptimizeBuilder:
             zorder = [lowered[c.lower()].name for c in zorder]
         if self._where:
             from delta_pyds.write.plan import partition_predicate
-            from delta_pyds.expressions.sql import parse
+            from delta_pyds.expressions.parser import parse
             node = parse(self._where)
             pred = partition_predicate(node, snap.schema, snap.partition_columns, snap.column_mapping_mode)
             keep = pred(active.column("partitionValues").to_pylist()) if active.num_rows else []

@@ -1,0 +1,172 @@
+"""Evaluation of a parsed Spark SQL expression (:mod:`delta_pyds.expressions.ast`) over an
+Arrow batch whose columns have the logical names.
+
+Guarantees: :func:`evaluate` follows SQL null semantics (three-valued ``AND``/``OR``,
+nulls propagate through comparisons and arithmetic) and raises
+:class:`~delta_pyds.expressions.ast.ExpressionError` on arithmetic overflow instead of
+wrapping around; :func:`evaluate_predicate` and :func:`evaluate_value` return one value
+per row. Column names resolve case-insensitively when unambiguous. Dates and times are
+evaluated in UTC.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_pyds.expressions.ast import Case, Cast, Col, ExpressionError, Lit
+from delta_pyds.expressions.coercion import (
+    as_bool,
+    broadcast,
+    call_compute,
+    cast,
+    unify,
+)
+from delta_pyds.expressions.functions import FUNCTIONS
+
+_CMP = {"=": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
+_ARITH = {"+": "add_checked", "-": "subtract_checked", "*": "multiply_checked"}
+
+
+def evaluate(node, batch: pa.RecordBatch | pa.Table):
+    """Evaluates an expression over a batch whose columns have the logical names."""
+    if isinstance(node, Lit):
+        return pa.scalar(node.value, node.type)
+    if isinstance(node, Col):
+        return resolve_column(batch, node.path)
+    if isinstance(node, Cast):
+        return cast(evaluate(node.expr, batch), node.type)
+    if isinstance(node, Case):
+        conds = [_truthy(evaluate(c, batch), batch) for c, _ in node.whens]
+        values = [evaluate(v, batch) for _, v in node.whens]
+        default = evaluate(node.default, batch) if node.default is not None else pa.scalar(None, pa.null())
+        target = next((v.type for v in values + [default] if not pa.types.is_null(v.type)), pa.null())
+        values = [broadcast(cast(v, target), batch) for v in values]
+        default = broadcast(cast(default, target), batch)
+        cond_struct = pa.StructArray.from_arrays([broadcast(c, batch) for c in conds],
+                                                 names=[f"c{i}" for i in range(len(conds))])
+        return pc.case_when(cond_struct, *values, default)
+    name, args = node.name, node.args
+    if name in ("and", "or"):
+        a, b = (as_bool(evaluate(x, batch)) for x in args)
+        return (pc.and_kleene if name == "and" else pc.or_kleene)(a, b)
+    if name == "not":
+        return pc.invert(as_bool(evaluate(args[0], batch)))
+    if name in _CMP:
+        a, b = unify(evaluate(args[0], batch), evaluate(args[1], batch))
+        return call_compute(_CMP[name], a, b)
+    if name == "<=>":
+        a, b = unify(evaluate(args[0], batch), evaluate(args[1], batch))
+        eq = pc.fill_null(call_compute("equal", a, b), False)
+        both = pc.and_(pc.is_null(a), pc.is_null(b))
+        return pc.or_(broadcast(eq, batch), broadcast(both, batch))
+    if name in _ARITH:
+        a, b = unify(evaluate(args[0], batch), evaluate(args[1], batch))
+        if name in ("+", "-") and pa.types.is_date(a.type) and pa.types.is_integer(b.type):
+            days = pc.add_checked(a.cast(pa.int32()), b.cast(pa.int32())) if name == "+" else \
+                pc.subtract_checked(a.cast(pa.int32()), b.cast(pa.int32()))
+            return days.cast(pa.date32())
+        return call_compute(_ARITH[name], a, b)
+    if name == "/":
+        a, b = evaluate(args[0], batch), evaluate(args[1], batch)
+        if not (pa.types.is_decimal(a.type) and pa.types.is_decimal(b.type)):
+            a, b = cast(a, pa.float64()), cast(b, pa.float64())
+        b = pc.if_else(pc.equal(b, 0), pa.scalar(None, b.type), b)
+        return call_compute("divide", a, b)
+    if name == "div":
+        a, b = evaluate(args[0], batch), evaluate(args[1], batch)
+        a, b = cast(a, pa.int64()), cast(b, pa.int64())
+        b = pc.if_else(pc.equal(b, 0), pa.scalar(None, pa.int64()), b)
+        return call_compute("divide", a, b)
+    if name == "%":
+        return _mod(*(evaluate(x, batch) for x in args), batch)
+    if name == "negate":
+        return call_compute("negate_checked", evaluate(args[0], batch))
+    if name == "||":
+        return FUNCTIONS["concat"](batch, *[evaluate(x, batch) for x in args])
+    if name == "isnull":
+        return pc.is_null(broadcast(evaluate(args[0], batch), batch))
+    if name == "isnotnull":
+        return pc.is_valid(broadcast(evaluate(args[0], batch), batch))
+    if name == "in":
+        x = evaluate(args[0], batch)
+        items = [evaluate(a, batch) for a in args[1:]]
+        result = None
+        for item in items:
+            a, b = unify(x, item)
+            eq = call_compute("equal", a, b)
+            result = eq if result is None else pc.or_kleene(result, eq)
+        return result
+    if name in ("like", "ilike"):
+        x = evaluate(args[0], batch)
+        pattern = args[1]
+        if not (isinstance(pattern, Lit) and isinstance(pattern.value, str)):
+            raise ExpressionError("LIKE needs a string literal pattern")
+        return pc.match_like(cast(broadcast(x, batch), pa.string()), pattern.value,
+                             ignore_case=name == "ilike")
+    fn = FUNCTIONS.get(name)
+    if fn is None:
+        raise ExpressionError(f"function {name}() is not supported")
+    return fn(batch, *[evaluate(a, batch) for a in args])
+
+
+def resolve_column(batch, path: tuple[str, ...]):
+    names = batch.schema.names
+    idx = batch.schema.get_field_index(path[0])
+    if idx < 0:
+        lowered = [i for i, n in enumerate(names) if n.lower() == path[0].lower()]
+        if len(lowered) != 1:
+            raise ExpressionError(f"column {path[0]!r} does not exist (columns: {', '.join(names)})")
+        idx = lowered[0]
+    arr = batch.column(idx)
+    for name in path[1:]:
+        if not pa.types.is_struct(arr.type):
+            raise ExpressionError(f"{'.'.join(path)}: {name!r} is not a field of a struct")
+        j = arr.type.get_field_index(name)
+        if j < 0:
+            matches = [k for k in range(arr.type.num_fields) if arr.type.field(k).name.lower() == name.lower()]
+            if len(matches) != 1:
+                raise ExpressionError(f"field {'.'.join(path)} does not exist")
+            j = matches[0]
+        arr = pc.struct_field(arr, [j])
+    return arr
+
+
+def _truthy(v, batch):
+    return pc.fill_null(broadcast(as_bool(v), batch), False)
+
+
+def _mod(a, b, batch):
+    a, b = unify(a, b)
+    a, b = broadcast(a, batch), broadcast(b, batch)
+    if pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type):
+        a, b = cast(a, pa.float64()), cast(b, pa.float64())
+    na = a.to_numpy(zero_copy_only=False)
+    nb = b.to_numpy(zero_copy_only=False)
+    valid = pc.and_(pc.is_valid(a), pc.and_(pc.is_valid(b), pc.not_equal(pc.fill_null(b, 0), 0)))
+    mask = valid.to_numpy(zero_copy_only=False)
+    out_type = a.type if pa.types.is_integer(a.type) else pa.float64()
+    res = np.zeros(len(na), dtype=np.float64 if pa.types.is_floating(out_type) else np.int64)
+    if mask.any():
+        x = na[mask].astype(res.dtype)
+        y = nb[mask].astype(res.dtype)
+        res[mask] = np.fmod(x, y)
+    return pa.array(res, mask=~mask).cast(out_type)
+
+
+def evaluate_predicate(node, batch) -> pa.Array:
+    """A boolean array (nulls kept) with one value per row of ``batch``."""
+    result = evaluate(node, batch)
+    result = broadcast(as_bool(result), batch)
+    if isinstance(result, pa.ChunkedArray):
+        result = result.combine_chunks()
+    return result
+
+
+def evaluate_value(node, batch, target: pa.DataType) -> pa.Array:
+    """An expression's values for every row, cast to ``target``."""
+    result = broadcast(evaluate(node, batch), batch)
+    if isinstance(result, pa.ChunkedArray):
+        result = result.combine_chunks()
+    return cast(result, target)
