@@ -67,7 +67,7 @@ def __getattr__(name):
     # DeltaTable lives in the Spark layer: imported on first use, so that importing
     # delta_pyds never imports pyspark
     if name == "DeltaTable":
-        from delta_pyds.spark.tables.delta_table import DeltaTable
+        from delta_pyds.spark.tables import DeltaTable
         return DeltaTable
     raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
 

@@ -1,4 +1,4 @@
-"""DeltaTable (delta_pyds.spark.tables.delta_table): history, detail, vacuum, restore, properties, delete,
+"""DeltaTable (delta_pyds.spark.tables): history, detail, vacuum, restore, properties, delete,
 update, optimize — checked against deltalake (delta-rs) after every operation."""
 
 from __future__ import annotations
@@ -360,7 +360,7 @@ def test_delete_and_update_skip_files(spark, tmp_path):
 
 def test_skipping_predicates_translation():
     from delta_pyds.protocol.schema import parse_schema
-    from delta_pyds.spark.tables.delta_table import skipping_predicates
+    from delta_pyds.expressions.to_predicates import skipping_predicates
     schema = parse_schema(json.dumps({"type": "struct", "fields": [
         {"name": "id", "type": "long", "nullable": True, "metadata": {}},
         {"name": "s", "type": "string", "nullable": True, "metadata": {}},

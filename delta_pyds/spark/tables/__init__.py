@@ -1,1 +1,13 @@
-"""``DeltaTable``: table maintenance and DML from Python, shaped like delta-spark's API."""
+"""``DeltaTable``: table maintenance and DML from Python, shaped like delta-spark's API.
+
+The facade is :mod:`delta_pyds.spark.tables.delta_table`; delete and update are in
+:mod:`~delta_pyds.spark.tables.dml`, MERGE in :mod:`~delta_pyds.spark.tables.merge`,
+OPTIMIZE in :mod:`~delta_pyds.spark.tables.optimize`; the steps that need no Spark
+(restore, properties, deletion-vector deletes, row tracking, read sets, optimize plans)
+in :mod:`delta_pyds.operations`."""
+
+from delta_pyds.spark.tables.delta_table import DeltaTable
+from delta_pyds.spark.tables.merge import DeltaMergeBuilder
+from delta_pyds.spark.tables.optimize import DeltaOptimizeBuilder
+
+__all__ = ["DeltaMergeBuilder", "DeltaOptimizeBuilder", "DeltaTable"]

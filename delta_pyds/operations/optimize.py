@@ -1,0 +1,90 @@
+"""OPTIMIZE planning: which files a compaction or Z-order rewrites, and in which bins.
+
+Guarantees:
+
+* ``where`` selects partitions only (a condition over partition columns; anything else
+  is refused by :func:`delta_pyds.write.plan.partition_predicate`);
+* compaction bin-packs, per partition, the files smaller than the target size (and every
+  file with a deletion vector) into bins of at most about the target size, smallest
+  first; a bin of one file is rewritten only if that file has a deletion vector;
+* Z-order puts every file of each selected partition in one bin; its columns must be
+  numeric, date or timestamp data columns (not partition columns), and a clustered
+  table is never Z-ordered (as in delta-spark). No Spark."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from delta_pyds.expressions.parser import parse
+from delta_pyds.protocol.clustering import dotted
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.plan import partition_predicate
+
+DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
+_ZORDER_TYPES = ("byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz")
+
+
+def zorder_columns(snap: Snapshot, cols, *, clustered) -> list[str]:
+    """The table's names of the Z-order columns ``cols`` (matched case-insensitively);
+    raises ValueError for a clustered table (``clustered``: its clustering columns, None
+    when not clustered), an unknown or partition column, or a type that has no order."""
+    if clustered is not None:
+        raise ValueError(f"executeZOrderBy: the table is clustered by "
+                         f"{', '.join(dotted(p) for p in clustered) or 'no columns'}; Z-ordering "
+                         "a clustered table is not allowed (as in delta-spark): executeCompaction "
+                         "clusters the rows it rewrites by the clustering columns")
+    lowered = {f.name.lower(): f for f in snap.schema.fields}
+    pset = {c.lower() for c in snap.partition_columns}
+    for c in cols:
+        f = lowered.get(c.lower())
+        if f is None:
+            raise ValueError(f"executeZOrderBy: {c} is not a column of the table")
+        if c.lower() in pset:
+            raise ValueError(f"executeZOrderBy: {c} is a partition column")
+        if getattr(f.type, "name", None) not in _ZORDER_TYPES \
+                and not str(getattr(f.type, "name", "")).startswith("decimal"):
+            raise ValueError(f"executeZOrderBy: {c} has type {f.type}; only numeric, date and "
+                             "timestamp columns are supported")
+    return [lowered[c.lower()].name for c in cols]
+
+
+def in_partitions(active: pa.Table, snap: Snapshot, where: str) -> pa.Table:
+    """The rows of ``active`` (file actions) in the partitions the SQL ``where`` selects."""
+    node = parse(where)
+    pred = partition_predicate(node, snap.schema, snap.partition_columns, snap.column_mapping_mode)
+    keep = pred(active.column("partitionValues").to_pylist()) if active.num_rows else []
+    return active.filter(pa.array(keep, pa.bool_())) if active.num_rows else active
+
+
+def compaction_bins(active: pa.Table, *, target_size: int, min_files: int, every_file: bool) -> list[list[int]]:
+    """Bins of row indexes of ``active`` (file actions), each rewritten as one task: per
+    partition, small files (or files with a DV) packed up to ``target_size``, bins of
+    fewer than ``min_files`` files dropped unless one has a DV; with ``every_file``
+    (Z-order), one bin per partition with every file."""
+    pv = active.column("partitionValues").to_pylist()
+    sizes = active.column("size").to_pylist()
+    dvs = active.column("deletionVector").to_pylist()
+    groups: dict = {}
+    for i, (v, s, d) in enumerate(zip(pv, sizes, dvs)):
+        if every_file or s < target_size or d:
+            groups.setdefault(json.dumps(v, sort_keys=True), []).append(i)
+    bins = []
+    for members in groups.values():
+        if every_file:
+            bins.append(members)
+            continue
+        members.sort(key=lambda i: sizes[i])
+        current, total = [], 0
+        for i in members:
+            if current and total + sizes[i] > target_size:
+                bins.append(current)
+                current, total = [], 0
+            current.append(i)
+            total += sizes[i]
+        if current:
+            bins.append(current)
+    if not every_file:
+        bins = [b for b in bins if len(b) >= min_files or any(dvs[i] for i in b)]
+    return bins

@@ -1,0 +1,86 @@
+"""What a DML operation read, recorded on its transaction for conflict detection as
+delta-spark does.
+
+Guarantees: the files read are recorded (a concurrent remove of one conflicts) and so
+are the partitions the condition selects (a concurrent add there, other than a blind
+append, conflicts). Only top-level conjuncts of a SQL condition over partition columns
+narrow the partitions; anything else (a Column condition, a conjunct that cannot be
+parsed or evaluated, a partition value the predicate cannot evaluate) counts as reading
+every partition — never fewer than were read. No Spark."""
+
+from __future__ import annotations
+
+from delta_pyds.expressions.ast import Call, Col, ExpressionError, columns_of
+from delta_pyds.expressions.parser import parse
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.transaction.commit import Transaction
+from delta_pyds.write.plan import partition_predicate
+
+
+def record_read(txn: Transaction, snap: Snapshot, condition, files, *, alias: str | None = None) -> None:
+    """Records what a DML operation read, for conflict detection as delta-spark does:
+    the files it read (a concurrent remove of one conflicts) and the partitions its
+    condition selects (a concurrent add there, other than a blind append, conflicts);
+    without a partition conjunct in ``condition`` that is every partition."""
+    node = partition_conjuncts(condition, snap, alias)
+    if node is None:
+        txn.read_files(files.column("path").to_pylist())
+        txn.read_partitions(lambda values: [True] * len(values),
+                            "the whole table" if condition is None else f"the rows matching {condition}")
+        return
+    pred = partition_predicate(node, snap.schema, snap.partition_columns, snap.column_mapping_mode)
+
+    def conservative(values: list[dict]) -> list[bool]:
+        try:
+            return pred(values)
+        except Exception:  # a value the predicate cannot evaluate: assume it was read
+            return [True] * len(values)
+    read = conservative(files.column("partition_values").to_pylist()) if files.num_rows else []
+    txn.read_files(p for p, r in zip(files.column("path").to_pylist(), read) if r)
+    txn.read_partitions(conservative, f"the partitions matching {condition}")
+
+
+def partition_conjuncts(condition, snap: Snapshot, alias: str | None = None):
+    """The AND of the top-level conjuncts of a SQL ``condition`` that reference only
+    partition columns (``alias.col`` when ``alias`` is given, e.g. MERGE's target), as an
+    expression over the bare column names; None when there is none."""
+    if not isinstance(condition, str) or not snap.partition_columns:
+        return None
+    try:
+        node = parse(condition)
+    except (ExpressionError, ValueError):
+        return None
+    pcols = {c.lower(): c for c in snap.partition_columns}
+
+    def strip(n):
+        if isinstance(n, Col):
+            path = n.path
+            if alias is not None:
+                if len(path) != 2 or path[0].lower() != alias.lower():
+                    raise LookupError(path)
+                path = path[1:]
+            if len(path) != 1 or path[0].lower() not in pcols:
+                raise LookupError(path)
+            return Col((pcols[path[0].lower()],))
+        if isinstance(n, Call):
+            return Call(n.name, tuple(strip(a) for a in n.args))
+        if columns_of(n):  # casts, CASE: kept only without column references
+            raise LookupError(n)
+        return n
+
+    def conjuncts(n):
+        if isinstance(n, Call) and n.name == "and":
+            return [c for a in n.args for c in conjuncts(a)]
+        return [n]
+    kept = []
+    for c in conjuncts(node):
+        try:
+            kept.append(strip(c))
+        except LookupError:
+            continue
+    if not kept:
+        return None
+    out = kept[0]
+    for c in kept[1:]:
+        out = Call("and", (out, c))
+    return out

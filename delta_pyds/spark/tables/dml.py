@@ -1,0 +1,401 @@
+"""DELETE and UPDATE, and the Spark machinery every rewriting operation (delete, update,
+merge, optimize) shares: reading a table's live rows into Spark with their file and row
+position, rewriting rows as new data files on executors, writing change data files.
+
+Guarantees:
+
+* every mutating operation is one commit through :class:`~delta_pyds.transaction.commit.Transaction`
+  from the version it read, with conflict detection (a concurrent blind append does not
+  fail a delete/update; a concurrent change to a file it read or removed does: see
+  :mod:`delta_pyds.operations.read_set`) and ``commitInfo`` with the operation name and
+  metrics;
+* files that may hold matching rows are found by data skipping on the condition
+  (partition values and statistics: :mod:`delta_pyds.expressions.to_predicates`); only
+  files holding a matching row are rewritten;
+* ``delete`` writes deletion vectors (no data file is rewritten:
+  :mod:`delta_pyds.operations.dv_delete`) when the table has the ``deletionVectors``
+  feature and ``delta.enableDeletionVectors=true``; otherwise matching files are
+  rewritten without the deleted rows (copy-on-write). Files whose rows are all deleted
+  are removed;
+* ``update`` rewrites the files holding matching rows (copy-on-write, existing deletion
+  vectors applied); identity columns the table generates cannot be set;
+* rewrites keep every row's row id and commit version on tracked tables (rows an
+  operation changes take the commit's version: :mod:`delta_pyds.operations.row_tracking`);
+* copy-on-write DML on a table with ``delta.enableChangeDataFeed=true`` writes change data
+  files (``_change_data``, with ``_change_type``) in the same commit; deletion-vector
+  deletes need none;
+* files written for a commit that then fails are deleted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from delta_pyds.cdf.plan import CHANGE_TYPE
+from delta_pyds.errors import DeltaError
+from delta_pyds.expressions.to_predicates import skipping_predicates
+from delta_pyds.operations.dv_delete import commit_dv_delete
+from delta_pyds.operations.read_set import record_read
+from delta_pyds.operations.row_tracking import (
+    read_materialized,
+    row_ids,
+    row_tracking_columns,
+)
+from delta_pyds.protocol import features
+from delta_pyds.protocol.identity import identity_columns
+from delta_pyds.protocol.table_properties import ENABLE_CDF, ENABLE_DV, is_true
+from delta_pyds.skipping.files import prune_files
+from delta_pyds.skipping.rules import SkippingReport
+from delta_pyds.storage.store import Storage
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows
+
+INLINE_DV_CONF = "spark.pydelta.deletionVectors.inlineMaxBytes"
+# columns a scan adds to the table's: the row's file and position in it, and on tracked
+# tables its row id and commit version
+SCAN_FILE = "__pydelta_file"
+SCAN_ROW = "__pydelta_row_index"
+SCAN_ROW_ID = "__pydelta_row_id"
+SCAN_ROW_VERSION = "__pydelta_row_version"
+
+
+class TableRewriter:
+    """Reads a table's live rows into Spark and writes rows back as data files: what
+    delete, update, merge and optimize run on."""
+
+    def __init__(self, spark, path: str, options: Mapping[str, str], storage: Storage):
+        self.spark = spark
+        self.path = path
+        self.options = dict(options)
+        self.storage = storage
+        self.last_skipping: SkippingReport | None = None  # the report of the last pruned scan
+
+    def dml_snapshot(self) -> Snapshot:
+        """The latest snapshot, after the writer protocol check (and the row tracking one)."""
+        snap = Snapshot.load(self.storage)
+        features.check_write(snap.protocol)
+        row_tracking_columns(snap)  # refuses a tracked table without materialized column names
+        return snap
+
+    def scan(self, snap: Snapshot, files: pa.Table):
+        """A DataFrame of the live rows of ``files`` with the file path and the row's
+        position in the file (columns ``__pydelta_file``, ``__pydelta_row_index``)."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.types import LongType, StringType, StructField
+
+        from delta_pyds.read.file_reader import ReadSpec
+        from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
+        schema = drop_void(snap.schema)
+        spark_schema = to_spark_schema(schema)
+        spec = ReadSpec(storage=snap.storage, output=schema,
+                        arrow_schema=to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False),
+                        partition_columns=tuple(snap.partition_columns),
+                        physical_partition_columns=tuple(snap.physical_partition_columns),
+                        column_mapping_mode=snap.column_mapping_mode, table_schema=snap.schema)
+        out_schema = spark_schema.add(StructField(SCAN_FILE, StringType(), False)) \
+            .add(StructField(SCAN_ROW, LongType(), False))
+        tracking = row_tracking_columns(snap)
+        if tracking:
+            out_schema = out_schema.add(StructField(SCAN_ROW_ID, LongType(), True)) \
+                .add(StructField(SCAN_ROW_VERSION, LongType(), True))
+        out_arrow = to_arrow_schema(out_schema, timezone="UTC", prefers_large_types=False)
+        pcols = list(snap.physical_partition_columns)
+        pv = files.column("partition_values").to_pylist() if pcols else [None] * files.num_rows
+        dvs = files.column("deletion_vector").to_pylist()
+        bases = files.column("base_row_id").to_pylist() if tracking else [None] * files.num_rows
+        drcvs = files.column("default_row_commit_version").to_pylist() if tracking else [None] * files.num_rows
+        tasks = [(p, int(s), json.dumps([(v or {}).get(c) for c in pcols]), json.dumps(d) if d else None, b, r)
+                 for p, s, v, d, b, r in zip(files.column("path").to_pylist(), files.column("size").to_pylist(),
+                                             pv, dvs, bases, drcvs)]
+
+        def read(batches):
+            from delta_pyds.protocol.deletion_vectors import keep_mask
+            from delta_pyds.read.file_reader import read_file, task_deleted_rows
+            from delta_pyds.read.scan import FileTask
+            for b in batches:
+                for path, size, pvs, dv, base, drcv in zip(*(b.column(i).to_pylist() for i in range(6))):
+                    task = FileTask(path, size, tuple(json.loads(pvs)), json.loads(dv) if dv else None)
+                    deleted = task_deleted_rows(spec.storage, task)
+                    plain = FileTask(path, size, task.partition_values, None)
+                    ids = read_materialized(spec.storage, path, tracking) if tracking else None
+                    start = 0
+                    for out in read_file(spec, plain):
+                        n = out.num_rows
+                        rows = pa.array(np.arange(start, start + n, dtype=np.int64))
+                        extra = [pa.array([path] * n, pa.string()), rows]
+                        if tracking:
+                            extra += row_ids(ids, start, n, base, drcv)
+                        batch = pa.RecordBatch.from_arrays(out.columns + extra, schema=out_arrow)
+                        if deleted is not None:
+                            batch = batch.filter(pa.array(keep_mask(deleted, start, n)))
+                        start += n
+                        if batch.num_rows:
+                            yield batch
+
+        n = max(1, min(len(tasks), self.parallelism() * 2))
+        tdf = self.spark.createDataFrame(tasks or [("", 0, "[]", None, None, None)],
+                                         "path string, size long, pv string, dv string, base long, drcv long")
+        if not tasks:
+            tdf = tdf.limit(0)
+        return tdf.repartition(n).mapInArrow(read, out_schema)
+
+    def candidates(self, snap: Snapshot, condition) -> pa.Table:
+        """The files that may hold rows matching ``condition`` (partition values and stats)."""
+        preds = skipping_predicates(condition, snap.schema) if condition is not None else ()
+        if not preds:
+            return snap.files
+        files, report = prune_files(snap.files, preds, schema=snap.schema,
+                                    partition_columns=snap.partition_columns,
+                                    column_mapping_mode=snap.column_mapping_mode)
+        self.last_skipping = report
+        return files
+
+    def inline_dv_limit(self) -> int:
+        """Deletion vectors up to this many serialized bytes are stored inline in the log
+        (``spark.pydelta.deletionVectors.inlineMaxBytes``, default 64; 0: never)."""
+        from delta_pyds.protocol.deletion_vectors import DEFAULT_INLINE_MAX_BYTES
+        try:
+            raw = self.spark.conf.get(INLINE_DV_CONF, None)
+        except Exception:  # Spark Connect without the conf
+            raw = None
+        try:
+            return max(0, int(raw)) if raw not in (None, "") else DEFAULT_INLINE_MAX_BYTES
+        except ValueError:
+            raise ValueError(f"{INLINE_DV_CONF}: expected a number of bytes, got {raw!r}") from None
+
+    def parallelism(self) -> int:
+        try:
+            return int(self.spark.sparkContext.defaultParallelism)
+        except Exception:  # Spark Connect
+            return 2
+
+    def write_spec(self, snap: Snapshot, *, target_file_size: int | None = None, row_tracking: bool = False):
+        """The spec of files rewritten from the table's rows; with ``row_tracking`` (on a
+        tracked table) its input also has the materialized row id and row commit version
+        columns (the physical names the table configures), written as such."""
+        from dataclasses import replace
+
+        from delta_pyds.spark.schema_convert import drop_void
+        from delta_pyds.write.options import WriteOptions
+        from delta_pyds.write.plan import plan_write
+        opts = {"path": self.path, **self.options}
+        if target_file_size:
+            opts["targetFileSize"] = str(target_file_size)
+        plan = plan_write(WriteOptions.parse(opts, overwrite=False), drop_void(snap.schema),
+                          storage=self.storage, keep_identity_values=True)
+        if plan.metadata is not None or plan.protocol is not None:  # pragma: no cover
+            raise DeltaError("internal: a rewrite must not change the table's metadata")
+        tracking = row_tracking_columns(snap) if row_tracking else None
+        if not tracking:
+            return plan.spec
+        extra = tuple(_extra_field(name, "long", snap.column_mapping_mode) for name in tracking)
+        schema = plan.spec.table_schema
+        from delta_pyds.protocol.schema import StructType as DeltaStruct
+        table_schema = DeltaStruct(schema.fields + extra)
+        return replace(plan.spec, table_schema=table_schema,
+                       input_columns=plan.spec.input_columns + tuple(f.name for f in extra), _derived={})
+
+    def tracked(self, snap: Snapshot, df, *, updated=None):
+        """``df`` (scan rows, table columns first) with the materialized row tracking columns
+        appended when the table tracks rows: row ids kept, commit versions kept except for
+        rows where ``updated`` holds (null: they take the commit's version)."""
+        from pyspark.sql import functions as F
+        tracking = row_tracking_columns(snap)
+        names = [f"`{f.name}`" for f in snap.schema.fields if f.name in df.columns]
+        if not tracking:
+            return df.select(*names)
+        version = F.col(SCAN_ROW_VERSION)
+        if updated is not None:
+            version = F.when(F.coalesce(updated, F.lit(False)), F.lit(None).cast("long")).otherwise(version)
+        return df.select(*names, F.col(SCAN_ROW_ID).alias(tracking[0]), version.alias(tracking[1]))
+
+    def rewrite(self, df, spec, data_change: bool) -> list[dict]:
+        """Writes the rows of ``df`` (table columns) as new files on executors; returns
+        their add actions."""
+        from delta_pyds.write.parquet_writer import write_task
+
+        def write(batches):
+            from delta_pyds.spark.writer import task_attempt
+            tid, attempt = task_attempt()
+            result = write_task(spec, batches, task_id=tid, attempt=attempt)
+            out = []
+            for a in result.adds:
+                a = dict(a)
+                a["dataChange"] = data_change
+                out.append(json.dumps(a))
+            yield pa.RecordBatch.from_arrays([pa.array(out, pa.string())], names=["add"])
+
+        rows = df.mapInArrow(write, "add string").collect()
+        return [json.loads(r["add"]) for r in rows]
+
+    def writes_changes(self, snap: Snapshot) -> bool:
+        """Whether a copy-on-write DML commit must carry change data files."""
+        return is_true(snap.configuration, ENABLE_CDF)
+
+    def write_changes(self, snap: Snapshot, changes) -> list[dict]:
+        """Writes ``changes`` (the table's columns plus ``_change_type``) as change data
+        files under ``_change_data`` (partitioned like the table); returns ``cdc`` actions."""
+        from dataclasses import replace
+
+        from delta_pyds.protocol.schema import StructType as DeltaStruct
+        from delta_pyds.spark.schema_convert import drop_void
+        spec = self.write_spec(snap)
+        schema = drop_void(snap.schema)
+        table_schema = DeltaStruct(schema.fields + (_extra_field(CHANGE_TYPE, "string", snap.column_mapping_mode),))
+        spec = replace(spec, table_schema=table_schema, input_columns=tuple(table_schema.names),
+                       stats_columns=(), checks=None, directory="_change_data", tight_bounds=False,
+                       target_file_size=None, _derived={})
+        files = self.rewrite(changes.select(*[f"`{n}`" for n in table_schema.names]), spec, False)
+        return [{"path": a["path"], "partitionValues": a["partitionValues"], "size": a["size"],
+                 "dataChange": False} for a in files]
+
+
+def delete_rows(rw: TableRewriter, condition=None) -> None:
+    """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
+    from pyspark.sql import functions as F
+
+    from delta_pyds.table.state import file_actions
+    from delta_pyds.transaction.commit import Transaction, delete_files, remove_actions
+    snap = rw.dml_snapshot()
+    active = file_actions(snap).active
+    txn = Transaction(rw.storage, snap)
+    params = {"predicate": json.dumps([str(condition)] if condition is not None else [])}
+    if condition is None:
+        txn.read_whole_table()
+        removes = remove_actions(active)
+        txn.remove_files(removes)
+        rows = num_live_rows(active)
+        txn.commit("DELETE", params, metrics={"numRemovedFiles": len(removes), "numAddedFiles": 0,
+                                              "numDeletedRows": rows if rows is not None else -1,
+                                              "numDeletionVectorsAdded": 0})
+        return
+    cond = F.expr(condition) if isinstance(condition, str) else condition
+    candidates = rw.candidates(snap, condition)
+    record_read(txn, snap, condition, candidates)
+    scan = rw.scan(snap, candidates)
+    use_dv = features.is_enabled(snap.protocol, "deletionVectors") and \
+        is_true(snap.configuration, ENABLE_DV)
+    if use_dv:
+        def to_bitmap(table: pa.Table) -> pa.Table:
+            # on executors: the row positions of one file, as DV bitmap bytes
+            from delta_pyds.protocol.deletion_vectors import serialize_deleted_rows
+            rows = table.column(SCAN_ROW).to_numpy()
+            return pa.table({"file": pa.array([table.column(SCAN_FILE)[0].as_py()], pa.string()),
+                             "rows": pa.array([serialize_deleted_rows(rows)], pa.binary())})
+        hits = (scan.where(cond).select(SCAN_FILE, SCAN_ROW).groupBy(SCAN_FILE)
+                .applyInArrow(to_bitmap, "file string, rows binary").collect())
+        if not hits:
+            return
+        by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
+        idx = [by_path[h["file"]] for h in hits]
+        old = active.take(pa.array(idx, pa.int64()))
+        commit_dv_delete(rw.storage, txn, old, [h["rows"] for h in hits], params,
+                         inline_max_bytes=rw.inline_dv_limit())
+        return
+    matched = [r[SCAN_FILE] for r in scan.where(cond).select(SCAN_FILE).distinct().collect()]
+    if not matched:
+        return
+    deleted_rows = scan.where(cond).count()
+    in_files = scan.where(F.col(SCAN_FILE).isin(matched))
+    hit = F.coalesce(cond, F.lit(False))
+    spec = rw.write_spec(snap, row_tracking=True)
+    adds = rw.rewrite(rw.tracked(snap, in_files.where(~hit)), spec, True)
+    written = list(adds)
+    try:
+        if rw.writes_changes(snap):
+            cdcs = rw.write_changes(snap, in_files.where(hit).withColumn(CHANGE_TYPE, F.lit("delete")))
+            written += cdcs
+            txn.add_cdc_files(cdcs)
+        victims = rows_for_paths(active, matched)
+        txn.remove_files(remove_actions(victims))
+        txn.add_files(adds)
+        txn.commit("DELETE", params, metrics={
+            "numRemovedFiles": victims.num_rows, "numAddedFiles": len(adds),
+            "numDeletedRows": deleted_rows, "numDeletionVectorsAdded": 0,
+            "numCopiedRows": sum(stat_rows(a) for a in adds)})
+    except BaseException:
+        delete_files(rw.storage, written)
+        raise
+
+
+def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None = None) -> None:
+    """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
+    (copy-on-write: the files holding matching rows are rewritten)."""
+    from pyspark.sql import functions as F
+
+    from delta_pyds.table.state import file_actions
+    from delta_pyds.transaction.commit import Transaction, delete_files, remove_actions
+    if not set:
+        raise ValueError("update: set must name at least one column")
+    snap = rw.dml_snapshot()
+    names = {f.name.lower(): f.name for f in snap.schema.fields}
+    unknown = [k for k in set if k.lower() not in names]
+    if unknown:
+        raise ValueError(f"update: {', '.join(unknown)} not in the table; columns: {', '.join(names.values())}")
+    cond = F.lit(True) if condition is None else (F.expr(condition) if isinstance(condition, str) else condition)
+    candidates = rw.candidates(snap, condition)
+    scan = rw.scan(snap, candidates)
+    matched = [r[SCAN_FILE] for r in scan.where(cond).select(SCAN_FILE).distinct().collect()]
+    if not matched:
+        return
+    updated_rows = scan.where(cond).count()
+    hit = F.coalesce(cond, F.lit(False))
+    exprs = {names[k.lower()]: (F.expr(v) if isinstance(v, str) else v) for k, v in set.items()}
+    refuse_identity_updates(snap, exprs, "update")
+    cols = []
+    for f in snap.schema.fields:
+        if f.name in exprs:
+            cols.append(F.when(hit, exprs[f.name]).otherwise(F.col(f"`{f.name}`")).alias(f.name))
+        else:
+            cols.append(F.col(f"`{f.name}`"))
+    in_files = scan.where(F.col(SCAN_FILE).isin(matched))
+    spec = rw.write_spec(snap, row_tracking=True)
+    extra = [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
+    flagged = in_files.withColumn("__pydelta_hit", hit).select(*cols, *extra, "__pydelta_hit")
+    adds = rw.rewrite(rw.tracked(snap, flagged, updated=F.col("__pydelta_hit")), spec, True)
+    written = list(adds)
+    txn = Transaction(rw.storage, snap)
+    try:
+        if rw.writes_changes(snap):
+            changed = in_files.where(hit)
+            old = [F.col(f"`{f.name}`") for f in snap.schema.fields]
+            new = [exprs[f.name].alias(f.name) if f.name in exprs else F.col(f"`{f.name}`")
+                   for f in snap.schema.fields]
+            changes = changed.select(*old, F.lit("update_preimage").alias(CHANGE_TYPE)).unionAll(
+                changed.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE)))
+            cdcs = rw.write_changes(snap, changes)
+            written += cdcs
+            txn.add_cdc_files(cdcs)
+        active = file_actions(snap).active
+        victims = rows_for_paths(active, matched)
+        record_read(txn, snap, condition, candidates)
+        txn.remove_files(remove_actions(victims))
+        txn.add_files(adds)
+        txn.commit("UPDATE", {"predicate": json.dumps([str(condition)] if condition is not None else [])},
+                   metrics={"numRemovedFiles": victims.num_rows, "numAddedFiles": len(adds),
+                            "numUpdatedRows": updated_rows,
+                            "numCopiedRows": sum(stat_rows(a) for a in adds) - updated_rows})
+    except BaseException:
+        delete_files(rw.storage, written)
+        raise
+
+
+def refuse_identity_updates(snap: Snapshot, exprs: Mapping[str, Any], what: str) -> None:
+    """Identity columns that generate their values cannot be set by DML (as in delta-spark)."""
+    for col in identity_columns(snap.schema):
+        if col.name in exprs and not col.allow_explicit_insert:
+            raise ValueError(f"{what}: cannot set identity column {col.name}: the table generates its "
+                             "values (delta.identity.allowExplicitInsert=false)")
+
+
+def _extra_field(name: str, type_name: str, mode: str):
+    """A column beyond the table schema written to files as ``name`` (physical)."""
+    from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, PrimitiveType
+    from delta_pyds.protocol.schema import StructField as DeltaField
+    return DeltaField(name, PrimitiveType(type_name), True,
+                      {COLUMN_MAPPING_PHYSICAL_NAME: name} if mode != "none" else {})

@@ -1,0 +1,423 @@
+"""MERGE: ``DeltaMergeBuilder``, the clauses of ``DeltaTable.merge`` and their execution
+(copy-on-write).
+
+Guarantees (as delta-spark's MERGE):
+
+* clauses apply in order within each kind, the first whose condition holds winning:
+  ``whenMatched*`` for target rows with a source match, ``whenNotMatched*`` (by target)
+  for source rows without one, ``whenNotMatchedBySource*`` for target rows without one;
+* a target row matched by several source rows is an error
+  (``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE``) unless the only matched
+  clause is an unconditional ``whenMatchedDelete()``;
+* only files holding a row some clause changes are rewritten (row ids kept on tracked
+  tables; changed rows take the commit's version); inserted rows go to new files;
+* identity columns the table generates cannot be updated; inserts without a value for
+  an identity column get generated values (unique, beyond the high-water mark, which the
+  commit moves); explicit values only with ``delta.identity.allowExplicitInsert``;
+* on tables with the change data feed the commit carries change data files (inserts,
+  deletes, update pre/post images);
+* one commit from the version read, reading every target file (a concurrent remove of
+  one conflicts) and the partitions the condition's target-side partition conjuncts
+  select; written files are deleted if the commit fails; returns delta-spark's metrics
+  as a one-row DataFrame (None when nothing changes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from delta_pyds.cdf.plan import CHANGE_TYPE
+from delta_pyds.errors import DeltaError
+from delta_pyds.operations.read_set import record_read
+from delta_pyds.operations.row_tracking import row_tracking_columns
+from delta_pyds.protocol.identity import identity_columns, with_high_water_marks
+from delta_pyds.spark.tables.dml import (
+    SCAN_FILE,
+    SCAN_ROW,
+    SCAN_ROW_ID,
+    SCAN_ROW_VERSION,
+    TableRewriter,
+    refuse_identity_updates,
+)
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.transaction.file_actions import rows_for_paths
+
+DEFAULT_TARGET_ALIAS = "__pydelta_target"
+_ACTION = "__pydelta_action"
+_SRC = "__pydelta_src"
+
+
+@dataclass
+class _MergeScope:
+    """What the steps of one MERGE execution share: the snapshot read, the target's
+    columns and scan, the source, the join condition and the target-side clauses."""
+    snap: Snapshot
+    tracking: tuple[str, str] | None
+    identities: dict
+    generated_always: set
+    target_schema: Any  # Spark StructType of the target's columns
+    src: Any  # the source DataFrame, with a non-null __pydelta_src column
+    src_cols: dict  # lowercase -> source column name
+    talias: str
+    target: Any  # the target's scan, aliased
+    cond: Any  # the join condition
+    clauses: list  # (kind, condition, set, on_match): matched ones, then not-matched-by-source ones
+    delete_all_matched: bool
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.target_schema.fields]
+
+    def target_name(self, k: str) -> str:
+        lowered = {n.lower(): n for n in self.names}
+        k2 = k.split(".")[-1] if k.lower() not in lowered else k
+        if k2.lower() not in lowered:
+            raise ValueError(f"merge: {k} is not a column of the table; columns: {', '.join(self.names)}")
+        return lowered[k2.lower()]
+
+    def source_col(self, n: str):
+        if n.lower() not in self.src_cols:
+            raise ValueError(f"merge: updateAll/insertAll needs column {n} in the source")
+        return self.src[self.src_cols[n.lower()]]
+
+    def tcol(self) -> dict:
+        from pyspark.sql import functions as F
+        return {n: F.col(f"`{self.talias}`.`{n}`") for n in self.names}
+
+    def tfile(self):
+        from pyspark.sql import functions as F
+        return F.col(f"`{self.talias}`.{SCAN_FILE}")
+
+
+def _expr(e):
+    from pyspark.sql import functions as F
+    return F.expr(e) if isinstance(e, str) else e
+
+
+class DeltaMergeBuilder:
+    """Clauses of a MERGE, applied in order within each kind (the first whose condition
+    holds wins), as in delta-spark: ``whenMatched*`` for target rows with a source match,
+    ``whenNotMatched*`` (by target) for source rows without one, ``whenNotMatchedBySource*``
+    for target rows without one. A target row matched by several source rows is an error
+    (``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE``) unless the only matched
+    clause is an unconditional ``whenMatchedDelete()``, as in delta-spark.
+    Only files holding a row some clause changes are rewritten; on tables with the change
+    data feed the commit carries change data files (inserts, deletes, update pre/post
+    images). Made by ``DeltaTable.merge``."""
+
+    def __init__(self, rewriter: TableRewriter, source, condition, *, target_alias: str | None = None):
+        self._rewriter, self._source, self._condition = rewriter, source, condition
+        self._target_alias = target_alias
+        self._matched: list = []  # (kind, condition, set) kind: update | delete
+        self._not_matched: list = []  # (condition, values)
+        self._not_matched_by_source: list = []  # (kind, condition, set)
+
+    # -------------------------------------------------------------------- clauses
+    def whenNotMatchedBySourceUpdate(self, condition=None,
+                                     set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+        """Updates target rows no source row matches (``set`` may use target columns only)."""
+        if not set:
+            raise ValueError("whenNotMatchedBySourceUpdate: set must name at least one column")
+        self._not_matched_by_source.append(("update", condition, dict(set)))
+        return self
+
+    def whenNotMatchedBySourceDelete(self, condition=None) -> DeltaMergeBuilder:
+        """Deletes target rows no source row matches."""
+        self._not_matched_by_source.append(("delete", condition, None))
+        return self
+
+    def whenMatchedUpdate(self, condition=None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+        if not set:
+            raise ValueError("whenMatchedUpdate: set must name at least one column")
+        self._matched.append(("update", condition, dict(set)))
+        return self
+
+    def whenMatchedUpdateAll(self, condition=None) -> DeltaMergeBuilder:
+        self._matched.append(("update", condition, None))
+        return self
+
+    def whenMatchedDelete(self, condition=None) -> DeltaMergeBuilder:
+        self._matched.append(("delete", condition, None))
+        return self
+
+    def whenNotMatchedInsert(self, condition=None, values: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+        if not values:
+            raise ValueError("whenNotMatchedInsert: values must name at least one column")
+        self._not_matched.append((condition, dict(values)))
+        return self
+
+    def whenNotMatchedInsertAll(self, condition=None) -> DeltaMergeBuilder:
+        self._not_matched.append((condition, None))
+        return self
+
+    # ------------------------------------------------------------------ execution
+    def execute(self):
+        """Runs the MERGE in one commit; returns its metrics as a one-row DataFrame, or
+        None when no row changes."""
+        if not self._matched and not self._not_matched and not self._not_matched_by_source:
+            raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or "
+                             "whenNotMatchedBySource* clause")
+        scope = self._scope(self._rewriter.dml_snapshot())
+        metrics: dict[str, int] = {"numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0,
+                                   "numTargetRowsInserted": 0, "numTargetRowsMatchedUpdated": 0,
+                                   "numTargetRowsMatchedDeleted": 0, "numTargetRowsNotMatchedBySourceUpdated": 0,
+                                   "numTargetRowsNotMatchedBySourceDeleted": 0, "numTargetFilesRemoved": 0,
+                                   "numTargetFilesAdded": 0}
+        parts: list = []  # DataFrames of the rows to write
+        changes: list = []  # DataFrames of change data rows
+        touched: list = []
+        marks: dict = {}
+        action = None
+        if scope.clauses:
+            self._check_unique_matches(scope)
+            action = self._target_action(scope)
+            touched = self._touched_files(scope, action)
+        if touched:
+            self._apply_target_clauses(scope, action, touched, metrics, parts, changes)
+        if self._not_matched:
+            marks = self._insert_rows(scope, metrics, parts, changes)
+        if not touched and not metrics["numTargetRowsInserted"]:
+            return None
+        self._write_and_commit(scope, parts, changes, touched, marks, metrics)
+        spark = self._rewriter.spark
+        return spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
+
+    def _scope(self, snap: Snapshot) -> _MergeScope:
+        """Plans the clauses against the snapshot read; refuses updates of identity
+        columns the table generates and unknown columns in update sets."""
+        from pyspark.sql import functions as F
+
+        from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
+        identities = {c.name: c for c in identity_columns(snap.schema)}
+        talias = self._target_alias or DEFAULT_TARGET_ALIAS
+        # delta-spark allows several source rows to match one target row only when the one
+        # matched clause is an unconditional delete (every such pair deletes the same row)
+        scope = _MergeScope(
+            snap=snap, tracking=row_tracking_columns(snap), identities=identities,
+            generated_always={n for n, c in identities.items() if not c.allow_explicit_insert},
+            target_schema=to_spark_schema(drop_void(snap.schema)), src=None, src_cols={}, talias=talias,
+            target=None, cond=None,
+            clauses=[(k, c, st, True) for k, c, st in self._matched]
+            + [(k, c, st, False) for k, c, st in self._not_matched_by_source],
+            delete_all_matched=len(self._matched) == 1 and self._matched[0][:2] == ("delete", None))
+        for _, _, sets in list(self._matched) + list(self._not_matched_by_source):
+            if sets is not None:
+                refuse_identity_updates(snap, {scope.target_name(k): v for k, v in sets.items()}, "merge")
+        scope.src = self._source.withColumn(_SRC, F.lit(True))
+        scope.src_cols = {c.lower(): c for c in self._source.columns}
+        scope.target = self._rewriter.scan(snap, snap.files).alias(talias)
+        scope.cond = _expr(self._condition)
+        return scope
+
+    def _check_unique_matches(self, scope: _MergeScope) -> None:
+        """Refuses a source where several rows match one target row, unless the only
+        matched clause is an unconditional delete."""
+        from pyspark.sql import functions as F
+        if scope.delete_all_matched:
+            return
+        dup = scope.target.join(scope.src, scope.cond, "inner") \
+            .groupBy(scope.tfile(), F.col(f"`{scope.talias}`.{SCAN_ROW}")) \
+            .count().where("count > 1").limit(1).collect()
+        if dup:
+            raise DeltaError(
+                "merge: several source rows matched the same target row and could change it in "
+                "conflicting ways (delta-spark: DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_"
+                "MERGE); deduplicate the source, or make the only whenMatched clause an "
+                "unconditional whenMatchedDelete()")
+
+    def _target_action(self, scope: _MergeScope):
+        """A Spark column over the joined rows: 1 + the index of the first target-side
+        clause that applies, 0 when none does."""
+        from pyspark.sql import functions as F
+        matched = F.col(_SRC).isNotNull()
+        action = F.lit(0)
+        for i in reversed(range(len(scope.clauses))):
+            _, c, _, on_match = scope.clauses[i]
+            base = matched if on_match else ~matched
+            hit = base if c is None else (base & F.coalesce(_expr(c), F.lit(False)))
+            action = F.when(hit, F.lit(i + 1)).otherwise(action)
+        return action
+
+    def _touched_files(self, scope: _MergeScope, action) -> list:
+        """The target files holding a row some target-side clause changes."""
+        how = "left" if self._not_matched_by_source else "inner"
+        acted = scope.target.join(scope.src, scope.cond, how).withColumn(_ACTION, action)
+        return [r[0] for r in acted.where(f"{_ACTION} > 0").select(scope.tfile()).distinct().collect()]
+
+    def _apply_target_clauses(self, scope: _MergeScope, action, touched: list, metrics: dict,
+                              parts: list, changes: list) -> None:
+        """The rows of the touched files after the target-side clauses (appended to
+        ``parts``), their change data (to ``changes``) and counts (into ``metrics``)."""
+        from pyspark.sql import functions as F
+        clauses, tracking = scope.clauses, scope.tracking
+        joined = scope.target.where(scope.tfile().isin(touched)).join(scope.src, scope.cond, "left") \
+            .withColumn(_ACTION, action)
+        if scope.delete_all_matched:  # one row per target row, however many source rows matched it
+            joined = joined.dropDuplicates([SCAN_FILE, SCAN_ROW])
+        tcol = scope.tcol()
+        cols = []
+        for f in scope.target_schema.fields:
+            value = tcol[f.name]
+            for i in reversed(range(len(clauses))):
+                kind, _, sets, on_match = clauses[i]
+                if kind != "update":
+                    continue
+                if sets is None:
+                    if f.name in scope.generated_always or \
+                            (f.name in scope.identities and f.name.lower() not in scope.src_cols):
+                        continue  # updateAll keeps the values the table generated
+                    new = scope.source_col(f.name)
+                else:
+                    given = {scope.target_name(k): v for k, v in sets.items()}
+                    if f.name not in given:
+                        continue
+                    new = _expr(given[f.name])
+                value = F.when(F.col(_ACTION) == i + 1, new).otherwise(value)
+            cols.append(value.cast(f.dataType).alias(f.name))
+        deletes = [i + 1 for i, c in enumerate(clauses) if c[0] == "delete"]
+        updates = [i + 1 for i, c in enumerate(clauses) if c[0] == "update"]
+        counts = {r[0]: r[1] for r in joined.groupBy(_ACTION).count().collect()}
+        for i, (kind, _, _, on_match) in enumerate(clauses):
+            key = ("numTargetRowsMatched" if on_match else "numTargetRowsNotMatchedBySource") + \
+                ("Deleted" if kind == "delete" else "Updated")
+            metrics[key] += counts.get(i + 1, 0)
+            metrics["numTargetRowsDeleted" if kind == "delete" else "numTargetRowsUpdated"] += counts.get(i + 1, 0)
+        kept = joined.where(~F.col(_ACTION).isin(deletes)) if deletes else joined
+        if tracking:  # row ids kept; updated rows take the commit's version
+            parts.append(kept.select(*cols, F.col(SCAN_ROW_ID).alias(tracking[0]), F.when(
+                F.col(_ACTION).isin(updates), F.lit(None).cast("long"))
+                .otherwise(F.col(SCAN_ROW_VERSION)).alias(tracking[1])))
+        else:
+            parts.append(kept.select(*cols))
+        if updates:
+            upd = joined.where(F.col(_ACTION).isin(updates))
+            changes.append(upd.select(*tcol.values(), F.lit("update_preimage").alias(CHANGE_TYPE)))
+            changes.append(upd.select(*cols, F.lit("update_postimage").alias(CHANGE_TYPE)))
+        if deletes:
+            changes.append(joined.where(F.col(_ACTION).isin(deletes))
+                           .select(*tcol.values(), F.lit("delete").alias(CHANGE_TYPE)))
+
+    def _insert_rows(self, scope: _MergeScope, metrics: dict, parts: list, changes: list) -> dict:
+        """The source rows no target row matches, after the insert clauses (appended to
+        ``parts`` and ``changes``, counted into ``metrics``); returns the identity
+        high-water marks they need."""
+        from pyspark.sql import functions as F
+        anti = scope.src.join(scope.target, scope.cond, "left_anti")
+        action = F.lit(0)
+        for i in reversed(range(len(self._not_matched))):
+            c, _ = self._not_matched[i]
+            hit = F.lit(True) if c is None else F.coalesce(_expr(c), F.lit(False))
+            action = F.when(hit, F.lit(i + 1)).otherwise(action)
+        anti = anti.withColumn(_ACTION, action).where(f"{_ACTION} > 0")
+        cols = []
+        for f in scope.target_schema.fields:
+            value = F.lit(None)
+            for i in reversed(range(len(self._not_matched))):
+                _, values = self._not_matched[i]
+                if values is None:
+                    if f.name in scope.identities and f.name.lower() not in scope.src_cols:
+                        continue  # generated below
+                    new = scope.source_col(f.name)
+                else:
+                    given = {scope.target_name(k): v for k, v in values.items()}
+                    if f.name not in given:
+                        continue
+                    new = _expr(given[f.name])
+                value = F.when(F.col(_ACTION) == i + 1, new).otherwise(value)
+            cols.append(value.cast(f.dataType).alias(f.name))
+        inserts = anti.select(*cols)
+        marks: dict = {}
+        if scope.identities:
+            inserts, marks = self._generate_identity(inserts, scope.identities, scope.src_cols, scope.target_name)
+        metrics["numTargetRowsInserted"] = inserts.count()
+        if metrics["numTargetRowsInserted"]:
+            parts.append(inserts.select("*", *[F.lit(None).cast("long").alias(n) for n in scope.tracking or ()]))
+            changes.append(inserts.withColumn(CHANGE_TYPE, F.lit("insert")))
+        return marks
+
+    def _write_and_commit(self, scope: _MergeScope, parts: list, changes: list, touched: list, marks: dict,
+                          metrics: dict) -> None:
+        """Writes the new files (and change data files) and commits them with the removal
+        of the touched files; deletes what it wrote if the commit fails."""
+        from delta_pyds.table.state import file_actions
+        from delta_pyds.transaction.commit import (
+            Transaction,
+            delete_files,
+            remove_actions,
+        )
+        rw, snap = self._rewriter, scope.snap
+        out = parts[0]
+        for p in parts[1:]:
+            out = out.unionByName(p)
+        adds = rw.rewrite(out, rw.write_spec(snap, row_tracking=True), True)
+        written = list(adds)
+        txn = Transaction(rw.storage, snap)
+        marked = with_high_water_marks(snap.schema, marks)
+        if marked is not None:
+            txn.update_metadata(replace(snap.metadata, schema_string=marked.json()))
+        try:
+            if rw.writes_changes(snap) and changes:
+                change_df = changes[0]
+                for c in changes[1:]:
+                    change_df = change_df.unionByName(c)
+                cdcs = rw.write_changes(snap, change_df)
+                written += cdcs
+                txn.add_cdc_files(cdcs)
+            victims = rows_for_paths(file_actions(snap).active, touched)
+            record_read(txn, snap, self._condition, snap.files, alias=scope.talias)
+            txn.remove_files(remove_actions(victims))
+            txn.add_files(adds)
+            metrics.update(numTargetFilesRemoved=victims.num_rows, numTargetFilesAdded=len(adds))
+            txn.commit("MERGE", {"predicate": json.dumps([str(self._condition)]),
+                                 "matchedPredicates": json.dumps([{"actionType": k} for k, _, _ in self._matched]),
+                                 "notMatchedPredicates": json.dumps([{"actionType": "insert"}
+                                                                     for _ in self._not_matched]),
+                                 "notMatchedBySourcePredicates": json.dumps([{"actionType": k}
+                                                                             for k, _, _ in
+                                                                             self._not_matched_by_source])},
+                       metrics=metrics)
+        except BaseException:
+            delete_files(rw.storage, written)
+            raise
+
+    def _generate_identity(self, inserts, identities: dict, src_cols: dict, target_name):
+        """Inserted rows with values generated for the identity columns no insert clause
+        sets (the same numbering as :mod:`delta_pyds.protocol.identity`: ``monotonically_increasing_id``
+        spaces partitions by 2**33), pinned with a local checkpoint so the data and change
+        files see the same values; returns them and the extreme value per column."""
+        from pyspark.sql import functions as F
+        generate = []
+        for name, col in identities.items():
+            gives = [(name.lower() in src_cols) if values is None
+                     else name in {target_name(k) for k in values} for _, values in self._not_matched]
+            if not any(gives):
+                generate.append(col)
+            elif not all(gives):
+                raise ValueError(f"merge: some insert clauses set identity column {name} and others do "
+                                 "not; set it in all of them or in none (then the table generates it)")
+            elif not col.allow_explicit_insert:
+                raise ValueError(f"merge: cannot insert values into identity column {name}: the table "
+                                 "generates them (delta.identity.allowExplicitInsert=false); leave it out "
+                                 "of the insert clauses (insertAll with a source without the column)")
+        if not generate:
+            return inserts, {}
+        k = "__pydelta_identity_k"
+        out = inserts.withColumn(k, F.monotonically_increasing_id())
+        for col in generate:
+            dtype = dict(out.dtypes)[col.name]
+            out = out.withColumn(col.name, ((F.lit(col.first_k) + F.col(k)) * F.lit(col.step)
+                                            + F.lit(col.start)).cast(dtype))
+        out = out.localCheckpoint()
+        top = out.agg(F.max(k)).collect()[0][0]
+        if top is None:
+            return out.drop(k), {}
+        marks = {}
+        for col in generate:  # the largest k holds the extreme value
+            last = col.value(col.first_k + top)
+            if not -(1 << 63) <= last < (1 << 63):
+                raise ValueError(f"merge: identity column {col.name} would overflow a long ({last})")
+            marks[col.name] = last
+        return out.drop(k), marks

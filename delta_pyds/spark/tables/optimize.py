@@ -1,0 +1,182 @@
+"""OPTIMIZE: ``DeltaOptimizeBuilder`` (``DeltaTable.optimize()``): compaction, Z-order and
+clustering of the rows it rewrites.
+
+Guarantees:
+
+* ``executeCompaction()`` bin-packs small files per partition into files of about the
+  target size (plan: :mod:`delta_pyds.operations.optimize`); on a clustered table the
+  rewritten rows are sorted by the clustering columns (their Z-order code when all are
+  numeric, date or timestamp);
+* ``executeZOrderBy(cols)`` rewrites every file of each selected partition with its rows
+  along a Z-order curve of ``cols`` (each bucketed into 256 approximate quantiles);
+* one Spark task per bin; the rewrite has ``dataChange=false``, applies deletion vectors
+  (rewritten files have none) and keeps row ids and commit versions on tracked tables;
+* one ``OPTIMIZE`` commit from the version read (a concurrent blind append does not
+  conflict; a concurrent change to a rewritten file does); written files are deleted if
+  the commit fails; returns delta-spark's metrics as a one-row DataFrame.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from delta_pyds.operations.optimize import (
+    DEFAULT_TARGET_FILE_SIZE,
+    compaction_bins,
+    in_partitions,
+    zorder_columns,
+)
+from delta_pyds.spark.tables.dml import SCAN_FILE, TableRewriter
+from delta_pyds.transaction.file_actions import sum_size
+
+
+class DeltaOptimizeBuilder:
+    """``DeltaTable.optimize()``: ``.where(partition filter)``, ``.option("targetFileSize", n)``,
+    then ``.executeCompaction()``."""
+
+    def __init__(self, rewriter: TableRewriter):
+        self._rewriter = rewriter
+        self._where: str | None = None
+        self._target = DEFAULT_TARGET_FILE_SIZE
+        self._min_files = 2
+
+    def where(self, partitionFilter: str) -> DeltaOptimizeBuilder:
+        self._where = partitionFilter
+        return self
+
+    def option(self, key: str, value) -> DeltaOptimizeBuilder:
+        if key.lower() in ("targetfilesize", "maxfilesize"):
+            self._target = int(value)
+            if self._target <= 0:
+                raise ValueError("targetFileSize must be > 0")
+        else:
+            raise ValueError(f"optimize: unknown option {key!r} (known: targetFileSize)")
+        return self
+
+    def executeCompaction(self):
+        """Bin-packs files smaller than the target size, per partition, into files of
+        about the target size; returns a one-row metrics DataFrame."""
+        return self._execute(None)
+
+    def executeZOrderBy(self, *cols):
+        """Rewrites every file of each (selected) partition with its rows clustered along a
+        Z-order curve of ``cols`` (numeric, date or timestamp columns; each is bucketed into
+        256 approximate quantiles), into files of about the target size."""
+        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+            cols = tuple(cols[0])
+        if not cols or len(cols) > 7:
+            raise ValueError("executeZOrderBy: give 1 to 7 columns")
+        return self._execute(list(cols))
+
+    def _execute(self, zorder):
+        from delta_pyds.protocol.clustering import table_clustering
+        from delta_pyds.table.state import file_actions
+        from delta_pyds.transaction.commit import (
+            Transaction,
+            delete_files,
+            remove_actions,
+        )
+        rw = self._rewriter
+        snap = rw.dml_snapshot()
+        active = file_actions(snap).active
+        files = snap.files
+        clustered = table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode)
+        if zorder:
+            zorder = zorder_columns(snap, zorder, clustered=clustered)
+        if self._where:
+            active = in_partitions(active, snap, self._where)
+        bins = compaction_bins(active, target_size=self._target, min_files=self._min_files,
+                               every_file=bool(zorder))
+        chosen = sorted(i for b in bins for i in b)
+        metrics = {"numFilesAdded": 0, "numFilesRemoved": 0, "filesAdded_totalSize": 0,
+                   "filesRemoved_totalSize": 0, "numBatches": len(bins)}
+        if not chosen:
+            return rw.spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
+        victims = active.take(pa.array(chosen, pa.int64()))
+        victim_paths = set(victims.column("path").to_pylist())
+        sel = [p in victim_paths for p in files.column("path").to_pylist()]
+        scan_files = files.filter(pa.array(sel, pa.bool_()))
+        adds = rw.rewrite(self._binned_rows(snap, active, scan_files, bins, zorder, clustered),
+                          rw.write_spec(snap, target_file_size=self._target, row_tracking=True), False)
+        removes = remove_actions(victims, data_change=False)
+        txn = Transaction(rw.storage, snap)
+        txn.remove_files(removes)
+        txn.add_files(adds)
+        metrics.update(numFilesAdded=len(adds), numFilesRemoved=len(removes),
+                       filesAdded_totalSize=sum(int(a["size"]) for a in adds),
+                       filesRemoved_totalSize=sum_size(victims))
+        try:
+            txn.commit("OPTIMIZE", {"predicate": json.dumps([self._where] if self._where else []),
+                                    "zOrderBy": json.dumps(zorder or []),
+                                    **({"clusterBy": json.dumps([".".join(p) for p in clustered])}
+                                       if clustered else {}),
+                                    "targetFileSize": str(self._target)}, metrics=metrics)
+        except BaseException:
+            delete_files(rw.storage, adds)
+            raise
+        return rw.spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
+
+    def _binned_rows(self, snap, active: pa.Table, scan_files: pa.Table, bins: list, zorder, clustered):
+        """The rows of the files to rewrite, one Spark partition per bin, sorted along the
+        Z-order or clustering key; table columns (+ row ids and commit versions, kept)."""
+        from pyspark.sql import functions as F
+        rw = self._rewriter
+        # one Spark task per bin: route each file's rows to its bin's task
+        bin_of = {active.column("path")[i].as_py(): b for b, members in enumerate(bins)
+                  for i in members}
+        mapping = rw.spark.createDataFrame(list(bin_of.items()), f"{SCAN_FILE} string, __bin int")
+        df = rw.scan(snap, scan_files).join(F.broadcast(mapping), SCAN_FILE).repartition(len(bins), "__bin")
+        if zorder:
+            df = df.withColumn("__z", zorder_key(df, zorder)).sortWithinPartitions("__bin", "__z").drop("__z")
+        elif clustered:
+            df = df.withColumn("__z", cluster_key(df, clustered)).sortWithinPartitions("__bin", "__z")\
+                .drop("__z")
+        return rw.tracked(snap, df)  # table columns (+ row ids and commit versions, kept)
+
+
+def cluster_key(df, paths):
+    """A sort key clustering rows by the clustering columns: their Z-order code when
+    every column is numeric, date or timestamp, else the columns themselves in order."""
+    from pyspark.sql import functions as F
+    if all(len(p) == 1 for p in paths):
+        types = dict(df.dtypes)
+        if all(types.get(p[0], "") in ("tinyint", "smallint", "int", "bigint", "float", "double", "date",
+                                       "timestamp", "timestamp_ntz") or types.get(p[0], "").startswith("decimal")
+               for p in paths):
+            return zorder_key(df, [p[0] for p in paths])
+    return F.struct(*[F.col(".".join(f"`{x}`" for x in p)) for p in paths])
+
+
+def zorder_key(df, cols, bits: int = 8):
+    """A Spark column: the Morton (bit-interleaved) code of each column's approximate
+    quantile bucket (``2**bits`` buckets; nulls in bucket 0)."""
+    from pyspark.sql import functions as F
+    n = 1 << bits
+    types = dict(df.dtypes)
+    values = [_as_double(c, types.get(c, "")) for c in cols]
+    probe = df.select(*[v.alias(f"__q{i}") for i, v in enumerate(values)])
+    quantiles = probe.approxQuantile([f"__q{i}" for i in range(len(cols))],
+                                     [j / n for j in range(1, n)], 0.001)
+    buckets = []
+    for v, bounds in zip(values, quantiles):
+        bounds = sorted({b for b in bounds if b is not None})
+        b = F.lit(0)
+        for x in bounds:
+            b = b + F.when(v > F.lit(x), 1).otherwise(0)
+        buckets.append(F.coalesce(b, F.lit(0)).cast("long"))
+    k = len(cols)
+    key = F.lit(0).cast("long")
+    for bit in range(bits):
+        for i, b in enumerate(buckets):
+            key = key + F.shiftleft(F.shiftright(b, bit).bitwiseAND(F.lit(1)), bit * k + i)
+    return key
+
+
+def _as_double(c, spark_type: str):
+    from pyspark.sql import functions as F
+    col = F.col(f"`{c}`")
+    if spark_type in ("date", "timestamp", "timestamp_ntz"):
+        return F.unix_micros(col.cast("timestamp")).cast("double")
+    return col.cast("double")
