@@ -11,6 +11,7 @@ any unreadable file raises :class:`CorruptCheckpointError` naming it.
 from __future__ import annotations
 
 import posixpath
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -71,12 +72,12 @@ class CheckpointReader:
             raise CorruptCheckpointError(f"checkpoint file {path} cannot be read: {exc}") from None
 
     # ------------------------------------------------------------------ table state
-    def state_actions(self) -> list[dict]:
+    def state_actions(self) -> list[dict[str, Any]]:
         """protocol, metaData, txn and domainMetadata actions as dicts."""
         if self.is_json:
             return parse_special_lines(self._json_bytes(), [b'"protocol"', b'"metaData"', b'"txn"',
                                                             b'"domainMetadata"'], source=self.parts[0].path)
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         for part in self.parts:
             table = self._read_columns(part.path, ["protocol", "metaData", "txn", "domainMetadata"])
             for name in table.column_names:
@@ -133,10 +134,10 @@ class CheckpointReader:
             removes.append(r)
         return _concat(adds), _concat(removes)
 
-    def _parquet_file_actions(self, path: str, pcols: list[str]) -> tuple[pa.Table, pa.Table]:
+    def _parquet_file_actions(self, path: str, pcols: list[str]) -> tuple[pa.Table | None, pa.Table | None]:
         pf = self._parquet(path)
         schema = pf.schema_arrow
-        result = []
+        result: list[pa.Table | None] = []
         for action, fields in (("add", _ADD_FIELDS), ("remove", ("path", "deletionVector", "deletionTimestamp", "size", "dataChange"))):
             if action not in schema.names:
                 result.append(None)

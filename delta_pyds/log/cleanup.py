@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from delta_pyds.protocol import features
+from delta_pyds.protocol.actions import Protocol
 from delta_pyds.log.files import LOG_DIR, SIDECAR_DIR, LogFile
 from delta_pyds.log.segment import complete_checkpoints, list_log
 from delta_pyds.storage.store import Storage
@@ -99,7 +100,7 @@ def plan_cleanup(listing: list[LogFile], cutoff: int, up_to: int) -> tuple[int |
 
 
 def cleanup_expired_logs(storage: Storage, configuration: Mapping[str, str], *, up_to: int,
-                         protocol=None, now_ms: int | None = None, force: bool = False) -> CleanupResult:
+                         protocol: Protocol | None = None, now_ms: int | None = None, force: bool = False) -> CleanupResult:
     """Deletes the log files no retained version needs (see the module docstring).
 
     ``up_to`` is the newest checkpoint version the log may start at (the checkpoint the

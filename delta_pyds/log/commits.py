@@ -27,6 +27,7 @@ Guarantees:
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,9 +52,9 @@ class FileAction:
     kind: str  # "add" | "remove" | "cdc"
     path: str  # URI-decoded, relative to the table root or absolute
     size: int
-    partition_values: tuple  # serialized values (None = null), physical partition column order
+    partition_values: tuple[str | None, ...]  # serialized values (None = null), physical partition column order
     data_change: bool
-    deletion_vector: dict | None = None  # the log's descriptor (camelCase keys)
+    deletion_vector: dict[str, Any] | None = None  # the log's descriptor (camelCase keys)
     modification_time: int = 0
     base_row_id: int | None = None
     default_row_commit_version: int | None = None
@@ -67,7 +68,7 @@ class Commit:
     actions: list[FileAction] = field(default_factory=list)
     protocol: Protocol | None = None
     metadata: Metadata | None = None
-    commit_info: dict | None = None
+    commit_info: dict[str, Any] | None = None
 
     @property
     def adds(self) -> list[FileAction]:
@@ -129,7 +130,7 @@ class CommitLog:
                 f"(removed by log cleanup); the earliest commit still available is {earliest}")
         return f
 
-    def timestamp(self, version: int, commit_info: dict | None = None) -> int:
+    def timestamp(self, version: int, commit_info: dict[str, Any] | None = None) -> int:
         """Milliseconds: the in-commit timestamp if ``commit_info`` has one, else the
         monotonized modification time of the commit file."""
         if commit_info and commit_info.get("inCommitTimestamp") is not None:
@@ -186,7 +187,7 @@ class CommitLog:
 
 
 def parse_commit(data: bytes, *, version: int, metadata: Metadata | None, source: str = "",
-                 timestamp_of=None, root: str) -> Commit:
+                 timestamp_of: Callable[[dict[str, Any] | None], int] | None = None, root: str) -> Commit:
     """Parses the bytes of one commit file (see :meth:`CommitLog.read`); file action
     paths are canonical for the table at ``root`` (:func:`delta_pyds.protocol.paths.canonical`)."""
     commit = Commit(version=version, timestamp=0)
@@ -245,7 +246,7 @@ def _monotonized(mtimes: dict[int, int]) -> dict[int, int]:
     return out
 
 
-def _parse(value: Any, option: str, parse) -> int:
+def _parse(value: Any, option: str, parse: Callable[[Any], int]) -> int:
     try:
         return parse(value)
     except ValueError:

@@ -110,12 +110,12 @@ def _pairs(value: Any, path: list[str], out: list[tuple[bytes, str]]) -> None:
         out.append((joined.encode("utf-8"), f"{joined}={_scalar(value)}"))
 
 
-def canonicalize(obj: dict) -> str:
+def canonicalize(obj: dict[str, Any]) -> str:
     pairs: list[tuple[bytes, str]] = []
     _pairs({k: v for k, v in obj.items() if k != "checksum"}, [], pairs)
     pairs.sort(key=lambda p: p[0])
     return ",".join(p[1] for p in pairs)
 
 
-def last_checkpoint_checksum(obj: dict) -> str:
+def last_checkpoint_checksum(obj: dict[str, Any]) -> str:
     return hashlib.md5(canonicalize(obj).encode("utf-8")).hexdigest()

@@ -23,7 +23,7 @@ HISTORY_FIELDS = ("version", "timestamp", "operation", "operationParameters", "o
 
 
 def history(table: str | Storage, *, limit: int | None = None,
-            storage_options: dict | None = None) -> list[dict[str, Any]]:
+            storage_options: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Commit records, newest first (at most ``limit``)."""
     storage = table if isinstance(table, Storage) else Storage(table, storage_options)
     commits = sorted((f for f in list_log(storage) if f.kind == "commit"), key=lambda f: f.version)

@@ -11,6 +11,8 @@ snapshot's file table with the columns documented in ``FILE_COLUMNS``.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -101,7 +103,7 @@ def latest_per_key(keys: pa.Array, seq: np.ndarray) -> np.ndarray:
     return np.sort(order[last])
 
 
-def _stack(parts: list) -> pa.Array:
+def _stack(parts: list[pa.Array]) -> pa.Array:
     return pa.chunked_array(parts, type=pa.string()).combine_chunks() if len(parts) > 1 else parts[0]
 
 
@@ -122,17 +124,18 @@ def active_files(checkpoint_adds: pa.Table | None, commit_adds: pa.Table | None,
     parts = [t for t in (checkpoint_adds, commit_adds) if t is not None and t.num_rows]
     adds = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else (parts[0] if parts else None)
     n_adds = adds.num_rows if adds is not None else 0
-    keys, seqs = [], []
+    keys: list[pa.Array] = []
+    seqs: list[np.ndarray] = []
     if checkpoint_adds is not None and checkpoint_adds.num_rows:
         seqs.append(np.full(checkpoint_adds.num_rows, -1, dtype=np.int64))
     if commit_adds is not None and commit_adds.num_rows:
-        seqs.append(commit_adds_seq)
+        seqs.append(cast(np.ndarray, commit_adds_seq))  # given with commit adds
     if adds is not None:
         keys.append(file_keys(adds.column("path"), adds.column("deletion_vector")))
     if commit_removes is not None and commit_removes.num_rows:
         keys.append(file_keys(canonical_array(commit_removes.column("path"), root),
                               _column(commit_removes, "deletionVector")))
-        seqs.append(commit_removes_seq)
+        seqs.append(cast(np.ndarray, commit_removes_seq))  # given with commit removes
     if adds is None:
         return None
     winners = latest_per_key(_stack(keys), np.concatenate(seqs))
@@ -164,5 +167,5 @@ def tombstones(removes: list[tuple[pa.Table, np.ndarray]], adds: list[tuple[pa.T
     return table.take(pa.array(winners, pa.int64()))
 
 
-def _column(table: pa.Table, name: str):
+def _column(table: pa.Table, name: str) -> pa.ChunkedArray | None:
     return table.column(name) if name in table.column_names else None

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from delta_pyds.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
 from delta_pyds.log.files import LAST_CHECKPOINT, LOG_DIR, LogFile, last_checkpoint_checksum, parse_log_file_name
@@ -43,7 +43,7 @@ class LogSegment:
     replay_files: list[LogFile] = field(default_factory=list)
 
 
-def read_last_checkpoint(storage: Storage) -> dict | None:
+def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
     path = storage.join(LOG_DIR, LAST_CHECKPOINT)
     try:
         raw = storage.read_bytes(path)
@@ -162,10 +162,10 @@ def _with_compactions(commits: list[LogFile], compactions: list[LogFile]) -> lis
     out: list[LogFile] = []
     i = 0
     while i < len(commits):
-        c = best.get(commits[i].version)
-        if c is not None:
-            out.append(c)
-            i += c.version - c.start_version + 1
+        widest = best.get(commits[i].version)
+        if widest is not None:
+            out.append(widest)
+            i += widest.version - widest.start_version + 1
         else:
             out.append(commits[i])
             i += 1

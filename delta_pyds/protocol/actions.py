@@ -15,8 +15,9 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 import pyarrow as pa
 import pyarrow.json as pj
@@ -33,7 +34,12 @@ _ADD_OPTIONAL = [("stats", pa.string()), ("deletionVector", DV_TYPE), ("baseRowI
                  ("defaultRowCommitVersion", pa.int64())]
 
 
-def _present(fields, data):
+# what json_actions_schema knows about the bytes to parse: the bytes themselves, the set
+# of optional keys found in them, or nothing (None: every optional field)
+PresentKeys = bytes | bytearray | memoryview | AbstractSet[str] | None
+
+
+def _present(fields: Sequence[tuple[str, pa.DataType]], data: PresentKeys) -> list[tuple[str, pa.DataType]]:
     """Optional fields whose key occurs in ``data`` (all of them when data is None):
     parsing and null-filling absent fields costs more than a substring scan.
     ``data`` may also be a set of the keys known to be present."""
@@ -48,14 +54,14 @@ OPTIONAL_KEYS = ("stats", "deletionVector", "baseRowId", "defaultRowCommitVersio
                  "domainMetadata", "sidecar")
 
 
-def add_type(partition_struct: pa.StructType, data: bytes | None = None) -> pa.StructType:
+def add_type(partition_struct: pa.StructType, data: PresentKeys = None) -> pa.StructType:
     return pa.struct([
         ("path", pa.string()), ("partitionValues", partition_struct), ("size", pa.int64()),
         ("modificationTime", pa.int64()), ("dataChange", pa.bool_()),
     ] + _present(_ADD_OPTIONAL, data))
 
 
-def remove_type(partition_struct: pa.StructType, data: bytes | None = None) -> pa.StructType:
+def remove_type(partition_struct: pa.StructType, data: PresentKeys = None) -> pa.StructType:
     return pa.struct([
         ("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()),
         ("partitionValues", partition_struct), ("size", pa.int64()),
@@ -82,11 +88,12 @@ def json_actions_schema(physical_partition_columns: Sequence[str], data: bytes |
     """The Arrow schema file actions are parsed with; given the bytes to parse, actions
     and optional fields that do not occur in them are left out (always: add, remove)."""
     ps = partition_struct_type(physical_partition_columns)
+    present: PresentKeys = data
     if isinstance(data, (bytes, bytearray, memoryview)):  # scan the bytes once per key
-        data = {k for k in OPTIONAL_KEYS if f'"{k}"'.encode() in data}
-    fields = [("add", add_type(ps, data)), ("remove", remove_type(ps, data))]
+        present = {k for k in OPTIONAL_KEYS if f'"{k}"'.encode() in data}
+    fields = [("add", add_type(ps, present)), ("remove", remove_type(ps, present))]
     fields += _present([("cdc", cdc_type(ps)), ("txn", TXN_TYPE), ("domainMetadata", DOMAIN_TYPE),
-                        ("sidecar", SIDECAR_TYPE)], data)
+                        ("sidecar", SIDECAR_TYPE)], present)
     return pa.schema(fields)
 
 
@@ -107,7 +114,7 @@ class Protocol:
         wf = _string_list(d.get("writerFeatures"), "protocol action", "writerFeatures", source)
         return cls(rv, wv, rf, wf)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"minReaderVersion": self.min_reader_version,
                                "minWriterVersion": self.min_writer_version}
         if self.reader_features is not None:
@@ -144,14 +151,17 @@ class Metadata:
             return cls(
                 id=str(d["id"]), schema_string=d["schemaString"],
                 partition_columns=partition_columns or (),
-                configuration={str(k): (None if v is None else str(v)) for k, v in conf.items()},
+                # a null value (a Parquet map's null item) is kept as None (the readers of
+                # table properties, e.g. is_true, take it for an absent key)
+                configuration=cast("dict[str, str]",
+                                   {str(k): (None if v is None else str(v)) for k, v in conf.items()}),
                 name=d.get("name"), description=d.get("description"),
                 format_provider=fmt.get("provider") or "parquet", format_options=dict(options),
                 created_time=d.get("createdTime"))
         except (KeyError, TypeError, AttributeError):
             raise CorruptLogError(f"malformed metaData action{_in(source)}") from None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id}
         if self.name is not None:
             out["name"] = self.name
@@ -271,7 +281,7 @@ def _conform(value: Any, dtype: pa.DataType, source: str, line: int) -> Any:
     return value
 
 
-def parse_special_lines(data: bytes, keys: Sequence[bytes], *, source: str = "") -> list[dict]:
+def parse_special_lines(data: bytes, keys: Sequence[bytes], *, source: str = "") -> list[dict[str, Any]]:
     """The JSON objects of the lines that mention one of ``keys`` (protocol, metaData...)."""
     if not any(k in data for k in keys):
         return []
@@ -287,7 +297,7 @@ def parse_special_lines(data: bytes, keys: Sequence[bytes], *, source: str = "")
     return out
 
 
-def first_action(data: bytes, *, source: str = "") -> dict:
+def first_action(data: bytes, *, source: str = "") -> dict[str, Any]:
     line = data.split(b"\n", 1)[0]
     try:
         obj = json.loads(line)

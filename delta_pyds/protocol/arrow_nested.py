@@ -17,11 +17,12 @@ def struct_children(arr: pa.StructArray) -> list[pa.Array]:
     """The children of a struct array, aligned with it (``.field()`` ignores the parent's
     offset and validity; ``flatten()`` applies both)."""
     if arr.offset or arr.null_count:
-        return arr.flatten()
+        children: list[pa.Array] = arr.flatten()
+        return children
     return [arr.field(i) for i in range(arr.type.num_fields)]
 
 
-def _mask(arr: pa.Array):
+def _mask(arr: pa.Array) -> pa.Array | None:
     return arr.is_null() if arr.null_count else None
 
 
@@ -40,6 +41,6 @@ def rebuild_map(arr: pa.MapArray, keys: pa.Array, items: pa.Array, target: pa.Da
     return out if out.type == target else out.cast(target)
 
 
-def rebuild_struct(arr: pa.StructArray, children: list, target: pa.DataType) -> pa.Array:
+def rebuild_struct(arr: pa.StructArray, children: list[pa.Array], target: pa.DataType) -> pa.Array:
     """A struct array of ``target``'s fields with the given children and ``arr``'s nulls."""
     return pa.StructArray.from_arrays(children, fields=list(target), mask=_mask(arr))

@@ -15,9 +15,11 @@ serializes them for the domain. Nothing here needs Spark.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from delta_pyds.errors import SchemaError
-from delta_pyds.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
+from delta_pyds.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType
 
 CLUSTERING_DOMAIN = "delta.clustering"
 MAX_CLUSTERING_COLUMNS = 4
@@ -27,7 +29,7 @@ _ELIGIBLE = {"byte", "short", "integer", "long", "float", "double", "date", "tim
              "timestamp_ntz", "string"}
 
 
-def _eligible(dtype) -> bool:
+def _eligible(dtype: DataType) -> bool:
     return isinstance(dtype, DecimalType) or (isinstance(dtype, PrimitiveType) and dtype.name in _ELIGIBLE)
 
 
@@ -47,7 +49,8 @@ def parse_columns(raw: str) -> list[tuple[str, ...]]:
 
 
 def _field_path(schema: StructType, path: tuple[str, ...]) -> list[StructField] | None:
-    fields, dtype = [], schema
+    fields: list[StructField] = []
+    dtype: DataType = schema
     for part in path:
         if not isinstance(dtype, StructType):
             return None
@@ -59,7 +62,8 @@ def _field_path(schema: StructType, path: tuple[str, ...]) -> list[StructField] 
     return fields
 
 
-def resolve(schema: StructType, names, partition_columns=()) -> list[tuple[str, ...]]:
+def resolve(schema: StructType, names: Sequence[Sequence[str]],
+            partition_columns: Sequence[str] = ()) -> list[tuple[str, ...]]:
     """Logical paths (as the schema spells them) of the clustering columns ``names``
     (paths, as :func:`parse_columns` returns them)."""
     if partition_columns and names:
@@ -87,15 +91,16 @@ def resolve(schema: StructType, names, partition_columns=()) -> list[tuple[str, 
     return out
 
 
-def domain_config(schema: StructType, paths, mode: str) -> str:
+def domain_config(schema: StructType, paths: Sequence[tuple[str, ...]], mode: str) -> str:
     physical = []
     for path in paths:
-        fields = _field_path(schema, path)
+        fields = cast("list[StructField]", _field_path(schema, path))  # resolved: in the schema
         physical.append([f.physical_name(mode) for f in fields])
     return json.dumps({"clusteringColumns": physical}, separators=(",", ":"))
 
 
-def table_clustering(schema: StructType, domains: dict, mode: str) -> list[tuple[str, ...]] | None:
+def table_clustering(schema: StructType, domains: Mapping[str, Any],
+                     mode: str) -> list[tuple[str, ...]] | None:
     """The logical paths of a table's clustering columns, from its ``delta.clustering``
     domain (physical names mapped back through the schema); None when not clustered."""
     raw = domains.get(CLUSTERING_DOMAIN)
@@ -107,7 +112,8 @@ def table_clustering(schema: StructType, domains: dict, mode: str) -> list[tuple
         return None
     out = []
     for phys_path in physical:
-        dtype, logical = schema, []
+        dtype: DataType = schema
+        logical: list[str] = []
         for part in phys_path:
             match = None
             if isinstance(dtype, StructType):
@@ -121,5 +127,5 @@ def table_clustering(schema: StructType, domains: dict, mode: str) -> list[tuple
     return out
 
 
-def dotted(path) -> str:
+def dotted(path: Sequence[str]) -> str:
     return ".".join(f"`{p}`" if "." in p else p for p in path)

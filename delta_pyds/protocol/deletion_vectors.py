@@ -45,7 +45,7 @@ import re
 import uuid
 import zlib
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, Protocol, cast
 
 import numpy as np
 from pyroaring import BitMap64
@@ -79,6 +79,17 @@ _ROW_LIMIT = 2**63  # bucket keys must have a 0 most significant bit
 DEFAULT_MAX_DV_ROWS = 2**27
 _PREFIX_RE = re.compile(r"[A-Za-z0-9]*")
 
+class DVStorage(Protocol):
+    """What deletion vectors need of the table's storage
+    (:class:`delta_pyds.storage.store.Storage` has it)."""
+    root: str
+
+    def join(self, *parts: str) -> str: ...
+    def resolve(self, path: str) -> str: ...
+    def read_range(self, path: str, start: int, length: int) -> bytes: ...
+    def write_bytes(self, path: str, data: bytes) -> None: ...
+
+
 _Z85_ALPHABET = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 _Z85_CHARS = np.frombuffer(_Z85_ALPHABET, dtype=np.uint8)
 _Z85_VALUES = np.full(256, 255, dtype=np.uint8)
@@ -93,7 +104,8 @@ def z85_encode(data: bytes) -> str:
     data += b"\0" * (-len(data) % 4)
     words = np.frombuffer(data, dtype=">u4").astype(np.uint64)
     digits = (words[:, None] // _POWERS) % np.uint64(85)
-    return _Z85_CHARS[digits.astype(np.intp)].tobytes().decode("ascii")
+    text: str = _Z85_CHARS[digits.astype(np.intp)].tobytes().decode("ascii")
+    return text
 
 
 def z85_decode(text: str) -> bytes:
@@ -130,7 +142,8 @@ def z85_decode(text: str) -> bytes:
         i = int(over[0]) * 5
         raise DeletionVectorError(
             f"not valid Z85: group {text[i:i + 5]!r} at position {i} overflows 32 bits: {text!r}")
-    return values.astype(">u4").tobytes() + tail
+    decoded: bytes = values.astype(">u4").tobytes() + tail
+    return decoded
 
 
 def _encode_uuid(value: uuid.UUID) -> str:
@@ -155,7 +168,7 @@ class DeletionVectorDescriptor:
     size_in_bytes: int  # bitmap bytes incl. magic (before Z85 for inline DVs)
     cardinality: int  # number of deleted rows
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.storage_type not in ("u", "p", "i"):
             raise DeletionVectorError(f"unknown deletion vector storageType {self.storage_type!r}")
         if not isinstance(self.path_or_inline_dv, str) or not self.path_or_inline_dv:
@@ -166,7 +179,7 @@ class DeletionVectorDescriptor:
                 raise DeletionVectorError(f"deletion vector {name} must be a non-negative int: {self!r}")
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "DeletionVectorDescriptor":
+    def from_dict(cls, d: Mapping[str, Any]) -> "DeletionVectorDescriptor":
         """From the log's camelCase mapping; ``offset`` may be missing or None."""
         try:
             offset = d.get("offset")
@@ -182,9 +195,9 @@ class DeletionVectorDescriptor:
         except (TypeError, ValueError) as exc:
             raise DeletionVectorError(f"malformed deletion vector descriptor {dict(d)!r}: {exc}") from None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The log's camelCase form (``offset`` left out when None, as the protocol says)."""
-        out = {"storageType": self.storage_type, "pathOrInlineDv": self.path_or_inline_dv}
+        out: dict[str, Any] = {"storageType": self.storage_type, "pathOrInlineDv": self.path_or_inline_dv}
         if self.offset is not None:
             out["offset"] = self.offset
         out["sizeInBytes"] = self.size_in_bytes
@@ -197,7 +210,7 @@ class DeletionVectorDescriptor:
         base = self.storage_type + self.path_or_inline_dv
         return base if self.offset is None else f"{base}@{self.offset}"
 
-    def absolute_path(self, storage) -> str | None:
+    def absolute_path(self, storage: DVStorage) -> str | None:
         """The DV file's filesystem path (None for an inline DV)."""
         if self.storage_type == "i":
             return None
@@ -222,7 +235,7 @@ class DeletionVectorDescriptor:
 
 
 # -- reading --------------------------------------------------------------------------
-def load_deleted_rows(storage, descriptor: DeletionVectorDescriptor | Mapping, *,
+def load_deleted_rows(storage: DVStorage | None, descriptor: DeletionVectorDescriptor | Mapping[str, Any], *,
                       max_rows: int | None = None) -> np.ndarray:
     """The sorted deleted row indexes (``numpy.uint64``) of one DV, fully verified.
 
@@ -239,9 +252,11 @@ def load_deleted_rows(storage, descriptor: DeletionVectorDescriptor | Mapping, *
         where = f"inline deletion vector {_shorten(descriptor.path_or_inline_dv)!r}"
         data = _inline_bytes(descriptor, where)
     else:
-        path = descriptor.absolute_path(storage)
+        # storage_type 'u' or 'p': a stored DV, which needs the storage and has a path
+        stored = cast(DVStorage, storage)
+        path = cast(str, descriptor.absolute_path(stored))
         where = f"deletion vector {path} (offset {descriptor.offset})"
-        data = _read_framed(storage, path, descriptor, where)
+        data = _read_framed(stored, path, descriptor, where)
     bitmap = _deserialize_bitmap(data, where)
     count = len(bitmap)  # roaring keeps per-container cardinalities: nothing is expanded
     if count != descriptor.cardinality:
@@ -310,7 +325,7 @@ def _inline_bytes(descriptor: DeletionVectorDescriptor, where: str) -> bytes:
     return data[:size]
 
 
-def _read_framed(storage, path: str, descriptor: DeletionVectorDescriptor, where: str) -> bytes:
+def _read_framed(storage: DVStorage, path: str, descriptor: DeletionVectorDescriptor, where: str) -> bytes:
     offset = 1 if descriptor.offset is None else descriptor.offset  # None: right after the version
     size = descriptor.size_in_bytes
     if offset < 1:
@@ -361,7 +376,7 @@ def keep_mask(deleted: np.ndarray, start: int, length: int) -> np.ndarray:
 
 
 # -- writing --------------------------------------------------------------------------
-def _to_bitmap(row_indexes) -> BitMap64:
+def _to_bitmap(row_indexes: Any) -> BitMap64:
     if isinstance(row_indexes, BitMap64):
         bitmap = BitMap64(row_indexes)
     else:
@@ -379,7 +394,7 @@ def _to_bitmap(row_indexes) -> BitMap64:
     return bitmap
 
 
-def _serialize(row_indexes) -> tuple[bytes, int]:
+def _serialize(row_indexes: Any) -> tuple[bytes, int]:
     bitmap = _to_bitmap(row_indexes)
     bitmap.run_optimize()
     data = MAGIC_NUMBER.to_bytes(4, "little") + bitmap.serialize()
@@ -388,7 +403,7 @@ def _serialize(row_indexes) -> tuple[bytes, int]:
     return data, len(bitmap)
 
 
-def serialize_deleted_rows(row_indexes) -> bytes:
+def serialize_deleted_rows(row_indexes: Any) -> bytes:
     """DV bitmap bytes (magic + portable 64-bit roaring) for the given row indexes.
 
     Accepts any integer array-like or a ``BitMap64``; duplicates collapse. Raises
@@ -397,13 +412,14 @@ def serialize_deleted_rows(row_indexes) -> bytes:
     return _serialize(row_indexes)[0]
 
 
-def inline_descriptor(row_indexes) -> DeletionVectorDescriptor:
+def inline_descriptor(row_indexes: Any) -> DeletionVectorDescriptor:
     """An inline (``'i'``) descriptor holding the given row indexes."""
     data, cardinality = _serialize(row_indexes)
     return DeletionVectorDescriptor("i", z85_encode(data), None, len(data), cardinality)
 
 
-def write_deletion_vectors(storage, bitmaps: Iterable, *, prefix: str = "") -> list[DeletionVectorDescriptor]:
+def write_deletion_vectors(storage: DVStorage, bitmaps: Iterable[Any], *,
+                           prefix: str = "") -> list[DeletionVectorDescriptor]:
     """Writes the DVs into one new ``[<prefix>/]deletion_vector_<uuid>.bin`` under the
     table root and returns their ``'u'`` descriptors, in order. Writes nothing for ``[]``.
 
@@ -424,14 +440,15 @@ def write_deletion_vectors(storage, bitmaps: Iterable, *, prefix: str = "") -> l
         descriptors.append(DeletionVectorDescriptor("u", encoded, position, len(data), cardinality))
         position += 8 + len(data)
     if descriptors:
-        storage.write_bytes(descriptors[0].absolute_path(storage), b"".join(parts))
+        storage.write_bytes(cast(str, descriptors[0].absolute_path(storage)), b"".join(parts))  # a 'u' DV
     return descriptors
 
 
 DEFAULT_INLINE_MAX_BYTES = 64
 
 
-def store_deletion_vectors(storage, bitmaps: list, *, inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES
+def store_deletion_vectors(storage: DVStorage, bitmaps: list[Any], *,
+                           inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES
                            ) -> list[DeletionVectorDescriptor]:
     """Descriptors for ``bitmaps``, in order: a vector of at most ``inline_max_bytes``
     serialized bytes inline in the log (``'i'``), the others in one new DV file."""

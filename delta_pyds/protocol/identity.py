@@ -111,7 +111,7 @@ class IdentityGenerator:
     columns: tuple[IdentityColumn, ...]
     task_id: int = 0
     rows: int = 0
-    marks: dict = field(default_factory=dict)
+    marks: dict[str, int] = field(default_factory=dict)
 
     def fill(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         n = batch.num_rows
@@ -145,10 +145,10 @@ class IdentityGenerator:
         return batch
 
 
-def merge_marks(columns: Iterable[IdentityColumn], marks: Iterable[Mapping[str, int]]) -> dict:
+def merge_marks(columns: Iterable[IdentityColumn], marks: Iterable[Mapping[str, int]]) -> dict[str, int]:
     """The extreme value per column over the tasks' marks."""
     by_name = {c.name: c for c in columns}
-    out: dict = {}
+    out: dict[str, int] = {}
     for m in marks:
         for name, value in (m or {}).items():
             col = by_name[name]

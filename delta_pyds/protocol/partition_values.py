@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -90,7 +91,7 @@ def _parse_decimals(values: pa.Array, dtype: DecimalType) -> pa.Array:
         return pa.array(py, pa.decimal128(dtype.precision, dtype.scale))
 
 
-def serialize_partition_value(value, dtype: DataType) -> str | None:
+def serialize_partition_value(value: Any, dtype: DataType) -> str | None:
     """A Python value of a partition column -> the string stored in ``partitionValues``."""
     if value is None:
         return None
@@ -99,9 +100,10 @@ def serialize_partition_value(value, dtype: DataType) -> str | None:
             return "true" if value else "false"
         if dtype.name == "timestamp":
             if isinstance(value, dt.datetime):
-                if value.tzinfo is not None:
-                    value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-                return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+                stamp: dt.datetime = value
+                if stamp.tzinfo is not None:
+                    stamp = stamp.astimezone(dt.timezone.utc).replace(tzinfo=None)
+                return stamp.strftime("%Y-%m-%d %H:%M:%S.%f")
         if dtype.name == "timestamp_ntz" and isinstance(value, dt.datetime):
             return value.strftime("%Y-%m-%d %H:%M:%S.%f")
         if dtype.name == "date" and isinstance(value, dt.date):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Union
+from typing import Any, Iterator, Mapping, Union, overload
 
 import pyarrow as pa
 
@@ -94,14 +94,14 @@ class StructField:
     nullable: bool = True
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.type.to_json(), "nullable": self.nullable,
                 "metadata": dict(self.metadata)}
 
     def physical_name(self, mode: str) -> str:
         """The name of this field in data files under column mapping ``mode``."""
         if mode in ("name", "id"):
-            physical = self.metadata.get(COLUMN_MAPPING_PHYSICAL_NAME)
+            physical: str | None = self.metadata.get(COLUMN_MAPPING_PHYSICAL_NAME)
             if physical:
                 return physical
             if mode == "name":
@@ -120,7 +120,7 @@ class StructType:
     fields: tuple[StructField, ...] = ()
     name = "struct"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "struct", "fields": [f.to_json() for f in self.fields]}
 
     def json(self) -> str:
@@ -326,7 +326,7 @@ def leaf_paths(schema: StructType, prefix: tuple[str, ...] = ()) -> Iterator[tup
 
 def max_column_id(schema: StructType) -> int:
     best = 0
-    def walk(dtype: DataType):
+    def walk(dtype: DataType) -> None:
         nonlocal best
         if isinstance(dtype, StructType):
             for f in dtype.fields:
@@ -342,6 +342,10 @@ def max_column_id(schema: StructType) -> int:
     return best
 
 
+@overload
+def project(table_type: StructType, requested: StructType) -> StructType: ...
+@overload
+def project(table_type: DataType, requested: DataType) -> DataType: ...
 def project(table_type: DataType, requested: DataType) -> DataType:
     """``requested`` (e.g. from a Spark schema) with the table's field metadata (physical
     names, field ids) attached wherever the table has a field of that name.

@@ -34,7 +34,7 @@ import decimal
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -72,7 +72,8 @@ def _kind(dtype: DataType) -> tuple[str | None, int]:
     return None, 0
 
 
-def _leaves(dtype: StructType, mode: str, logical: tuple, physical: tuple):
+def _leaves(dtype: StructType, mode: str, logical: tuple[str, ...],
+            physical: tuple[str, ...]) -> Iterator[StatsColumn]:
     for f in dtype.fields:
         lp, pp = logical + (f.name,), physical + (f.physical_name(mode),)
         if isinstance(f.type, StructType):
@@ -84,7 +85,9 @@ def _leaves(dtype: StructType, mode: str, logical: tuple, physical: tuple):
 
 def parse_column_list(text: str) -> list[tuple[str, ...]]:
     """``a, b.c, `d.e`.f`` -> [("a",), ("b", "c"), ("d.e", "f")]."""
-    out, current, part, quoted, i = [], [], "", False, 0
+    out: list[tuple[str, ...]] = []
+    current: list[str] = []
+    part, quoted, i = "", False, 0
     while i < len(text):
         ch = text[i]
         if quoted:
@@ -115,7 +118,7 @@ def parse_column_list(text: str) -> list[tuple[str, ...]]:
 
 
 def stats_columns(data_schema: StructType, configuration: Mapping[str, str], mode: str,
-                  required=()) -> list[StatsColumn]:
+                  required: Iterable[Sequence[str]] = ()) -> list[StatsColumn]:
     """The columns whose statistics a new file records (``data_schema``: the table
     schema without partition columns; ``required``: logical paths that must have stats
     whatever the table properties say, e.g. clustering columns)."""
@@ -147,10 +150,10 @@ class FileStats:
     columns: Sequence[StatsColumn]
     tight_bounds: bool = False
     num_records: int = 0
-    null_counts: list = field(default_factory=list)
-    has_nan: list = field(default_factory=list)
+    null_counts: list[int] = field(default_factory=list)
+    has_nan: list[bool] = field(default_factory=list)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.null_counts = [0] * len(self.columns)
         self.has_nan = [False] * len(self.columns)
 
@@ -167,12 +170,12 @@ class FileStats:
                 if pc.any(pc.is_nan(arr)).as_py():
                     self.has_nan[i] = True
 
-    def to_json(self, metadata) -> str:
+    def to_json(self, metadata: Any) -> str:
         """The ``stats`` string, given the written file's ``pyarrow.parquet.FileMetaData``."""
         bounds = _footer_bounds(metadata, {c.parquet_path: c.kind for c in self.columns if c.kind})
-        mins: dict = {}
-        maxs: dict = {}
-        nulls: dict = {}
+        mins: dict[str, Any] = {}
+        maxs: dict[str, Any] = {}
+        nulls: dict[str, Any] = {}
         for i, col in enumerate(self.columns):
             _put(nulls, col.physical_path, self.null_counts[i])
             if col.kind is None or self.null_counts[i] >= self.num_records:
@@ -207,16 +210,16 @@ def _leaf_array(batch: pa.RecordBatch, path: tuple[str, ...]) -> pa.Array | None
     return arr
 
 
-def _put(target: dict, path: tuple[str, ...], value) -> None:
+def _put(target: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     for name in path[:-1]:
         target = target.setdefault(name, {})
     target[path[-1]] = value
 
 
-def _footer_bounds(metadata, paths: dict[str, str]) -> dict[str, tuple]:
+def _footer_bounds(metadata: Any, paths: dict[str, str]) -> dict[str, tuple[Any, ...]]:
     """path_in_schema -> (min_raw, max_raw) over all row groups; a column some row group
     with values has no statistics for is left out."""
-    out: dict[str, list] = {}
+    out: dict[str, list[Any]] = {}
     broken: set[str] = set()
     for r in range(metadata.num_row_groups):
         rg = metadata.row_group(r)
@@ -245,7 +248,7 @@ def _footer_bounds(metadata, paths: dict[str, str]) -> dict[str, tuple]:
     return {p: tuple(v) for p, v in out.items() if p not in broken}
 
 
-def _encode(col: StatsColumn, raw, side: str):
+def _encode(col: StatsColumn, raw: Any, side: str) -> Any:
     kind = col.kind
     try:
         if kind == "int":
@@ -260,9 +263,9 @@ def _encode(col: StatsColumn, raw, side: str):
             return dt.date.fromordinal(_EPOCH_ORDINAL + int(raw)).isoformat()
         if kind in ("timestamp", "timestamp_ntz"):
             millis = int(raw) // 1000  # truncated down to milliseconds
-            value = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=millis)
-            text = value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}"
-            if value.year < 1 or value.year > 9999:
+            stamp = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=millis)
+            text = stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}"
+            if stamp.year < 1 or stamp.year > 9999:
                 return None
             return text + "Z" if kind == "timestamp" else text
         if kind == "string":
@@ -321,14 +324,14 @@ def loosen_bounds(stats: str) -> str | None:
     return dumps(parsed)
 
 
-def dumps(value) -> str:
+def dumps(value: Any) -> str:
     """Compact JSON that writes :class:`RawNumber` verbatim."""
     parts: list[str] = []
     _dump(value, parts)
     return "".join(parts)
 
 
-def _dump(value, out: list[str]) -> None:
+def _dump(value: Any, out: list[str]) -> None:
     if isinstance(value, dict):
         out.append("{")
         first = True
@@ -359,8 +362,8 @@ def _dump(value, out: list[str]) -> None:
 def stats_schema(columns: Sequence[StatsColumn], schema: StructType, mode: str) -> pa.StructType:
     """The Arrow type of ``stats_parsed`` in checkpoints for these columns."""
     from delta_pyds.protocol.schema import to_arrow_type
-    mins: dict = {}
-    nulls: dict = {}
+    mins: dict[str, Any] = {}
+    nulls: dict[str, Any] = {}
     for col in columns:
         f = _field_at(schema, col.logical_path)
         if f is None:
@@ -369,7 +372,7 @@ def stats_schema(columns: Sequence[StatsColumn], schema: StructType, mode: str) 
         if col.kind is not None:
             _put(mins, col.physical_path, to_arrow_type(f.type))
 
-    def to_struct(d: dict) -> pa.StructType:
+    def to_struct(d: dict[str, Any]) -> pa.StructType:
         return pa.struct([(k, to_struct(v) if isinstance(v, dict) else v) for k, v in d.items()])
     fields = [("numRecords", pa.int64())]
     if mins:

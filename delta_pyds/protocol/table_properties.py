@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from delta_pyds.protocol.actions import Protocol
 from delta_pyds.protocol.features import FEATURES, reader_features, writer_features
-from delta_pyds.protocol.schema import ArrayType, DataType, MapType, PrimitiveType, StructType
+from delta_pyds.protocol.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
 
 APPEND_ONLY = "delta.appendOnly"
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
@@ -173,7 +173,7 @@ _LEGACY_WRITER_VERSION = {
 }
 
 
-def _walk_fields(dtype: DataType):
+def _walk_fields(dtype: DataType) -> Iterator[StructField]:
     if isinstance(dtype, StructType):
         for f in dtype.fields:
             yield f
@@ -185,7 +185,7 @@ def _walk_fields(dtype: DataType):
         yield from _walk_fields(dtype.value_type)
 
 
-def _walk_types(dtype: DataType):
+def _walk_types(dtype: DataType) -> Iterator[DataType]:
     yield dtype
     if isinstance(dtype, StructType):
         for f in dtype.fields:
@@ -253,7 +253,7 @@ def features_in_use(schema: StructType, configuration: Mapping[str, str]) -> set
 def required_protocol(schema: StructType, configuration: Mapping[str, str],
                       current: Protocol | None = None, *,
                       min_reader: int | None = None, min_writer: int | None = None,
-                      extra_features=()) -> Protocol:
+                      extra_features: Iterable[str] = ()) -> Protocol:
     """The protocol a table with this schema and configuration needs, never below
     ``current`` (``min_reader`` / ``min_writer``: explicitly requested versions;
     ``extra_features``: features the write needs beyond schema and configuration)."""

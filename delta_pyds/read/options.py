@@ -8,7 +8,7 @@ case-insensitive. Bad values raise ``ValueError`` naming the option and what it 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, overload
 
 from delta_pyds.read.scan import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
 from delta_pyds.read.file_reader import DEFAULT_BATCH_ROWS
@@ -42,6 +42,10 @@ def get_option(options: Mapping[str, str], name: str) -> str | None:
     return None
 
 
+@overload
+def int_option(options: Mapping[str, str], name: str, default: int, *, minimum: int) -> int: ...
+@overload
+def int_option(options: Mapping[str, str], name: str, default: None, *, minimum: int) -> int | None: ...
 def int_option(options: Mapping[str, str], name: str, default: int | None, *, minimum: int) -> int | None:
     raw = get_option(options, name)
     if raw is None or str(raw).strip() == "":

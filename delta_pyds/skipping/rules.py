@@ -11,7 +11,7 @@ import datetime as dt
 import decimal
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -128,10 +128,11 @@ class Resolver:
         except Exception:  # a malformed column mapping: no skipping on this column
             return None
         kind = _kind(current)
-        if kind == "struct" or _collated(field):
+        leaf = cast(StructField, field)  # paths are never empty: the loop set it
+        if kind == "struct" or _collated(leaf):
             return None
         partition = len(path) == 1 and logical[0].lower() in self.partitions
-        loose = kind == "float32" or (kind == "float64" and bool(field.metadata.get("delta.typeChanges")))
+        loose = kind == "float32" or (kind == "float64" and bool(leaf.metadata.get("delta.typeChanges")))
         return ColumnRef(tuple(logical), tuple(physical), current, kind, partition, loose)
 
 
@@ -225,8 +226,8 @@ _KEEP = _Const(True)
 _NONE = _Const(False)
 
 
-def _junction(op: str, children: list) -> Any:
-    out = []
+def _junction(op: str, children: list[Any]) -> Any:
+    out: list[Any] = []
     for c in children:
         if isinstance(c, _Const):
             if c.keep == (op == "or"):
@@ -245,9 +246,9 @@ def _normalize(pred: Any, negate: bool, resolve: Resolver) -> Any:
     if isinstance(pred, P.Not):
         return _normalize(pred.child, not negate, resolve)
     if isinstance(pred, (P.And, P.Or)):
-        op = "and" if isinstance(pred, P.And) != negate else "or"
-        return _junction(op, [_normalize(pred.left, negate, resolve),
-                              _normalize(pred.right, negate, resolve)])
+        junction = "and" if isinstance(pred, P.And) != negate else "or"
+        return _junction(junction, [_normalize(pred.left, negate, resolve),
+                                    _normalize(pred.right, negate, resolve)])
     column = getattr(pred, "column", None)
     if not isinstance(column, tuple):
         return _KEEP  # unknown predicate type

@@ -11,7 +11,7 @@ per query on the driver; executors get small groups of
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Iterator, Sequence, cast
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -87,7 +87,7 @@ def change_feed_reader(source, schema: SparkStructType) -> "DeltaChangeFeedReade
             raise ValueError(f"option startingVersion: version {start} is after the version this "
                              f"DataFrame was pinned to ({pinned})")
     snapshot = cached_snapshot(storage, pinned)
-    requested = parse_type(schema.jsonValue())
+    requested = cast(StructType, parse_type(schema.jsonValue()))  # Spark's schema is a struct
     table = with_cdf_columns(snapshot.schema)
     output = project(table, requested)
     missing = [f.name for f in output.fields if table.get(f.name) is None]
@@ -121,7 +121,8 @@ class DeltaChangeFeedReader(DataSourceReader):
                       open_cost=self.opts.open_cost, parallelism=self.opts.parallelism)
         return [ChangeFeedPartition(g) for g in groups] or [ChangeFeedPartition([])]
 
-    def read(self, partition: ChangeFeedPartition) -> Iterator:
+    # Spark hands back the partitions this reader made
+    def read(self, partition: ChangeFeedPartition) -> Iterator:  # type: ignore[override]
         read = reader_for(self.spec)
         for f in partition.files:
             yield from read(f)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from types import FrameType
 
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -193,7 +194,7 @@ def _planner_pushdown_flag() -> bool | None:
     ``data_source_pushdown_filters`` (only used when pushdown is on and there are
     filters) and ``plan_data_source_read`` (which holds the flag in a local variable
     ``enable_pushdown``); the caller's frames tell which."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     depth = 0
     while frame is not None and depth < 16:
         if frame.f_code.co_filename.endswith("data_source_pushdown_filters.py"):

@@ -88,7 +88,8 @@ class DeltaScanReader(DataSourceReader):
             return [DeltaInputPartition(None)]
         return [DeltaInputPartition(g) for g in groups]
 
-    def read(self, partition: DeltaInputPartition) -> Iterator:
+    # Spark hands back the partitions this reader made
+    def read(self, partition: DeltaInputPartition) -> Iterator:  # type: ignore[override]
         if partition.files is None:
             return
         for task in iter_tasks(partition.files):

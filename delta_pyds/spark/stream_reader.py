@@ -17,7 +17,7 @@ A ``DataSourceStreamReader`` with admission control over
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Iterator, Sequence, cast
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -29,7 +29,7 @@ from delta_pyds.cdf.plan import ChangeFile, pack
 from delta_pyds.cdf.reader import change_read_spec, reader_for, with_cdf_columns
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.options import ReadOptions, StreamOptions
-from delta_pyds.protocol.schema import parse_type, project
+from delta_pyds.protocol.schema import StructType, parse_type, project
 from delta_pyds.storage.store import Storage
 from delta_pyds.streaming.source import StreamSource
 from delta_pyds.streaming.offsets import AdmissionLimits, StreamOffset
@@ -56,7 +56,7 @@ def stream_reader(source, schema: SparkStructType) -> "DeltaStreamReader":
         from delta_pyds.log.commits import CommitLog
         pinned = CommitLog(storage).latest_version
     snapshot = cached_snapshot(storage, pinned)
-    requested = parse_type(schema.jsonValue())
+    requested = cast(StructType, parse_type(schema.jsonValue()))  # Spark's schema is a struct
     table = with_cdf_columns(snapshot.schema) if stream_opts.read_change_feed else snapshot.schema
     output = project(table, requested)
     missing = [f.name for f in output.fields if table.get(f.name) is None]
@@ -106,7 +106,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         max_files = self.stream_opts.effective_max_files
         if max_files is not None:
             return ReadMaxFiles(max_files)
-        return ReadMaxBytes(self.stream_opts.max_bytes)
+        return ReadMaxBytes(cast(int, self.stream_opts.max_bytes))  # no file limit: a byte limit
 
     def _limits(self, limit: ReadLimit) -> AdmissionLimits | None:
         if isinstance(limit, ReadAllAvailable):
@@ -138,7 +138,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                       open_cost=self.opts.open_cost, parallelism=self.opts.parallelism)
         return [StreamPartition(g) for g in groups]
 
-    def read(self, partition: StreamPartition) -> Iterator:
+    # Spark hands back the partitions this reader made
+    def read(self, partition: StreamPartition) -> Iterator:  # type: ignore[override]
         read_change = None
         for item in partition.items:
             if isinstance(item, ChangeFile):

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, cast
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from delta_pyds.write.parquet_writer import write_task
+from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.streaming.sink import commit_batch, sink_app_id, sink_options
 from delta_pyds.transaction.commit import delete_files
 from delta_pyds.write.plan import WritePlan, plan_write
@@ -39,11 +39,12 @@ def stream_writer(source, schema, overwrite: bool) -> "DeltaStreamWriter":
     plan = plan_write(opts, data_schema)
     if plan.skip:
         raise ValueError(f"option saveMode: the streaming sink cannot {plan.skip}; remove the option")
-    if plan.spec.identity:
+    spec = cast(WriteSpec, plan.spec)  # not skipped
+    if spec.identity:
         from delta_pyds.errors import UnsupportedFeatureError
         raise UnsupportedFeatureError(
             "the streaming sink cannot generate values for identity column(s) "
-            f"{', '.join(c.name for c in plan.spec.identity)} (each micro-batch would start from the "
+            f"{', '.join(c.name for c in spec.identity)} (each micro-batch would start from the "
             "high-water mark the query started with); write with df.write (foreachBatch)",
             ("identityColumns",))
     return DeltaStreamWriter(plan, data_schema, dict(source.options))
@@ -58,20 +59,24 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
     def write(self, iterator: Iterator) -> StreamCommitMessage:
         from delta_pyds.spark.writer import task_attempt
         task_id, attempt = task_attempt()
-        result = write_task(self.plan.spec, iterator, task_id=task_id, attempt=attempt)
+        result = write_task(cast(WriteSpec, self.plan.spec), iterator, task_id=task_id,  # not skipped
+                            attempt=attempt)
         return StreamCommitMessage(result.adds, result.num_rows, self.plan)
 
-    def commit(self, messages: List[Optional[StreamCommitMessage]], batchId: int) -> None:
-        messages = [m for m in messages if m is not None]
-        adds = [a for m in messages for a in m.adds]
-        written = next((m.plan for m in messages if m.plan is not None), self.plan)
-        rows = sum(m.num_rows for m in messages)
+    # Spark hands back the messages this writer's tasks returned
+    def commit(self, messages: List[Optional[StreamCommitMessage]],  # type: ignore[override]
+               batchId: int) -> None:
+        present = [m for m in messages if m is not None]
+        adds = [a for m in present for a in m.adds]
+        written = next((m.plan for m in present if m.plan is not None), self.plan)
+        rows = sum(m.num_rows for m in present)
         result = commit_batch(written, self.data_schema, adds, batch_id=batchId,
                               app_id=sink_app_id(self.options), num_rows=rows)
         if result is not None:
             log.info("pydelta sink: batch %s committed as version %s of %s", batchId, result.version,
                      written.storage.root)
 
-    def abort(self, messages: List[Optional[StreamCommitMessage]], batchId: int) -> None:
+    def abort(self, messages: List[Optional[StreamCommitMessage]],  # type: ignore[override]
+              batchId: int) -> None:
         adds = [a for m in messages if m is not None for a in m.adds]
         delete_files(self.plan.storage, adds)

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, cast
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from delta_pyds.protocol.identity import merge_marks
-from delta_pyds.write.parquet_writer import write_task
+from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.transaction.commit import delete_files
 from delta_pyds.write.plan import WritePlan, commit_write
 
@@ -58,17 +58,20 @@ class DeltaBatchWriter(DataSourceArrowWriter):
                 pass
             return DeltaCommitMessage()
         task_id, attempt = task_attempt()
-        result = write_task(self.plan.spec, iterator, task_id=task_id, attempt=attempt)
+        result = write_task(cast(WriteSpec, self.plan.spec), iterator, task_id=task_id,  # not skipped
+                            attempt=attempt)
         return DeltaCommitMessage(result.adds, result.num_rows, result.identity)
 
-    def commit(self, messages: List[Optional[DeltaCommitMessage]]) -> None:
+    # Spark hands back the messages this writer's tasks returned
+    def commit(self, messages: List[Optional[DeltaCommitMessage]]) -> None:  # type: ignore[override]
         if self.plan.skip:
             log.info("pydelta: nothing written to %s: %s", self.plan.storage.root, self.plan.skip)
             return
         adds = [a for m in messages if m is not None for a in m.adds]
         rows = sum(m.num_rows for m in messages if m is not None)
         try:
-            marks = merge_marks(self.plan.spec.identity, [m.identity for m in messages if m is not None])
+            marks = merge_marks(cast(WriteSpec, self.plan.spec).identity,  # not skipped
+                                [m.identity for m in messages if m is not None])
             result = commit_write(self.plan, adds, num_rows=rows, identity_marks=marks)
         except BaseException:
             delete_files(self.plan.storage, adds)
@@ -78,6 +81,6 @@ class DeltaBatchWriter(DataSourceArrowWriter):
             log.info("pydelta: write to %s skipped (already committed or table created concurrently)",
                      self.plan.storage.root)
 
-    def abort(self, messages: List[Optional[DeltaCommitMessage]]) -> None:
+    def abort(self, messages: List[Optional[DeltaCommitMessage]]) -> None:  # type: ignore[override]
         adds = [a for m in messages if m is not None for a in m.adds]
         delete_files(self.plan.storage, adds)

@@ -23,7 +23,7 @@ commits gone from the log raise :class:`VersionNotFoundError`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -77,7 +77,7 @@ class StreamSource:
         elif start.timestamp is not None:
             version = log.version_at_or_after(start.timestamp, option="startingTimestamp")
         else:
-            version = start.version
+            version = cast(int, start.version)  # given, and neither latest nor a timestamp
             if version > log.latest_version:
                 raise VersionNotFoundError(
                     f"option startingVersion: version {version} does not exist; the latest version "

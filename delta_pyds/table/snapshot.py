@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import numpy as np
 import pyarrow as pa
@@ -168,6 +168,7 @@ class Snapshot:
         table, _versions, seq = self._commit_actions
         commit_adds = commit_removes = adds_seq = removes_seq = None
         if table is not None and table.num_rows:
+            seq = cast(np.ndarray, seq)  # given with the table
             add_col, rem_col = table.column("add"), table.column("remove")
             add_mask = pc.is_valid(add_col)
             rem_mask = pc.is_valid(rem_col)
@@ -185,8 +186,9 @@ class Snapshot:
         result = active_files(checkpoint_adds, commit_adds, adds_seq, commit_removes, removes_seq,
                               self.storage.root)
         if result is None:
-            empty = normalize_adds(pa.table({"path": pa.array(["x"])}), pstruct, self.storage.root)
-            return empty.slice(0, 0)
+            one_row = cast(pa.Table, normalize_adds(pa.table({"path": pa.array(["x"])}), pstruct,
+                                                    self.storage.root))  # not empty
+            return one_row.slice(0, 0)
         _check_paths(result, self.storage)
         return result
 
@@ -195,13 +197,15 @@ class Snapshot:
         """Remove actions still in the table state (not superseded by a re-add): the
         files VACUUM may delete once their ``deletionTimestamp`` is past retention.
         Columns: path (decoded), deletionTimestamp, deletionVector, size, dataChange."""
-        removes, adds = [], []
+        removes: list[tuple[pa.Table, np.ndarray]] = []
+        adds: list[tuple[pa.Table, np.ndarray]] = []
         if self._checkpoint is not None:
             cp_adds, cp_removes = self._checkpoint.file_actions(self.physical_partition_columns)
             if cp_removes is not None:
                 removes.append((cp_removes, np.full(cp_removes.num_rows, -1, dtype=np.int64)))
         table, _versions, seq = self._commit_actions
         if table is not None and table.num_rows:
+            seq = cast(np.ndarray, seq)  # given with the table
             for name, target in (("remove", removes), ("add", adds)):
                 col = table.column(name)
                 mask = pc.is_valid(col)
@@ -215,7 +219,8 @@ class Snapshot:
 
     def _without_checkpoint(self, exc: CorruptCheckpointError) -> "Snapshot":
         """The same version rebuilt from an older checkpoint or the commits."""
-        excluded = {v for v in self.segment.all_checkpoint_versions if v >= self.segment.checkpoint_version}
+        current = cast(int, self.segment.checkpoint_version)  # the checkpoint that failed
+        excluded = {v for v in self.segment.all_checkpoint_versions if v >= current}
         log.warning("checkpoint %s of %s is unreadable (%s); falling back",
                     self.segment.checkpoint_version, self.table_root, exc)
         try:
@@ -234,6 +239,7 @@ class Snapshot:
                 _apply_state(obj, txns, domains)
         table, _, seq = self._commit_actions
         if table is not None and table.num_rows:
+            seq = cast(np.ndarray, seq)  # given with the table
             order = pa.array(np.argsort(seq, kind="stable"))
             table = table.take(order)  # oldest first, so later actions overwrite earlier
             for name in ("txn", "domainMetadata"):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -139,7 +140,8 @@ def _parquet_actions(storage, path: str, pcols, pstruct, adds: list, removes: li
 def _checkpoint_actions(snapshot, pcols, pstruct) -> tuple[list, list]:
     """Adds and removes of the snapshot's checkpoint: classic, multi-part, or v2 (its
     top-level file, JSON or Parquet, and its sidecars)."""
-    adds, removes = [], []
+    adds: list[pa.Table | None] = []
+    removes: list[pa.Table | None] = []
     parts = snapshot.segment.checkpoint
     if not parts:
         return adds, removes
@@ -206,7 +208,8 @@ def file_actions(snapshot) -> FileActions:
         # within one commit add and remove of the same key cannot both appear (protocol)
         push(a_table, True)
         push(r_table, False)
-    empty = _normalize(pa.table({"path": pa.array(["x"])}), pstruct, root).slice(0, 0)
+    one_row = cast(pa.Table, _normalize(pa.table({"path": pa.array(["x"])}), pstruct, root))  # not empty
+    empty = one_row.slice(0, 0)
     if not parts:
         return FileActions(empty, empty)
     table = pa.concat_tables(parts, promote_options="permissive")

@@ -37,7 +37,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, cast
 
 from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import Metadata, Protocol
@@ -177,7 +177,7 @@ class Transaction:
             raise DeltaError("a new table needs metadata (schema, partitioning) before it can be committed")
         base = self._protocol or (self.snapshot.protocol if self.snapshot else None)
         if self._metadata is None and self._protocol is None:
-            return base
+            return cast(Protocol, base)  # the metadata is the snapshot's: so is a protocol
         return required_protocol(parse_schema(md.schema_string), md.configuration, base)
 
     def _validate(self, protocol: Protocol) -> None:
@@ -409,9 +409,9 @@ class Transaction:
                 adds.append(a)
             if hwm != state.row_id_hwm:
                 domains[ROW_TRACKING_DOMAIN] = json.dumps({"rowIdHighWaterMark": hwm}, separators=(",", ":"))
-        for domain, conf in domains.items():
-            actions.append({"domainMetadata": {"domain": domain, "configuration": conf or "",
-                                               "removed": conf is None}})
+        for domain, domain_conf in domains.items():
+            actions.append({"domainMetadata": {"domain": domain, "configuration": domain_conf or "",
+                                               "removed": domain_conf is None}})
         for r in self.removes:
             r = dict(r)
             r.setdefault("deletionTimestamp", now)
@@ -474,7 +474,7 @@ def _backoff(attempt: int) -> None:
 def remove_actions(files, *, data_change: bool = True, timestamp: int | None = None) -> list[dict]:
     """Remove actions for rows of a :func:`table_state.file_actions` table (raw paths)."""
     ts = timestamp if timestamp is not None else _now_ms()
-    out = []
+    out: list[dict] = []
     if files is None or files.num_rows == 0:
         return out
     cols = files.to_pydict()

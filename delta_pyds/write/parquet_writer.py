@@ -34,7 +34,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, cast
 from urllib.parse import quote
 
 import numpy as np
@@ -43,6 +43,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from delta_pyds.write.constraints import WriteChecks
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 from delta_pyds.protocol.identity import IdentityGenerator
 from delta_pyds.protocol.partition_values import serialize_partition_value
 from delta_pyds.protocol.schema import DataType, PrimitiveType, StructType
@@ -334,7 +337,7 @@ class _TaskWriter:
         self.data_index = d["data_index"]
         self.physical_schema = d["physical_schema"]
         self.row_group_bytes = spec.row_group_bytes
-        self._pool = None
+        self._pool: ThreadPoolExecutor | None = None
         self._pending: deque = deque()
         if spec.target_file_size:
             self.row_group_bytes = max(1 << 20, min(self.row_group_bytes, spec.target_file_size))
@@ -366,7 +369,7 @@ class _TaskWriter:
             yield (), (), batch
             return
         n = batch.num_rows
-        codes = None
+        codes: Any = None  # int64 codes, set by the loop (pidx is not empty)
         dictionaries = []
         for i in pidx:
             enc = pc.dictionary_encode(batch.column(i), null_encoding="encode")
@@ -451,13 +454,14 @@ class _TaskWriter:
         while offset < table.num_rows:
             if p.file is None:
                 self._open(p, table.slice(offset))
+            file = cast(_OpenFile, p.file)  # opened above
             take = table.num_rows - offset
             if limit:
-                take = min(take, limit - p.file.rows)
-            p.file.write(table.slice(offset, take))
+                take = min(take, limit - file.rows)
+            file.write(table.slice(offset, take))
             offset += take
-            if (limit and p.file.rows >= limit) or \
-                    (self.spec.target_file_size and p.file.size >= self.spec.target_file_size):
+            if (limit and file.rows >= limit) or \
+                    (self.spec.target_file_size and file.size >= self.spec.target_file_size):
                 self._close_file(p)
 
     def _open(self, p: _Partition, first: pa.Table | None = None) -> None:
@@ -503,7 +507,7 @@ class _TaskWriter:
         self._pending.clear()
         self._shutdown()
         for p in list(self._open_parts):
-            p.file.discard()
+            cast(_OpenFile, p.file).discard()  # open parts have a file
             p.file = None
         self._open_parts.clear()
         for path in self.written:

@@ -24,8 +24,9 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -53,6 +54,9 @@ from delta_pyds.transaction.commit import AppendOnlyError, CommitResult, TableEx
 from delta_pyds.write.options import WriteOptions
 from delta_pyds.protocol.schema_evolution import (assign_column_mapping, check_names, logical_arrow_schema, reconcile,
                            replace_schema, without_fields)
+
+if TYPE_CHECKING:
+    from delta_pyds.write.replace_where import Replacement
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +129,7 @@ def _partition_columns(schema: StructType, names) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _new_configuration(props: dict, base: dict | None = None) -> dict:
+def _new_configuration(props: Mapping[str, str], base: Mapping[str, str] | None = None) -> dict[str, str]:
     conf = dict(base or {})
     for k, v in props.items():
         if k in PROTOCOL_PROPERTIES:
@@ -162,13 +166,12 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
             return WritePlan(opts, storage, read_version, None, skip="the table exists and saveMode=ignore")
         features.check_write(snapshot.protocol)
         if opts.txn_app_id is not None and \
-                snapshot.app_transactions.get(opts.txn_app_id, -1) >= opts.txn_version:
+                snapshot.app_transactions.get(opts.txn_app_id, -1) >= cast(int, opts.txn_version):  # given together
             return WritePlan(opts, storage, read_version, None,
                              skip=f"transaction {opts.txn_app_id} version {opts.txn_version} is already committed")
     validate_properties(opts.table_properties)
     metadata = protocol = None
-    replacing = snapshot is None or (opts.overwrite and opts.overwrite_schema)
-    if replacing:
+    if snapshot is None or (opts.overwrite and opts.overwrite_schema):  # replacing the table
         conf = _new_configuration(opts.table_properties, snapshot.configuration if snapshot else None)
         mode = _mapping_mode(conf)
         if snapshot is not None and snapshot.column_mapping_mode != "none" and mode == "none":
@@ -233,7 +236,7 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
             needed = required_protocol(schema, conf, snapshot.protocol)
             protocol = needed if needed != snapshot.protocol else None
     _refuse_void(schema, snapshot.schema if snapshot is not None else None)
-    final_protocol = protocol or snapshot.protocol
+    final_protocol = protocol or cast(Snapshot, snapshot).protocol  # no new protocol: the table exists
     features.check_write(final_protocol)
     if opts.overwrite and snapshot is not None and is_true(snapshot.configuration, APPEND_ONLY):
         raise AppendOnlyError(f"cannot overwrite {storage.root}: the table is append-only "
@@ -343,8 +346,8 @@ def check_overwrite_mode_known(plan: WritePlan, active: pa.Table, adds: list[dic
     mode would delete the partitions this write leaves out, dynamic mode would keep them.
     A write covering every partition the table has is the same in both modes."""
     from delta_pyds.write.options import SESSION_PARTITION_OVERWRITE_MODE
-    physical = [plan.table_schema.field(c).physical_name(plan.column_mapping_mode)
-                for c in plan.partition_columns]
+    schema = cast(StructType, plan.table_schema)  # planned (not skipped)
+    physical = [schema.field(c).physical_name(plan.column_mapping_mode) for c in plan.partition_columns]
     written = {tuple(a["partitionValues"].get(p) or None for p in physical) for a in adds}
     existing = {tuple((v or {}).get(p) or None for p in physical)
                 for v in active.column("partitionValues").to_pylist()} if active.num_rows else set()
@@ -371,9 +374,10 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
     txn.create_conflict = {"errorifexists": "error", "ignore": "ignore", "append": "append"}.get(
         opts.save_mode, "error")
     metadata = plan.metadata
-    marked = with_high_water_marks(plan.table_schema, identity_marks or {})
-    if marked is not None:
-        metadata = replace(metadata or snapshot.metadata, schema_string=marked.json())
+    schema = cast(StructType, plan.table_schema)  # planned (not skipped)
+    marked = with_high_water_marks(schema, identity_marks or {})
+    if marked is not None:  # no new metadata: the table exists
+        metadata = replace(metadata or cast(Snapshot, snapshot).metadata, schema_string=marked.json())
     if metadata is not None:
         txn.update_metadata(metadata)
     if plan.protocol is not None:
@@ -387,7 +391,7 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
         if opts.partition_overwrite_mode_unknown and pcols:
             check_overwrite_mode_known(plan, active, adds)
         if opts.dynamic_partition_overwrite and pcols and not opts.overwrite_schema:
-            physical = [plan.table_schema.field(c).physical_name(plan.column_mapping_mode) for c in pcols]
+            physical = [schema.field(c).physical_name(plan.column_mapping_mode) for c in pcols]
             keys = {tuple(a["partitionValues"].get(p) or None for p in physical) for a in adds}
             pred = _partition_set_predicate(keys, physical)
             pv = active.column("partitionValues").to_pylist()
@@ -395,7 +399,8 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
             txn.read_partitions(pred, f"the {len(keys)} partition(s) written")
         elif plan.replace_where is not None and plan.replace_on_data and not opts.overwrite_schema:
             from delta_pyds.write.replace_where import replace_matching_rows
-            replacement = replace_matching_rows(snapshot, plan.replace_where, opts.replace_where, plan.spec)
+            replacement = replace_matching_rows(snapshot, plan.replace_where, cast(str, opts.replace_where),
+                                                plan.spec)  # parsed from it
             victims = None
             txn.read_whole_table()
         elif plan.replace_where is not None and not opts.overwrite_schema:
@@ -411,14 +416,15 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
             txn.remove_files(remove_actions(victims))
             removed = victims.num_rows
         else:
-            txn.remove_files(replacement.removes)
-            txn.add_files(replacement.adds)
-            removed = len(replacement.removes)
+            replaced = cast("Replacement", replacement)  # no victims: rows replaced
+            txn.remove_files(replaced.removes)
+            txn.add_files(replaced.adds)
+            removed = len(replaced.removes)
     txn.add_files(adds)
     for domain, configuration in plan.domains.items():
         txn.set_domain_metadata(domain, configuration)
     if opts.txn_app_id is not None:
-        txn.set_app_transaction(opts.txn_app_id, opts.txn_version)
+        txn.set_app_transaction(opts.txn_app_id, cast(int, opts.txn_version))  # given together
     params: dict[str, Any] = {"mode": "Overwrite" if opts.overwrite else "Append"}
     if plan.partition_columns:
         params["partitionBy"] = json.dumps(list(plan.partition_columns))
@@ -465,7 +471,7 @@ def write_arrow(path: str, data, *, mode: str = "append", options: dict | None =
     if plan.skip:
         return None
     batches = data.to_batches() if isinstance(data, pa.Table) else data
-    result = write_task(plan.spec, batches)
+    result = write_task(cast(WriteSpec, plan.spec), batches)  # not skipped
     try:
         return commit_write(plan, result.adds, num_rows=result.num_rows, identity_marks=result.identity)
     except BaseException:

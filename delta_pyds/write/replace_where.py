@@ -19,6 +19,7 @@ data files or materialized row ids there; enable deletion vectors instead).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -109,7 +110,8 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
     try:
         if dv_rows:
             descriptors = store_deletion_vectors(snapshot.storage, [r for _, r in dv_rows])
-            out.written += [{"path": relative_to(d.absolute_path(snapshot.storage), snapshot.storage.root)}
+            out.written += [{"path": relative_to(cast(str, d.absolute_path(snapshot.storage)),  # not inline
+                                                 snapshot.storage.root)}
                             for d in descriptors
                             if d.storage_type != "i"][:1]
             for a, d in zip(add_actions(rows([p for p, _ in dv_rows]), data_change=True), descriptors):
