@@ -17,8 +17,10 @@ import uuid
 def _writer(root: str, wid: int, commits: int, out) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     from delta_pyds.storage.store import Storage
     from delta_pyds.transaction.commit import Transaction
+
     storage = Storage(root)
     attempts = 0
     for seq in range(commits):
@@ -28,26 +30,41 @@ def _writer(root: str, wid: int, commits: int, out) -> None:
         data = buf.getvalue()
         storage.fs.pipe_file(storage.join(name), data)
         txn = Transaction.start(storage)
-        txn.add_files([{"path": name, "partitionValues": {}, "size": len(data),
-                        "modificationTime": int(time.time() * 1000), "dataChange": True,
-                        "stats": json.dumps({"numRecords": 1})}])
+        txn.add_files(
+            [
+                {
+                    "path": name,
+                    "partitionValues": {},
+                    "size": len(data),
+                    "modificationTime": int(time.time() * 1000),
+                    "dataChange": True,
+                    "stats": json.dumps({"numRecords": 1}),
+                }
+            ]
+        )
         attempts += txn.commit("WRITE", {"mode": "Append"}, max_attempts=1000).attempts
     out.put(attempts)
 
 
 def run_appenders(root: str, *, writers: int = 4, commits_each: int = 10) -> dict:
-    import pyarrow as pa
-    from delta_pyds.table.snapshot import Snapshot
-    from delta_pyds.storage.store import Storage
-    from delta_pyds.transaction.commit import Transaction
     from delta_pyds.protocol.actions import Metadata, Protocol
+    from delta_pyds.storage.store import Storage
+    from delta_pyds.table.snapshot import Snapshot
+    from delta_pyds.transaction.commit import Transaction
+
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
-    schema = {"type": "struct", "fields": [{"name": "writer", "type": "long", "nullable": True, "metadata": {}},
-                                           {"name": "seq", "type": "long", "nullable": True, "metadata": {}}]}
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "writer", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "seq", "type": "long", "nullable": True, "metadata": {}},
+        ],
+    }
     txn = Transaction(Storage(root))
-    txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=json.dumps(schema),
-                                 created_time=int(time.time() * 1000)))
+    txn.update_metadata(
+        Metadata(id=str(uuid.uuid4()), schema_string=json.dumps(schema), created_time=int(time.time() * 1000))
+    )
     txn.update_protocol(Protocol(1, 2))
     txn.commit("CREATE TABLE")
     ctx = mp.get_context("spawn")
@@ -62,10 +79,16 @@ def run_appenders(root: str, *, writers: int = 4, commits_each: int = 10) -> dic
     elapsed = time.perf_counter() - start
     snap = Snapshot.load(root)
     committed = writers * commits_each
-    return {"writers": writers, "commits": committed, "seconds": round(elapsed, 2),
-            "commits_per_second": round(committed / elapsed, 1), "retries": attempts - committed,
-            "files_in_table": snap.files.num_rows, "lost": committed - snap.files.num_rows,
-            "final_version": snap.version}
+    return {
+        "writers": writers,
+        "commits": committed,
+        "seconds": round(elapsed, 2),
+        "commits_per_second": round(committed / elapsed, 1),
+        "retries": attempts - committed,
+        "files_in_table": snap.files.num_rows,
+        "lost": committed - snap.files.num_rows,
+        "final_version": snap.version,
+    }
 
 
 if __name__ == "__main__":

@@ -15,8 +15,13 @@ from __future__ import annotations
 import glob
 import os
 
-from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
-                                    WriterCommitMessage)
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
 
 
 class _PlainReader(DataSourceReader):
@@ -28,6 +33,7 @@ class _PlainReader(DataSourceReader):
 
     def read(self, partition):
         import pyarrow.parquet as pq
+
         yield from pq.ParquetFile(partition.value).iter_batches(batch_size=1 << 20, use_threads=False)
 
 
@@ -62,7 +68,9 @@ class NoopArrowSource(DataSource):
 
 def register(spark) -> None:
     import sys
+
     from pyspark import cloudpickle
+
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     spark.dataSource.register(PlainParquetSource)
     spark.dataSource.register(NoopArrowSource)

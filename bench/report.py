@@ -26,18 +26,26 @@ def load():
 
 def plot(rows, out):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     rows = [r for r in rows if isinstance(r.get("ratio"), (int, float)) and r.get("a_seconds") is not None]
     if not rows:
         return False
     import textwrap
-    labels = ["\n".join(textwrap.wrap(f"[{r['mode']}] {r['label']}", 48)) + f"\n{r['a']} / {r['b']}"
-              for r in rows]
+
+    labels = ["\n".join(textwrap.wrap(f"[{r['mode']}] {r['label']}", 48)) + f"\n{r['a']} / {r['b']}" for r in rows]
     ratios = [r["ratio"] for r in rows]
     fig, ax = plt.subplots(figsize=(11, 0.62 * len(rows) + 1.2))
-    colors = ["#e76f51" if (r.get("target") is not None and r["ratio"] > r["target"])
-              else "#9aa5b1" if ("floor" in r["label"] or "auto" in r["label"]) else "#2a9d8f" for r in rows]
+    colors = [
+        "#e76f51"
+        if (r.get("target") is not None and r["ratio"] > r["target"])
+        else "#9aa5b1"
+        if ("floor" in r["label"] or "auto" in r["label"])
+        else "#2a9d8f"
+        for r in rows
+    ]
     ax.barh(range(len(rows)), ratios, color=colors)
     for i, r in enumerate(rows):
         if r.get("target") is not None:
@@ -86,35 +94,53 @@ How to read it:
 
 def _special(r) -> str | None:
     if r["mode"] == "concurrent":
-        return (f"| concurrent | {r['label']} | | | {r.get('commits')} commits in {r.get('seconds')} s = "
-                f"{r.get('commits_per_second')} commits/s, {r.get('retries')} retries, "
-                f"{r.get('lost')} lost | 0 lost {'✅' if r.get('lost') == 0 else '❌'} |")
+        return (
+            f"| concurrent | {r['label']} | | | {r.get('commits')} commits in {r.get('seconds')} s = "
+            f"{r.get('commits_per_second')} commits/s, {r.get('retries')} retries, "
+            f"{r.get('lost')} lost | 0 lost {'✅' if r.get('lost') == 0 else '❌'} |"
+        )
     if "a_mib" in r:
-        return (f"| {r['mode']} | {r['label']} | {r['a']} / {r['b']} | {r['ratio']:.2f} | "
-                f"{r['a_mib']:.0f} / {r['b_mib']:.0f} MiB | |")
+        return (
+            f"| {r['mode']} | {r['label']} | {r['a']} / {r['b']} | {r['ratio']:.2f} | "
+            f"{r['a_mib']:.0f} / {r['b_mib']:.0f} MiB | |"
+        )
     return None
 
 
 def main():
-    runs = sorted(load(), key=lambda run: MODE_ORDER.index(run["rows"][0]["mode"])
-                  if run["rows"] and run["rows"][0]["mode"] in MODE_ORDER else 99)
+    runs = sorted(
+        load(),
+        key=lambda run: (
+            MODE_ORDER.index(run["rows"][0]["mode"]) if run["rows"] and run["rows"][0]["mode"] in MODE_ORDER else 99
+        ),
+    )
     os.makedirs(DOCS, exist_ok=True)
     rows = [r for run in runs for r in run["rows"]]
-    lines = ["# Benchmarks", "",
-             "Ratios of medians over alternated repetitions (the first pair warms up and is "
-             "dropped), measured side by side in one run: pydelta time / reference time, below 1 "
-             "is faster. Reproduce with `TZ=UTC PYSPARK_PYTHON=$(which python) python bench/run.py` "
-             "(results in `bench/results/`), then `python bench/report.py` for this page.", ""]
+    lines = [
+        "# Benchmarks",
+        "",
+        "Ratios of medians over alternated repetitions (the first pair warms up and is "
+        "dropped), measured side by side in one run: pydelta time / reference time, below 1 "
+        "is faster. Reproduce with `TZ=UTC PYSPARK_PYTHON=$(which python) python bench/run.py` "
+        "(results in `bench/results/`), then `python bench/report.py` for this page.",
+        "",
+    ]
     seen = {}
     for run in runs:
         m = run["machine"]
         key = (run["command"], m["cpus"], m["memory_gb"], m["pyspark"], m["pyarrow"], m["deltalake"])
         seen.setdefault(key, []).append(run["when"])
     for (command, cpus, mem, pyspark, pyarrow, deltalake), whens in seen.items():
-        lines.append(f"- `{command}` ({min(whens)} to {max(whens)}) on {cpus} cores / {mem} GB, "
-                     f"pyspark {pyspark}, pyarrow {pyarrow}, deltalake {deltalake}")
-    lines += ["", NOTES, "| mode | measurement | contenders | ratio | times (s) | target |",
-              "| --- | --- | --- | --- | --- | --- |"]
+        lines.append(
+            f"- `{command}` ({min(whens)} to {max(whens)}) on {cpus} cores / {mem} GB, "
+            f"pyspark {pyspark}, pyarrow {pyarrow}, deltalake {deltalake}"
+        )
+    lines += [
+        "",
+        NOTES,
+        "| mode | measurement | contenders | ratio | times (s) | target |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for r in rows:
         special = _special(r)
         if special is not None:
@@ -122,9 +148,13 @@ def main():
             continue
         if r.get("a_seconds") is None:
             continue
-        target = "" if r.get("target") is None else f"<= {r['target']}" + (" ✅" if r["ratio"] <= r["target"] else " ❌")
-        lines.append(f"| {r['mode']} | {r['label']} | {r['a']} / {r['b']} | {r['ratio']:.2f} | "
-                     f"{r['a_seconds']:.3f} / {r['b_seconds']:.3f} | {target} |")
+        target = (
+            "" if r.get("target") is None else f"<= {r['target']}" + (" ✅" if r["ratio"] <= r["target"] else " ❌")
+        )
+        lines.append(
+            f"| {r['mode']} | {r['label']} | {r['a']} / {r['b']} | {r['ratio']:.2f} | "
+            f"{r['a_seconds']:.3f} / {r['b_seconds']:.3f} | {target} |"
+        )
     if plot(rows, os.path.join(DOCS, "benchmarks.png")):
         lines += ["", "![ratios](benchmarks.png)"]
     with open(os.path.join(DOCS, "benchmarks.md"), "w") as f:

@@ -30,15 +30,23 @@ RESULTS = os.path.join(HERE, "results")
 def machine() -> dict:
     import pyarrow
     import pyspark
+
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
     try:
         import deltalake
+
         dl = deltalake.__version__
     except Exception:  # pragma: no cover
         dl = None
-    return {"cpus": os.cpu_count(), "memory_gb": round(mem / 2**30, 1), "platform": platform.platform(),
-            "python": platform.python_version(), "pyspark": pyspark.__version__,
-            "pyarrow": pyarrow.__version__, "deltalake": dl}
+    return {
+        "cpus": os.cpu_count(),
+        "memory_gb": round(mem / 2**30, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "pyspark": pyspark.__version__,
+        "pyarrow": pyarrow.__version__,
+        "deltalake": dl,
+    }
 
 
 def alternate(fns: dict, reps: int) -> dict:
@@ -62,8 +70,19 @@ class Suite:
         ratio = ma / mb if mb else float("nan")
         ok = "" if target is None else (" OK" if ratio <= target else f" MISSES target {target}")
         print(f"[{mode}] {label}: {a}/{b} = {ratio:.2f} ({a} {ma:.3f}s, {b} {mb:.3f}s){ok}", flush=True)
-        self.rows.append({"mode": mode, "label": label, "a": a, "b": b, "a_seconds": ma, "b_seconds": mb,
-                          "ratio": ratio, "target": target, **extra})
+        self.rows.append(
+            {
+                "mode": mode,
+                "label": label,
+                "a": a,
+                "b": b,
+                "a_seconds": ma,
+                "b_seconds": mb,
+                "ratio": ratio,
+                "target": target,
+                **extra,
+            }
+        )
 
     def check_same(self, label, results):
         values = list(results.values())
@@ -74,52 +93,82 @@ class Suite:
     def full(self):
         from pyspark.sql import functions as F
         from tables import scan_table
+
         p = scan_table(self.scale)
         q = lambda df: df.agg(F.sum(F.xxhash64(*df.columns) % 1000)).collect()[0][0]  # noqa: E731
         ddl = "id long, i int, x double, s string, d date, ts timestamp"
-        r = alternate({"pydelta": lambda: q(self.spark.read.format("pydelta").load(p)),
-                       "parquet": lambda: q(self.spark.read.parquet(p)),
-                       "python-floor": lambda: q(self.spark.read.format("plainpq").schema(ddl).load(p))},
-                      self.reps)
+        r = alternate(
+            {
+                "pydelta": lambda: q(self.spark.read.format("pydelta").load(p)),
+                "parquet": lambda: q(self.spark.read.parquet(p)),
+                "python-floor": lambda: q(self.spark.read.format("plainpq").schema(ddl).load(p)),
+            },
+            self.reps,
+        )
         self.check_same("full", r)
         self.record("full", "full scan, every column", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0], 1.25)
-        self.record("full", "API floor: plain Python source yielding the files' batches", "python-floor",
-                    "parquet", r["python-floor"][0], r["parquet"][0])
-        self.record("full", "full scan vs the API floor", "pydelta", "python-floor", r["pydelta"][0],
-                    r["python-floor"][0])
+        self.record(
+            "full",
+            "API floor: plain Python source yielding the files' batches",
+            "python-floor",
+            "parquet",
+            r["python-floor"][0],
+            r["parquet"][0],
+        )
+        self.record(
+            "full", "full scan vs the API floor", "pydelta", "python-floor", r["pydelta"][0], r["python-floor"][0]
+        )
 
     def narrow(self):
         from pyspark.sql import functions as F
         from tables import wide_table
+
         p = wide_table(self.scale)
         q = lambda df: df.agg(F.sum("c1"), F.max("id")).collect()[0]  # noqa: E731
-        r = alternate({"columns": lambda: q(self.spark.read.format("pydelta").option("columns", "id,c1").load(p)),
-                       "all": lambda: q(self.spark.read.format("pydelta").load(p)),
-                       "parquet": lambda: q(self.spark.read.parquet(p).select("id", "c1"))}, self.reps)
+        r = alternate(
+            {
+                "columns": lambda: q(self.spark.read.format("pydelta").option("columns", "id,c1").load(p)),
+                "all": lambda: q(self.spark.read.format("pydelta").load(p)),
+                "parquet": lambda: q(self.spark.read.parquet(p).select("id", "c1")),
+            },
+            self.reps,
+        )
         self.check_same("narrow", r)
         self.record("narrow", "2 of 61 columns, columns option vs none", "columns", "all", r["columns"][0], r["all"][0])
         self.record("narrow", "2 of 61 columns vs parquet", "columns", "parquet", r["columns"][0], r["parquet"][0])
 
     def selective(self):
         from tables import skip_table
+
         p = skip_table(self.scale)
         rows = max(1000, int(50_000 * self.scale))
         point = f"id = {100 * rows + 123}"
         rng = f"id BETWEEN {10 * rows} AND {12 * rows - 1}"
         part = "p = 3 AND x < 0.5"
         for label, cond in (("point lookup", point), ("range", rng), ("partition + stats", part)):
-            r = alternate({
-                "pydelta": lambda: self.spark.read.format("pydelta").option("filterPushdown", "true").load(p).where(cond).count(),
-                "pydelta-auto": lambda: self.spark.read.format("pydelta").load(p).where(cond).count(),
-                "parquet": lambda: self.spark.read.parquet(p).where(cond).count()}, self.reps)
+            r = alternate(
+                {
+                    "pydelta": lambda cond=cond: (
+                        self.spark.read.format("pydelta").option("filterPushdown", "true").load(p).where(cond).count()
+                    ),
+                    "pydelta-auto": lambda cond=cond: self.spark.read.format("pydelta").load(p).where(cond).count(),
+                    "parquet": lambda cond=cond: self.spark.read.parquet(p).where(cond).count(),
+                },
+                self.reps,
+            )
             self.check_same(label, r)
             target = 0.5 if label == "point lookup" else None
-            self.record("selective", f"{label} (skipping on)", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0], target)
-            self.record("selective", f"{label} (default auto)", "pydelta-auto", "parquet", r["pydelta-auto"][0], r["parquet"][0])
+            self.record(
+                "selective", f"{label} (skipping on)", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0], target
+            )
+            self.record(
+                "selective", f"{label} (default auto)", "pydelta-auto", "parquet", r["pydelta-auto"][0], r["parquet"][0]
+            )
 
     def plan(self):
         from deltalake import DeltaTable
         from tables import generated_log, log_300k
+
         logs = []
         shared = log_300k()
         if shared:
@@ -127,34 +176,68 @@ class Suite:
         n = int(100_000 * self.scale)
         logs.append((f"{n} adds with stats on 32 columns, JSON only", generated_log(n, 20, 32, checkpoint=False)))
         logs.append((f"{n} adds with stats on 32 columns, checkpoint", generated_log(n, 20, 32, checkpoint=True)))
-        logs.append((f"{n // 10} adds over 3000 commits (long JSON tail)", generated_log(n // 10, 3000, 4, checkpoint=False)))
+        logs.append(
+            (f"{n // 10} adds over 3000 commits (long JSON tail)", generated_log(n // 10, 3000, 4, checkpoint=False))
+        )
         for label, p in logs:
-            r = alternate({"pydelta": lambda: self.spark.read.format("pydelta").load(p).rdd.getNumPartitions(),
-                           "deltalake": lambda: len(DeltaTable(p).file_uris())}, self.reps)
+            r = alternate(
+                {
+                    "pydelta": lambda p=p: self.spark.read.format("pydelta").load(p).rdd.getNumPartitions(),
+                    "deltalake": lambda p=p: len(DeltaTable(p).file_uris()),
+                },
+                self.reps,
+            )
             target = 1.0 if "shared" in label else None
-            self.record("plan", f"load + plan: {label}", "pydelta", "deltalake", r["pydelta"][0], r["deltalake"][0], target)
+            self.record(
+                "plan", f"load + plan: {label}", "pydelta", "deltalake", r["pydelta"][0], r["deltalake"][0], target
+            )
         # peak memory of planning the largest log in a fresh process (core only)
         # VmHWM, not ru_maxrss: Linux carries ru_maxrss across fork+exec, so a child of this
         # (large) process would report the parent's peak
-        peak = ("print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0])")
-        code = ("import sys;from delta_pyds.table.snapshot import Snapshot;from delta_pyds.read.scan import plan_partitions;"
-                "s=Snapshot.load(sys.argv[1]);plan_partitions(s.files, s.physical_partition_columns);" + peak)
+        peak = "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
+        code = (
+            "import sys;from delta_pyds.table.snapshot import Snapshot;"
+            "from delta_pyds.read.scan import plan_partitions;"
+            "s=Snapshot.load(sys.argv[1]);plan_partitions(s.files, s.physical_partition_columns);" + peak
+        )
         code_dl = "import sys;from deltalake import DeltaTable;len(DeltaTable(sys.argv[1]).file_uris());" + peak
         p = logs[0][1]
         ours = int(subprocess.run([sys.executable, "-c", code, p], capture_output=True, text=True, check=True).stdout)
-        theirs = int(subprocess.run([sys.executable, "-c", code_dl, p], capture_output=True, text=True, check=True).stdout)
-        print(f"[plan] peak RSS planning {logs[0][0]}: delta_pyds {ours / 1024:.0f} MiB, deltalake {theirs / 1024:.0f} MiB")
-        self.rows.append({"mode": "plan", "label": "peak RSS (MiB)", "a": "delta_pyds", "b": "deltalake",
-                          "a_seconds": None, "b_seconds": None, "ratio": ours / theirs,
-                          "a_mib": ours / 1024, "b_mib": theirs / 1024, "target": None})
+        theirs = int(
+            subprocess.run([sys.executable, "-c", code_dl, p], capture_output=True, text=True, check=True).stdout
+        )
+        print(
+            f"[plan] peak RSS planning {logs[0][0]}: "
+            f"delta_pyds {ours / 1024:.0f} MiB, deltalake {theirs / 1024:.0f} MiB"
+        )
+        self.rows.append(
+            {
+                "mode": "plan",
+                "label": "peak RSS (MiB)",
+                "a": "delta_pyds",
+                "b": "deltalake",
+                "a_seconds": None,
+                "b_seconds": None,
+                "ratio": ours / theirs,
+                "a_mib": ours / 1024,
+                "b_mib": theirs / 1024,
+                "target": None,
+            }
+        )
 
     # ----------------------------------------------------------------------- write
     def write(self):
         from tables import DATA
+
         n = int(10_000_000 * self.scale)
         df = self.spark.range(n, numPartitions=4).selectExpr(
-            "id", "cast(id % 1000 as int) as i", "rand(7) as x", "concat('s', id % 100000) as s",
-            "date_add(date'2020-01-01', cast(id % 3000 as int)) as d", "timestamp_seconds(id) as ts")
+            "id",
+            "cast(id % 1000 as int) as i",
+            "rand(7) as x",
+            "concat('s', id % 100000) as s",
+            "date_add(date'2020-01-01', cast(id % 3000 as int)) as d",
+            "timestamp_seconds(id) as ts",
+        )
         a_path, b_path = os.path.join(DATA, "wr-pydelta"), os.path.join(DATA, "wr-parquet")
 
         def a():
@@ -164,45 +247,66 @@ class Suite:
         def b():
             shutil.rmtree(b_path, ignore_errors=True)
             df.write.mode("overwrite").parquet(b_path)
+
         def floor():
             df.write.format("noop_arrow").mode("append").save()
+
         r = alternate({"pydelta": a, "parquet": b, "python-floor": floor}, self.reps)
         got = self.spark.read.format("pydelta").load(a_path).count()
         if got != n:
             raise SystemExit(f"pydelta wrote {got} rows, expected {n}")
         self.record("write", f"write {n} rows", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0], 1.5)
-        self.record("write", "API floor: Arrow writer that writes nothing", "python-floor", "parquet",
-                    r["python-floor"][0], r["parquet"][0])
-        self.record("write", "write vs the API floor", "pydelta", "python-floor", r["pydelta"][0],
-                    r["python-floor"][0])
+        self.record(
+            "write",
+            "API floor: Arrow writer that writes nothing",
+            "python-floor",
+            "parquet",
+            r["python-floor"][0],
+            r["parquet"][0],
+        )
+        self.record("write", "write vs the API floor", "pydelta", "python-floor", r["pydelta"][0], r["python-floor"][0])
 
     def commit(self):
         """Latency of small appends (one row) through Spark and through the core."""
         from tables import DATA
+
         p = os.path.join(DATA, "commit-latency")
         shutil.rmtree(p, ignore_errors=True)
         small = self.spark.range(1)
         small.write.format("pydelta").mode("append").save(p)
         q = os.path.join(DATA, "commit-latency-parquet")
-        r = alternate({"pydelta": lambda: small.write.format("pydelta").mode("append").save(p),
-                       "parquet": lambda: small.write.mode("append").parquet(q)}, max(self.reps, 6))
+        r = alternate(
+            {
+                "pydelta": lambda: small.write.format("pydelta").mode("append").save(p),
+                "parquet": lambda: small.write.mode("append").parquet(q),
+            },
+            max(self.reps, 6),
+        )
         self.record("commit", "append one row", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0])
 
     def dv(self):
         """Scan with 10% of rows deleted through deletion vectors vs the same table without."""
+        from dv_table import make_dv_pair
         from pyspark.sql import functions as F
         from tables import DATA
-        from dv_table import make_dv_pair
+
         with_dv, without = make_dv_pair(self.spark, os.path.join(DATA, "dv"), self.scale)
         q = lambda df: df.agg(F.sum(F.xxhash64(*df.columns) % 1000), F.count("*")).collect()[0]  # noqa: E731
-        r = alternate({"dv": lambda: q(self.spark.read.format("pydelta").load(with_dv)),
-                       "plain": lambda: q(self.spark.read.format("pydelta").load(without))}, self.reps)
-        self.record("dv", "scan with 10% rows deleted by DVs vs without", "dv", "plain",
-                    r["dv"][0], r["plain"][0], 1.10)
+        r = alternate(
+            {
+                "dv": lambda: q(self.spark.read.format("pydelta").load(with_dv)),
+                "plain": lambda: q(self.spark.read.format("pydelta").load(without)),
+            },
+            self.reps,
+        )
+        self.record(
+            "dv", "scan with 10% rows deleted by DVs vs without", "dv", "plain", r["dv"][0], r["plain"][0], 1.10
+        )
 
     def concurrent(self):
-        from tables import DATA
         from concurrent_writers import run_appenders
+        from tables import DATA
+
         stats = run_appenders(os.path.join(DATA, "concurrent"), writers=4, commits_each=int(10 * max(1, self.scale)))
         print(f"[concurrent] {stats}")
         self.rows.append({"mode": "concurrent", "label": "4 appenders", **stats})
@@ -223,13 +327,21 @@ def main(argv=None):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("TZ", "UTC")
     from pyspark.sql import SparkSession
+
     import delta_pyds
-    spark = (SparkSession.builder.master("local[2]").config("spark.sql.session.timeZone", "UTC")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "4g").getOrCreate())
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "4g")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     delta_pyds.register(spark)
     import floor_sources
+
     floor_sources.register(spark)
     suite = Suite(spark, args.scale, args.reps)
     os.makedirs(RESULTS, exist_ok=True)
@@ -237,9 +349,19 @@ def main(argv=None):
         start = len(suite.rows)
         getattr(suite, mode)()
         with open(os.path.join(RESULTS, f"{mode}.json"), "w") as f:
-            json.dump({"command": "python bench/run.py " + " ".join(sys.argv[1:]), "scale": args.scale,
-                       "reps": args.reps, "machine": machine(), "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-                       "rows": suite.rows[start:]}, f, indent=2, default=str)
+            json.dump(
+                {
+                    "command": "python bench/run.py " + " ".join(sys.argv[1:]),
+                    "scale": args.scale,
+                    "reps": args.reps,
+                    "machine": machine(),
+                    "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+                    "rows": suite.rows[start:],
+                },
+                f,
+                indent=2,
+                default=str,
+            )
     spark.stop()
 
 

@@ -48,11 +48,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-SCHEMA = json.dumps({"type": "struct", "fields": [
-    {"name": "writer", "type": "string", "nullable": True, "metadata": {}},
-    {"name": "seq", "type": "long", "nullable": True, "metadata": {}},
-    {"name": "value", "type": "long", "nullable": True, "metadata": {}},
-]})
+SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "writer", "type": "string", "nullable": True, "metadata": {}},
+            {"name": "seq", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "value", "type": "long", "nullable": True, "metadata": {}},
+        ],
+    }
+)
 
 
 class InjectedFault(Exception):
@@ -62,6 +67,7 @@ class InjectedFault(Exception):
 # ------------------------------------------------------------------ shared helpers
 def _storage(root: str, options: dict):
     from delta_pyds.storage.store import Storage
+
     return Storage(root, options)
 
 
@@ -72,11 +78,13 @@ def _rows_of(path: str) -> int:
 
 def _commit_versions(storage) -> list[int]:
     from delta_pyds.log.segment import list_log
+
     return sorted(f.version for f in list_log(storage) if f.kind == "commit")
 
 
 def _read_commit(storage, version: int) -> list[dict]:
     from delta_pyds.log.files import LOG_DIR, commit_name
+
     data = storage.read_bytes(storage.join(LOG_DIR, commit_name(version)))
     return [json.loads(line) for line in data.splitlines() if line.strip()]
 
@@ -107,10 +115,12 @@ def _journal(f, **record) -> None:
 
 
 # ------------------------------------------------------------------------ writer
-def writer_main(wid: str, root: str, options: dict, deadline: float, journal_path: str, seed: int,
-                faults: dict) -> None:
+def writer_main(
+    wid: str, root: str, options: dict, deadline: float, journal_path: str, seed: int, faults: dict
+) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     from delta_pyds.errors import CommitFailedError, ConcurrentModificationError, DeltaError
     from delta_pyds.transaction.commit import Transaction
 
@@ -124,14 +134,23 @@ def writer_main(wid: str, root: str, options: dict, deadline: float, journal_pat
             rows = rng.randint(1, 20)
             name = f"{wid}-{seq}-{uuid.uuid4().hex[:8]}-r{rows}.parquet"
             buf = io.BytesIO()
-            pq.write_table(pa.table({"writer": [wid] * rows, "seq": [seq] * rows,
-                                     "value": list(range(rows))},
-                                    schema=pa.schema([("writer", pa.string()), ("seq", pa.int64()),
-                                                      ("value", pa.int64())])), buf)
+            pq.write_table(
+                pa.table(
+                    {"writer": [wid] * rows, "seq": [seq] * rows, "value": list(range(rows))},
+                    schema=pa.schema([("writer", pa.string()), ("seq", pa.int64()), ("value", pa.int64())]),
+                ),
+                buf,
+            )
             data = buf.getvalue()
             storage.fs.pipe_file(storage.join(name), data)
-            add = {"path": name, "partitionValues": {}, "size": len(data), "modificationTime": int(time.time() * 1000),
-                   "dataChange": True, "stats": json.dumps({"numRecords": rows})}
+            add = {
+                "path": name,
+                "partitionValues": {},
+                "size": len(data),
+                "modificationTime": int(time.time() * 1000),
+                "dataChange": True,
+                "stats": json.dumps({"numRecords": rows}),
+            }
             _journal(journal, event="attempt", writer=wid, seq=seq, op=op, rows=rows, file=name)
             if rng.random() < faults["selfkill"]:
                 os.kill(os.getpid(), signal.SIGKILL)  # between writing data and committing
@@ -143,33 +162,60 @@ def writer_main(wid: str, root: str, options: dict, deadline: float, journal_pat
                 if op == "overwrite":
                     txn.read_whole_table()
                     now = int(time.time() * 1000)
-                    txn.remove_files([{"path": p, "deletionTimestamp": now, "dataChange": True,
-                                       "partitionValues": {}, "size": s}
-                                      for p, s in zip(txn.snapshot.files.column("path").to_pylist(),
-                                                      txn.snapshot.files.column("size").to_pylist())])
+                    txn.remove_files(
+                        [
+                            {"path": p, "deletionTimestamp": now, "dataChange": True, "partitionValues": {}, "size": s}
+                            for p, s in zip(
+                                txn.snapshot.files.column("path").to_pylist(),
+                                txn.snapshot.files.column("size").to_pylist(),
+                            )
+                        ]
+                    )
                 txn.add_files([add])
                 roll = rng.random()
                 if roll < faults["ambiguous"]:
                     _inject_put(txn, after_write=True)
                 elif roll < faults["ambiguous"] + faults["putfail"]:
                     _inject_put(txn, after_write=False)
-                result = txn.commit("WRITE", {"mode": "Overwrite" if op == "overwrite" else "Append"},
-                                    max_attempts=200)
-                _journal(journal, event="committed", writer=wid, seq=seq, op=op, rows=rows, file=name,
-                         version=result.version, txn=txn.txn_id, attempts=result.attempts)
+                result = txn.commit("WRITE", {"mode": "Overwrite" if op == "overwrite" else "Append"}, max_attempts=200)
+                _journal(
+                    journal,
+                    event="committed",
+                    writer=wid,
+                    seq=seq,
+                    op=op,
+                    rows=rows,
+                    file=name,
+                    version=result.version,
+                    txn=txn.txn_id,
+                    attempts=result.attempts,
+                )
             except ConcurrentModificationError as exc:
                 _journal(journal, event="conflicted", writer=wid, seq=seq, txn=txn.txn_id, error=str(exc)[:200])
             except CommitFailedError as exc:
-                _journal(journal, event="failed", writer=wid, seq=seq, txn=txn.txn_id if txn else None,
-                         error=str(exc)[:200])
+                _journal(
+                    journal, event="failed", writer=wid, seq=seq, txn=txn.txn_id if txn else None, error=str(exc)[:200]
+                )
             except InjectedFault:
                 _journal(journal, event="aborted", writer=wid, seq=seq)
             except DeltaError as exc:
-                _journal(journal, event="error", writer=wid, seq=seq, txn=txn.txn_id if txn else None,
-                         error=f"{type(exc).__name__}: {exc}"[:400])
-            except Exception as exc:  # a bug: recorded, and the supervisor fails the run
-                _journal(journal, event="crash", writer=wid, seq=seq, txn=txn.txn_id if txn else None,
-                         error=traceback.format_exc()[-1500:])
+                _journal(
+                    journal,
+                    event="error",
+                    writer=wid,
+                    seq=seq,
+                    txn=txn.txn_id if txn else None,
+                    error=f"{type(exc).__name__}: {exc}"[:400],
+                )
+            except Exception:  # a bug: recorded, and the supervisor fails the run
+                _journal(
+                    journal,
+                    event="crash",
+                    writer=wid,
+                    seq=seq,
+                    txn=txn.txn_id if txn else None,
+                    error=traceback.format_exc()[-1500:],
+                )
 
 
 def _inject_put(txn, *, after_write: bool) -> None:
@@ -194,6 +240,7 @@ def _inject_put(txn, *, after_write: bool) -> None:
 # ------------------------------------------------------------------------ reader
 def reader_main(rid: str, root: str, options: dict, deadline: float, out_path: str) -> None:
     import pyarrow.parquet as pq
+
     from delta_pyds.table.snapshot import Snapshot
 
     storage = _storage(root, options)
@@ -211,8 +258,8 @@ def reader_main(rid: str, root: str, options: dict, deadline: float, out_path: s
                 issues.append(f"version went backwards: {last_version} -> {v}")
             last_version = v
             versions = _commit_versions(storage)
-            if versions[:v + 1] != list(range(v + 1)):
-                issues.append(f"commits 0..{v} not contiguous: {versions[:v + 1]}")
+            if versions[: v + 1] != list(range(v + 1)):
+                issues.append(f"commits 0..{v} not contiguous: {versions[: v + 1]}")
             expected = ref.state(v)
             files = snap.files
             got_paths = files.column("path").to_pylist()
@@ -220,15 +267,18 @@ def reader_main(rid: str, root: str, options: dict, deadline: float, out_path: s
             if len(got_paths) != len(set(got_paths)):
                 issues.append(f"v{v}: duplicate files in the snapshot")
             if set(got_paths) != set(expected):
-                issues.append(f"v{v}: files differ from the reference: +{sorted(set(got_paths) - set(expected))[:3]}"
-                              f" -{sorted(set(expected) - set(got_paths))[:3]}")
+                issues.append(
+                    f"v{v}: files differ from the reference: +{sorted(set(got_paths) - set(expected))[:3]}"
+                    f" -{sorted(set(expected) - set(got_paths))[:3]}"
+                )
             if got_rows != sum(expected.values()):
                 issues.append(f"v{v}: {got_rows} rows by stats, reference {sum(expected.values())}")
             if any(_rows_of(p) != expected.get(p, _rows_of(p)) for p in got_paths):
                 issues.append(f"v{v}: stats disagree with the committed row counts")
             if reads % 5 == 0 and len(got_paths) <= 400:
-                footer_rows = sum(pq.ParquetFile(storage.open_input(storage.resolve(p))).metadata.num_rows
-                                  for p in got_paths)
+                footer_rows = sum(
+                    pq.ParquetFile(storage.open_input(storage.resolve(p))).metadata.num_rows for p in got_paths
+                )
                 if footer_rows != got_rows:
                     issues.append(f"v{v}: data files hold {footer_rows} rows, the log says {got_rows}")
             if issues:
@@ -239,23 +289,40 @@ def reader_main(rid: str, root: str, options: dict, deadline: float, out_path: s
             problems.append(f"read error: {type(exc).__name__}: {exc}"[:500])
             time.sleep(0.05)
     with open(out_path, "w") as f:
-        json.dump({"reader": rid, "reads": reads, "inconsistent": bad, "errors": errors,
-                   "last_version": last_version, "problems": problems[:20]}, f)
+        json.dump(
+            {
+                "reader": rid,
+                "reads": reads,
+                "inconsistent": bad,
+                "errors": errors,
+                "last_version": last_version,
+                "problems": problems[:20],
+            },
+            f,
+        )
 
 
 # -------------------------------------------------------------------- supervisor
 def create_table(root: str, options: dict) -> None:
     from delta_pyds.protocol.actions import Metadata
     from delta_pyds.transaction.commit import Transaction
+
     txn = Transaction.start(root, options=options)
-    txn.update_metadata(Metadata(id=str(uuid.uuid4()), schema_string=SCHEMA, partition_columns=(),
-                                 configuration={"delta.checkpointInterval": "10"},
-                                 created_time=int(time.time() * 1000)))
+    txn.update_metadata(
+        Metadata(
+            id=str(uuid.uuid4()),
+            schema_string=SCHEMA,
+            partition_columns=(),
+            configuration={"delta.checkpointInterval": "10"},
+            created_time=int(time.time() * 1000),
+        )
+    )
     txn.commit("CREATE TABLE")
 
 
 def verify(root: str, options: dict, journals: list[str]) -> dict:
     import pyarrow.parquet as pq
+
     from delta_pyds.table.snapshot import Snapshot
 
     storage = _storage(root, options)
@@ -296,8 +363,10 @@ def verify(root: str, options: dict, journals: list[str]) -> dict:
         if mode in ("Overwrite", "Append"):
             ops[mode.lower()] += 1
     expected_rows = sum(live.values())
-    count = {e: sum(1 for r in records if r["event"] == e)
-             for e in ("attempt", "committed", "conflicted", "failed", "aborted", "error", "crash")}
+    count = {
+        e: sum(1 for r in records if r["event"] == e)
+        for e in ("attempt", "committed", "conflicted", "failed", "aborted", "error", "crash")
+    }
     committed = [r for r in records if r["event"] == "committed"]
     lost = [r for r in committed if log_txns.get(r["txn"]) != r["version"]]
     phantom = [r for r in records if r["event"] in ("conflicted", "failed") and r.get("txn") in log_txns]
@@ -320,20 +389,47 @@ def verify(root: str, options: dict, journals: list[str]) -> dict:
         if r["event"] in ("error", "crash"):
             problems.append(f"writer {r['event']}: {r.get('error')}")
     return {
-        "attempted": count["attempt"], "committed": count["committed"], "conflicted": count["conflicted"],
-        "failed": count["failed"], "aborted": count["aborted"], "writer_errors": count["error"],
-        "writer_crashes": count["crash"], "lost": len(lost), "phantom": len(phantom),
-        "unacknowledged": len(unacknowledged), "versions": len(versions), "log_appends": ops["append"],
-        "log_overwrites": ops["overwrite"], "final_version": snap.version, "final_files": len(files),
-        "final_rows": stats_rows, "expected_rows": expected_rows, "orphan_data_files": len(orphans),
+        "attempted": count["attempt"],
+        "committed": count["committed"],
+        "conflicted": count["conflicted"],
+        "failed": count["failed"],
+        "aborted": count["aborted"],
+        "writer_errors": count["error"],
+        "writer_crashes": count["crash"],
+        "lost": len(lost),
+        "phantom": len(phantom),
+        "unacknowledged": len(unacknowledged),
+        "versions": len(versions),
+        "log_appends": ops["append"],
+        "log_overwrites": ops["overwrite"],
+        "final_version": snap.version,
+        "final_files": len(files),
+        "final_rows": stats_rows,
+        "expected_rows": expected_rows,
+        "orphan_data_files": len(orphans),
         "problems": problems[:20] + [f"lost: {r}" for r in lost[:5]] + [f"phantom: {r}" for r in phantom[:5]],
     }
 
 
-def run(writers: int = 4, readers: int = 2, seconds: float = 60, s3: bool = False, seed: int = 0,
-        kill_every: float = 3.0, faults: dict | None = None, root: str | None = None, quiet: bool = False) -> dict:
-    faults = {"overwrite": 0.05, "selfkill": 0.01, "exception": 0.03, "ambiguous": 0.03, "putfail": 0.03,
-              **(faults or {})}
+def run(
+    writers: int = 4,
+    readers: int = 2,
+    seconds: float = 60,
+    s3: bool = False,
+    seed: int = 0,
+    kill_every: float = 3.0,
+    faults: dict | None = None,
+    root: str | None = None,
+    quiet: bool = False,
+) -> dict:
+    faults = {
+        "overwrite": 0.05,
+        "selfkill": 0.01,
+        "exception": 0.03,
+        "ambiguous": 0.03,
+        "putfail": 0.03,
+        **(faults or {}),
+    }
     rng = random.Random(seed)
     work = tempfile.mkdtemp(prefix="pydelta-soak-")
     server = None
@@ -341,6 +437,7 @@ def run(writers: int = 4, readers: int = 2, seconds: float = 60, s3: bool = Fals
     if s3:
         sys.path.insert(0, os.path.join(ROOT, "tests"))
         import servers
+
         server = servers.start_seaweedfs()
         options = dict(server.options)
         root = server.url(f"soak-{uuid.uuid4().hex[:8]}")
@@ -359,8 +456,11 @@ def run(writers: int = 4, readers: int = 2, seconds: float = 60, s3: bool = Fals
             wid = f"w{n}"
             journal = os.path.join(work, f"{wid}.jsonl")
             journals.append(journal)
-            p = ctx.Process(target=writer_main, args=(wid, root, options, deadline, journal,
-                                                      rng.randrange(1 << 30), faults), daemon=True)
+            p = ctx.Process(
+                target=writer_main,
+                args=(wid, root, options, deadline, journal, rng.randrange(1 << 30), faults),
+                daemon=True,
+            )
             p.start()
             procs[wid] = p
 
@@ -413,10 +513,16 @@ def run(writers: int = 4, readers: int = 2, seconds: float = 60, s3: bool = Fals
         summary["problems"] += [p for r in reads for p in r["problems"]][:20]
         summary["seconds"] = round(time.time() - start, 1)
         summary["backend"] = "s3 (SeaweedFS)" if s3 else "local"
-        summary["ok"] = (summary["lost"] == 0 and summary["phantom"] == 0 and summary["inconsistent_reads"] == 0
-                         and summary["read_errors"] == 0 and summary["writer_crashes"] == 0
-                         and summary["writer_errors"] == 0 and not summary["problems"]
-                         and summary["committed"] > 0)
+        summary["ok"] = (
+            summary["lost"] == 0
+            and summary["phantom"] == 0
+            and summary["inconsistent_reads"] == 0
+            and summary["read_errors"] == 0
+            and summary["writer_crashes"] == 0
+            and summary["writer_errors"] == 0
+            and not summary["problems"]
+            and summary["committed"] > 0
+        )
         if not quiet:
             print(json.dumps(summary, indent=2))
         return summary
@@ -424,6 +530,7 @@ def run(writers: int = 4, readers: int = 2, seconds: float = 60, s3: bool = Fals
         if server is not None:
             server.stop()
         import shutil
+
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -24,20 +24,23 @@ def _exists(path: str) -> bool:
 def scan_table(scale: float) -> str:
     """8 files of 2M x scale rows, 6 common types; disjoint id ranges per file."""
     from deltalake import write_deltalake
+
     rows = int(2_000_000 * scale)
     path = os.path.join(DATA, f"scan-{rows}")
     if _exists(path):
         return path
     rng = np.random.default_rng(0)
     for f in range(8):
-        t = pa.table({
-            "id": pa.array(np.arange(f * rows, (f + 1) * rows, dtype=np.int64)),
-            "i": pa.array(rng.integers(0, 1000, rows, dtype=np.int32)),
-            "x": pa.array(rng.random(rows)),
-            "s": pa.array([f"str{v}" for v in rng.integers(0, 100000, rows)]),
-            "d": pa.array(rng.integers(0, 20000, rows, dtype=np.int32)).cast(pa.date32()),
-            "ts": pa.array(rng.integers(0, 10**15, rows, dtype=np.int64)).cast(pa.timestamp("us", tz="UTC")),
-        })
+        t = pa.table(
+            {
+                "id": pa.array(np.arange(f * rows, (f + 1) * rows, dtype=np.int64)),
+                "i": pa.array(rng.integers(0, 1000, rows, dtype=np.int32)),
+                "x": pa.array(rng.random(rows)),
+                "s": pa.array([f"str{v}" for v in rng.integers(0, 100000, rows)]),
+                "d": pa.array(rng.integers(0, 20000, rows, dtype=np.int32)).cast(pa.date32()),
+                "ts": pa.array(rng.integers(0, 10**15, rows, dtype=np.int64)).cast(pa.timestamp("us", tz="UTC")),
+            }
+        )
         write_deltalake(path, t, mode="append")
     return path
 
@@ -45,6 +48,7 @@ def scan_table(scale: float) -> str:
 def wide_table(scale: float, columns: int = 60) -> str:
     """A wide table (60 double columns + id) for narrow-query benchmarks."""
     from deltalake import write_deltalake
+
     rows = int(1_000_000 * scale)
     path = os.path.join(DATA, f"wide-{rows}x{columns}")
     if _exists(path):
@@ -62,18 +66,21 @@ def skip_table(scale: float, files: int = 200) -> str:
     """200 small files with disjoint id ranges (point lookups prune to one file), and a
     partition column ``p`` (10 values) for partition pruning."""
     from deltalake import write_deltalake
+
     rows = max(1000, int(50_000 * scale))
     path = os.path.join(DATA, f"skip-{files}x{rows}")
     if _exists(path):
         return path
     rng = np.random.default_rng(1)
     for f in range(files):
-        t = pa.table({
-            "id": pa.array(np.arange(f * rows, (f + 1) * rows, dtype=np.int64)),
-            "x": pa.array(rng.random(rows)),
-            "s": pa.array([f"v{v}" for v in rng.integers(0, 1000, rows)]),
-            "p": pa.array(np.full(rows, f % 10, dtype=np.int32)),
-        })
+        t = pa.table(
+            {
+                "id": pa.array(np.arange(f * rows, (f + 1) * rows, dtype=np.int64)),
+                "x": pa.array(rng.random(rows)),
+                "s": pa.array([f"v{v}" for v in rng.integers(0, 1000, rows)]),
+                "p": pa.array(np.full(rows, f % 10, dtype=np.int32)),
+            }
+        )
         write_deltalake(path, t, mode="append", partition_by=["p"])
     return path
 
@@ -103,32 +110,53 @@ def generated_log(n_files: int, commits: int, stats_columns: int, *, checkpoint:
     log = os.path.join(path, "_delta_log")
     os.makedirs(log)
     fields = [{"name": "part", "type": "integer", "nullable": True, "metadata": {}}] + [
-        {"name": f"c{i}", "type": "long", "nullable": True, "metadata": {}} for i in range(stats_columns)]
-    meta = {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
-            "schemaString": json.dumps({"type": "struct", "fields": fields}),
-            "partitionColumns": ["part"], "configuration": {}, "createdTime": 0}
+        {"name": f"c{i}", "type": "long", "nullable": True, "metadata": {}} for i in range(stats_columns)
+    ]
+    meta = {
+        "id": str(uuid.uuid4()),
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": json.dumps({"type": "struct", "fields": fields}),
+        "partitionColumns": ["part"],
+        "configuration": {},
+        "createdTime": 0,
+    }
     per_commit = max(1, n_files // commits)
     k = 0
     for v in range(commits):
         lines = []
         if v == 0:
-            lines += [json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
-                      json.dumps({"metaData": meta})]
+            lines += [
+                json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+                json.dumps({"metaData": meta}),
+            ]
         lines.append(json.dumps({"commitInfo": {"timestamp": 1_700_000_000_000 + v, "operation": "WRITE"}}))
         count = per_commit if v < commits - 1 else n_files - k
         for _ in range(count):
-            stats = {"numRecords": 1000,
-                     "minValues": {f"c{i}": k * 1000 + i for i in range(stats_columns)},
-                     "maxValues": {f"c{i}": k * 1000 + 999 + i for i in range(stats_columns)},
-                     "nullCount": {f"c{i}": 0 for i in range(stats_columns)}}
-            lines.append(json.dumps({"add": {"path": f"part={k % 10}/f{k}.parquet",
-                                             "partitionValues": {"part": str(k % 10)}, "size": 10_000 + k,
-                                             "modificationTime": 1_700_000_000_000, "dataChange": True,
-                                             "stats": json.dumps(stats)}}))
+            stats = {
+                "numRecords": 1000,
+                "minValues": {f"c{i}": k * 1000 + i for i in range(stats_columns)},
+                "maxValues": {f"c{i}": k * 1000 + 999 + i for i in range(stats_columns)},
+                "nullCount": {f"c{i}": 0 for i in range(stats_columns)},
+            }
+            lines.append(
+                json.dumps(
+                    {
+                        "add": {
+                            "path": f"part={k % 10}/f{k}.parquet",
+                            "partitionValues": {"part": str(k % 10)},
+                            "size": 10_000 + k,
+                            "modificationTime": 1_700_000_000_000,
+                            "dataChange": True,
+                            "stats": json.dumps(stats),
+                        }
+                    }
+                )
+            )
             k += 1
         with open(os.path.join(log, f"{v:020d}.json"), "w") as f:
             f.write("\n".join(lines) + "\n")
     if checkpoint:
         from deltalake import DeltaTable
+
         DeltaTable(path).create_checkpoint()
     return path

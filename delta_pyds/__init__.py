@@ -6,29 +6,31 @@ fsspec and never import pyspark.
 """
 
 from delta_pyds.errors import (
-    DeltaError,
-    TableNotFoundError,
-    CorruptLogError,
-    CorruptCheckpointError,
-    ExternalPathError,
-    VersionNotFoundError,
-    UnsupportedFeatureError,
-    DeletionVectorError,
-    DataFileError,
-    SchemaError,
-    ConcurrentModificationError,
+    AppendOnlyError,
+    ChangeDataError,
+    ColumnTypeError,
     CommitFailedError,
     CommitRetriesExhaustedError,
-    TableExistsError,
-    AppendOnlyError,
+    ConcurrentModificationError,
     ConstraintViolationError,
-    ColumnTypeError,
-    UnsafeFileError,
+    CorruptCheckpointError,
+    CorruptLogError,
+    DataFileError,
+    DeletionVectorError,
+    DeltaError,
+    ExpressionError,
+    ExternalPathError,
+    MalformedVariantError,
+    SchemaError,
     StorageError,
-    StreamingError,
     StreamChangeError,
+    StreamingError,
     StreamSinkError,
-    ChangeDataError,
+    TableExistsError,
+    TableNotFoundError,
+    UnsafeFileError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
 )
 from delta_pyds.version import __version__
 
@@ -60,6 +62,8 @@ __all__ = [
     "StreamChangeError",
     "StreamSinkError",
     "ChangeDataError",
+    "ExpressionError",
+    "MalformedVariantError",
 ]
 
 
@@ -68,6 +72,7 @@ def __getattr__(name):
     # delta_pyds never imports pyspark
     if name == "DeltaTable":
         from delta_pyds.spark.tables import DeltaTable
+
         return DeltaTable
     raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
 
@@ -75,10 +80,12 @@ def __getattr__(name):
 def explain_scan(path, predicates=(), **kwargs):
     """Which files a scan with ``predicates`` reads, and why (see :mod:`delta_pyds.read.explain`)."""
     from delta_pyds.read.explain import explain_scan as _explain
+
     return _explain(path, predicates, **kwargs)
 
 
 def register(spark) -> None:
     """Registers the ``pydelta`` data source on ``spark`` and enables filter pushdown."""
     from delta_pyds.spark import register as _register
+
     _register(spark)

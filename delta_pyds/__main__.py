@@ -1,4 +1,5 @@
 """``python -m delta_pyds``: see :mod:`delta_pyds.tools.cli`."""
+
 import sys
 
 from delta_pyds.tools.cli import main

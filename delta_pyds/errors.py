@@ -81,8 +81,7 @@ class ColumnTypeError(DataFileError):
     cannot be read from (only the casts the protocol allows are made: type widening,
     timestamp units, encodings of the same logical type)."""
 
-    def __init__(self, message: str, *, file: str = "", column: str = "", declared: str = "",
-                 physical: str = ""):
+    def __init__(self, message: str, *, file: str = "", column: str = "", declared: str = "", physical: str = ""):
         super().__init__(message)
         self.file, self.column, self.declared, self.physical = file, column, declared, physical
 
@@ -112,3 +111,12 @@ class StreamSinkError(DeltaError):
 class ChangeDataError(DeltaError):
     """Change data cannot be read for a version range (not recorded, incompatible schema
     change, or vacuumed files)."""
+
+
+class ExpressionError(DeltaError, ValueError):
+    """An expression cannot be parsed or evaluated by delta_pyds."""
+
+
+class MalformedVariantError(DataFileError):
+    """Variant data in a data file is malformed: a bad Variant binary encoding, or
+    shredded columns that break the Parquet Variant shredding specification."""

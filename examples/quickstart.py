@@ -5,6 +5,7 @@ partition, read it back, time travel.
 
 Without an argument the table goes to a temporary directory.
 """
+
 import os
 import sys
 import tempfile
@@ -16,22 +17,34 @@ import delta_pyds
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(tempfile.mkdtemp(prefix="pydelta-"), "events")
 
-spark = (SparkSession.builder.master("local[2]").appName("pydelta-quickstart")
-         .config("spark.sql.session.timeZone", "UTC")
-         .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+spark = (
+    SparkSession.builder.master("local[2]")
+    .appName("pydelta-quickstart")
+    .config("spark.sql.session.timeZone", "UTC")
+    .config("spark.ui.showConsoleProgress", "false")
+    .getOrCreate()
+)
 spark.sparkContext.setLogLevel("ERROR")
 delta_pyds.register(spark)  # only needed with --py-files; pip installs auto-register
 
 events = spark.range(1000).selectExpr(
-    "id", "cast(id % 3 as int) as country", "concat('user', id % 17) as user",
-    "timestamp_seconds(1700000000 + id * 60) as ts")
+    "id",
+    "cast(id % 3 as int) as country",
+    "concat('user', id % 17) as user",
+    "timestamp_seconds(1700000000 + id * 60) as ts",
+)
 
 # Spark lets Python sources write in append/overwrite mode only; partition columns are an option
-events.write.format("pydelta").option("partitionBy", "country").mode("append").save(path)      # v0: create
-events.limit(10).write.format("pydelta").mode("append").save(path)                            # v1: append
-(spark.range(5).selectExpr("id + 5000 as id", "1 as country", "'new' as user",
-                           "current_timestamp() as ts")
-    .write.format("pydelta").mode("overwrite").option("replaceWhere", "country = 1").save(path))  # v2
+events.write.format("pydelta").option("partitionBy", "country").mode("append").save(path)  # v0: create
+events.limit(10).write.format("pydelta").mode("append").save(path)  # v1: append
+(
+    spark.range(5)
+    .selectExpr("id + 5000 as id", "1 as country", "'new' as user", "current_timestamp() as ts")
+    .write.format("pydelta")
+    .mode("overwrite")
+    .option("replaceWhere", "country = 1")
+    .save(path)
+)  # v2
 
 df = spark.read.format("pydelta").load(path)
 print("table:", path)

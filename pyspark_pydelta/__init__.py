@@ -6,4 +6,5 @@ try:
     from delta_pyds.spark.datasource import DeltaDataSource as DefaultSource  # noqa: F401
 except Exception as _exc:  # pragma: no cover - only when the install is broken
     import logging as _logging
+
     _logging.getLogger("delta_pyds").warning("pydelta auto-registration failed: %s", _exc)

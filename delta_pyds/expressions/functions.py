@@ -16,7 +16,7 @@ import datetime as dt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.expressions.ast import ExpressionError
+from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions.coercion import (
     as_bool,
     broadcast,
@@ -70,11 +70,22 @@ def _as_time(v):
 def _part(fn):
     def run(batch, v):
         return getattr(pc, fn)(_as_time(v)).cast(pa.int32())
+
     return run
 
 
-_JAVA_FORMAT = [("yyyy", "%Y"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"),
-                ("ss", "%S"), ("SSSSSS", "%f"), ("EEE", "%a"), ("MMM", "%b")]
+_JAVA_FORMAT = [
+    ("yyyy", "%Y"),
+    ("yy", "%y"),
+    ("MM", "%m"),
+    ("dd", "%d"),
+    ("HH", "%H"),
+    ("mm", "%M"),
+    ("ss", "%S"),
+    ("SSSSSS", "%f"),
+    ("EEE", "%a"),
+    ("MMM", "%b"),
+]
 
 
 def _f_date_format(batch, v, fmt):
@@ -93,7 +104,7 @@ def _f_date_format(batch, v, fmt):
                 raise ExpressionError(f"date_format pattern letter {ch!r} is not supported")
             if ch == "'":
                 j = text.index("'", i + 1)
-                out += text[i + 1:j].replace("%", "%%")
+                out += text[i + 1 : j].replace("%", "%%")
                 i = j + 1
                 continue
             out += "%%" if ch == "%" else ch
@@ -160,29 +171,48 @@ def _today(batch):
 
 
 FUNCTIONS = {
-    "current_timestamp": _now, "now": _now, "current_date": _today, "curdate": _today,
+    "current_timestamp": _now,
+    "now": _now,
+    "current_date": _today,
+    "curdate": _today,
     "abs": lambda b, v: call_compute("abs_checked", v),
-    "coalesce": _f_coalesce, "nvl": _f_coalesce, "ifnull": _f_coalesce,
+    "coalesce": _f_coalesce,
+    "nvl": _f_coalesce,
+    "ifnull": _f_coalesce,
     "lower": lambda b, v: pc.utf8_lower(cast(v, pa.string())),
     "lcase": lambda b, v: pc.utf8_lower(cast(v, pa.string())),
     "upper": lambda b, v: pc.utf8_upper(cast(v, pa.string())),
     "ucase": lambda b, v: pc.utf8_upper(cast(v, pa.string())),
-    "length": _f_length, "char_length": _f_length, "character_length": _f_length,
+    "length": _f_length,
+    "char_length": _f_length,
+    "character_length": _f_length,
     "trim": lambda b, v: pc.utf8_trim(cast(v, pa.string()), " "),
     "ltrim": lambda b, v: pc.utf8_ltrim(cast(v, pa.string()), " "),
     "rtrim": lambda b, v: pc.utf8_rtrim(cast(v, pa.string()), " "),
-    "substring": _f_substring, "substr": _f_substring,
+    "substring": _f_substring,
+    "substr": _f_substring,
     "concat": _f_concat,
-    "year": _part("year"), "month": _part("month"), "day": _part("day"), "dayofmonth": _part("day"),
-    "hour": _part("hour"), "minute": _part("minute"), "second": _part("second"),
-    "quarter": _part("quarter"), "dayofyear": _part("day_of_year"),
-    "date_format": _f_date_format, "to_date": _f_to_date,
+    "year": _part("year"),
+    "month": _part("month"),
+    "day": _part("day"),
+    "dayofmonth": _part("day"),
+    "hour": _part("hour"),
+    "minute": _part("minute"),
+    "second": _part("second"),
+    "quarter": _part("quarter"),
+    "dayofyear": _part("day_of_year"),
+    "date_format": _f_date_format,
+    "to_date": _f_to_date,
     "date": lambda b, v: _f_to_date(b, v),
     "timestamp": lambda b, v: cast(v, pa.timestamp("us", tz="UTC")),
-    "date_add": _f_date_add, "date_sub": _f_date_sub, "datediff": _f_datediff,
+    "date_add": _f_date_add,
+    "date_sub": _f_date_sub,
+    "datediff": _f_datediff,
     "isnull": lambda b, v: pc.is_null(broadcast(v, b)),
     "isnotnull": lambda b, v: pc.is_valid(broadcast(v, b)),
-    "if": _f_if, "iff": _f_if, "nullif": _f_nullif,
+    "if": _f_if,
+    "iff": _f_if,
+    "nullif": _f_nullif,
     "greatest": lambda b, *vs: pc.max_element_wise(*vs, skip_nulls=True),
     "least": lambda b, *vs: pc.min_element_wise(*vs, skip_nulls=True),
     "round": _f_round,

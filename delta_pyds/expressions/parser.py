@@ -22,26 +22,52 @@ import datetime as dt
 import decimal
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
-from delta_pyds.expressions.ast import Call, Case, Cast, Col, ExpressionError, Lit
+from delta_pyds.errors import ExpressionError
+from delta_pyds.expressions.ast import Call, Case, Cast, Col, Lit
 from delta_pyds.expressions.coercion import string_to_timestamp
 from delta_pyds.expressions.functions import FUNCTIONS
 
 # ------------------------------------------------------------------------ tokenizer
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<ws>\s+)
   | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[lLdDfFsSyY]?(?:BD|bd)?)
   | (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
   | (?P<bq>`(?:[^`]|``)*`)
   | (?P<op><=>|<>|!=|<=|>=|==|\|\||[=<>+\-*/%(),.])
   | (?P<id>[A-Za-z_][A-Za-z_0-9]*)
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 
-_KEYWORDS = {"AND", "OR", "NOT", "IS", "NULL", "IN", "BETWEEN", "LIKE", "TRUE", "FALSE", "CAST", "AS",
-             "CASE", "WHEN", "THEN", "ELSE", "END", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "DIV", "ILIKE"}
+_KEYWORDS = {
+    "AND",
+    "OR",
+    "NOT",
+    "IS",
+    "NULL",
+    "IN",
+    "BETWEEN",
+    "LIKE",
+    "TRUE",
+    "FALSE",
+    "CAST",
+    "AS",
+    "CASE",
+    "WHEN",
+    "THEN",
+    "ELSE",
+    "END",
+    "DATE",
+    "TIMESTAMP",
+    "TIMESTAMP_NTZ",
+    "DIV",
+    "ILIKE",
+}
 
 
 @dataclass(frozen=True)
@@ -56,9 +82,9 @@ def _tokenize(text: str) -> list[_Tok]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m:
-            raise ExpressionError(f"cannot parse {text!r}: unexpected {text[pos:pos + 10]!r}")
+            raise ExpressionError(f"cannot parse {text!r}: unexpected {text[pos : pos + 10]!r}")
         pos = m.end()
-        kind = m.lastgroup
+        kind = cast(str, m.lastgroup)  # every alternative of _TOKEN is a named group
         tok = m.group(kind)
         if kind == "ws":
             continue
@@ -152,8 +178,12 @@ class _Parser:
                     return Call("not", (node,)) if negated else node
             raise ExpressionError(f"cannot parse {self.text!r}: expected NULL, TRUE or FALSE after IS")
         negated = False
-        if t.kind == "kw" and t.text == "NOT" and self.peek(1).kind == "kw" and \
-                self.peek(1).text in ("IN", "BETWEEN", "LIKE", "ILIKE"):
+        if (
+            t.kind == "kw"
+            and t.text == "NOT"
+            and self.peek(1).kind == "kw"
+            and self.peek(1).text in ("IN", "BETWEEN", "LIKE", "ILIKE")
+        ):
             self.next()
             negated = True
         if self.accept("kw", "IN"):
@@ -203,7 +233,11 @@ class _Parser:
         if self.accept("op", "-"):
             operand = self.unary()
             if isinstance(operand, Lit) and isinstance(operand.value, (int, float, decimal.Decimal)):
-                return _number(-operand.value) if not isinstance(operand.value, float) else Lit(-operand.value, pa.float64())
+                return (
+                    _number(-operand.value)
+                    if not isinstance(operand.value, float)
+                    else Lit(-operand.value, pa.float64())
+                )
             return Call("negate", (operand,))
         if self.accept("op", "+"):
             return self.unary()
@@ -260,8 +294,10 @@ class _Parser:
                 args.append(self.or_())
             self.expect("op", ")")
         if name not in FUNCTIONS:
-            raise ExpressionError(f"function {name}() is not supported by delta_pyds's expression "
-                                  f"evaluator (supported: {', '.join(sorted(FUNCTIONS))})")
+            raise ExpressionError(
+                f"function {name}() is not supported by delta_pyds's expression "
+                f"evaluator (supported: {', '.join(sorted(FUNCTIONS))})"
+            )
         return Call(name, tuple(args))
 
     def case(self):
@@ -302,11 +338,25 @@ class _Parser:
 
 
 _TYPE_NAMES = {
-    "tinyint": pa.int8(), "byte": pa.int8(), "smallint": pa.int16(), "short": pa.int16(),
-    "int": pa.int32(), "integer": pa.int32(), "bigint": pa.int64(), "long": pa.int64(),
-    "float": pa.float32(), "real": pa.float32(), "double": pa.float64(), "string": pa.string(),
-    "varchar": pa.string(), "char": pa.string(), "boolean": pa.bool_(), "binary": pa.binary(),
-    "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"), "timestamp_ltz": pa.timestamp("us", tz="UTC"),
+    "tinyint": pa.int8(),
+    "byte": pa.int8(),
+    "smallint": pa.int16(),
+    "short": pa.int16(),
+    "int": pa.int32(),
+    "integer": pa.int32(),
+    "bigint": pa.int64(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "real": pa.float32(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "varchar": pa.string(),
+    "char": pa.string(),
+    "boolean": pa.bool_(),
+    "binary": pa.binary(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ltz": pa.timestamp("us", tz="UTC"),
     "timestamp_ntz": pa.timestamp("us"),
 }
 
@@ -317,9 +367,10 @@ def _number(value) -> Lit:
             return Lit(value, pa.int32())
         return Lit(value, pa.int64())
     if isinstance(value, decimal.Decimal):
-        return Lit(float(value), pa.float64()) if abs(value.as_tuple().exponent) > 38 else \
-            Lit(value, pa.decimal128(max(len(value.as_tuple().digits), -value.as_tuple().exponent, 1),
-                                     max(-value.as_tuple().exponent, 0)))
+        digits, exponent = value.as_tuple().digits, value.as_tuple().exponent
+        if not isinstance(exponent, int) or abs(exponent) > 38:  # NaN/Infinity: not from digits
+            return Lit(float(value), pa.float64())
+        return Lit(value, pa.decimal128(max(len(digits), -exponent, 1), max(-exponent, 0)))
     return Lit(float(value), pa.float64())
 
 
@@ -347,8 +398,11 @@ def _typed_literal(kind: str, text: str) -> Lit:
     try:
         if kind == "DATE":
             return Lit(dt.date.fromisoformat(text.strip()[:10]), pa.date32())
-        value = pa.scalar(text.strip().replace("T", " ")).cast(pa.timestamp("us")).as_py() \
-            if kind == "TIMESTAMP_NTZ" else _parse_instant(text)
+        value = (
+            pa.scalar(text.strip().replace("T", " ")).cast(pa.timestamp("us")).as_py()
+            if kind == "TIMESTAMP_NTZ"
+            else _parse_instant(text)
+        )
         return Lit(value, pa.timestamp("us") if kind == "TIMESTAMP_NTZ" else pa.timestamp("us", tz="UTC"))
     except (ValueError, pa.ArrowInvalid):
         raise ExpressionError(f"invalid {kind} literal {text!r}") from None

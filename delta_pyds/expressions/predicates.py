@@ -18,8 +18,9 @@ against file statistics.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Union
+from typing import Any
 
 ColumnPath = tuple  # tuple[str, ...]
 
@@ -53,42 +54,49 @@ class _ColumnValue:
 @dataclass(frozen=True)
 class EqualTo(_ColumnValue):
     """``column = value``"""
+
     op = "="
 
 
 @dataclass(frozen=True)
 class EqualNullSafe(_ColumnValue):
     """``column <=> value``: true when both are null or both are equal; ``value`` may be None."""
+
     op = "<=>"
 
 
 @dataclass(frozen=True)
 class LessThan(_ColumnValue):
     """``column < value``"""
+
     op = "<"
 
 
 @dataclass(frozen=True)
 class LessThanOrEqual(_ColumnValue):
     """``column <= value``"""
+
     op = "<="
 
 
 @dataclass(frozen=True)
 class GreaterThan(_ColumnValue):
     """``column > value``"""
+
     op = ">"
 
 
 @dataclass(frozen=True)
 class GreaterThanOrEqual(_ColumnValue):
     """``column >= value``"""
+
     op = ">="
 
 
 @dataclass(frozen=True)
 class In:
     """``column IN (values...)``: nulls among the values never match."""
+
     column: tuple
     values: tuple
 
@@ -103,6 +111,7 @@ class In:
 @dataclass(frozen=True)
 class IsNull:
     """``column IS NULL``"""
+
     column: tuple
 
     def __post_init__(self):
@@ -115,6 +124,7 @@ class IsNull:
 @dataclass(frozen=True)
 class IsNotNull:
     """``column IS NOT NULL``"""
+
     column: tuple
 
     def __post_init__(self):
@@ -127,6 +137,7 @@ class IsNotNull:
 @dataclass(frozen=True)
 class StartsWith:
     """``column LIKE 'prefix%'`` on a string column."""
+
     column: tuple
     prefix: str
 
@@ -139,7 +150,7 @@ class StartsWith:
 
 @dataclass(frozen=True)
 class Not:
-    child: "Predicate"
+    child: Predicate
 
     def __str__(self) -> str:
         return f"NOT ({self.child})"
@@ -147,8 +158,8 @@ class Not:
 
 @dataclass(frozen=True)
 class And:
-    left: "Predicate"
-    right: "Predicate"
+    left: Predicate
+    right: Predicate
 
     def __str__(self) -> str:
         return f"({self.left}) AND ({self.right})"
@@ -156,15 +167,15 @@ class And:
 
 @dataclass(frozen=True)
 class Or:
-    left: "Predicate"
-    right: "Predicate"
+    left: Predicate
+    right: Predicate
 
     def __str__(self) -> str:
         return f"({self.left}) OR ({self.right})"
 
 
-Comparison = Union[EqualTo, EqualNullSafe, LessThan, LessThanOrEqual, GreaterThan, GreaterThanOrEqual]
-Predicate = Union[Comparison, In, IsNull, IsNotNull, StartsWith, Not, And, Or]
+Comparison = EqualTo | EqualNullSafe | LessThan | LessThanOrEqual | GreaterThan | GreaterThanOrEqual
+Predicate = Comparison | In | IsNull | IsNotNull | StartsWith | Not | And | Or
 
 COMPARISONS = (EqualTo, EqualNullSafe, LessThan, LessThanOrEqual, GreaterThan, GreaterThanOrEqual)
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 
+from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions import predicates as P
-from delta_pyds.expressions.ast import Call, Col, ExpressionError, Lit
+from delta_pyds.expressions.ast import Call, Col, Lit
 from delta_pyds.expressions.parser import parse
 from delta_pyds.protocol.schema import PrimitiveType
 
@@ -86,8 +87,15 @@ def _to_predicate(node, schema):
         if isinstance(arg, Col) and len(arg.path) == 1:
             return schema.get(arg.path[0])
         return None
-    ops = {"=": P.EqualTo, "<": P.LessThan, "<=": P.LessThanOrEqual, ">": P.GreaterThan,
-           ">=": P.GreaterThanOrEqual, "<=>": P.EqualNullSafe}
+
+    ops = {
+        "=": P.EqualTo,
+        "<": P.LessThan,
+        "<=": P.LessThanOrEqual,
+        ">": P.GreaterThan,
+        ">=": P.GreaterThanOrEqual,
+        "<=>": P.EqualNullSafe,
+    }
     if name in ops and len(args) == 2:
         a, b = args
         if isinstance(a, Lit) and isinstance(b, Col):

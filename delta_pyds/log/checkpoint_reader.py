@@ -17,15 +17,28 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_pyds.protocol.actions import (DOMAIN_TYPE, TXN_TYPE, json_actions_schema, parse_special_lines,
-                      read_json_actions)
 from delta_pyds.errors import CorruptCheckpointError
 from delta_pyds.log.files import LOG_DIR, SIDECAR_DIR, LogFile
+from delta_pyds.protocol.actions import (
+    json_actions_schema,
+    parse_special_lines,
+    read_json_actions,
+)
 from delta_pyds.protocol.paths import decode, relative_to
 from delta_pyds.storage.store import Storage
 
-_ADD_FIELDS = ("path", "partitionValues", "size", "modificationTime", "dataChange", "stats",
-               "deletionVector", "baseRowId", "defaultRowCommitVersion", "stats_parsed")
+_ADD_FIELDS = (
+    "path",
+    "partitionValues",
+    "size",
+    "modificationTime",
+    "dataChange",
+    "stats",
+    "deletionVector",
+    "baseRowId",
+    "defaultRowCommitVersion",
+    "stats_parsed",
+)
 _DV_FIELDS = ("storageType", "pathOrInlineDv", "offset", "sizeInBytes", "cardinality")
 
 
@@ -75,8 +88,11 @@ class CheckpointReader:
     def state_actions(self) -> list[dict[str, Any]]:
         """protocol, metaData, txn and domainMetadata actions as dicts."""
         if self.is_json:
-            return parse_special_lines(self._json_bytes(), [b'"protocol"', b'"metaData"', b'"txn"',
-                                                            b'"domainMetadata"'], source=self.parts[0].path)
+            return parse_special_lines(
+                self._json_bytes(),
+                [b'"protocol"', b'"metaData"', b'"txn"', b'"domainMetadata"'],
+                source=self.parts[0].path,
+            )
         out: list[dict[str, Any]] = []
         for part in self.parts:
             table = self._read_columns(part.path, ["protocol", "metaData", "txn", "domainMetadata"])
@@ -114,8 +130,8 @@ class CheckpointReader:
         rel = relative_to(decoded, sidecar_dir)
         if not rel or rel in (".", "..") or ".." in rel.replace("\\", "/").split("/"):
             raise CorruptCheckpointError(
-                f"checkpoint {self.parts[0].path} names the sidecar {raw!r}, which is not a file in "
-                f"{sidecar_dir}")
+                f"checkpoint {self.parts[0].path} names the sidecar {raw!r}, which is not a file in {sidecar_dir}"
+            )
         return posixpath.join(sidecar_dir, rel)
 
     def file_actions(self, physical_partition_columns: list[str]) -> tuple[pa.Table, pa.Table]:
@@ -124,8 +140,9 @@ class CheckpointReader:
         parquet_files = [] if self.is_json else [p.path for p in self.parts]
         parquet_files += self.sidecar_paths()
         if self.is_json:
-            table = read_json_actions(self._json_bytes(), json_actions_schema(physical_partition_columns),
-                                      source=self.parts[0].path)
+            table = read_json_actions(
+                self._json_bytes(), json_actions_schema(physical_partition_columns), source=self.parts[0].path
+            )
             adds.append(_flatten_json(table, "add"))
             removes.append(_flatten_json(table, "remove"))
         for path in parquet_files:
@@ -138,7 +155,10 @@ class CheckpointReader:
         pf = self._parquet(path)
         schema = pf.schema_arrow
         result: list[pa.Table | None] = []
-        for action, fields in (("add", _ADD_FIELDS), ("remove", ("path", "deletionVector", "deletionTimestamp", "size", "dataChange"))):
+        for action, fields in (
+            ("add", _ADD_FIELDS),
+            ("remove", ("path", "deletionVector", "deletionTimestamp", "size", "dataChange")),
+        ):
             if action not in schema.names:
                 result.append(None)
                 continue
@@ -160,8 +180,11 @@ def _flatten_json(table: pa.Table, action: str) -> pa.Table | None:
     col = col.filter(pc.is_valid(col))
     if len(col) == 0:
         return None
-    return pa.Table.from_struct_array(col.combine_chunks()) if hasattr(pa.Table, "from_struct_array") \
+    return (
+        pa.Table.from_struct_array(col.combine_chunks())
+        if hasattr(pa.Table, "from_struct_array")
         else pa.Table.from_batches([pa.RecordBatch.from_struct_array(col.combine_chunks())])
+    )
 
 
 def _normalize_parquet_actions(table: pa.Table, pcols: list[str]) -> pa.Table:
@@ -188,8 +211,10 @@ def _map_to_struct(col: pa.ChunkedArray, pcols: list[str]) -> pa.Array:
 def _dv_struct(col: pa.ChunkedArray) -> pa.Array:
     arr = col.combine_chunks()
     present = {f.name for f in arr.type}
-    children = [pc.struct_field(arr, f).cast(t) if f in present else pa.nulls(len(arr), t)
-                for f, t in zip(_DV_FIELDS, (pa.string(), pa.string(), pa.int32(), pa.int32(), pa.int64()))]
+    children = [
+        pc.struct_field(arr, f).cast(t) if f in present else pa.nulls(len(arr), t)
+        for f, t in zip(_DV_FIELDS, (pa.string(), pa.string(), pa.int32(), pa.int32(), pa.int64()))
+    ]
     return pa.StructArray.from_arrays(children, names=list(_DV_FIELDS), mask=pc.invert(pc.is_valid(arr)))
 
 

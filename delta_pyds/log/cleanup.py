@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
-from delta_pyds.protocol import features
-from delta_pyds.protocol.actions import Protocol
 from delta_pyds.log.files import LOG_DIR, SIDECAR_DIR, LogFile
 from delta_pyds.log.segment import complete_checkpoints, list_log
-from delta_pyds.storage.store import Storage
+from delta_pyds.protocol import features
+from delta_pyds.protocol.actions import Protocol
 from delta_pyds.protocol.table_properties import is_true, parse_interval_ms
+from delta_pyds.storage.store import Storage
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +64,7 @@ def log_retention_ms(configuration: Mapping[str, str]) -> int:
 
 
 def cleanup_enabled(configuration: Mapping[str, str]) -> bool:
-    return configuration.get(ENABLE_EXPIRED_LOG_CLEANUP) is None or \
-        is_true(configuration, ENABLE_EXPIRED_LOG_CLEANUP)
+    return configuration.get(ENABLE_EXPIRED_LOG_CLEANUP) is None or is_true(configuration, ENABLE_EXPIRED_LOG_CLEANUP)
 
 
 def cutoff_ms(configuration: Mapping[str, str], now_ms: int) -> int:
@@ -99,8 +98,15 @@ def plan_cleanup(listing: list[LogFile], cutoff: int, up_to: int) -> tuple[int |
     return boundary, doomed
 
 
-def cleanup_expired_logs(storage: Storage, configuration: Mapping[str, str], *, up_to: int,
-                         protocol: Protocol | None = None, now_ms: int | None = None, force: bool = False) -> CleanupResult:
+def cleanup_expired_logs(
+    storage: Storage,
+    configuration: Mapping[str, str],
+    *,
+    up_to: int,
+    protocol: Protocol | None = None,
+    now_ms: int | None = None,
+    force: bool = False,
+) -> CleanupResult:
     """Deletes the log files no retained version needs (see the module docstring).
 
     ``up_to`` is the newest checkpoint version the log may start at (the checkpoint the
@@ -117,8 +123,7 @@ def cleanup_expired_logs(storage: Storage, configuration: Mapping[str, str], *, 
         except ValueError:
             protected = 1
         if protected > 0:
-            result.reason = (f"the table has checkpointProtection with {CHECKPOINT_PROTECTION_VERSION}="
-                             f"{protected}")
+            result.reason = f"the table has checkpointProtection with {CHECKPOINT_PROTECTION_VERSION}={protected}"
             return result
     listing = list_log(storage)
     boundary, doomed = plan_cleanup(listing, cutoff, up_to)
@@ -131,13 +136,18 @@ def cleanup_expired_logs(storage: Storage, configuration: Mapping[str, str], *, 
         result.deleted.append(f.name)
     result.deleted += _cleanup_sidecars(storage, listing, boundary, cutoff)
     if result.deleted:
-        log.info("pydelta: deleted %d expired log file(s) of %s before version %d",
-                 len(result.deleted), storage.root, boundary)
+        log.info(
+            "pydelta: deleted %d expired log file(s) of %s before version %d",
+            len(result.deleted),
+            storage.root,
+            boundary,
+        )
     return result
 
 
 def _cleanup_sidecars(storage: Storage, listing: list[LogFile], boundary: int, cutoff: int) -> list[str]:
     from delta_pyds.log.checkpoint_reader import CheckpointReader
+
     sidecar_dir = storage.join(LOG_DIR, SIDECAR_DIR)
     entries = storage.list_dir(sidecar_dir)
     if not entries:
@@ -145,8 +155,7 @@ def _cleanup_sidecars(storage: Storage, listing: list[LogFile], boundary: int, c
     referenced: set[str] = set()
     for f in listing:  # every v2 checkpoint that stays, chosen by readers or not
         if f.kind == "checkpoint" and f.checkpoint_kind == "v2" and f.version >= boundary:
-            referenced |= {p.rstrip("/").rsplit("/", 1)[-1]
-                           for p in CheckpointReader(storage, [f]).sidecar_paths()}
+            referenced |= {p.rstrip("/").rsplit("/", 1)[-1] for p in CheckpointReader(storage, [f]).sidecar_paths()}
     deleted = []
     for e in entries:
         if e.name not in referenced and e.modification_time <= cutoff:

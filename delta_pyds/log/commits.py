@@ -35,12 +35,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.protocol.actions import Metadata, Protocol, json_actions_schema, parse_special_lines, read_json_actions
 from delta_pyds.errors import CorruptLogError, VersionNotFoundError
 from delta_pyds.log.files import LogFile
 from delta_pyds.log.segment import list_log
-from delta_pyds.protocol.schema import parse_schema
+from delta_pyds.protocol.actions import Metadata, Protocol, json_actions_schema, parse_special_lines, read_json_actions
 from delta_pyds.protocol.paths import canonical
+from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.storage.store import Storage
 
 _SPECIAL_KEYS = [b'"protocol"', b'"metaData"', b'"commitInfo"']
@@ -49,6 +49,7 @@ _SPECIAL_KEYS = [b'"protocol"', b'"metaData"', b'"commitInfo"']
 @dataclass(frozen=True)
 class FileAction:
     """One add, remove or cdc action of a commit."""
+
     kind: str  # "add" | "remove" | "cdc"
     path: str  # URI-decoded, relative to the table root or absolute
     size: int
@@ -63,6 +64,7 @@ class FileAction:
 @dataclass
 class Commit:
     """The actions of one commit file."""
+
     version: int
     timestamp: int  # milliseconds since the epoch
     actions: list[FileAction] = field(default_factory=list)
@@ -109,6 +111,7 @@ class CommitLog:
         versions = [f.version for f in files if f.kind in ("commit", "checkpoint")]
         if not versions:
             from delta_pyds.log.segment import build_log_segment
+
             build_log_segment(storage, listing=files)  # raises the right "no table" error
         self.latest_version = max(versions)
         self._mtimes = _monotonized({v: f.modification_time for v, f in self.commits.items()})
@@ -123,11 +126,13 @@ class CommitLog:
             if version > self.latest_version:
                 raise VersionNotFoundError(
                     f"version {version} does not exist yet: the latest version of the table at "
-                    f"{self.storage.root} is {self.latest_version}")
+                    f"{self.storage.root} is {self.latest_version}"
+                )
             earliest = self.earliest_commit
             raise VersionNotFoundError(
                 f"commit {version} of the table at {self.storage.root} is no longer in the log "
-                f"(removed by log cleanup); the earliest commit still available is {earliest}")
+                f"(removed by log cleanup); the earliest commit still available is {earliest}"
+            )
         return f
 
     def timestamp(self, version: int, commit_info: dict[str, Any] | None = None) -> int:
@@ -148,21 +153,28 @@ class CommitLog:
             data = self.storage.read_bytes(f.path, size=f.size)
         except FileNotFoundError:
             raise VersionNotFoundError(
-                f"commit {version} of the table at {self.storage.root} vanished while reading "
-                "(log cleanup?)") from None
-        return parse_commit(data, version=version, metadata=metadata, source=f.path,
-                            timestamp_of=lambda info: self.timestamp(version, info),
-                            root=self.storage.root)
+                f"commit {version} of the table at {self.storage.root} vanished while reading (log cleanup?)"
+            ) from None
+        return parse_commit(
+            data,
+            version=version,
+            metadata=metadata,
+            source=f.path,
+            timestamp_of=lambda info: self.timestamp(version, info),
+            root=self.storage.root,
+        )
 
     # -------------------------------------------------------------- timestamps
     def _commit_timestamps(self) -> tuple[list[int], list[int]]:
         from delta_pyds.log.time_travel import commit_timestamps
+
         commits = [self.commits[v] for v in sorted(self.commits)]
         return [c.version for c in commits], commit_timestamps(self.storage, commits)
 
     def version_at_or_after(self, timestamp: Any, *, option: str = "startingTimestamp") -> int:
         """The first version committed at or after ``timestamp``."""
         from delta_pyds.log.time_travel import parse_timestamp
+
         target = _parse(timestamp, option, parse_timestamp)
         versions, stamps = self._commit_timestamps()
         for v, ts in zip(versions, stamps):
@@ -170,11 +182,13 @@ class CommitLog:
                 return v
         raise VersionNotFoundError(
             f"{option} {_human(target)} is after the latest commit (version {versions[-1]}, "
-            f"committed at {_human(stamps[-1])})")
+            f"committed at {_human(stamps[-1])})"
+        )
 
     def version_at_or_before(self, timestamp: Any, *, option: str = "endingTimestamp") -> int:
         """The last version committed at or before ``timestamp`` (-1 if none is)."""
         from delta_pyds.log.time_travel import parse_timestamp
+
         target = _parse(timestamp, option, parse_timestamp)
         versions, stamps = self._commit_timestamps()
         chosen = -1
@@ -186,8 +200,15 @@ class CommitLog:
         return chosen
 
 
-def parse_commit(data: bytes, *, version: int, metadata: Metadata | None, source: str = "",
-                 timestamp_of: Callable[[dict[str, Any] | None], int] | None = None, root: str) -> Commit:
+def parse_commit(
+    data: bytes,
+    *,
+    version: int,
+    metadata: Metadata | None,
+    source: str = "",
+    timestamp_of: Callable[[dict[str, Any] | None], int] | None = None,
+    root: str,
+) -> Commit:
     """Parses the bytes of one commit file (see :meth:`CommitLog.read`); file action
     paths are canonical for the table at ``root`` (:func:`delta_pyds.protocol.paths.canonical`)."""
     commit = Commit(version=version, timestamp=0)
@@ -221,16 +242,22 @@ def _file_actions(table: pa.Table, pcols: list[str], root: str) -> list[FileActi
                 raise CorruptLogError(f"a {kind} action has no path")
             path = row["path"]
             pv = row.get("partitionValues") or {}
-            found.append((pos, FileAction(
-                kind=kind, path=canonical(path, root),
-                size=int(row.get("size") or 0),
-                partition_values=tuple(pv.get(c) for c in pcols),
-                data_change=bool(row.get("dataChange")) if row.get("dataChange") is not None
-                else kind != "cdc",
-                deletion_vector=row.get("deletionVector"),
-                modification_time=int(row.get("modificationTime") or 0),
-                base_row_id=row.get("baseRowId"),
-                default_row_commit_version=row.get("defaultRowCommitVersion"))))
+            found.append(
+                (
+                    pos,
+                    FileAction(
+                        kind=kind,
+                        path=canonical(path, root),
+                        size=int(row.get("size") or 0),
+                        partition_values=tuple(pv.get(c) for c in pcols),
+                        data_change=bool(row.get("dataChange")) if row.get("dataChange") is not None else kind != "cdc",
+                        deletion_vector=row.get("deletionVector"),
+                        modification_time=int(row.get("modificationTime") or 0),
+                        base_row_id=row.get("baseRowId"),
+                        default_row_commit_version=row.get("defaultRowCommitVersion"),
+                    ),
+                )
+            )
     found.sort(key=lambda p: p[0])
     return [a for _, a in found]
 
@@ -250,8 +277,10 @@ def _parse(value: Any, option: str, parse: Callable[[Any], int]) -> int:
     try:
         return parse(value)
     except ValueError:
-        raise ValueError(f"option {option}: {value!r} is not a timestamp; use e.g. '2024-01-31', "
-                         "'2024-01-31 12:00:00' or an ISO-8601 timestamp") from None
+        raise ValueError(
+            f"option {option}: {value!r} is not a timestamp; use e.g. '2024-01-31', "
+            "'2024-01-31 12:00:00' or an ISO-8601 timestamp"
+        ) from None
 
 
 def _human(ms: int) -> str:

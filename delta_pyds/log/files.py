@@ -54,16 +54,32 @@ def parse_log_file_name(name: str, path: str = "", size: int = 0, modification_t
         return LogFile("checkpoint", int(m.group(1)), name, path, size, modification_time, "classic")
     m = _CHECKPOINT_MULTI.match(name)
     if m:
-        return LogFile("checkpoint", int(m.group(1)), name, path, size, modification_time, "multi",
-                       part=int(m.group(2)), num_parts=int(m.group(3)))
+        return LogFile(
+            "checkpoint",
+            int(m.group(1)),
+            name,
+            path,
+            size,
+            modification_time,
+            "multi",
+            part=int(m.group(2)),
+            num_parts=int(m.group(3)),
+        )
     m = _CHECKPOINT_V2.match(name)
     if m:
-        return LogFile("checkpoint", int(m.group(1)), name, path, size, modification_time, "v2",
-                       file_format=m.group(3))
+        return LogFile("checkpoint", int(m.group(1)), name, path, size, modification_time, "v2", file_format=m.group(3))
     m = _COMPACTION.match(name)
     if m:
-        return LogFile("compaction", int(m.group(2)), name, path, size, modification_time,
-                       file_format="json", start_version=int(m.group(1)))
+        return LogFile(
+            "compaction",
+            int(m.group(2)),
+            name,
+            path,
+            size,
+            modification_time,
+            file_format="json",
+            start_version=int(m.group(1)),
+        )
     m = _CRC.match(name)
     if m:
         return LogFile("crc", int(m.group(1)), name, path, size, modification_time, file_format="json")

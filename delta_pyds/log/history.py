@@ -12,18 +12,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from delta_pyds.protocol.actions import parse_special_lines
 from delta_pyds.log.segment import list_log
-from delta_pyds.storage.store import Storage
 from delta_pyds.log.time_travel import commit_timestamps
+from delta_pyds.protocol.actions import parse_special_lines
+from delta_pyds.storage.store import Storage
 
-HISTORY_FIELDS = ("version", "timestamp", "operation", "operationParameters", "operationMetrics",
-                  "userName", "engineInfo", "isolationLevel", "isBlindAppend", "readVersion",
-                  "clusterId", "txnId")
+HISTORY_FIELDS = (
+    "version",
+    "timestamp",
+    "operation",
+    "operationParameters",
+    "operationMetrics",
+    "userName",
+    "engineInfo",
+    "isolationLevel",
+    "isBlindAppend",
+    "readVersion",
+    "clusterId",
+    "txnId",
+)
 
 
-def history(table: str | Storage, *, limit: int | None = None,
-            storage_options: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def history(
+    table: str | Storage, *, limit: int | None = None, storage_options: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """Commit records, newest first (at most ``limit``)."""
     storage = table if isinstance(table, Storage) else Storage(table, storage_options)
     commits = sorted((f for f in list_log(storage) if f.kind == "commit"), key=lambda f: f.version)
@@ -32,7 +44,7 @@ def history(table: str | Storage, *, limit: int | None = None,
     stamps = commit_timestamps(storage, commits)
     chosen = list(zip(commits, stamps))[::-1]
     if limit is not None:
-        chosen = chosen[:max(0, limit)]
+        chosen = chosen[: max(0, limit)]
     datas = storage.read_many([c.path for c, _ in chosen], sizes=[c.size for c, _ in chosen])
     out = []
     for (commit, ts), data in zip(chosen, datas):

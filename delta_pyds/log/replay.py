@@ -32,8 +32,15 @@ FILE_COLUMNS = {
     "base_row_id": "baseRowId",
     "default_row_commit_version": "defaultRowCommitVersion",
 }
-_TYPES = {"path": pa.string(), "size": pa.int64(), "modificationTime": pa.int64(), "stats": pa.string(),
-          "deletionVector": DV_TYPE, "baseRowId": pa.int64(), "defaultRowCommitVersion": pa.int64()}
+_TYPES = {
+    "path": pa.string(),
+    "size": pa.int64(),
+    "modificationTime": pa.int64(),
+    "stats": pa.string(),
+    "deletionVector": DV_TYPE,
+    "baseRowId": pa.int64(),
+    "defaultRowCommitVersion": pa.int64(),
+}
 
 
 def dv_unique_ids(dv: pa.Array) -> pa.Array:
@@ -107,17 +114,26 @@ def _stack(parts: list[pa.Array]) -> pa.Array:
     return pa.chunked_array(parts, type=pa.string()).combine_chunks() if len(parts) > 1 else parts[0]
 
 
-def active_files(checkpoint_adds: pa.Table | None, commit_adds: pa.Table | None,
-                 commit_adds_seq: np.ndarray | None, commit_removes: pa.Table | None,
-                 commit_removes_seq: np.ndarray | None, root: str) -> pa.Table | None:
+def active_files(
+    checkpoint_adds: pa.Table | None,
+    commit_adds: pa.Table | None,
+    commit_adds_seq: np.ndarray | None,
+    commit_removes: pa.Table | None,
+    commit_removes_seq: np.ndarray | None,
+    root: str,
+) -> pa.Table | None:
     """Reconciles normalized adds (checkpoint, commits) with commit removes (log-shaped,
     raw paths) of the table at ``root``.
 
     ``*_seq`` give each commit action's position in the log (larger = newer)."""
-    has_commits = (commit_adds is not None and commit_adds.num_rows) or \
-                  (commit_removes is not None and commit_removes.num_rows)
-    if not has_commits and (checkpoint_adds is None or checkpoint_adds.num_rows < 2 or
-                            len(pc.unique(checkpoint_adds.column("path"))) == checkpoint_adds.num_rows):
+    has_commits = (commit_adds is not None and commit_adds.num_rows) or (
+        commit_removes is not None and commit_removes.num_rows
+    )
+    if not has_commits and (
+        checkpoint_adds is None
+        or checkpoint_adds.num_rows < 2
+        or len(pc.unique(checkpoint_adds.column("path"))) == checkpoint_adds.num_rows
+    ):
         return checkpoint_adds
     # a (bad) checkpoint listing a path twice goes through the keyed replay, so that one
     # logical file never yields its rows twice
@@ -133,8 +149,9 @@ def active_files(checkpoint_adds: pa.Table | None, commit_adds: pa.Table | None,
     if adds is not None:
         keys.append(file_keys(adds.column("path"), adds.column("deletion_vector")))
     if commit_removes is not None and commit_removes.num_rows:
-        keys.append(file_keys(canonical_array(commit_removes.column("path"), root),
-                              _column(commit_removes, "deletionVector")))
+        keys.append(
+            file_keys(canonical_array(commit_removes.column("path"), root), _column(commit_removes, "deletionVector"))
+        )
         seqs.append(cast(np.ndarray, commit_removes_seq))  # given with commit removes
     if adds is None:
         return None
@@ -142,8 +159,9 @@ def active_files(checkpoint_adds: pa.Table | None, commit_adds: pa.Table | None,
     return adds.take(pa.array(winners[winners < n_adds], pa.int64()))
 
 
-def tombstones(removes: list[tuple[pa.Table, np.ndarray]], adds: list[tuple[pa.Table, np.ndarray]],
-               root: str) -> pa.Table | None:
+def tombstones(
+    removes: list[tuple[pa.Table, np.ndarray]], adds: list[tuple[pa.Table, np.ndarray]], root: str
+) -> pa.Table | None:
     """Remove actions not superseded by a newer add of the same logical file.
 
     Both lists hold (table of actions in log shape with raw paths, seq) pairs; removes
@@ -152,15 +170,17 @@ def tombstones(removes: list[tuple[pa.Table, np.ndarray]], adds: list[tuple[pa.T
     if not removes:
         return None
     table = pa.concat_tables([t for t, _ in removes], promote_options="permissive")
-    table = table.set_column(table.schema.get_field_index("path"), "path",
-                             canonical_array(table.column("path"), root))
+    table = table.set_column(table.schema.get_field_index("path"), "path", canonical_array(table.column("path"), root))
     keys = [file_keys(table.column("path"), _column(table, "deletionVector"))]
     seqs = [np.concatenate([s for _, s in removes])]
     for t, s in adds:
         if t is not None and t.num_rows:
             dv = _column(t, "deletion_vector")
-            keys.append(file_keys(canonical_array(t.column("path"), root),
-                                  dv if dv is not None else _column(t, "deletionVector")))
+            keys.append(
+                file_keys(
+                    canonical_array(t.column("path"), root), dv if dv is not None else _column(t, "deletionVector")
+                )
+            )
             seqs.append(s)
     winners = latest_per_key(_stack(keys), np.concatenate(seqs))
     winners = winners[winners < table.num_rows]

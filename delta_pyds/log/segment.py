@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from delta_pyds.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
 from delta_pyds.log.files import LAST_CHECKPOINT, LOG_DIR, LogFile, last_checkpoint_checksum, parse_log_file_name
@@ -92,8 +93,9 @@ def complete_checkpoints(files: Iterable[LogFile]) -> dict[int, list[LogFile]]:
                 multi.setdefault(f.num_parts, {})[f.part] = f
         # complete: parts 1..n all present. Counted, never materialised: a file name
         # may claim a billion parts
-        complete_multi = [parts for n, parts in sorted(multi.items())
-                          if len(parts) == n and all(1 <= i <= n for i in parts)]
+        complete_multi = [
+            parts for n, parts in sorted(multi.items()) if len(parts) == n and all(1 <= i <= n for i in parts)
+        ]
         if v2:
             result[version] = [v2[0]]
         elif classic:
@@ -104,13 +106,16 @@ def complete_checkpoints(files: Iterable[LogFile]) -> dict[int, list[LogFile]]:
     return result
 
 
-def build_log_segment(storage: Storage, *, version: int | None = None,
-                      exclude_checkpoints: frozenset[int] = frozenset(),
-                      listing: list[LogFile] | None = None) -> LogSegment:
+def build_log_segment(
+    storage: Storage,
+    *,
+    version: int | None = None,
+    exclude_checkpoints: frozenset[int] = frozenset(),
+    listing: list[LogFile] | None = None,
+) -> LogSegment:
     files = list_log(storage) if listing is None else listing
     commits = {f.version: f for f in files if f.kind == "commit"}
-    checkpoints = {v: parts for v, parts in complete_checkpoints(files).items()
-                   if v not in exclude_checkpoints}
+    checkpoints = {v: parts for v, parts in complete_checkpoints(files).items() if v not in exclude_checkpoints}
     if not commits and not checkpoints:
         if any(f.kind == "checkpoint" for f in files):
             raise CorruptLogError(f"the log of {storage.root} holds only incomplete or unusable checkpoints")
@@ -122,7 +127,8 @@ def build_log_segment(storage: Storage, *, version: int | None = None,
         raise VersionNotFoundError(f"version {version} is not valid: versions start at 0")
     elif version > latest:
         raise VersionNotFoundError(
-            f"cannot time travel to version {version}: the latest version of the table is {latest}")
+            f"cannot time travel to version {version}: the latest version of the table is {latest}"
+        )
     usable = [v for v in checkpoints if v <= version]
     checkpoint_version = max(usable) if usable else None
     start = checkpoint_version + 1 if checkpoint_version is not None else 0
@@ -132,12 +138,14 @@ def build_log_segment(storage: Storage, *, version: int | None = None,
             f"cannot reconstruct version {version} of the table at {storage.root}: commit 0 "
             f"is gone and no checkpoint at or before it exists"
             + (f" (the earliest available commit is {earliest})" if earliest is not None else "")
-            + _unusable_checkpoints(files, version, exclude_checkpoints))
+            + _unusable_checkpoints(files, version, exclude_checkpoints)
+        )
     missing = [v for v in range(start, version + 1) if v not in commits]
     if missing:
         raise CorruptLogError(
             f"the log of {storage.root} is missing commit {missing[0]:020d}.json needed for "
-            f"version {version}; commits after a checkpoint must be contiguous")
+            f"version {version}; commits after a checkpoint must be contiguous"
+        )
     segment_commits = [commits[v] for v in range(start, version + 1)]
     compactions = [f for f in files if f.kind == "compaction" and start <= f.start_version < f.version <= version]
     return LogSegment(
@@ -175,9 +183,16 @@ def _with_compactions(commits: list[LogFile], compactions: list[LogFile]) -> lis
 def _unusable_checkpoints(files: list[LogFile], version: int, excluded: frozenset[int]) -> str:
     """A hint naming checkpoints at or before ``version`` that exist but cannot be used."""
     complete = complete_checkpoints(files)
-    bad = sorted({f.version for f in files if f.kind == "checkpoint" and f.version <= version
-                  and (f.version not in complete or f.version in excluded)})
+    bad = sorted(
+        {
+            f.version
+            for f in files
+            if f.kind == "checkpoint" and f.version <= version and (f.version not in complete or f.version in excluded)
+        }
+    )
     if not bad:
         return ""
-    return (f"; checkpoint(s) at version {', '.join(map(str, bad))} exist but are incomplete "
-            "(a part is missing) or unreadable")
+    return (
+        f"; checkpoint(s) at version {', '.join(map(str, bad))} exist but are incomplete "
+        "(a part is missing) or unreadable"
+    )

@@ -33,8 +33,9 @@ class TableMetadata:
 def read_table_metadata(storage: Storage, segment: LogSegment) -> TableMetadata:
     """The protocol and metadata of ``segment``'s version, with the segment's commit bytes."""
     try:
-        commit_data = storage.read_many([c.path for c in segment.replay_files],
-                                        sizes=[c.size for c in segment.replay_files])
+        commit_data = storage.read_many(
+            [c.path for c in segment.replay_files], sizes=[c.size for c in segment.replay_files]
+        )
     except FileNotFoundError as exc:
         raise CorruptLogError(f"a commit file vanished while reading the log: {exc}") from None
     protocol: Protocol | None = None
@@ -42,7 +43,7 @@ def read_table_metadata(storage: Storage, segment: LogSegment) -> TableMetadata:
     for commit, data in zip(reversed(segment.replay_files), reversed(commit_data)):
         found = parse_special_lines(data, _STATE_KEYS, source=commit.path)
         # newest first: the last line of a commit, the first of a (reverse-ordered) compaction
-        for obj in (found if commit.kind == "compaction" else reversed(found)):
+        for obj in found if commit.kind == "compaction" else reversed(found):
             if protocol is None and isinstance(obj.get("protocol"), dict):
                 protocol = Protocol.from_dict(obj["protocol"], source=commit.path)
             if metadata is None and isinstance(obj.get("metaData"), dict):

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from delta_pyds.protocol.actions import first_action, parse_special_lines
 from delta_pyds.errors import VersionNotFoundError
 from delta_pyds.log.files import LogFile
 from delta_pyds.log.segment import build_log_segment, complete_checkpoints, list_log
 from delta_pyds.log.table_metadata import read_table_metadata
 from delta_pyds.protocol import features
+from delta_pyds.protocol.actions import first_action, parse_special_lines
 from delta_pyds.storage.store import Storage
 
 
@@ -48,8 +49,10 @@ def parse_timestamp(value: Any) -> int:
     try:
         parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"timestampAsOf: {value!r} is not a timestamp; use e.g. "
-                         "'2024-01-31', '2024-01-31 12:00:00' or an ISO-8601 timestamp") from None
+        raise ValueError(
+            f"timestampAsOf: {value!r} is not a timestamp; use e.g. "
+            "'2024-01-31', '2024-01-31 12:00:00' or an ISO-8601 timestamp"
+        ) from None
     return parse_timestamp(parsed)
 
 
@@ -74,10 +77,13 @@ def time_zone(name: str, *, option: str = "timeZone") -> dt.tzinfo:
             return dt.timezone(-delta if sign == "-" else delta)
     try:
         from zoneinfo import ZoneInfo
+
         return ZoneInfo(text)
     except Exception:
-        raise ValueError(f"option {option}: {name!r} is not a time zone; use a region such as "
-                         "'Europe/Paris', 'UTC' or an offset such as '+02:00'") from None
+        raise ValueError(
+            f"option {option}: {name!r} is not a time zone; use a region such as "
+            "'Europe/Paris', 'UTC' or an offset such as '+02:00'"
+        ) from None
 
 
 def needs_zone(value: Any) -> bool:
@@ -131,14 +137,18 @@ def pin_zone(value: Any, *, zone: str | None, resolve: Callable[[Any], Any], opt
             return localize(value, dt.timezone.utc)
         outcomes[0] = ("ok", None)
     if outcomes[0] != outcomes[1]:
-        shown = ", ".join(f"{'no version' if o[0] == 'error' else 'version ' + str(o[1])} if read "
-                          f"at UTC{z}" for o, z in zip(outcomes, _EXTREME_ZONES) if o[1] is not None)
+        shown = ", ".join(
+            f"{'no version' if o[0] == 'error' else 'version ' + str(o[1])} if read at UTC{z}"
+            for o, z in zip(outcomes, _EXTREME_ZONES)
+            if o[1] is not None
+        )
         shown = shown or "a version in UTC, none at UTC+14:00 or UTC-12:00"
         raise ValueError(
             f"option {option}: {value!r} has no UTC offset, so (as in delta-spark) it is a time in the "
             f"session time zone {SESSION_TIME_ZONE}, which Spark does not pass to Python data sources; "
             f"here the version depends on the zone ({shown}). Give the offset "
-            f"('{value}Z', '{value}+02:00') or the zone with .option('timeZone', 'Europe/Paris')")
+            f"('{value}Z', '{value}+02:00') or the zone with .option('timeZone', 'Europe/Paris')"
+        )
     return localize(value, dt.timezone.utc)
 
 
@@ -164,8 +174,9 @@ def commit_timestamps(storage: Storage, commits: list[LogFile]) -> list[int]:
                 for obj in parse_special_lines(data, [b'"commitInfo"'], source=c.path):
                     ts = (obj.get("commitInfo") or {}).get("inCommitTimestamp")
             if ts is None:
-                raise VersionNotFoundError(f"commit {c.version} has no inCommitTimestamp although "
-                                           "in-commit timestamps are enabled")
+                raise VersionNotFoundError(
+                    f"commit {c.version} has no inCommitTimestamp although in-commit timestamps are enabled"
+                )
             ts = int(ts)
         else:
             ts = c.modification_time
@@ -199,10 +210,12 @@ def version_at_timestamp(storage: Storage, timestamp: Any, *, listing: list[LogF
         first = dt.datetime.fromtimestamp(stamps[0] / 1000, dt.timezone.utc).isoformat()
         raise VersionNotFoundError(
             f"timestampAsOf {human} is before the earliest available version {commits[0].version} "
-            f"(committed at {first})")
+            f"(committed at {first})"
+        )
     if chosen == commits[-1].version and stamps[-1] < target:
         last = dt.datetime.fromtimestamp(stamps[-1] / 1000, dt.timezone.utc).isoformat()
         raise VersionNotFoundError(
             f"timestampAsOf {human} is after the latest version {chosen} (committed at {last}); "
-            "use a timestamp at or before it, or read the latest version without timestampAsOf")
+            "use a timestamp at or before it, or read the latest version without timestampAsOf"
+        )
     return chosen

@@ -34,8 +34,15 @@ from delta_pyds.transaction.commit import Transaction, remove_actions
 from delta_pyds.transaction.file_actions import add_actions, stat_rows
 
 
-def commit_dv_delete(storage: Storage, txn: Transaction, old: pa.Table, new_bitmaps: list,
-                     params: Mapping[str, Any], *, inline_max_bytes: int) -> None:
+def commit_dv_delete(
+    storage: Storage,
+    txn: Transaction,
+    old: pa.Table,
+    new_bitmaps: list,
+    params: Mapping[str, Any],
+    *,
+    inline_max_bytes: int,
+) -> None:
     """Commits deletion vectors on the files ``old`` (active file actions): ``new_bitmaps``
     (serialized, one per row of ``old``) hold the rows deleted now, merged with each file's
     existing vector; vectors up to ``inline_max_bytes`` serialized bytes go inline."""
@@ -50,8 +57,7 @@ def commit_dv_delete(storage: Storage, txn: Transaction, old: pa.Table, new_bitm
         bm = BitMap64(deserialize_deleted_rows(data, max_rows=total))
         prev = a.get("deletionVector")
         if prev:
-            bm |= BitMap64(load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(prev),
-                                             max_rows=total))
+            bm |= BitMap64(load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(prev), max_rows=total))
             deleted_now += len(bm) - int(prev.get("cardinality") or 0)
         else:
             deleted_now += len(bm)
@@ -77,8 +83,15 @@ def commit_dv_delete(storage: Storage, txn: Transaction, old: pa.Table, new_bitm
         new_adds.append(a)
     txn.remove_files(remove_actions(old))
     txn.add_files(new_adds)
-    txn.commit("DELETE", params, metrics={
-        "numRemovedFiles": len(full_files), "numAddedFiles": 0,
-        "numDeletedRows": deleted_now, "numDeletionVectorsAdded": len(new_adds),
-        "numDeletionVectorsUpdated": sum(1 for a in dv_files if a.get("deletionVector")),
-        "numCopiedRows": 0})
+    txn.commit(
+        "DELETE",
+        params,
+        metrics={
+            "numRemovedFiles": len(full_files),
+            "numAddedFiles": 0,
+            "numDeletedRows": deleted_now,
+            "numDeletionVectorsAdded": len(new_adds),
+            "numDeletionVectorsUpdated": sum(1 for a in dv_files if a.get("deletionVector")),
+            "numCopiedRows": 0,
+        },
+    )

@@ -31,10 +31,12 @@ def zorder_columns(snap: Snapshot, cols, *, clustered) -> list[str]:
     raises ValueError for a clustered table (``clustered``: its clustering columns, None
     when not clustered), an unknown or partition column, or a type that has no order."""
     if clustered is not None:
-        raise ValueError(f"executeZOrderBy: the table is clustered by "
-                         f"{', '.join(dotted(p) for p in clustered) or 'no columns'}; Z-ordering "
-                         "a clustered table is not allowed (as in delta-spark): executeCompaction "
-                         "clusters the rows it rewrites by the clustering columns")
+        raise ValueError(
+            f"executeZOrderBy: the table is clustered by "
+            f"{', '.join(dotted(p) for p in clustered) or 'no columns'}; Z-ordering "
+            "a clustered table is not allowed (as in delta-spark): executeCompaction "
+            "clusters the rows it rewrites by the clustering columns"
+        )
     lowered = {f.name.lower(): f for f in snap.schema.fields}
     pset = {c.lower() for c in snap.partition_columns}
     for c in cols:
@@ -43,10 +45,12 @@ def zorder_columns(snap: Snapshot, cols, *, clustered) -> list[str]:
             raise ValueError(f"executeZOrderBy: {c} is not a column of the table")
         if c.lower() in pset:
             raise ValueError(f"executeZOrderBy: {c} is a partition column")
-        if getattr(f.type, "name", None) not in _ZORDER_TYPES \
-                and not str(getattr(f.type, "name", "")).startswith("decimal"):
-            raise ValueError(f"executeZOrderBy: {c} has type {f.type}; only numeric, date and "
-                             "timestamp columns are supported")
+        if getattr(f.type, "name", None) not in _ZORDER_TYPES and not str(getattr(f.type, "name", "")).startswith(
+            "decimal"
+        ):
+            raise ValueError(
+                f"executeZOrderBy: {c} has type {f.type}; only numeric, date and timestamp columns are supported"
+            )
     return [lowered[c.lower()].name for c in cols]
 
 
@@ -76,7 +80,8 @@ def compaction_bins(active: pa.Table, *, target_size: int, min_files: int, every
             bins.append(members)
             continue
         members.sort(key=lambda i: sizes[i])
-        current, total = [], 0
+        current: list[int] = []
+        total = 0
         for i in members:
             if current and total + sizes[i] > target_size:
                 bins.append(current)

@@ -39,24 +39,35 @@ from delta_pyds.transaction.commit import Transaction
 def set_properties(storage: Storage, properties: Mapping[str, str]) -> int:
     """Sets table properties on the latest version (``delta.*`` ones are validated);
     returns the version committed."""
-    props = {(canonical_property(k) if k.lower().startswith("delta.") else k):
-             (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in properties.items()}
+    props = {
+        (canonical_property(k) if k.lower().startswith("delta.") else k): (
+            str(v).lower() if isinstance(v, bool) else str(v)
+        )
+        for k, v in properties.items()
+    }
     validate_properties(props)
     snap = Snapshot.load(storage)
     features.check_write(snap.protocol)
     conf = dict(snap.configuration)
     for key in (COLUMN_MAPPING_MODE, ENABLE_ROW_TRACKING):
         if key in props and props[key].lower() != str(conf.get(key, "")).lower():
-            raise ValueError(f"setProperties: changing {key} on an existing table is not supported "
-                             "by delta_pyds (it needs a metadata/data rewrite)")
+            raise ValueError(
+                f"setProperties: changing {key} on an existing table is not supported "
+                "by delta_pyds (it needs a metadata/data rewrite)"
+            )
     conf.update({k: v for k, v in props.items() if k not in PROTOCOL_PROPERTIES})
     txn = Transaction(storage, snap)
     feature_keys = [k for k in conf if k.startswith("delta.feature.")]
     if any(k in props for k in PROTOCOL_PROPERTIES) or feature_keys:
-        txn.update_protocol(required_protocol(
-            snap.schema, conf, snap.protocol,
-            min_reader=int(props[MIN_READER_VERSION]) if MIN_READER_VERSION in props else None,
-            min_writer=int(props[MIN_WRITER_VERSION]) if MIN_WRITER_VERSION in props else None))
+        txn.update_protocol(
+            required_protocol(
+                snap.schema,
+                conf,
+                snap.protocol,
+                min_reader=int(props[MIN_READER_VERSION]) if MIN_READER_VERSION in props else None,
+                min_writer=int(props[MIN_WRITER_VERSION]) if MIN_WRITER_VERSION in props else None,
+            )
+        )
     for k in feature_keys:  # delta.feature.* only asks for a protocol change, as in delta-spark
         del conf[k]
     txn.update_metadata(replace(snap.metadata, configuration=conf))
@@ -69,10 +80,11 @@ def upgrade_protocol(storage: Storage, *, reader_version: int, writer_version: i
     snap = Snapshot.load(storage)
     p = snap.protocol
     if reader_version < p.min_reader_version or writer_version < p.min_writer_version:
-        raise ValueError(f"cannot downgrade the protocol ({p.min_reader_version}, {p.min_writer_version}) "
-                         f"to ({reader_version}, {writer_version})")
-    new = required_protocol(snap.schema, snap.configuration, p, min_reader=reader_version,
-                            min_writer=writer_version)
+        raise ValueError(
+            f"cannot downgrade the protocol ({p.min_reader_version}, {p.min_writer_version}) "
+            f"to ({reader_version}, {writer_version})"
+        )
+    new = required_protocol(snap.schema, snap.configuration, p, min_reader=reader_version, min_writer=writer_version)
     if new == p:
         return snap.version
     txn = Transaction(storage, snap)

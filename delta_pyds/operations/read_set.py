@@ -10,7 +10,8 @@ every partition — never fewer than were read. No Spark."""
 
 from __future__ import annotations
 
-from delta_pyds.expressions.ast import Call, Col, ExpressionError, columns_of
+from delta_pyds.errors import ExpressionError
+from delta_pyds.expressions.ast import Call, Col, columns_of
 from delta_pyds.expressions.parser import parse
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import Transaction
@@ -25,8 +26,10 @@ def record_read(txn: Transaction, snap: Snapshot, condition, files, *, alias: st
     node = partition_conjuncts(condition, snap, alias)
     if node is None:
         txn.read_files(files.column("path").to_pylist())
-        txn.read_partitions(lambda values: [True] * len(values),
-                            "the whole table" if condition is None else f"the rows matching {condition}")
+        txn.read_partitions(
+            lambda values: [True] * len(values),
+            "the whole table" if condition is None else f"the rows matching {condition}",
+        )
         return
     pred = partition_predicate(node, snap.schema, snap.partition_columns, snap.column_mapping_mode)
 
@@ -35,6 +38,7 @@ def record_read(txn: Transaction, snap: Snapshot, condition, files, *, alias: st
             return pred(values)
         except Exception:  # a value the predicate cannot evaluate: assume it was read
             return [True] * len(values)
+
     read = conservative(files.column("partition_values").to_pylist()) if files.num_rows else []
     txn.read_files(p for p, r in zip(files.column("path").to_pylist(), read) if r)
     txn.read_partitions(conservative, f"the partitions matching {condition}")
@@ -72,6 +76,7 @@ def partition_conjuncts(condition, snap: Snapshot, alias: str | None = None):
         if isinstance(n, Call) and n.name == "and":
             return [c for a in n.args for c in conjuncts(a)]
         return [n]
+
     kept = []
     for c in conjuncts(node):
         try:

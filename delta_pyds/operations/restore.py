@@ -13,6 +13,8 @@ Guarantees (as delta-spark's RestoreTableCommand):
 
 from __future__ import annotations
 
+from typing import cast
+
 import pyarrow as pa
 
 from delta_pyds.errors import DeltaError
@@ -24,8 +26,9 @@ from delta_pyds.transaction.commit import CommitResult, Transaction, remove_acti
 from delta_pyds.transaction.file_actions import add_actions, keys, sum_size
 
 
-def restore(storage: Storage, current: Snapshot, target: Snapshot, *, table_path: str,
-            timestamp=None) -> tuple[CommitResult | None, dict[str, int]]:
+def restore(
+    storage: Storage, current: Snapshot, target: Snapshot, *, table_path: str, timestamp=None
+) -> tuple[CommitResult | None, dict[str, int]]:
     """Commits the files of ``target`` (an older snapshot) over ``current``; returns the
     commit's result and its metrics. ``timestamp`` (when the target was chosen by time)
     goes into the operation parameters instead of the version; ``table_path`` names the
@@ -37,18 +40,20 @@ def restore(storage: Storage, current: Snapshot, target: Snapshot, *, table_path
     add_rows = [i for i, k in enumerate(old_keys) if k not in set(cur_keys)]
     rem_rows = [i for i, k in enumerate(cur_keys) if k not in set(old_keys)]
     to_add = old.take(pa.array(add_rows, pa.int64()))
-    missing = [p for p in to_add.column("path").to_pylist()
-               if not storage.exists(storage.resolve(p))]
+    missing = [p for p in to_add.column("path").to_pylist() if not storage.exists(storage.resolve(p))]
     if missing:
         raise DeltaError(
             f"cannot restore {table_path} to version {target.version}: {len(missing)} data file(s) "
-            f"it needs are gone (e.g. {missing[0]}), probably deleted by VACUUM")
+            f"it needs are gone (e.g. {missing[0]}), probably deleted by VACUUM"
+        )
     for d in to_add.column("deletionVector").to_pylist():
         if d and d.get("storageType") in ("u", "p"):
-            path = DeletionVectorDescriptor.from_dict(d).absolute_path(storage)
+            path = cast(str, DeletionVectorDescriptor.from_dict(d).absolute_path(storage))  # "u"/"p": a file
             if not storage.exists(path):
-                raise DeltaError(f"cannot restore to version {target.version}: deletion vector "
-                                 f"file {path} is gone, probably deleted by VACUUM")
+                raise DeltaError(
+                    f"cannot restore to version {target.version}: deletion vector "
+                    f"file {path} is gone, probably deleted by VACUUM"
+                )
     adds = add_actions(to_add, data_change=True)
     removes = remove_actions(current_rows := cur.take(pa.array(rem_rows, pa.int64())))
     txn = Transaction(storage, current)
@@ -57,8 +62,13 @@ def restore(storage: Storage, current: Snapshot, target: Snapshot, *, table_path
         txn.update_metadata(target.metadata)
     txn.remove_files(removes)
     txn.add_files(adds)
-    metrics = {"tableSizeAfterRestore": sum_size(old), "numOfFilesAfterRestore": old.num_rows,
-               "numRemovedFiles": current_rows.num_rows, "numRestoredFiles": len(adds),
-               "removedFilesSize": sum_size(current_rows), "restoredFilesSize": sum_size(to_add)}
+    metrics = {
+        "tableSizeAfterRestore": sum_size(old),
+        "numOfFilesAfterRestore": old.num_rows,
+        "numRemovedFiles": current_rows.num_rows,
+        "numRestoredFiles": len(adds),
+        "removedFilesSize": sum_size(current_rows),
+        "restoredFilesSize": sum_size(to_add),
+    }
     params = {"version": target.version} if timestamp is None else {"timestamp": str(timestamp)}
     return txn.commit("RESTORE", params, metrics=metrics), metrics

@@ -10,6 +10,8 @@ No Spark."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,37 +31,39 @@ def row_tracking_columns(snap: Snapshot) -> tuple[str, str] | None:
     """The physical names of the materialized row id and row commit version columns when
     the table tracks rows (rewrites must then carry every row's id and version over);
     None otherwise."""
-    if not features.is_enabled(snap.protocol, "rowTracking") or \
-            is_true(snap.configuration, ROW_TRACKING_SUSPENDED):
+    if not features.is_enabled(snap.protocol, "rowTracking") or is_true(snap.configuration, ROW_TRACKING_SUSPENDED):
         return None
     names = (snap.configuration.get(ROW_ID_COLUMN), snap.configuration.get(ROW_COMMIT_VERSION_COLUMN))
     if not all(names):
         raise DeltaError(
             "this table supports row tracking but does not name its materialized row tracking columns "
             f"({ROW_ID_COLUMN}, {ROW_COMMIT_VERSION_COLUMN}); delta_pyds cannot rewrite its files "
-            "without losing row ids")
-    return names
+            "without losing row ids"
+        )
+    return cast("tuple[str, str]", names)  # both set (checked above)
 
 
 def read_materialized(storage, path: str, names) -> list:
     """The materialized row id / commit version columns of a data file (None where absent)."""
     import pyarrow.parquet as pq
+
     with storage.open_input(storage.resolve(path)) as f:
         pf = pq.ParquetFile(f)
         present = [n for n in names if n in pf.schema_arrow.names]
         table = pf.read(columns=present) if present else None
-    return [table.column(n).combine_chunks().cast(pa.int64()) if table is not None and n in present else None
-            for n in names]
+    return [
+        table.column(n).combine_chunks().cast(pa.int64()) if table is not None and n in present else None for n in names
+    ]
 
 
 def row_ids(materialized, start: int, n: int, base, drcv) -> list:
     """Row ids and commit versions of rows ``start .. start+n`` of a file: the materialized
     value, else ``baseRowId + position`` / ``defaultRowCommitVersion``."""
     ids, versions = materialized
-    fallback_id = pa.array(np.arange(start, start + n, dtype=np.int64) + base) if base is not None \
-        else pa.nulls(n, pa.int64())
+    fallback_id = (
+        pa.array(np.arange(start, start + n, dtype=np.int64) + base) if base is not None else pa.nulls(n, pa.int64())
+    )
     fallback_version = pa.array([drcv] * n, pa.int64())
     out_ids = pc.coalesce(ids.slice(start, n), fallback_id) if ids is not None else fallback_id
-    out_versions = pc.coalesce(versions.slice(start, n), fallback_version) if versions is not None \
-        else fallback_version
+    out_versions = pc.coalesce(versions.slice(start, n), fallback_version) if versions is not None else fallback_version
     return [out_ids, out_versions]

@@ -26,17 +26,17 @@ Guarantees (as delta-spark's VacuumCommand):
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import pyarrow.compute as pc
 
 from delta_pyds.protocol import features
 from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor
 from delta_pyds.protocol.paths import relative_to
-from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.storage.store import mtime_ms
 from delta_pyds.protocol.table_properties import deleted_file_retention_ms
+from delta_pyds.storage.store import mtime_ms
+from delta_pyds.table.snapshot import Snapshot
 
 CHANGE_DATA_DIR = "_change_data"
 
@@ -68,8 +68,9 @@ def _dv_paths(snapshot: Snapshot, dvs: Iterable) -> set[str]:
 
 def _hidden(rel: str) -> bool:
     parts = rel.split("/")
-    return any(p.startswith((".", "_")) and not (i == 0 and p == CHANGE_DATA_DIR)
-               for i, p in enumerate(parts[:-1])) or parts[-1].startswith((".", "_"))
+    return any(
+        p.startswith((".", "_")) and not (i == 0 and p == CHANGE_DATA_DIR) for i, p in enumerate(parts[:-1])
+    ) or parts[-1].startswith((".", "_"))
 
 
 def referenced_paths(snapshot: Snapshot, threshold_ms: int) -> set[str]:
@@ -88,9 +89,15 @@ def referenced_paths(snapshot: Snapshot, threshold_ms: int) -> set[str]:
     return keep
 
 
-def vacuum(snapshot: Snapshot, *, retention_hours: float | None = None, dry_run: bool = True,
-           enforce_retention: bool = True, now_ms: int | None = None,
-           log_commits: bool = True) -> VacuumResult:
+def vacuum(
+    snapshot: Snapshot,
+    *,
+    retention_hours: float | None = None,
+    dry_run: bool = True,
+    enforce_retention: bool = True,
+    now_ms: int | None = None,
+    log_commits: bool = True,
+) -> VacuumResult:
     table_ms = deleted_file_retention_ms(snapshot.configuration)
     retention_ms = table_ms if retention_hours is None else int(float(retention_hours) * 3_600_000)
     if retention_ms < 0:
@@ -100,7 +107,8 @@ def vacuum(snapshot: Snapshot, *, retention_hours: float | None = None, dry_run:
             f"retentionHours={retention_hours} is shorter than the table's "
             f"delta.deletedFileRetentionDuration ({table_ms / 3_600_000:g} h): readers and writers "
             "still using older versions could lose files. Pass enforce_retention=False only if no "
-            "operation on this table runs longer than the retention you give")
+            "operation on this table runs longer than the retention you give"
+        )
     if not dry_run:
         features.check_write(snapshot.protocol)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -120,7 +128,7 @@ def vacuum(snapshot: Snapshot, *, retention_hours: float | None = None, dry_run:
     for path, info in sorted(listing.items()):
         if info.get("type") == "directory" or not path.startswith(prefix):
             continue
-        rel = path[len(prefix):]
+        rel = path[len(prefix) :]
         if not rel or _hidden(rel) or rel in keep:
             continue
         if mtime_ms(info) >= threshold:
@@ -130,8 +138,9 @@ def vacuum(snapshot: Snapshot, *, retention_hours: float | None = None, dry_run:
     result.bytes = sum(size for _, _, size in candidates)
     if not dry_run:
         if log_commits:
-            _commit_vacuum_start(snapshot, result, enforce_retention, table_ms,
-                                 None if retention_hours is None else retention_ms)
+            _commit_vacuum_start(
+                snapshot, result, enforce_retention, table_ms, None if retention_hours is None else retention_ms
+            )
         deleted = 0
         try:
             for _, listed, _ in candidates:
@@ -146,20 +155,23 @@ def vacuum(snapshot: Snapshot, *, retention_hours: float | None = None, dry_run:
     return result
 
 
-def _commit_vacuum_start(snapshot: Snapshot, result: VacuumResult, check: bool, default_ms: int,
-                         specified_ms: int | None) -> None:
+def _commit_vacuum_start(
+    snapshot: Snapshot, result: VacuumResult, check: bool, default_ms: int, specified_ms: int | None
+) -> None:
     from delta_pyds.transaction.commit import Transaction
+
     params = {"retentionCheckEnabled": check, "defaultRetentionMillis": default_ms}
     if specified_ms is not None:
         params["specifiedRetentionMillis"] = specified_ms
     Transaction(snapshot.storage, snapshot).commit(
-        "VACUUM START", params,
-        metrics={"numFilesToDelete": len(result.files), "sizeOfDataToDelete": result.bytes})
+        "VACUUM START", params, metrics={"numFilesToDelete": len(result.files), "sizeOfDataToDelete": result.bytes}
+    )
 
 
 def _commit_vacuum_end(storage, status: str, deleted: int, result: VacuumResult) -> None:
     from delta_pyds.transaction.commit import Transaction
+
     dirs = {rel.rsplit("/", 1)[0] for rel in result.files if "/" in rel}
     Transaction.start(storage).commit(
-        "VACUUM END", {"status": status},
-        metrics={"numDeletedFiles": deleted, "numVacuumedDirectories": len(dirs) + 1})
+        "VACUUM END", {"status": status}, metrics={"numDeletedFiles": deleted, "numVacuumedDirectories": len(dirs) + 1}
+    )

@@ -15,23 +15,33 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence, cast
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.json as pj
 
 from delta_pyds.errors import CorruptLogError
 
-DV_TYPE = pa.struct([
-    ("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int32()),
-    ("sizeInBytes", pa.int32()), ("cardinality", pa.int64()),
-])
+DV_TYPE = pa.struct(
+    [
+        ("storageType", pa.string()),
+        ("pathOrInlineDv", pa.string()),
+        ("offset", pa.int32()),
+        ("sizeInBytes", pa.int32()),
+        ("cardinality", pa.int64()),
+    ]
+)
 
 
-_ADD_OPTIONAL = [("stats", pa.string()), ("deletionVector", DV_TYPE), ("baseRowId", pa.int64()),
-                 ("defaultRowCommitVersion", pa.int64())]
+_ADD_OPTIONAL = [
+    ("stats", pa.string()),
+    ("deletionVector", DV_TYPE),
+    ("baseRowId", pa.int64()),
+    ("defaultRowCommitVersion", pa.int64()),
+]
 
 
 # what json_actions_schema knows about the bytes to parse: the bytes themselves, the set
@@ -50,29 +60,53 @@ def _present(fields: Sequence[tuple[str, pa.DataType]], data: PresentKeys) -> li
     return [f for f in fields if f'"{f[0]}"'.encode() in data]
 
 
-OPTIONAL_KEYS = ("stats", "deletionVector", "baseRowId", "defaultRowCommitVersion", "cdc", "txn",
-                 "domainMetadata", "sidecar")
+OPTIONAL_KEYS = (
+    "stats",
+    "deletionVector",
+    "baseRowId",
+    "defaultRowCommitVersion",
+    "cdc",
+    "txn",
+    "domainMetadata",
+    "sidecar",
+)
 
 
 def add_type(partition_struct: pa.StructType, data: PresentKeys = None) -> pa.StructType:
-    return pa.struct([
-        ("path", pa.string()), ("partitionValues", partition_struct), ("size", pa.int64()),
-        ("modificationTime", pa.int64()), ("dataChange", pa.bool_()),
-    ] + _present(_ADD_OPTIONAL, data))
+    return pa.struct(
+        [
+            ("path", pa.string()),
+            ("partitionValues", partition_struct),
+            ("size", pa.int64()),
+            ("modificationTime", pa.int64()),
+            ("dataChange", pa.bool_()),
+        ]
+        + _present(_ADD_OPTIONAL, data)
+    )
 
 
 def remove_type(partition_struct: pa.StructType, data: PresentKeys = None) -> pa.StructType:
-    return pa.struct([
-        ("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()),
-        ("partitionValues", partition_struct), ("size", pa.int64()),
-    ] + _present([("deletionVector", DV_TYPE)], data))
+    return pa.struct(
+        [
+            ("path", pa.string()),
+            ("deletionTimestamp", pa.int64()),
+            ("dataChange", pa.bool_()),
+            ("partitionValues", partition_struct),
+            ("size", pa.int64()),
+        ]
+        + _present([("deletionVector", DV_TYPE)], data)
+    )
 
 
 def cdc_type(partition_struct: pa.StructType) -> pa.StructType:
-    return pa.struct([
-        ("path", pa.string()), ("partitionValues", partition_struct), ("size", pa.int64()),
-        ("dataChange", pa.bool_()),
-    ])
+    return pa.struct(
+        [
+            ("path", pa.string()),
+            ("partitionValues", partition_struct),
+            ("size", pa.int64()),
+            ("dataChange", pa.bool_()),
+        ]
+    )
 
 
 TXN_TYPE = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
@@ -92,8 +126,9 @@ def json_actions_schema(physical_partition_columns: Sequence[str], data: bytes |
     if isinstance(data, (bytes, bytearray, memoryview)):  # scan the bytes once per key
         present = {k for k in OPTIONAL_KEYS if f'"{k}"'.encode() in data}
     fields = [("add", add_type(ps, present)), ("remove", remove_type(ps, present))]
-    fields += _present([("cdc", cdc_type(ps)), ("txn", TXN_TYPE), ("domainMetadata", DOMAIN_TYPE),
-                        ("sidecar", SIDECAR_TYPE)], present)
+    fields += _present(
+        [("cdc", cdc_type(ps)), ("txn", TXN_TYPE), ("domainMetadata", DOMAIN_TYPE), ("sidecar", SIDECAR_TYPE)], present
+    )
     return pa.schema(fields)
 
 
@@ -105,7 +140,7 @@ class Protocol:
     writer_features: tuple[str, ...] | None = None
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, source: str = "") -> "Protocol":
+    def from_dict(cls, d: Mapping[str, Any], *, source: str = "") -> Protocol:
         try:
             rv, wv = int(d["minReaderVersion"]), int(d["minWriterVersion"])
         except (KeyError, TypeError, ValueError):
@@ -115,8 +150,7 @@ class Protocol:
         return cls(rv, wv, rf, wf)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"minReaderVersion": self.min_reader_version,
-                               "minWriterVersion": self.min_writer_version}
+        out: dict[str, Any] = {"minReaderVersion": self.min_reader_version, "minWriterVersion": self.min_writer_version}
         if self.reader_features is not None:
             out["readerFeatures"] = list(self.reader_features)
         if self.writer_features is not None:
@@ -137,9 +171,12 @@ class Metadata:
     created_time: int | None = None
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, source: str = "") -> "Metadata":
-        partition_columns = _string_list(d.get("partitionColumns"), "metaData action", "partitionColumns",
-                                         source) if isinstance(d, Mapping) else None
+    def from_dict(cls, d: Mapping[str, Any], *, source: str = "") -> Metadata:
+        partition_columns = (
+            _string_list(d.get("partitionColumns"), "metaData action", "partitionColumns", source)
+            if isinstance(d, Mapping)
+            else None
+        )
         try:
             fmt = d.get("format") or {}
             conf = d.get("configuration") or {}
@@ -149,15 +186,20 @@ class Metadata:
             if isinstance(options, list):
                 options = dict(options)
             return cls(
-                id=str(d["id"]), schema_string=d["schemaString"],
+                id=str(d["id"]),
+                schema_string=d["schemaString"],
                 partition_columns=partition_columns or (),
                 # a null value (a Parquet map's null item) is kept as None (the readers of
                 # table properties, e.g. is_true, take it for an absent key)
-                configuration=cast("dict[str, str]",
-                                   {str(k): (None if v is None else str(v)) for k, v in conf.items()}),
-                name=d.get("name"), description=d.get("description"),
-                format_provider=fmt.get("provider") or "parquet", format_options=dict(options),
-                created_time=d.get("createdTime"))
+                configuration=cast(
+                    "dict[str, str]", {str(k): (None if v is None else str(v)) for k, v in conf.items()}
+                ),
+                name=d.get("name"),
+                description=d.get("description"),
+                format_provider=fmt.get("provider") or "parquet",
+                format_options=dict(options),
+                created_time=d.get("createdTime"),
+            )
         except (KeyError, TypeError, AttributeError):
             raise CorruptLogError(f"malformed metaData action{_in(source)}") from None
 
@@ -187,8 +229,9 @@ def _string_list(value: Any, action: str, name: str, source: str) -> tuple[str, 
         return None
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise CorruptLogError(f"malformed {action}{_in(source)}: {name} must be an array of strings, "
-                          f"got {_short_repr(value)}")
+    raise CorruptLogError(
+        f"malformed {action}{_in(source)}: {name} must be an array of strings, got {_short_repr(value)}"
+    )
 
 
 def _short_repr(value: Any, limit: int = 80) -> str:
@@ -198,6 +241,8 @@ def _short_repr(value: Any, limit: int = 80) -> str:
 
 # --------------------------------------------------------------------------- JSON parsing
 _THREADS = (os.cpu_count() or 1) > 2  # on two cores, threads cost more than they give
+
+
 def count_actions(data: bytes) -> int:
     """An upper bound of the actions (lines) a newline-delimited JSON file holds: exact
     unless it has blank lines, which callers detect by comparing with the parsed rows."""
@@ -218,9 +263,11 @@ def read_json_actions(data: bytes, schema: pa.Schema, *, source: str = "") -> pa
     try:
         return pj.read_json(
             io.BytesIO(data),
-            read_options=pj.ReadOptions(use_threads=_THREADS and len(data) > (32 << 20),
-                                        block_size=max(1 << 20, min(len(data) + 1, 1 << 30))),
-            parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
+            read_options=pj.ReadOptions(
+                use_threads=_THREADS and len(data) > (32 << 20), block_size=max(1 << 20, min(len(data) + 1, 1 << 30))
+            ),
+            parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+        )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return _read_json_actions_slow(data, schema, source)
 
@@ -242,8 +289,7 @@ def _read_json_actions_slow(data: bytes, schema: pa.Schema, source: str) -> pa.T
             raise CorruptLogError(f"line {number}{_in(source)} is not valid JSON: {exc}") from None
         if not isinstance(obj, dict):
             raise CorruptLogError(f"line {number}{_in(source)} is not a JSON object")
-        rows.append({name: _conform(obj.get(name), schema.field(name).type, source, number)
-                     for name in schema.names})
+        rows.append({name: _conform(obj.get(name), schema.field(name).type, source, number) for name in schema.names})
     try:
         return pa.Table.from_pylist(rows, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:

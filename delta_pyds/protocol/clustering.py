@@ -25,8 +25,7 @@ CLUSTERING_DOMAIN = "delta.clustering"
 MAX_CLUSTERING_COLUMNS = 4
 
 # types with min/max statistics (what delta-spark accepts as clustering columns)
-_ELIGIBLE = {"byte", "short", "integer", "long", "float", "double", "date", "timestamp",
-             "timestamp_ntz", "string"}
+_ELIGIBLE = {"byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz", "string"}
 
 
 def _eligible(dtype: DataType) -> bool:
@@ -36,6 +35,7 @@ def _eligible(dtype: DataType) -> bool:
 def parse_columns(raw: str) -> list[tuple[str, ...]]:
     """The clusterBy option: ``"a, s.b"``, ``"`x.y`"`` or a JSON list of names -> paths."""
     from delta_pyds.protocol.stats import parse_column_list
+
     text = raw.strip()
     if text.startswith("["):
         try:
@@ -62,28 +62,36 @@ def _field_path(schema: StructType, path: tuple[str, ...]) -> list[StructField] 
     return fields
 
 
-def resolve(schema: StructType, names: Sequence[Sequence[str]],
-            partition_columns: Sequence[str] = ()) -> list[tuple[str, ...]]:
+def resolve(
+    schema: StructType, names: Sequence[Sequence[str]], partition_columns: Sequence[str] = ()
+) -> list[tuple[str, ...]]:
     """Logical paths (as the schema spells them) of the clustering columns ``names``
     (paths, as :func:`parse_columns` returns them)."""
     if partition_columns and names:
-        raise SchemaError("option clusterBy: a table cannot be both partitioned (partitionBy "
-                          f"{', '.join(partition_columns)}) and clustered; give one of them")
+        raise SchemaError(
+            "option clusterBy: a table cannot be both partitioned (partitionBy "
+            f"{', '.join(partition_columns)}) and clustered; give one of them"
+        )
     if len(names) > MAX_CLUSTERING_COLUMNS:
-        raise SchemaError(f"option clusterBy: at most {MAX_CLUSTERING_COLUMNS} clustering columns, "
-                          f"got {len(names)} ({', '.join(dotted(n) for n in names)})")
+        raise SchemaError(
+            f"option clusterBy: at most {MAX_CLUSTERING_COLUMNS} clustering columns, "
+            f"got {len(names)} ({', '.join(dotted(n) for n in names)})"
+        )
     out: list[tuple[str, ...]] = []
     for names_path in names:
         name = dotted(names_path)
         fields = _field_path(schema, tuple(names_path))
         if fields is None:
-            raise SchemaError(f"option clusterBy: column {name!r} is not in the table's schema "
-                              f"(columns: {', '.join(schema.names)})")
+            raise SchemaError(
+                f"option clusterBy: column {name!r} is not in the table's schema (columns: {', '.join(schema.names)})"
+            )
         leaf = fields[-1]
         if not _eligible(leaf.type):
-            raise SchemaError(f"option clusterBy: column {name} has type {leaf.type.simple_string()}; "
-                              "clustering columns must be numeric, date, timestamp or string columns "
-                              "(types with min/max statistics)")
+            raise SchemaError(
+                f"option clusterBy: column {name} has type {leaf.type.simple_string()}; "
+                "clustering columns must be numeric, date, timestamp or string columns "
+                "(types with min/max statistics)"
+            )
         path = tuple(f.name for f in fields)
         if path in out:
             raise SchemaError(f"option clusterBy: column {name} is listed twice")
@@ -99,8 +107,7 @@ def domain_config(schema: StructType, paths: Sequence[tuple[str, ...]], mode: st
     return json.dumps({"clusteringColumns": physical}, separators=(",", ":"))
 
 
-def table_clustering(schema: StructType, domains: Mapping[str, Any],
-                     mode: str) -> list[tuple[str, ...]] | None:
+def table_clustering(schema: StructType, domains: Mapping[str, Any], mode: str) -> list[tuple[str, ...]] | None:
     """The logical paths of a table's clustering columns, from its ``delta.clustering``
     domain (physical names mapped back through the schema); None when not clustered."""
     raw = domains.get(CLUSTERING_DOMAIN)

@@ -44,8 +44,9 @@ from __future__ import annotations
 import re
 import uuid
 import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Protocol, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 from pyroaring import BitMap64
@@ -79,9 +80,11 @@ _ROW_LIMIT = 2**63  # bucket keys must have a 0 most significant bit
 DEFAULT_MAX_DV_ROWS = 2**27
 _PREFIX_RE = re.compile(r"[A-Za-z0-9]*")
 
+
 class DVStorage(Protocol):
     """What deletion vectors need of the table's storage
     (:class:`delta_pyds.storage.store.Storage` has it)."""
+
     root: str
 
     def join(self, *parts: str) -> str: ...
@@ -123,8 +126,7 @@ def z85_decode(text: str) -> bytes:
     digits = _Z85_VALUES[np.frombuffer(raw, dtype=np.uint8)]
     bad = np.flatnonzero(digits == 255)
     if bad.size:
-        raise DeletionVectorError(
-            f"not valid Z85: character {text[bad[0]]!r} at position {bad[0]}: {text!r}")
+        raise DeletionVectorError(f"not valid Z85: character {text[bad[0]]!r} at position {bad[0]}: {text!r}")
     groups = digits.reshape(-1, 5).astype(np.uint64)
     tail = b""
     if raw and raw[-5] == ord("#"):
@@ -141,7 +143,8 @@ def z85_decode(text: str) -> bytes:
     if over.size:
         i = int(over[0]) * 5
         raise DeletionVectorError(
-            f"not valid Z85: group {text[i:i + 5]!r} at position {i} overflows 32 bits: {text!r}")
+            f"not valid Z85: group {text[i : i + 5]!r} at position {i} overflows 32 bits: {text!r}"
+        )
     decoded: bytes = values.astype(">u4").tobytes() + tail
     return decoded
 
@@ -179,7 +182,7 @@ class DeletionVectorDescriptor:
                 raise DeletionVectorError(f"deletion vector {name} must be a non-negative int: {self!r}")
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "DeletionVectorDescriptor":
+    def from_dict(cls, d: Mapping[str, Any]) -> DeletionVectorDescriptor:
         """From the log's camelCase mapping; ``offset`` may be missing or None."""
         try:
             offset = d.get("offset")
@@ -218,12 +221,14 @@ class DeletionVectorDescriptor:
             text = self.path_or_inline_dv
             if len(text) < _UUID_CHARS:
                 raise DeletionVectorError(
-                    f"relative deletion vector path {text!r} is shorter than a {_UUID_CHARS}-character UUID")
+                    f"relative deletion vector path {text!r} is shorter than a {_UUID_CHARS}-character UUID"
+                )
             prefix, encoded = text[:-_UUID_CHARS], text[-_UUID_CHARS:]
             if "/" in prefix or "\\" in prefix or ".." in prefix:
                 raise DeletionVectorError(
                     f"relative deletion vector path {text!r} has a prefix {prefix!r} that would leave "
-                    "the table directory; the protocol allows only a random alphanumeric prefix")
+                    "the table directory; the protocol allows only a random alphanumeric prefix"
+                )
             name = f"deletion_vector_{_decode_uuid(encoded)}.bin"
             return storage.join(prefix, name) if prefix else storage.join(name)
         # 'p': an absolute, URI-encoded path; a relative one is read below the root only
@@ -235,8 +240,9 @@ class DeletionVectorDescriptor:
 
 
 # -- reading --------------------------------------------------------------------------
-def load_deleted_rows(storage: DVStorage | None, descriptor: DeletionVectorDescriptor | Mapping[str, Any], *,
-                      max_rows: int | None = None) -> np.ndarray:
+def load_deleted_rows(
+    storage: DVStorage | None, descriptor: DeletionVectorDescriptor | Mapping[str, Any], *, max_rows: int | None = None
+) -> np.ndarray:
     """The sorted deleted row indexes (``numpy.uint64``) of one DV, fully verified.
 
     ``storage`` is the table's :class:`~delta_pyds.storage.store.Storage` (unused for inline DVs).
@@ -261,8 +267,8 @@ def load_deleted_rows(storage: DVStorage | None, descriptor: DeletionVectorDescr
     count = len(bitmap)  # roaring keeps per-container cardinalities: nothing is expanded
     if count != descriptor.cardinality:
         raise DeletionVectorError(
-            f"{where}: the bitmap holds {count} rows but the log says cardinality "
-            f"{descriptor.cardinality}")
+            f"{where}: the bitmap holds {count} rows but the log says cardinality {descriptor.cardinality}"
+        )
     _check_rows(bitmap, count, max_rows, where)
     return np.frombuffer(bitmap.to_array(), dtype=np.uint64)
 
@@ -272,8 +278,10 @@ def _check_rows(bitmap: BitMap64, count: int, max_rows: int | None, source: str)
     :data:`DEFAULT_MAX_DV_ROWS` rows (checked on the bitmap, before any expansion)."""
     if max_rows is not None:
         if count and bitmap.max() >= max_rows:
-            raise DeletionVectorError(f"{source}: deletes row {bitmap.max()} ({count} rows in all), but "
-                                      f"the data file has only {max_rows} rows")
+            raise DeletionVectorError(
+                f"{source}: deletes row {bitmap.max()} ({count} rows in all), but "
+                f"the data file has only {max_rows} rows"
+            )
         return
     _check_count(count, source=source)
 
@@ -282,11 +290,13 @@ def _check_count(count: int, *, source: str) -> None:
     if count > DEFAULT_MAX_DV_ROWS:
         raise DeletionVectorError(
             f"{source}: deletes {count} rows, more than the {DEFAULT_MAX_DV_ROWS} a deletion vector "
-            "may hold without a known file size")
+            "may hold without a known file size"
+        )
 
 
-def deserialize_deleted_rows(data: bytes, *, source: str = "deletion vector",
-                             max_rows: int | None = None) -> np.ndarray:
+def deserialize_deleted_rows(
+    data: bytes, *, source: str = "deletion vector", max_rows: int | None = None
+) -> np.ndarray:
     """Sorted row indexes from DV bitmap bytes (magic number + portable 64-bit roaring),
     bounded as :func:`load_deleted_rows` bounds them, before the bitmap is expanded."""
     bitmap = _deserialize_bitmap(data, source)
@@ -320,8 +330,7 @@ def _inline_bytes(descriptor: DeletionVectorDescriptor, where: str) -> bytes:
     data = z85_decode(descriptor.path_or_inline_dv)
     size = descriptor.size_in_bytes
     if not size <= len(data) < size + 4:
-        raise DeletionVectorError(
-            f"{where}: decodes to {len(data)} bytes but the log says sizeInBytes {size}")
+        raise DeletionVectorError(f"{where}: decodes to {len(data)} bytes but the log says sizeInBytes {size}")
     return data[:size]
 
 
@@ -341,20 +350,21 @@ def _read_framed(storage: DVStorage, path: str, descriptor: DeletionVectorDescri
     if len(blob) < length:
         raise DeletionVectorError(
             f"{where}: the file ends at byte {start + len(blob)}, before the DV's end at byte "
-            f"{start + length} (offset or sizeInBytes {size} out of range)")
+            f"{start + length} (offset or sizeInBytes {size} out of range)"
+        )
     if start == 0 and blob[0] != FILE_FORMAT_VERSION:
         raise DeletionVectorError(f"{where}: unsupported DV file format version {blob[0]}")
     pos = offset - start
-    framed = int.from_bytes(blob[pos:pos + 4], "big")
+    framed = int.from_bytes(blob[pos : pos + 4], "big")
     if framed != size:
-        raise DeletionVectorError(
-            f"{where}: the file frames {framed} bytes but the log says sizeInBytes {size}")
-    data = blob[pos + 4:pos + 4 + size]
-    expected = int.from_bytes(blob[pos + 4 + size:pos + 8 + size], "big")
+        raise DeletionVectorError(f"{where}: the file frames {framed} bytes but the log says sizeInBytes {size}")
+    data = blob[pos + 4 : pos + 4 + size]
+    expected = int.from_bytes(blob[pos + 4 + size : pos + 8 + size], "big")
     actual = zlib.crc32(data)
     if actual != expected:
         raise DeletionVectorError(
-            f"{where}: CRC-32 checksum mismatch (stored {expected:#010x}, computed {actual:#010x})")
+            f"{where}: CRC-32 checksum mismatch (stored {expected:#010x}, computed {actual:#010x})"
+        )
     return data
 
 
@@ -418,8 +428,9 @@ def inline_descriptor(row_indexes: Any) -> DeletionVectorDescriptor:
     return DeletionVectorDescriptor("i", z85_encode(data), None, len(data), cardinality)
 
 
-def write_deletion_vectors(storage: DVStorage, bitmaps: Iterable[Any], *,
-                           prefix: str = "") -> list[DeletionVectorDescriptor]:
+def write_deletion_vectors(
+    storage: DVStorage, bitmaps: Iterable[Any], *, prefix: str = ""
+) -> list[DeletionVectorDescriptor]:
     """Writes the DVs into one new ``[<prefix>/]deletion_vector_<uuid>.bin`` under the
     table root and returns their ``'u'`` descriptors, in order. Writes nothing for ``[]``.
 
@@ -447,12 +458,11 @@ def write_deletion_vectors(storage: DVStorage, bitmaps: Iterable[Any], *,
 DEFAULT_INLINE_MAX_BYTES = 64
 
 
-def store_deletion_vectors(storage: DVStorage, bitmaps: list[Any], *,
-                           inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES
-                           ) -> list[DeletionVectorDescriptor]:
+def store_deletion_vectors(
+    storage: DVStorage, bitmaps: list[Any], *, inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES
+) -> list[DeletionVectorDescriptor]:
     """Descriptors for ``bitmaps``, in order: a vector of at most ``inline_max_bytes``
     serialized bytes inline in the log (``'i'``), the others in one new DV file."""
     inline = [len(serialize_deleted_rows(bm)) <= inline_max_bytes for bm in bitmaps]
     in_file = iter(write_deletion_vectors(storage, [bm for bm, i in zip(bitmaps, inline) if not i]))
     return [inline_descriptor(bm) if i else next(in_file) for bm, i in zip(bitmaps, inline)]
-

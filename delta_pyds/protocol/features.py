@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from delta_pyds.protocol.actions import Protocol
 from delta_pyds.errors import UnsupportedFeatureError
+from delta_pyds.protocol.actions import Protocol
 
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7
@@ -27,40 +27,43 @@ class Feature:
 
 
 # name, reader+writer?, read ok, write ok, note
-FEATURES: dict[str, Feature] = {f.name: f for f in [
-    Feature("appendOnly", False, True, True),
-    Feature("invariants", False, True, True),
-    Feature("checkConstraints", False, True, True),
-    Feature("changeDataFeed", False, True, True),
-    Feature("generatedColumns", False, True, True),
-    Feature("identityColumns", False, True, True, "values generated; streaming sink refused"),
-    Feature("columnMapping", True, True, True),
-    Feature("deletionVectors", True, True, True),
-    Feature("rowTracking", False, True, True),
-    Feature("timestampNtz", True, True, True),
-    Feature("domainMetadata", False, True, True),
-    Feature("v2Checkpoint", True, True, True),
-    Feature("vacuumProtocolCheck", True, True, True),
-    Feature("typeWidening", True, True, True),
-    Feature("typeWidening-preview", True, True, True),
-    Feature("inCommitTimestamp", False, True, True),
-    Feature("clustering", False, True, True),
-    Feature("icebergCompatV1", False, True, False),
-    Feature("icebergCompatV2", False, True, False),
-    Feature("icebergWriterCompatV1", False, True, False),
-    Feature("allowColumnDefaults", False, True, True),
-    Feature("checkpointProtection", False, True, True),
-    Feature("materializePartitionColumns", False, True, True),
-    Feature("variantType", True, True, True),
-    Feature("variantType-preview", True, True, True),
-    Feature("variantShredding", True, True, True),
-    Feature("variantShredding-preview", True, True, True),
-    Feature("collations", False, True, False, "writes of collated strings are not implemented"),
-    Feature("collations-preview", True, True, False, "writes of collated strings are not implemented"),
-    Feature("catalogManaged", True, False, False, "catalog-managed tables need the catalog to commit"),
-    Feature("catalogOwned-preview", True, False, False, "catalog-managed tables need the catalog to commit"),
-    Feature("geospatial", True, False, False),
-]}
+FEATURES: dict[str, Feature] = {
+    f.name: f
+    for f in [
+        Feature("appendOnly", False, True, True),
+        Feature("invariants", False, True, True),
+        Feature("checkConstraints", False, True, True),
+        Feature("changeDataFeed", False, True, True),
+        Feature("generatedColumns", False, True, True),
+        Feature("identityColumns", False, True, True, "values generated; streaming sink refused"),
+        Feature("columnMapping", True, True, True),
+        Feature("deletionVectors", True, True, True),
+        Feature("rowTracking", False, True, True),
+        Feature("timestampNtz", True, True, True),
+        Feature("domainMetadata", False, True, True),
+        Feature("v2Checkpoint", True, True, True),
+        Feature("vacuumProtocolCheck", True, True, True),
+        Feature("typeWidening", True, True, True),
+        Feature("typeWidening-preview", True, True, True),
+        Feature("inCommitTimestamp", False, True, True),
+        Feature("clustering", False, True, True),
+        Feature("icebergCompatV1", False, True, False),
+        Feature("icebergCompatV2", False, True, False),
+        Feature("icebergWriterCompatV1", False, True, False),
+        Feature("allowColumnDefaults", False, True, True),
+        Feature("checkpointProtection", False, True, True),
+        Feature("materializePartitionColumns", False, True, True),
+        Feature("variantType", True, True, True),
+        Feature("variantType-preview", True, True, True),
+        Feature("variantShredding", True, True, True),
+        Feature("variantShredding-preview", True, True, True),
+        Feature("collations", False, True, False, "writes of collated strings are not implemented"),
+        Feature("collations-preview", True, True, False, "writes of collated strings are not implemented"),
+        Feature("catalogManaged", True, False, False, "catalog-managed tables need the catalog to commit"),
+        Feature("catalogOwned-preview", True, False, False, "catalog-managed tables need the catalog to commit"),
+        Feature("geospatial", True, False, False),
+    ]
+}
 
 # Features implied by legacy protocol versions (before table features).
 _LEGACY_WRITER = {
@@ -100,7 +103,8 @@ def check_read(protocol: Protocol) -> None:
     if protocol.min_reader_version > MAX_READER_VERSION or protocol.min_reader_version < 1:
         raise UnsupportedFeatureError(
             f"the table requires reader version {protocol.min_reader_version}; "
-            f"delta_pyds reads versions 1 to {MAX_READER_VERSION}")
+            f"delta_pyds reads versions 1 to {MAX_READER_VERSION}"
+        )
     blocked = [n for n in reader_features(protocol) if not (n in FEATURES and FEATURES[n].read)]
     if blocked:
         raise UnsupportedFeatureError(_describe("read", blocked), tuple(blocked))
@@ -110,7 +114,8 @@ def check_write(protocol: Protocol) -> None:
     if protocol.min_writer_version > MAX_WRITER_VERSION or protocol.min_writer_version < 1:
         raise UnsupportedFeatureError(
             f"the table requires writer version {protocol.min_writer_version}; "
-            f"delta_pyds writes versions 1 to {MAX_WRITER_VERSION}")
+            f"delta_pyds writes versions 1 to {MAX_WRITER_VERSION}"
+        )
     check_read(protocol)
     names = list(dict.fromkeys(writer_features(protocol) + reader_features(protocol)))
     blocked = [n for n in names if not (n in FEATURES and FEATURES[n].write)]

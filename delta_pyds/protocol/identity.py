@@ -20,8 +20,8 @@ Guarantees, per the protocol:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +40,7 @@ _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 @dataclass(frozen=True)
 class IdentityColumn:
     """One identity column as the table's schema declares it."""
+
     name: str
     start: int
     step: int
@@ -75,10 +76,12 @@ def identity_of(f: StructField) -> IdentityColumn | None:
         raise UnsupportedFeatureError(
             f"cannot write to this table: identity column {f.name} has unreadable properties "
             f"{ {k: v for k, v in meta.items() if k.startswith('delta.identity.')} }",
-            ("identityColumns",)) from None
+            ("identityColumns",),
+        ) from None
     if step == 0:
-        raise UnsupportedFeatureError(f"cannot write to this table: identity column {f.name} has "
-                                      f"{STEP} = 0", ("identityColumns",))
+        raise UnsupportedFeatureError(
+            f"cannot write to this table: identity column {f.name} has {STEP} = 0", ("identityColumns",)
+        )
     explicit = str(meta.get(ALLOW_EXPLICIT_INSERT, "false")).lower() == "true"
     return IdentityColumn(f.name, start, step, hwm, explicit)
 
@@ -87,8 +90,9 @@ def identity_columns(schema: StructType) -> tuple[IdentityColumn, ...]:
     return tuple(c for c in (identity_of(f) for f in schema.fields) if c is not None)
 
 
-def columns_to_generate(schema: StructType, provided: Iterable[str], *,
-                        keep_values: bool = False) -> tuple[IdentityColumn, ...]:
+def columns_to_generate(
+    schema: StructType, provided: Iterable[str], *, keep_values: bool = False
+) -> tuple[IdentityColumn, ...]:
     """The identity columns a write must fill: those the data does not provide.
 
     Provided values of a column that does not allow explicit inserts are refused, unless
@@ -101,13 +105,15 @@ def columns_to_generate(schema: StructType, provided: Iterable[str], *,
         elif not keep_values and not col.allow_explicit_insert:
             raise ValueError(
                 f"cannot write values into identity column {col.name}: the table generates them "
-                f"({ALLOW_EXPLICIT_INSERT}=false); leave the column out of the DataFrame")
+                f"({ALLOW_EXPLICIT_INSERT}=false); leave the column out of the DataFrame"
+            )
     return tuple(out)
 
 
 @dataclass
 class IdentityGenerator:
     """Fills identity columns of one task's batches, and remembers the extreme values."""
+
     columns: tuple[IdentityColumn, ...]
     task_id: int = 0
     rows: int = 0
@@ -120,14 +126,16 @@ class IdentityGenerator:
         if self.rows + n > TASK_SPACING:
             raise ConstraintViolationError(
                 f"identity column {self.columns[0].name}: one task cannot write more than "
-                f"{TASK_SPACING} rows; repartition the data")
+                f"{TASK_SPACING} rows; repartition the data"
+            )
         for col in self.columns:
             k = col.first_k + self.task_id * TASK_SPACING + self.rows
             first, last = col.value(k), col.value(k + n - 1)
             if not (_LONG_MIN <= first <= _LONG_MAX and _LONG_MIN <= last <= _LONG_MAX):
                 raise ConstraintViolationError(
                     f"identity column {col.name} overflows a long: the next value would be "
-                    f"{last} (start {col.start}, step {col.step}, high-water mark {col.high_water_mark})")
+                    f"{last} (start {col.start}, step {col.step}, high-water mark {col.high_water_mark})"
+                )
             idx = batch.schema.get_field_index(col.name)
             target = batch.schema.field(idx)
             values = pa.array(np.arange(n, dtype=np.int64) * np.int64(col.step) + np.int64(first), pa.int64())
@@ -136,8 +144,8 @@ class IdentityGenerator:
                     values = values.cast(target.type)  # safe: raises on overflow
                 except pa.ArrowInvalid:
                     raise ConstraintViolationError(
-                        f"identity column {col.name} overflows its type {target.type}: the next "
-                        f"value would be {last}") from None
+                        f"identity column {col.name} overflows its type {target.type}: the next value would be {last}"
+                    ) from None
             batch = batch.set_column(idx, target, values)
             mark = self.marks.get(col.name)
             self.marks[col.name] = last if mark is None else col.beyond(mark, last)

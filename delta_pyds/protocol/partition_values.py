@@ -44,8 +44,9 @@ def parse_partition_values(values: pa.Array, dtype: DataType, *, column: str = "
             return _parse_decimals(values, dtype)
         return values.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, decimal.InvalidOperation, ValueError) as exc:
-        raise CorruptLogError(f"partition values of column {column!r} are not valid "
-                              f"{dtype.simple_string()} values: {exc}") from None
+        raise CorruptLogError(
+            f"partition values of column {column!r} are not valid {dtype.simple_string()} values: {exc}"
+        ) from None
 
 
 def _parse_booleans(values: pa.Array, column: str) -> pa.Array:
@@ -55,8 +56,9 @@ def _parse_booleans(values: pa.Array, column: str) -> pa.Array:
     valid = pc.or_kleene(pc.equal(lowered, "true"), pc.equal(lowered, "false"))
     if not pc.all(pc.fill_null(valid, True)).as_py():
         bad = values.filter(pc.invert(pc.fill_null(valid, True)))[0].as_py()
-        raise CorruptLogError(f"partition values of column {column!r} are not valid boolean values: "
-                              f"{bad!r} is neither true nor false")
+        raise CorruptLogError(
+            f"partition values of column {column!r} are not valid boolean values: {bad!r} is neither true nor false"
+        )
     return pc.equal(lowered, "true")
 
 
@@ -83,8 +85,11 @@ def _cast_fraction(values: pa.Array, target: pa.DataType) -> pa.Array:
 
 def _parse_decimals(values: pa.Array, dtype: DecimalType) -> pa.Array:
     try:
-        return values.cast(pa.decimal128(dtype.precision, dtype.scale) if dtype.precision <= 38
-                           else pa.decimal256(dtype.precision, dtype.scale))
+        return values.cast(
+            pa.decimal128(dtype.precision, dtype.scale)
+            if dtype.precision <= 38
+            else pa.decimal256(dtype.precision, dtype.scale)
+        )
     except pa.ArrowInvalid:
         quantum = decimal.Decimal(1).scaleb(-dtype.scale)
         py = [None if v is None else decimal.Decimal(v).quantize(quantum) for v in values.to_pylist()]

@@ -33,7 +33,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-
 # an RFC 3986 scheme of two or more characters (one letter is a Windows drive)
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):")
 # the paths canonical() may change; every other path is canonical as it is
@@ -75,7 +74,7 @@ def relative_to(path: str, root: str) -> str | None:
         return None
     prefix = root.rstrip("/") + "/"
     if path.startswith(prefix) and len(path) > len(prefix):
-        return path[len(prefix):]
+        return path[len(prefix) :]
     return None
 
 

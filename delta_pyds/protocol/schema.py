@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Union, overload
+from typing import Any, overload
 
 import pyarrow as pa
 
@@ -24,8 +25,20 @@ COLUMN_MAPPING_PHYSICAL_NAME = "delta.columnMapping.physicalName"
 PARQUET_FIELD_ID = b"PARQUET:field_id"
 
 PRIMITIVE_TYPES = {
-    "string", "long", "integer", "short", "byte", "float", "double", "boolean",
-    "binary", "date", "timestamp", "timestamp_ntz", "void", "variant",
+    "string",
+    "long",
+    "integer",
+    "short",
+    "byte",
+    "float",
+    "double",
+    "boolean",
+    "binary",
+    "date",
+    "timestamp",
+    "timestamp_ntz",
+    "void",
+    "variant",
 }
 _DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
 
@@ -59,13 +72,12 @@ class DecimalType:
 
 @dataclass(frozen=True)
 class ArrayType:
-    element_type: "DataType"
+    element_type: DataType
     contains_null: bool = True
     name = "array"
 
     def to_json(self) -> Any:
-        return {"type": "array", "elementType": self.element_type.to_json(),
-                "containsNull": self.contains_null}
+        return {"type": "array", "elementType": self.element_type.to_json(), "containsNull": self.contains_null}
 
     def simple_string(self) -> str:
         return f"array<{self.element_type.simple_string()}>"
@@ -73,15 +85,18 @@ class ArrayType:
 
 @dataclass(frozen=True)
 class MapType:
-    key_type: "DataType"
-    value_type: "DataType"
+    key_type: DataType
+    value_type: DataType
     value_contains_null: bool = True
     name = "map"
 
     def to_json(self) -> Any:
-        return {"type": "map", "keyType": self.key_type.to_json(),
-                "valueType": self.value_type.to_json(),
-                "valueContainsNull": self.value_contains_null}
+        return {
+            "type": "map",
+            "keyType": self.key_type.to_json(),
+            "valueType": self.value_type.to_json(),
+            "valueContainsNull": self.value_contains_null,
+        }
 
     def simple_string(self) -> str:
         return f"map<{self.key_type.simple_string()},{self.value_type.simple_string()}>"
@@ -90,13 +105,17 @@ class MapType:
 @dataclass(frozen=True)
 class StructField:
     name: str
-    type: "DataType"
+    type: DataType
     nullable: bool = True
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "type": self.type.to_json(), "nullable": self.nullable,
-                "metadata": dict(self.metadata)}
+        return {
+            "name": self.name,
+            "type": self.type.to_json(),
+            "nullable": self.nullable,
+            "metadata": dict(self.metadata),
+        }
 
     def physical_name(self, mode: str) -> str:
         """The name of this field in data files under column mapping ``mode``."""
@@ -105,8 +124,9 @@ class StructField:
             if physical:
                 return physical
             if mode == "name":
-                raise SchemaError(f"column {self.name!r} has no {COLUMN_MAPPING_PHYSICAL_NAME} "
-                                  "although the table uses column mapping")
+                raise SchemaError(
+                    f"column {self.name!r} has no {COLUMN_MAPPING_PHYSICAL_NAME} although the table uses column mapping"
+                )
         return self.name
 
     @property
@@ -155,11 +175,11 @@ class StructType:
         except KeyError:
             return None
 
-    def select(self, names: list[str]) -> "StructType":
+    def select(self, names: list[str]) -> StructType:
         return StructType(tuple(self.field(n) for n in names))
 
 
-DataType = Union[PrimitiveType, DecimalType, ArrayType, MapType, StructType]
+DataType = PrimitiveType | DecimalType | ArrayType | MapType | StructType
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -193,8 +213,9 @@ def parse_type(obj: Any, *, column: str = "", depth: int = 0) -> DataType:
     """A Delta data type from its JSON form; ``column`` names the field in errors."""
     where = f" of column {column!r}" if column else ""
     if depth > MAX_TYPE_DEPTH:
-        raise SchemaError(f"the type{where} is nested deeper than {MAX_TYPE_DEPTH} levels "
-                          "(struct, array and map levels count)")
+        raise SchemaError(
+            f"the type{where} is nested deeper than {MAX_TYPE_DEPTH} levels (struct, array and map levels count)"
+        )
     if isinstance(obj, str):
         if obj in PRIMITIVE_TYPES:
             return PrimitiveType(obj)
@@ -228,21 +249,32 @@ def parse_type(obj: Any, *, column: str = "", depth: int = 0) -> DataType:
                     raise SchemaError(
                         f"the table schema has columns {prefix + other!r} and {prefix + name!r}, whose "
                         "names differ only in case: Spark resolves column names case-insensitively, "
-                        "so both would map to the same data")
+                        "so both would map to the same data"
+                    )
                 seen[name.lower()] = name
                 metadata = f.get("metadata") or {}
                 if not isinstance(metadata, dict):
                     raise TypeError("metadata")
-                fields.append(StructField(name, parse_type(f["type"], column=prefix + name, depth=depth + 1),
-                                          bool(f.get("nullable", True)), dict(metadata)))
+                fields.append(
+                    StructField(
+                        name,
+                        parse_type(f["type"], column=prefix + name, depth=depth + 1),
+                        bool(f.get("nullable", True)),
+                        dict(metadata),
+                    )
+                )
             return StructType(tuple(fields))
         if kind == "array":
-            return ArrayType(parse_type(obj["elementType"], column=prefix + "element", depth=depth + 1),
-                             bool(obj.get("containsNull", True)))
+            return ArrayType(
+                parse_type(obj["elementType"], column=prefix + "element", depth=depth + 1),
+                bool(obj.get("containsNull", True)),
+            )
         if kind == "map":
-            return MapType(parse_type(obj["keyType"], column=prefix + "key", depth=depth + 1),
-                           parse_type(obj["valueType"], column=prefix + "value", depth=depth + 1),
-                           bool(obj.get("valueContainsNull", True)))
+            return MapType(
+                parse_type(obj["keyType"], column=prefix + "key", depth=depth + 1),
+                parse_type(obj["valueType"], column=prefix + "value", depth=depth + 1),
+                bool(obj.get("valueContainsNull", True)),
+            )
     except (KeyError, TypeError) as exc:
         raise SchemaError(f"malformed {kind} type{where} in the table schema: missing or malformed {exc}") from None
     raise SchemaError(f"unsupported data type {_short(kind)}{where} in the table schema")
@@ -250,8 +282,10 @@ def parse_type(obj: Any, *, column: str = "", depth: int = 0) -> DataType:
 
 def _decimal(precision: int, scale: int, where: str) -> DecimalType:
     if not 1 <= precision <= MAX_DECIMAL_PRECISION or not 0 <= scale <= precision:
-        raise SchemaError(f"decimal({precision},{scale}){where} is not a valid decimal type: the "
-                          f"precision must be 1..{MAX_DECIMAL_PRECISION} and the scale 0..precision")
+        raise SchemaError(
+            f"decimal({precision},{scale}){where} is not a valid decimal type: the "
+            f"precision must be 1..{MAX_DECIMAL_PRECISION} and the scale 0..precision"
+        )
     return DecimalType(precision, scale)
 
 
@@ -261,16 +295,27 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 # ------------------------------------------------------------------------------ arrow
-VARIANT_ARROW_TYPE = pa.struct([
-    pa.field("value", pa.binary(), nullable=False),
-    pa.field("metadata", pa.binary(), nullable=False, metadata={b"variant": b"true"}),
-])
+VARIANT_ARROW_TYPE = pa.struct(
+    [
+        pa.field("value", pa.binary(), nullable=False),
+        pa.field("metadata", pa.binary(), nullable=False, metadata={b"variant": b"true"}),
+    ]
+)
 
 _PRIMITIVE_ARROW = {
-    "string": pa.string(), "long": pa.int64(), "integer": pa.int32(), "short": pa.int16(),
-    "byte": pa.int8(), "float": pa.float32(), "double": pa.float64(), "boolean": pa.bool_(),
-    "binary": pa.binary(), "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestamp_ntz": pa.timestamp("us"), "void": pa.null(),
+    "string": pa.string(),
+    "long": pa.int64(),
+    "integer": pa.int32(),
+    "short": pa.int16(),
+    "byte": pa.int8(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "binary": pa.binary(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"),
+    "void": pa.null(),
 }
 
 
@@ -285,8 +330,10 @@ def to_arrow_type(dtype: DataType) -> pa.DataType:
     if isinstance(dtype, ArrayType):
         return pa.list_(pa.field("element", to_arrow_type(dtype.element_type), nullable=dtype.contains_null))
     if isinstance(dtype, MapType):
-        return pa.map_(pa.field("key", to_arrow_type(dtype.key_type), nullable=False),
-                       pa.field("value", to_arrow_type(dtype.value_type), nullable=dtype.value_contains_null))
+        return pa.map_(
+            pa.field("key", to_arrow_type(dtype.key_type), nullable=False),
+            pa.field("value", to_arrow_type(dtype.value_type), nullable=dtype.value_contains_null),
+        )
     if isinstance(dtype, StructType):
         return pa.struct([to_arrow_field(f) for f in dtype.fields])
     raise SchemaError(f"no Arrow type for {dtype!r}")
@@ -304,13 +351,18 @@ def to_arrow_schema(schema: StructType) -> pa.Schema:
 def physical_type(dtype: DataType, mode: str) -> DataType:
     """The type with nested struct fields renamed to their physical names."""
     if isinstance(dtype, StructType):
-        return StructType(tuple(StructField(f.physical_name(mode), physical_type(f.type, mode),
-                                            f.nullable, f.metadata) for f in dtype.fields))
+        return StructType(
+            tuple(
+                StructField(f.physical_name(mode), physical_type(f.type, mode), f.nullable, f.metadata)
+                for f in dtype.fields
+            )
+        )
     if isinstance(dtype, ArrayType):
         return ArrayType(physical_type(dtype.element_type, mode), dtype.contains_null)
     if isinstance(dtype, MapType):
-        return MapType(physical_type(dtype.key_type, mode), physical_type(dtype.value_type, mode),
-                       dtype.value_contains_null)
+        return MapType(
+            physical_type(dtype.key_type, mode), physical_type(dtype.value_type, mode), dtype.value_contains_null
+        )
     return dtype
 
 
@@ -326,6 +378,7 @@ def leaf_paths(schema: StructType, prefix: tuple[str, ...] = ()) -> Iterator[tup
 
 def max_column_id(schema: StructType) -> int:
     best = 0
+
     def walk(dtype: DataType) -> None:
         nonlocal best
         if isinstance(dtype, StructType):
@@ -338,6 +391,7 @@ def max_column_id(schema: StructType) -> int:
         elif isinstance(dtype, MapType):
             walk(dtype.key_type)
             walk(dtype.value_type)
+
     walk(schema)
     return best
 
@@ -363,6 +417,9 @@ def project(table_type: DataType, requested: DataType) -> DataType:
     if isinstance(requested, ArrayType) and isinstance(table_type, ArrayType):
         return ArrayType(project(table_type.element_type, requested.element_type), requested.contains_null)
     if isinstance(requested, MapType) and isinstance(table_type, MapType):
-        return MapType(project(table_type.key_type, requested.key_type),
-                       project(table_type.value_type, requested.value_type), requested.value_contains_null)
+        return MapType(
+            project(table_type.key_type, requested.key_type),
+            project(table_type.value_type, requested.value_type),
+            requested.value_contains_null,
+        )
     return requested

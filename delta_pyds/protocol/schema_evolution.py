@@ -17,16 +17,29 @@ Guarantees:
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any, Iterable, cast
+from typing import Any, cast
 
 import pyarrow as pa
 
-from delta_pyds.protocol.arrow_nested import rebuild_list, rebuild_map, rebuild_struct, struct_children
 from delta_pyds.errors import SchemaError
-from delta_pyds.protocol.schema import (COLUMN_MAPPING_ID, COLUMN_MAPPING_PHYSICAL_NAME, PARQUET_FIELD_ID, ArrayType,
-                     DataType, DecimalType, MapType, PrimitiveType, StructField, StructType,
-                     max_column_id, parse_type, to_arrow_type)
+from delta_pyds.protocol.arrow_nested import rebuild_list, rebuild_map, rebuild_struct, struct_children
+from delta_pyds.protocol.schema import (
+    COLUMN_MAPPING_ID,
+    COLUMN_MAPPING_PHYSICAL_NAME,
+    PARQUET_FIELD_ID,
+    ArrayType,
+    DataType,
+    DecimalType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+    max_column_id,
+    parse_type,
+    to_arrow_type,
+)
 
 _INTEGRAL = ("byte", "short", "integer", "long")
 _NUMERIC = _INTEGRAL + ("float", "double")
@@ -45,8 +58,9 @@ def from_spark_json(obj: Any) -> StructType:
             try:
                 dtype = parse_type(f["type"])
             except SchemaError:
-                raise SchemaError(f"column {f.get('name')!r} has type {_type_text(f['type'])}, "
-                                  "which a Delta table cannot store") from None
+                raise SchemaError(
+                    f"column {f.get('name')!r} has type {_type_text(f['type'])}, which a Delta table cannot store"
+                ) from None
             meta = {k: v for k, v in (f.get("metadata") or {}).items() if k not in _DROP_METADATA}
             fields.append(StructField(f["name"], _clean(dtype), bool(f.get("nullable", True)), meta))
         return StructType(tuple(fields))
@@ -58,9 +72,14 @@ def from_spark_json(obj: Any) -> StructType:
 
 def _clean(dtype: DataType) -> DataType:
     if isinstance(dtype, StructType):
-        return StructType(tuple(StructField(f.name, _clean(f.type), f.nullable,
-                                            {k: v for k, v in f.metadata.items() if k not in _DROP_METADATA})
-                                for f in dtype.fields))
+        return StructType(
+            tuple(
+                StructField(
+                    f.name, _clean(f.type), f.nullable, {k: v for k, v in f.metadata.items() if k not in _DROP_METADATA}
+                )
+                for f in dtype.fields
+            )
+        )
     return dtype
 
 
@@ -71,6 +90,7 @@ def _type_text(obj: Any) -> str:
 def check_names(schema: StructType, *, column_mapping: bool) -> None:
     """Duplicate names (case-insensitive) and, without column mapping, names Parquet
     cannot hold raise :class:`SchemaError`."""
+
     def walk(dtype: DataType, prefix: str) -> None:
         if isinstance(dtype, StructType):
             seen: dict[str, str] = {}
@@ -78,20 +98,24 @@ def check_names(schema: StructType, *, column_mapping: bool) -> None:
                 full = prefix + f.name
                 low = f.name.lower()
                 if low in seen:
-                    raise SchemaError(f"duplicate column names (Delta compares names "
-                                      f"case-insensitively): {prefix + seen[low]!r} and {full!r}")
+                    raise SchemaError(
+                        f"duplicate column names (Delta compares names "
+                        f"case-insensitively): {prefix + seen[low]!r} and {full!r}"
+                    )
                 seen[low] = f.name
                 if not column_mapping and _INVALID_NAME_CHARS & set(f.name):
                     raise SchemaError(
                         f"column name {full!r} contains one of ' ,;{{}}()\\n\\t=', which Delta tables "
                         "without column mapping cannot store; rename it or create the table with "
-                        "the option delta.columnMapping.mode=name")
+                        "the option delta.columnMapping.mode=name"
+                    )
                 walk(f.type, full + ".")
         elif isinstance(dtype, ArrayType):
             walk(dtype.element_type, prefix + "element.")
         elif isinstance(dtype, MapType):
             walk(dtype.key_type, prefix + "key.")
             walk(dtype.value_type, prefix + "value.")
+
     walk(schema, "")
 
 
@@ -129,8 +153,7 @@ def reconcile(table: StructType, data: StructType, *, merge: bool, path: str = "
     return result
 
 
-def _reconcile_struct(table: StructType, data: StructType, merge: bool, prefix: str,
-                      problems: list[str]) -> StructType:
+def _reconcile_struct(table: StructType, data: StructType, merge: bool, prefix: str, problems: list[str]) -> StructType:
     fields = list(table.fields)
     index = {f.name.lower(): i for i, f in enumerate(fields)}
     extra = []
@@ -163,8 +186,7 @@ def _reconcile_type(t: DataType, d: DataType, merge: bool, name: str, problems: 
         v = _reconcile_type(t.value_type, d.value_type, merge, name + ".value", problems)
         return t if (k is t.key_type and v is t.value_type) else MapType(k, v, t.value_contains_null)
     if not _castable(d, t):
-        problems.append(f"column {name} is {t.simple_string()} in the table but "
-                        f"{d.simple_string()} in the DataFrame")
+        problems.append(f"column {name} is {t.simple_string()} in the table but {d.simple_string()} in the DataFrame")
     return t
 
 
@@ -180,7 +202,7 @@ def replace_schema(new: StructType, old: StructType | None) -> StructType:
         o = old.get(f.name)
         if o is not None and _strip(o.type) == _strip(f.type):
             meta = {k: v for k, v in o.metadata.items() if not k.startswith("delta.identity.")}
-            meta.update({k: v for k, v in f.metadata.items()})
+            meta.update(dict(f.metadata.items()))
             fields.append(StructField(f.name, _carry(o.type, f.type), f.nullable, meta))
         else:
             fields.append(f)
@@ -199,8 +221,12 @@ def _strip(dtype: DataType) -> object:
 
 def _carry(old: DataType, new: DataType) -> DataType:
     if isinstance(old, StructType) and isinstance(new, StructType):
-        return StructType(tuple(StructField(n.name, _carry(o.type, n.type), n.nullable, {**o.metadata, **n.metadata})
-                                for o, n in zip(old.fields, new.fields)))
+        return StructType(
+            tuple(
+                StructField(n.name, _carry(o.type, n.type), n.nullable, {**o.metadata, **n.metadata})
+                for o, n in zip(old.fields, new.fields)
+            )
+        )
     return new
 
 
@@ -241,8 +267,10 @@ def logical_arrow_type(dtype: DataType) -> pa.DataType:
     if isinstance(dtype, ArrayType):
         return pa.list_(pa.field("element", logical_arrow_type(dtype.element_type)))
     if isinstance(dtype, MapType):
-        return pa.map_(pa.field("key", logical_arrow_type(dtype.key_type), nullable=False),
-                       pa.field("value", logical_arrow_type(dtype.value_type)))
+        return pa.map_(
+            pa.field("key", logical_arrow_type(dtype.key_type), nullable=False),
+            pa.field("value", logical_arrow_type(dtype.value_type)),
+        )
     if isinstance(dtype, PrimitiveType) and dtype.name == "variant":
         return pa.struct([pa.field("value", pa.binary()), pa.field("metadata", pa.binary())])
     return to_arrow_type(dtype)
@@ -258,8 +286,10 @@ def physical_arrow_type(dtype: DataType, mode: str) -> pa.DataType:
     if isinstance(dtype, ArrayType):
         return pa.list_(pa.field("element", physical_arrow_type(dtype.element_type, mode)))
     if isinstance(dtype, MapType):
-        return pa.map_(pa.field("key", physical_arrow_type(dtype.key_type, mode), nullable=False),
-                       pa.field("value", physical_arrow_type(dtype.value_type, mode)))
+        return pa.map_(
+            pa.field("key", physical_arrow_type(dtype.key_type, mode), nullable=False),
+            pa.field("value", physical_arrow_type(dtype.value_type, mode)),
+        )
     return logical_arrow_type(dtype)
 
 
@@ -289,8 +319,11 @@ def conform_input(arr: pa.Array, dtype: DataType, target: pa.DataType, *, column
         by_name = {arr.type.field(i).name.lower(): i for i in range(arr.type.num_fields)}
         children = struct_children(arr)
         out = []
-        sub_fields = dtype.fields if isinstance(dtype, StructType) else \
-            (StructField("value", PrimitiveType("binary")), StructField("metadata", PrimitiveType("binary")))
+        sub_fields = (
+            dtype.fields
+            if isinstance(dtype, StructType)
+            else (StructField("value", PrimitiveType("binary")), StructField("metadata", PrimitiveType("binary")))
+        )
         for f, tf in zip(sub_fields, target):
             i = by_name.get(f.name.lower())
             if i is None:
@@ -367,9 +400,16 @@ def from_arrow_schema(schema: pa.Schema) -> StructType:
 
 
 def _from_arrow(t: pa.DataType, name: str) -> DataType:
-    simple = [(pa.types.is_int8, "byte"), (pa.types.is_int16, "short"), (pa.types.is_int32, "integer"),
-              (pa.types.is_int64, "long"), (pa.types.is_float32, "float"), (pa.types.is_float64, "double"),
-              (pa.types.is_boolean, "boolean"), (pa.types.is_date32, "date")]
+    simple = [
+        (pa.types.is_int8, "byte"),
+        (pa.types.is_int16, "short"),
+        (pa.types.is_int32, "integer"),
+        (pa.types.is_int64, "long"),
+        (pa.types.is_float32, "float"),
+        (pa.types.is_float64, "double"),
+        (pa.types.is_boolean, "boolean"),
+        (pa.types.is_date32, "date"),
+    ]
     for test, delta in simple:
         if test(t):
             return PrimitiveType(delta)
@@ -384,11 +424,11 @@ def _from_arrow(t: pa.DataType, name: str) -> DataType:
     if pa.types.is_dictionary(t):
         return _from_arrow(t.value_type, name)
     if pa.types.is_map(t):
-        return MapType(_from_arrow(t.key_type, name + ".key"), _from_arrow(t.item_type, name + ".value"),
-                       t.item_field.nullable)
+        return MapType(
+            _from_arrow(t.key_type, name + ".key"), _from_arrow(t.item_type, name + ".value"), t.item_field.nullable
+        )
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return ArrayType(_from_arrow(t.value_type, name + ".element"), t.value_field.nullable)
     if pa.types.is_struct(t):
-        return StructType(tuple(StructField(f.name, _from_arrow(f.type, f"{name}.{f.name}"), f.nullable)
-                                for f in t))
+        return StructType(tuple(StructField(f.name, _from_arrow(f.type, f"{name}.{f.name}"), f.nullable) for f in t))
     raise SchemaError(f"column {name} has Arrow type {t}, which a Delta table cannot store")

@@ -33,8 +33,9 @@ import datetime as dt
 import decimal
 import json
 import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -72,8 +73,7 @@ def _kind(dtype: DataType) -> tuple[str | None, int]:
     return None, 0
 
 
-def _leaves(dtype: StructType, mode: str, logical: tuple[str, ...],
-            physical: tuple[str, ...]) -> Iterator[StatsColumn]:
+def _leaves(dtype: StructType, mode: str, logical: tuple[str, ...], physical: tuple[str, ...]) -> Iterator[StatsColumn]:
     for f in dtype.fields:
         lp, pp = logical + (f.name,), physical + (f.physical_name(mode),)
         if isinstance(f.type, StructType):
@@ -117,8 +117,9 @@ def parse_column_list(text: str) -> list[tuple[str, ...]]:
     return [c for c in out if all(c)]
 
 
-def stats_columns(data_schema: StructType, configuration: Mapping[str, str], mode: str,
-                  required: Iterable[Sequence[str]] = ()) -> list[StatsColumn]:
+def stats_columns(
+    data_schema: StructType, configuration: Mapping[str, str], mode: str, required: Iterable[Sequence[str]] = ()
+) -> list[StatsColumn]:
     """The columns whose statistics a new file records (``data_schema``: the table
     schema without partition columns; ``required``: logical paths that must have stats
     whatever the table properties say, e.g. clustering columns)."""
@@ -129,7 +130,7 @@ def stats_columns(data_schema: StructType, configuration: Mapping[str, str], mod
         result = []
         for col in leaves:
             lower = tuple(p.lower() for p in col.logical_path)
-            if any(lower[:len(w)] == w for w in wanted):
+            if any(lower[: len(w)] == w for w in wanted):
                 result.append(col)
     else:
         limit = int_property(configuration, NUM_INDEXED_COLS, 32)
@@ -137,8 +138,11 @@ def stats_columns(data_schema: StructType, configuration: Mapping[str, str], mod
     must = {tuple(p.lower() for p in path) for path in required}
     if must:
         chosen = {col.logical_path for col in result}
-        extra = [col for col in leaves if col.logical_path not in chosen and
-                 tuple(p.lower() for p in col.logical_path) in must]
+        extra = [
+            col
+            for col in leaves
+            if col.logical_path not in chosen and tuple(p.lower() for p in col.logical_path) in must
+        ]
         result = [col for col in leaves if col.logical_path in chosen or col in extra]
     return result
 
@@ -147,6 +151,7 @@ def stats_columns(data_schema: StructType, configuration: Mapping[str, str], mod
 @dataclass
 class FileStats:
     """Statistics of one data file being written."""
+
     columns: Sequence[StatsColumn]
     tight_bounds: bool = False
     num_records: int = 0
@@ -190,8 +195,7 @@ class FileStats:
                 _put(mins, col.physical_path, lo)
             if hi is not None:
                 _put(maxs, col.physical_path, hi)
-        out: dict[str, Any] = {"numRecords": self.num_records, "minValues": mins, "maxValues": maxs,
-                               "nullCount": nulls}
+        out: dict[str, Any] = {"numRecords": self.num_records, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
         if self.tight_bounds:
             out["tightBounds"] = True
         return dumps(out)
@@ -362,6 +366,7 @@ def _dump(value: Any, out: list[str]) -> None:
 def stats_schema(columns: Sequence[StatsColumn], schema: StructType, mode: str) -> pa.StructType:
     """The Arrow type of ``stats_parsed`` in checkpoints for these columns."""
     from delta_pyds.protocol.schema import to_arrow_type
+
     mins: dict[str, Any] = {}
     nulls: dict[str, Any] = {}
     for col in columns:
@@ -374,6 +379,7 @@ def stats_schema(columns: Sequence[StatsColumn], schema: StructType, mode: str) 
 
     def to_struct(d: dict[str, Any]) -> pa.StructType:
         return pa.struct([(k, to_struct(v) if isinstance(v, dict) else v) for k, v in d.items()])
+
     fields = [("numRecords", pa.int64())]
     if mins:
         fields += [("minValues", to_struct(mins)), ("maxValues", to_struct(mins))]
@@ -394,4 +400,3 @@ def _field_at(schema: StructType, path: tuple[str, ...]) -> StructField | None:
             return None
         current = f.type
     return f
-

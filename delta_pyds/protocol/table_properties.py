@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from delta_pyds.protocol.actions import Protocol
 from delta_pyds.protocol.features import FEATURES, reader_features, writer_features
@@ -52,29 +53,69 @@ CONSTRAINT_PREFIX = "delta.constraints."
 FEATURE_PREFIX = "delta.feature."
 
 _KNOWN = [
-    APPEND_ONLY, CHECKPOINT_INTERVAL, WRITE_STATS_AS_JSON, WRITE_STATS_AS_STRUCT,
-    "delta.checkpointRetentionDuration", COLUMN_MAPPING_MODE, COLUMN_MAPPING_MAX_ID,
-    NUM_INDEXED_COLS, STATS_COLUMNS, DELETED_FILE_RETENTION, ENABLE_CDF, ENABLE_DV,
-    ENABLE_ROW_TRACKING, ROW_TRACKING_SUSPENDED, ROW_ID_COLUMN, ROW_COMMIT_VERSION_COLUMN,
-    ENABLE_ICT, ICT_ENABLEMENT_VERSION, ICT_ENABLEMENT_TIMESTAMP, ISOLATION_LEVEL,
-    "delta.logRetentionDuration", "delta.enableExpiredLogCleanup", MIN_READER_VERSION,
-    MIN_WRITER_VERSION, "delta.randomizeFilePrefixes", "delta.randomPrefixLength",
-    "delta.setTransactionRetentionDuration", "delta.targetFileSize",
-    "delta.tuneFileSizesForRewrites", "delta.autoOptimize.optimizeWrite",
-    "delta.autoOptimize.autoCompact", ENABLE_TYPE_WIDENING, "delta.enableIcebergCompatV1",
-    "delta.enableIcebergCompatV2", "delta.universalFormat.enabledFormats", COMPRESSION_CODEC,
-    "delta.parquet.format.version", ENABLE_VARIANT_SHREDDING, "delta.checkpointPolicy",
-    "delta.compatibility.symlinkFormatManifest.enabled", "delta.sampleRetentionDuration",
-    "delta.checkpoint.partSize", "delta.dataSkippingStringPrefixLength",
+    APPEND_ONLY,
+    CHECKPOINT_INTERVAL,
+    WRITE_STATS_AS_JSON,
+    WRITE_STATS_AS_STRUCT,
+    "delta.checkpointRetentionDuration",
+    COLUMN_MAPPING_MODE,
+    COLUMN_MAPPING_MAX_ID,
+    NUM_INDEXED_COLS,
+    STATS_COLUMNS,
+    DELETED_FILE_RETENTION,
+    ENABLE_CDF,
+    ENABLE_DV,
+    ENABLE_ROW_TRACKING,
+    ROW_TRACKING_SUSPENDED,
+    ROW_ID_COLUMN,
+    ROW_COMMIT_VERSION_COLUMN,
+    ENABLE_ICT,
+    ICT_ENABLEMENT_VERSION,
+    ICT_ENABLEMENT_TIMESTAMP,
+    ISOLATION_LEVEL,
+    "delta.logRetentionDuration",
+    "delta.enableExpiredLogCleanup",
+    MIN_READER_VERSION,
+    MIN_WRITER_VERSION,
+    "delta.randomizeFilePrefixes",
+    "delta.randomPrefixLength",
+    "delta.setTransactionRetentionDuration",
+    "delta.targetFileSize",
+    "delta.tuneFileSizesForRewrites",
+    "delta.autoOptimize.optimizeWrite",
+    "delta.autoOptimize.autoCompact",
+    ENABLE_TYPE_WIDENING,
+    "delta.enableIcebergCompatV1",
+    "delta.enableIcebergCompatV2",
+    "delta.universalFormat.enabledFormats",
+    COMPRESSION_CODEC,
+    "delta.parquet.format.version",
+    ENABLE_VARIANT_SHREDDING,
+    "delta.checkpointPolicy",
+    "delta.compatibility.symlinkFormatManifest.enabled",
+    "delta.sampleRetentionDuration",
+    "delta.checkpoint.partSize",
+    "delta.dataSkippingStringPrefixLength",
 ]
 KNOWN_PROPERTIES = {k.lower(): k for k in _KNOWN}
 
 # properties that configure the protocol at creation and are not stored in the metadata
 PROTOCOL_PROPERTIES = (MIN_READER_VERSION, MIN_WRITER_VERSION)
 
-_BOOLEAN = {APPEND_ONLY, WRITE_STATS_AS_JSON, WRITE_STATS_AS_STRUCT, ENABLE_CDF, ENABLE_DV,
-            ENABLE_ROW_TRACKING, ROW_TRACKING_SUSPENDED, ENABLE_ICT, ENABLE_TYPE_WIDENING,
-            ENABLE_VARIANT_SHREDDING, "delta.enableExpiredLogCleanup", "delta.randomizeFilePrefixes"}
+_BOOLEAN = {
+    APPEND_ONLY,
+    WRITE_STATS_AS_JSON,
+    WRITE_STATS_AS_STRUCT,
+    ENABLE_CDF,
+    ENABLE_DV,
+    ENABLE_ROW_TRACKING,
+    ROW_TRACKING_SUSPENDED,
+    ENABLE_ICT,
+    ENABLE_TYPE_WIDENING,
+    ENABLE_VARIANT_SHREDDING,
+    "delta.enableExpiredLogCleanup",
+    "delta.randomizeFilePrefixes",
+}
 
 
 def canonical_property(key: str) -> str:
@@ -83,19 +124,23 @@ def canonical_property(key: str) -> str:
     if lowered in KNOWN_PROPERTIES:
         return KNOWN_PROPERTIES[lowered]
     if lowered.startswith(CONSTRAINT_PREFIX):
-        name = key[len(CONSTRAINT_PREFIX):]
+        name = key[len(CONSTRAINT_PREFIX) :]
         if not name:
             raise ValueError(f"table property {key!r}: a constraint needs a name")
         return CONSTRAINT_PREFIX + name.lower()
     if lowered.startswith(FEATURE_PREFIX):
-        name = key[len(FEATURE_PREFIX):]
+        name = key[len(FEATURE_PREFIX) :]
         for f in FEATURES:
             if f.lower() == name.lower():
                 return FEATURE_PREFIX + f
-        raise ValueError(f"table property {key!r}: unknown table feature {name!r}; known: "
-                         + ", ".join(sorted(FEATURES)))
-    raise ValueError(f"unknown table property {key!r}; known delta.* properties: "
-                     + ", ".join(sorted(_KNOWN)) + ", delta.constraints.<name>, delta.feature.<name>")
+        raise ValueError(
+            f"table property {key!r}: unknown table feature {name!r}; known: " + ", ".join(sorted(FEATURES))
+        )
+    raise ValueError(
+        f"unknown table property {key!r}; known delta.* properties: "
+        + ", ".join(sorted(_KNOWN))
+        + ", delta.constraints.<name>, delta.feature.<name>"
+    )
 
 
 def is_true(configuration: Mapping[str, str], key: str, default: bool = False) -> bool:
@@ -122,8 +167,7 @@ def validate_properties(props: Mapping[str, str]) -> None:
             raise ValueError(f"table property {key}: expected true or false, got {value!r}")
         if key == CHECKPOINT_INTERVAL and not (text.isdigit() and int(text) > 0):
             raise ValueError(f"table property {key}: expected a positive integer, got {value!r}")
-        if key == NUM_INDEXED_COLS and not re.fullmatch(r"-?\d+", text) or \
-                key == NUM_INDEXED_COLS and int(text) < -1:
+        if key == NUM_INDEXED_COLS and not re.fullmatch(r"-?\d+", text) or key == NUM_INDEXED_COLS and int(text) < -1:
             raise ValueError(f"table property {key}: expected an integer >= -1, got {value!r}")
         if key == COLUMN_MAPPING_MODE and text.lower() not in ("none", "name", "id"):
             raise ValueError(f"table property {key}: expected none, name or id, got {value!r}")
@@ -132,21 +176,44 @@ def validate_properties(props: Mapping[str, str]) -> None:
         if key in PROTOCOL_PROPERTIES and not (text.isdigit() and 1 <= int(text) <= 7):
             raise ValueError(f"table property {key}: expected a protocol version, got {value!r}")
         if key == COMPRESSION_CODEC and text.lower() not in (
-                "uncompressed", "none", "snappy", "gzip", "lz4", "lz4_raw", "zstd"):
-            raise ValueError(f"table property {key}: expected uncompressed, snappy, gzip, lz4_raw or "
-                             f"zstd, got {value!r}")
+            "uncompressed",
+            "none",
+            "snappy",
+            "gzip",
+            "lz4",
+            "lz4_raw",
+            "zstd",
+        ):
+            raise ValueError(
+                f"table property {key}: expected uncompressed, snappy, gzip, lz4_raw or zstd, got {value!r}"
+            )
         if key.startswith(FEATURE_PREFIX) and text.lower() not in ("supported", "enabled"):
             raise ValueError(f"table property {key}: expected supported, got {value!r}")
-        if key in (DELETED_FILE_RETENTION, "delta.logRetentionDuration",
-                   "delta.setTransactionRetentionDuration", "delta.checkpointRetentionDuration"):
+        if key in (
+            DELETED_FILE_RETENTION,
+            "delta.logRetentionDuration",
+            "delta.setTransactionRetentionDuration",
+            "delta.checkpointRetentionDuration",
+        ):
             parse_interval_ms(text, key)
 
 
 _INTERVAL_RE = re.compile(r"^(?:interval\s+)?(\d+)\s*([a-z]+)$", re.IGNORECASE)
 _INTERVAL_UNITS = {
-    "millisecond": 1, "milliseconds": 1, "ms": 1, "second": 1000, "seconds": 1000, "s": 1000,
-    "minute": 60_000, "minutes": 60_000, "hour": 3_600_000, "hours": 3_600_000,
-    "day": 86_400_000, "days": 86_400_000, "week": 604_800_000, "weeks": 604_800_000,
+    "millisecond": 1,
+    "milliseconds": 1,
+    "ms": 1,
+    "second": 1000,
+    "seconds": 1000,
+    "s": 1000,
+    "minute": 60_000,
+    "minutes": 60_000,
+    "hour": 3_600_000,
+    "hours": 3_600_000,
+    "day": 86_400_000,
+    "days": 86_400_000,
+    "week": 604_800_000,
+    "weeks": 604_800_000,
 }
 
 
@@ -168,8 +235,13 @@ def deleted_file_retention_ms(configuration: Mapping[str, str]) -> int:
 
 # ------------------------------------------------------------------------- protocol
 _LEGACY_WRITER_VERSION = {
-    "appendOnly": 2, "invariants": 2, "checkConstraints": 3, "changeDataFeed": 4,
-    "generatedColumns": 4, "columnMapping": 5, "identityColumns": 6,
+    "appendOnly": 2,
+    "invariants": 2,
+    "checkConstraints": 3,
+    "changeDataFeed": 4,
+    "generatedColumns": 4,
+    "columnMapping": 5,
+    "identityColumns": 6,
 }
 
 
@@ -227,7 +299,7 @@ def features_in_use(schema: StructType, configuration: Mapping[str, str]) -> set
         used.add("icebergCompatV1")
     for key in conf:
         if key.startswith(FEATURE_PREFIX):
-            used.add(key[len(FEATURE_PREFIX):])
+            used.add(key[len(FEATURE_PREFIX) :])
     for f in _walk_fields(schema):
         meta = f.metadata or {}
         if "delta.invariants" in meta:
@@ -239,8 +311,9 @@ def features_in_use(schema: StructType, configuration: Mapping[str, str]) -> set
         if "CURRENT_DEFAULT" in meta:
             used.add("allowColumnDefaults")
         collations = meta.get("__COLLATIONS")
-        if isinstance(collations, dict) and any(not str(v).upper().endswith("UTF8_BINARY")
-                                                for v in collations.values()):
+        if isinstance(collations, dict) and any(
+            not str(v).upper().endswith("UTF8_BINARY") for v in collations.values()
+        ):
             used.add("collations-preview")  # delta-spark's name for collated strings
     for t in _walk_types(schema):
         if isinstance(t, PrimitiveType) and t.name == "timestamp_ntz":
@@ -250,10 +323,15 @@ def features_in_use(schema: StructType, configuration: Mapping[str, str]) -> set
     return used
 
 
-def required_protocol(schema: StructType, configuration: Mapping[str, str],
-                      current: Protocol | None = None, *,
-                      min_reader: int | None = None, min_writer: int | None = None,
-                      extra_features: Iterable[str] = ()) -> Protocol:
+def required_protocol(
+    schema: StructType,
+    configuration: Mapping[str, str],
+    current: Protocol | None = None,
+    *,
+    min_reader: int | None = None,
+    min_writer: int | None = None,
+    extra_features: Iterable[str] = (),
+) -> Protocol:
     """The protocol a table with this schema and configuration needs, never below
     ``current`` (``min_reader`` / ``min_writer``: explicitly requested versions;
     ``extra_features``: features the write needs beyond schema and configuration)."""
@@ -264,8 +342,9 @@ def required_protocol(schema: StructType, configuration: Mapping[str, str],
     needed = used | cur_features
     want_reader = max(cur_reader, min_reader or 1)
     want_writer = max(cur_writer, min_writer or 1)
-    legacy_only = all(f in _LEGACY_WRITER_VERSION for f in used) and cur_writer < 7 and want_writer < 7 \
-        and want_reader < 3
+    legacy_only = (
+        all(f in _LEGACY_WRITER_VERSION for f in used) and cur_writer < 7 and want_writer < 7 and want_reader < 3
+    )
     if legacy_only:
         writer = max([want_writer] + [_LEGACY_WRITER_VERSION[f] for f in used])
         reader = max(want_reader, 2 if "columnMapping" in needed else 1)
@@ -275,11 +354,11 @@ def required_protocol(schema: StructType, configuration: Mapping[str, str],
     rw = [f for f in writer_list if f in FEATURES and FEATURES[f].reader]
     if "invariants" not in writer_list and cur_writer < 7:
         # legacy writer versions >= 2 implied appendOnly and invariants; keep them listed
-        writer_list = sorted(set(writer_list) | set(writer_features(Protocol(1, max(cur_writer, 2)))),
-                             key=_feature_order)
+        writer_list = sorted(
+            set(writer_list) | set(writer_features(Protocol(1, max(cur_writer, 2)))), key=_feature_order
+        )
     if rw or want_reader >= 3:
-        reader_list = sorted(set(rw) | (set(reader_features(current)) if current else set()),
-                             key=_feature_order)
+        reader_list = sorted(set(rw) | (set(reader_features(current)) if current else set()), key=_feature_order)
         return Protocol(3, 7, tuple(reader_list), tuple(writer_list))
     return Protocol(max(want_reader, 2 if "columnMapping" in needed else 1), 7, None, tuple(writer_list))
 
@@ -297,14 +376,18 @@ def protocol_covers(protocol: Protocol, other: Protocol) -> bool:
         return False
     if protocol.min_writer_version < other.min_writer_version:
         return False
-    return set(writer_features(other)) <= set(writer_features(protocol)) and \
-        set(reader_features(other)) <= set(reader_features(protocol))
+    return set(writer_features(other)) <= set(writer_features(protocol)) and set(reader_features(other)) <= set(
+        reader_features(protocol)
+    )
 
 
 def constraints_of(configuration: Mapping[str, str]) -> dict[str, str]:
     """CHECK constraints: name -> SQL expression."""
-    return {k[len(CONSTRAINT_PREFIX):]: v for k, v in configuration.items()
-            if k.startswith(CONSTRAINT_PREFIX) and v is not None}
+    return {
+        k[len(CONSTRAINT_PREFIX) :]: v
+        for k, v in configuration.items()
+        if k.startswith(CONSTRAINT_PREFIX) and v is not None
+    }
 
 
 def json_config(value: Any) -> str:

@@ -9,8 +9,9 @@ would plan.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -34,16 +35,32 @@ class ScanExplanation:
         return f"version {self.version}: {self.report}; {self.tasks} task(s)"
 
 
-def explain_scan(path: str, predicates: Sequence[Any] = (), *, version: int | None = None,
-                 timestamp: Any = None, storage_options: Mapping[str, str] | None = None,
-                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
-                 open_cost: int = DEFAULT_OPEN_COST_BYTES, parallelism: int | None = None) -> ScanExplanation:
+def explain_scan(
+    path: str,
+    predicates: Sequence[Any] = (),
+    *,
+    version: int | None = None,
+    timestamp: Any = None,
+    storage_options: Mapping[str, str] | None = None,
+    max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
+    open_cost: int = DEFAULT_OPEN_COST_BYTES,
+    parallelism: int | None = None,
+) -> ScanExplanation:
     """Explains the scan of ``path`` with ``predicates`` (see :mod:`delta_pyds.expressions.predicates`),
     e.g. ``explain_scan(path, [EqualTo("id", 5)])``."""
     snapshot = Snapshot.load(path, version=version, timestamp=timestamp, options=storage_options)
-    files, report = prune_files(snapshot.files, list(predicates), schema=snapshot.schema,
-                                partition_columns=snapshot.partition_columns,
-                                column_mapping_mode=snapshot.column_mapping_mode)
-    tasks = plan_partitions(files, snapshot.physical_partition_columns, max_partition_bytes=max_partition_bytes,
-                            open_cost=open_cost, parallelism=parallelism)
+    files, report = prune_files(
+        snapshot.files,
+        list(predicates),
+        schema=snapshot.schema,
+        partition_columns=snapshot.partition_columns,
+        column_mapping_mode=snapshot.column_mapping_mode,
+    )
+    tasks = plan_partitions(
+        files,
+        snapshot.physical_partition_columns,
+        max_partition_bytes=max_partition_bytes,
+        open_cost=open_cost,
+        parallelism=parallelism,
+    )
     return ScanExplanation(snapshot.version, files, report, max(1, len(tasks)))

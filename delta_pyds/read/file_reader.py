@@ -25,20 +25,28 @@ Guarantees for every batch yielded by :func:`read_file`:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_pyds.protocol.arrow_nested import rebuild_list, rebuild_map, rebuild_struct
 from delta_pyds.errors import ColumnTypeError, DataFileError
+from delta_pyds.protocol.arrow_nested import rebuild_list, rebuild_map, rebuild_struct
 from delta_pyds.protocol.partition_values import parse_partition_values
 from delta_pyds.protocol.paths import unsafe_reason
+from delta_pyds.protocol.schema import (
+    PARQUET_FIELD_ID,
+    ArrayType,
+    DataType,
+    DecimalType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+)
 from delta_pyds.read.scan import FileTask
-from delta_pyds.protocol.schema import (PARQUET_FIELD_ID, ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructField,
-                     StructType)
 from delta_pyds.storage.store import Storage
 
 DEFAULT_BATCH_ROWS = 0  # 0: adaptive, about TARGET_BATCH_BYTES of decoded data per batch
@@ -49,6 +57,7 @@ MIN_BATCH_ROWS, MAX_BATCH_ROWS = 8192, 1 << 20
 @dataclass
 class ReadSpec:
     """What every task of a scan needs; pickled into each Spark task, so kept small."""
+
     storage: Storage
     output: StructType  # logical output columns, in order
     arrow_schema: pa.Schema  # the exact Arrow schema to yield
@@ -81,7 +90,8 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
     except FileNotFoundError:
         raise DataFileError(
             f"data file {path} is referenced by the table log but is missing; it may have been "
-            "deleted by VACUUM or outside Delta") from None
+            "deleted by VACUUM or outside Delta"
+        ) from None
     with source:
         try:
             pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
@@ -91,31 +101,34 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
         file_schema = pf.schema_arrow
         found = [(f, _find_field(file_schema, f, spec.column_mapping_mode)) for f in data_fields]
         for f, i in found:
-            check_file_column(None if i is None else file_schema.field(i).type, f, spec.column_mapping_mode,
-                              source=path)
+            check_file_column(
+                None if i is None else file_schema.field(i).type, f, spec.column_mapping_mode, source=path
+            )
         selection = [(f, None if i is None else file_schema.field(i).name) for f, i in found]
         columns = sorted({name for _, name in selection if name is not None})
         row_groups = _row_groups(pf, spec)
-        rg_starts = np.concatenate([[0], np.cumsum([pf.metadata.row_group(i).num_rows
-                                                    for i in range(pf.metadata.num_row_groups)])])
+        rg_starts = np.concatenate(
+            [[0], np.cumsum([pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)])]
+        )
         if rows is not None:
             row_groups = [rg for rg in row_groups if _any_between(rows, rg_starts[rg], rg_starts[rg + 1])]
         batch_rows = spec.batch_rows or _adaptive_batch_rows(pf.metadata, columns, file_schema)
         for rg in row_groups:
             start = int(rg_starts[rg])
             try:
-                batches = pf.iter_batches(batch_size=batch_rows, row_groups=[rg], columns=columns,
-                                          use_threads=False)
+                batches = pf.iter_batches(batch_size=batch_rows, row_groups=[rg], columns=columns, use_threads=False)
                 for batch in batches:
                     n = batch.num_rows
                     out = _convert(batch, spec, selection, task, n, path)
                     if deleted is not None:
                         from delta_pyds.protocol.deletion_vectors import keep_mask
+
                         mask = keep_mask(deleted, start, n)
                         if not mask.all():
                             out = out.filter(pa.array(mask))
                     elif rows is not None:
                         from delta_pyds.protocol.deletion_vectors import keep_mask
+
                         out = out.filter(pa.array(~keep_mask(rows, start, n)))
                     start += n
                     if out.num_rows:
@@ -125,11 +138,13 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
         if deleted is not None and len(deleted) and int(deleted[-1]) >= pf.metadata.num_rows:
             raise DataFileError(
                 f"the deletion vector of {path} deletes row {int(deleted[-1])} but the file has "
-                f"only {pf.metadata.num_rows} rows")
+                f"only {pf.metadata.num_rows} rows"
+            )
         if rows is not None and int(rows[-1]) >= pf.metadata.num_rows:
             raise DataFileError(
                 f"a deletion vector of {path} names row {int(rows[-1])} but the file has "
-                f"only {pf.metadata.num_rows} rows")
+                f"only {pf.metadata.num_rows} rows"
+            )
 
 
 def _check_inside_root(path: str) -> None:
@@ -168,6 +183,7 @@ def task_deleted_rows(storage: Storage, task: FileTask, *, max_rows: int | None 
     if not task.deletion_vector:
         return None
     from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
+
     return load_deleted_rows(storage, DeletionVectorDescriptor.from_dict(task.deletion_vector), max_rows=max_rows)
 
 
@@ -179,8 +195,11 @@ def _row_groups(pf: pq.ParquetFile, spec: ReadSpec) -> list[int]:
         from delta_pyds.skipping.files import select_row_groups
     except ImportError:  # pragma: no cover
         return all_groups
-    return list(select_row_groups(pf.metadata, spec.predicates, schema=spec.table_schema,
-                                  column_mapping_mode=spec.column_mapping_mode))
+    return list(
+        select_row_groups(
+            pf.metadata, spec.predicates, schema=spec.table_schema, column_mapping_mode=spec.column_mapping_mode
+        )
+    )
 
 
 def _find_field(schema: pa.Schema, f: StructField, mode: str) -> int | None:
@@ -202,24 +221,25 @@ def _find_field(schema: pa.Schema, f: StructField, mode: str) -> int | None:
     return None
 
 
-def _convert(batch: pa.RecordBatch, spec: ReadSpec, selection, task: FileTask, n: int,
-             source: str = "") -> pa.RecordBatch:
+def _convert(
+    batch: pa.RecordBatch, spec: ReadSpec, selection, task: FileTask, n: int, source: str = ""
+) -> pa.RecordBatch:
     arrays = []
     data_iter = iter(selection)
     for out_field, target in zip(spec.output, spec.arrow_schema):
         p = spec.partition_index.get(out_field.name.lower())
         if p is not None:
             raw = task.partition_values[p] if p < len(task.partition_values) else None
-            value = parse_partition_values(pa.array([raw], pa.string()), out_field.type,
-                                           column=out_field.name)
+            value = parse_partition_values(pa.array([raw], pa.string()), out_field.type, column=out_field.name)
             arrays.append(_repeat(value, n, target.type))
             continue
         f, name = next(data_iter)
         if name is None:
             arrays.append(pa.nulls(n, target.type))
             continue
-        arrays.append(conform(batch.column(name), f.type, target.type, spec.column_mapping_mode,
-                              column=f.name, source=source))
+        arrays.append(
+            conform(batch.column(name), f.type, target.type, spec.column_mapping_mode, column=f.name, source=source)
+        )
     return pa.RecordBatch.from_arrays(arrays, schema=spec.arrow_schema)
 
 
@@ -232,8 +252,9 @@ def _repeat(value: pa.Array, n: int, target: pa.DataType) -> pa.Array:
 
 
 # ------------------------------------------------------------------------- conversion
-def conform(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str, *, column: str = "?",
-            source: str = "") -> pa.Array:
+def conform(
+    arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str, *, column: str = "?", source: str = ""
+) -> pa.Array:
     """A physical column -> the logical Arrow type ``target`` of Delta type ``dtype``.
 
     Callers check the physical type first (:func:`check_file_column`); ``column`` and
@@ -245,6 +266,7 @@ def conform(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str, *, c
         return arr
     if isinstance(dtype, PrimitiveType) and dtype.name == "variant":
         from delta_pyds.variant.shredding import reconstruct_variant
+
         out = reconstruct_variant(arr)
         return out if out.type == target else out.cast(target)
     if isinstance(dtype, StructType):
@@ -257,21 +279,24 @@ def conform(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str, *, c
             if j is None:
                 children.append(pa.nulls(len(arr), tf.type))
             else:
-                children.append(conform(_struct_child_array(arr, j), f.type, tf.type, mode,
-                                        column=f"{column}.{f.name}", source=source))
+                children.append(
+                    conform(
+                        _struct_child_array(arr, j), f.type, tf.type, mode, column=f"{column}.{f.name}", source=source
+                    )
+                )
         return rebuild_struct(arr, children, target)
     if isinstance(dtype, ArrayType):
         if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
             raise _type_error(source, column, dtype, arr.type)
-        values = conform(arr.values, dtype.element_type, target.value_type, mode, column=f"{column}.element",
-                         source=source)
+        values = conform(
+            arr.values, dtype.element_type, target.value_type, mode, column=f"{column}.element", source=source
+        )
         return rebuild_list(arr, values, target)
     if isinstance(dtype, MapType):
         if not pa.types.is_map(arr.type):
             raise _type_error(source, column, dtype, arr.type)
         keys = conform(arr.keys, dtype.key_type, target.key_type, mode, column=f"{column}.key", source=source)
-        items = conform(arr.items, dtype.value_type, target.item_type, mode, column=f"{column}.value",
-                        source=source)
+        items = conform(arr.items, dtype.value_type, target.item_type, mode, column=f"{column}.value", source=source)
         return rebuild_map(arr, keys, items, target)
     return _cast_primitive(arr, target, column, source)
 
@@ -315,8 +340,7 @@ def _cast_primitive(arr: pa.Array, target: pa.DataType, column: str = "?", sourc
         return arr.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         where = f" of data file {source}" if source else ""
-        raise DataFileError(f"cannot read column {column!r}{where}, a {arr.type} column, as {target}: "
-                            f"{exc}") from None
+        raise DataFileError(f"cannot read column {column!r}{where}, a {arr.type} column, as {target}: {exc}") from None
 
 
 # ------------------------------------------------------------------ physical types
@@ -329,12 +353,17 @@ _INTEGER_TARGET_BITS = {"byte": 8, "short": 16, "integer": 32, "long": 64}
 # minimum decimal(10 + k1, k2) for byte and short is stricter than the tables that exist
 _DECIMAL_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}
 _STRINGS = (pa.types.is_string, pa.types.is_large_string, getattr(pa.types, "is_string_view", lambda t: False))
-_BINARIES = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary,
-             getattr(pa.types, "is_binary_view", lambda t: False))
+_BINARIES = (
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+    pa.types.is_fixed_size_binary,
+    getattr(pa.types, "is_binary_view", lambda t: False),
+)
 
 
-def check_file_column(physical: pa.DataType | None, f: StructField, mode: str, *, source: str = "",
-                      column: str | None = None) -> None:
+def check_file_column(
+    physical: pa.DataType | None, f: StructField, mode: str, *, source: str = "", column: str | None = None
+) -> None:
     """Raises unless data file column ``f`` (``physical``: its Arrow type in the file, None
     when the file lacks it) can be read as ``f``'s declared type without inventing data.
 
@@ -345,7 +374,8 @@ def check_file_column(physical: pa.DataType | None, f: StructField, mode: str, *
         if not f.nullable:
             raise DataFileError(
                 f"data file {source} has no column {name!r}, which the table declares NOT NULL "
-                f"({f.type.simple_string()}); only nullable columns may be missing from older files")
+                f"({f.type.simple_string()}); only nullable columns may be missing from older files"
+            )
         return
     _check_type(physical, f.type, mode, source, name)
 
@@ -365,8 +395,13 @@ def _check_type(physical: pa.DataType, dtype: DataType, mode: str, source: str, 
         names = {physical.field(i).name: i for i in range(physical.num_fields)}
         for child in dtype.fields:
             j = _struct_child(physical, child, mode, names)
-            check_file_column(None if j is None else physical.field(j).type, child, mode, source=source,
-                              column=f"{column}.{child.name}")
+            check_file_column(
+                None if j is None else physical.field(j).type,
+                child,
+                mode,
+                source=source,
+                column=f"{column}.{child.name}",
+            )
         return
     if isinstance(dtype, ArrayType):
         if not (pa.types.is_list(physical) or pa.types.is_large_list(physical)):
@@ -392,8 +427,9 @@ def readable_as(physical: pa.DataType, dtype: DataType) -> bool:
         return True
     if isinstance(dtype, DecimalType):
         if pa.types.is_decimal(physical):
-            return dtype.scale >= physical.scale and \
-                dtype.precision - dtype.scale >= physical.precision - physical.scale
+            return (
+                dtype.scale >= physical.scale and dtype.precision - dtype.scale >= physical.precision - physical.scale
+            )
         bits = _SIGNED_BITS.get(physical) or _UNSIGNED_BITS.get(physical)
         return bits is not None and dtype.precision - dtype.scale >= _DECIMAL_DIGITS[bits]
     if not isinstance(dtype, PrimitiveType):
@@ -413,8 +449,11 @@ def readable_as(physical: pa.DataType, dtype: DataType) -> bool:
     if name == "float":
         return pa.types.is_float32(physical) or pa.types.is_float16(physical)
     if name == "double":
-        return pa.types.is_floating(physical) or _SIGNED_BITS.get(physical, 64) <= 32 or \
-            _UNSIGNED_BITS.get(physical, 64) <= 16
+        return (
+            pa.types.is_floating(physical)
+            or _SIGNED_BITS.get(physical, 64) <= 32
+            or _UNSIGNED_BITS.get(physical, 64) <= 16
+        )
     if name == "string":
         return any(t(physical) for t in _STRINGS) or any(t(physical) for t in _BINARIES[:2])
     if name == "binary":
@@ -434,5 +473,9 @@ def _type_error(source: str, column: str, dtype: DataType, physical: pa.DataType
     return ColumnTypeError(
         f"{where} stores column {column!r} as {physical}, which cannot be read as the table's "
         f"declared type {declared}: the file does not match the table schema (only the same type "
-        "or a protocol type widening is read)", file=source, column=column, declared=declared,
-        physical=str(physical))
+        "or a protocol type widening is read)",
+        file=source,
+        column=column,
+        declared=declared,
+        physical=str(physical),
+    )

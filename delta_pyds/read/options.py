@@ -7,11 +7,12 @@ case-insensitive. Bad values raise ``ValueError`` naming the option and what it 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, overload
+from typing import overload
 
-from delta_pyds.read.scan import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
 from delta_pyds.read.file_reader import DEFAULT_BATCH_ROWS
+from delta_pyds.read.scan import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
 
 STORAGE_PREFIX = "storage."
 
@@ -20,17 +21,22 @@ READ_OPTIONS = {
     "path": ("path", "table location (local path or fsspec URL)"),
     "versionasof": ("versionAsOf", "read this table version (integer >= 0)"),
     "timestampasof": ("timestampAsOf", "read the version current at this timestamp"),
-    "timezone": ("timeZone", "time zone of timestamps without a UTC offset (timestampAsOf, starting/"
-                             "endingTimestamp): the session's spark.sql.session.timeZone, which Spark "
-                             "does not pass to Python data sources"),
+    "timezone": (
+        "timeZone",
+        "time zone of timestamps without a UTC offset (timestampAsOf, starting/"
+        "endingTimestamp): the session's spark.sql.session.timeZone, which Spark "
+        "does not pass to Python data sources",
+    ),
     "columns": ("columns", "comma-separated columns to read (projection)"),
     "maxpartitionbytes": ("maxPartitionBytes", "max bytes packed into one Spark task (default 128 MiB)"),
     "opencostinbytes": ("openCostInBytes", "estimated cost of opening a file, in bytes (default 4 MiB)"),
     "parallelism": ("parallelism", "number of cores to spread a scan over (default: driver cores)"),
     "batchrows": ("batchRows", "rows per Arrow batch on executors (default: adaptive, ~64 MiB per batch)"),
     "filterpushdown": ("filterPushdown", "true/false/auto: use Spark's filters for file skipping"),
-    "allowexternalpaths": ("allowExternalPaths",
-                           "false: refuse data, deletion vector and sidecar paths outside the table root"),
+    "allowexternalpaths": (
+        "allowExternalPaths",
+        "false: refuse data, deletion vector and sidecar paths outside the table root",
+    ),
 }
 
 
@@ -75,14 +81,16 @@ class ReadOptions:
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
+    def parse(cls, options: Mapping[str, str]) -> ReadOptions:
         path = get_option(options, "path")
         if not path:
-            raise ValueError("option path: a table location is required, e.g. "
-                             "spark.read.format('pydelta').load('/data/table'). Catalog tables "
-                             "(CREATE TABLE ... USING pydelta) cannot be read: Spark does not pass "
-                             "their location to Python data sources; use CREATE TEMPORARY VIEW "
-                             "name USING pydelta OPTIONS (path '...')")
+            raise ValueError(
+                "option path: a table location is required, e.g. "
+                "spark.read.format('pydelta').load('/data/table'). Catalog tables "
+                "(CREATE TABLE ... USING pydelta) cannot be read: Spark does not pass "
+                "their location to Python data sources; use CREATE TEMPORARY VIEW "
+                "name USING pydelta OPTIONS (path '...')"
+            )
         version = int_option(options, "versionAsOf", None, minimum=0)
         timestamp = get_option(options, "timestampAsOf")
         if version is not None and timestamp:
@@ -90,6 +98,7 @@ class ReadOptions:
         zone = (get_option(options, "timeZone") or "").strip() or None
         if zone is not None:
             from delta_pyds.log.time_travel import time_zone
+
             time_zone(zone)  # validates
         raw_cols = get_option(options, "columns")
         columns = None
@@ -100,19 +109,23 @@ class ReadOptions:
         pushdown = (get_option(options, "filterPushdown") or "auto").strip().lower()
         if pushdown not in ("auto", "true", "false"):
             raise ValueError(f"option filterPushdown: expected auto, true or false, got {pushdown!r}")
-        storage = {k[len(STORAGE_PREFIX):]: v for k, v in options.items()
-                   if k.lower().startswith(STORAGE_PREFIX)}
+        storage = {k[len(STORAGE_PREFIX) :]: v for k, v in options.items() if k.lower().startswith(STORAGE_PREFIX)}
         external = get_option(options, "allowExternalPaths")
         if external is not None:  # consumed by Storage (delta_pyds.storage.store), like storage.*
             storage["allowExternalPaths"] = external
         return cls(
-            path=path, version=version, timestamp=timestamp or None, time_zone=zone, columns=columns,
+            path=path,
+            version=version,
+            timestamp=timestamp or None,
+            time_zone=zone,
+            columns=columns,
             max_partition_bytes=int_option(options, "maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES, minimum=1),
             open_cost=int_option(options, "openCostInBytes", DEFAULT_OPEN_COST_BYTES, minimum=0),
             parallelism=int_option(options, "parallelism", None, minimum=1),
             batch_rows=int_option(options, "batchRows", DEFAULT_BATCH_ROWS, minimum=0),
-            filter_pushdown=pushdown, storage_options=storage)
-
+            filter_pushdown=pushdown,
+            storage_options=storage,
+        )
 
     def select_columns(self, schema, what: str = "the table"):
         """``schema`` narrowed to the ``columns`` option (unchanged without it); names a
@@ -121,25 +134,31 @@ class ReadOptions:
             return schema
         missing = [c for c in self.columns if schema.get(c) is None]
         if missing:
-            raise ValueError(f"option columns: {', '.join(missing)} not in {what}; "
-                             f"available: {', '.join(schema.names)}")
+            raise ValueError(
+                f"option columns: {', '.join(missing)} not in {what}; available: {', '.join(schema.names)}"
+            )
         return schema.select(list(self.columns))
 
 
 # ------------------------------------------------------- change data feed and streaming
 # Names as delta-spark spells them (DeltaOptions / DeltaDataSource).
-READ_OPTIONS.update({
-    "readchangefeed": ("readChangeFeed", "true: read the change data feed (row changes) instead of the table"),
-    "startingversion": ("startingVersion", "change feed / stream: first version to read (or 'latest' for streams)"),
-    "startingtimestamp": ("startingTimestamp", "change feed / stream: start at the first version committed at or after it"),
-    "endingversion": ("endingVersion", "change feed: last version to read (inclusive; default latest)"),
-    "endingtimestamp": ("endingTimestamp", "change feed: end at the last version committed at or before it"),
-    "maxfilespertrigger": ("maxFilesPerTrigger", "stream: files per micro-batch (default 1000)"),
-    "maxbytespertrigger": ("maxBytesPerTrigger", "stream: soft limit of bytes per micro-batch"),
-    "ignoredeletes": ("ignoreDeletes", "stream: ignore commits that only remove files"),
-    "ignorechanges": ("ignoreChanges", "stream: re-emit the files rewritten by updates/deletes (deprecated)"),
-    "skipchangecommits": ("skipChangeCommits", "stream: skip commits that remove or rewrite files"),
-})
+READ_OPTIONS.update(
+    {
+        "readchangefeed": ("readChangeFeed", "true: read the change data feed (row changes) instead of the table"),
+        "startingversion": ("startingVersion", "change feed / stream: first version to read (or 'latest' for streams)"),
+        "startingtimestamp": (
+            "startingTimestamp",
+            "change feed / stream: start at the first version committed at or after it",
+        ),
+        "endingversion": ("endingVersion", "change feed: last version to read (inclusive; default latest)"),
+        "endingtimestamp": ("endingTimestamp", "change feed: end at the last version committed at or before it"),
+        "maxfilespertrigger": ("maxFilesPerTrigger", "stream: files per micro-batch (default 1000)"),
+        "maxbytespertrigger": ("maxBytesPerTrigger", "stream: soft limit of bytes per micro-batch"),
+        "ignoredeletes": ("ignoreDeletes", "stream: ignore commits that only remove files"),
+        "ignorechanges": ("ignoreChanges", "stream: re-emit the files rewritten by updates/deletes (deprecated)"),
+        "skipchangecommits": ("skipChangeCommits", "stream: skip commits that remove or rewrite files"),
+    }
+)
 
 DEFAULT_MAX_FILES_PER_TRIGGER = 1000
 
@@ -162,6 +181,7 @@ def read_change_feed(options: Mapping[str, str]) -> bool:
 @dataclass(frozen=True)
 class StartingPoint:
     """Where a change feed or stream starts: a version, 'latest', a timestamp, or nothing."""
+
     version: int | None = None
     latest: bool = False
     timestamp: str | None = None
@@ -190,20 +210,25 @@ def _starting_point(options: Mapping[str, str], *, allow_latest: bool) -> Starti
 @dataclass(frozen=True)
 class ChangeFeedOptions:
     """Batch change data feed range (``readChangeFeed=true``)."""
+
     start: StartingPoint
     ending_version: int | None = None
     ending_timestamp: str | None = None
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "ChangeFeedOptions":
+    def parse(cls, options: Mapping[str, str]) -> ChangeFeedOptions:
         start = _starting_point(options, allow_latest=False)
         if not start.given:
-            raise ValueError("option startingVersion or startingTimestamp is required to read the "
-                             "change data feed, e.g. .option('startingVersion', 0)")
+            raise ValueError(
+                "option startingVersion or startingTimestamp is required to read the "
+                "change data feed, e.g. .option('startingVersion', 0)"
+            )
         for name in ("versionAsOf", "timestampAsOf"):
             if get_option(options, name):
-                raise ValueError(f"option {name} cannot be combined with readChangeFeed; select the "
-                                 "versions with startingVersion/endingVersion instead")
+                raise ValueError(
+                    f"option {name} cannot be combined with readChangeFeed; select the "
+                    "versions with startingVersion/endingVersion instead"
+                )
         ending_version = int_option(options, "endingVersion", None, minimum=0)
         ending_ts = get_option(options, "endingTimestamp")
         ending_ts = str(ending_ts).strip() if ending_ts is not None and str(ending_ts).strip() else None
@@ -215,6 +240,7 @@ class ChangeFeedOptions:
 @dataclass(frozen=True)
 class StreamOptions:
     """Options of ``spark.readStream.format("pydelta")``."""
+
     start: StartingPoint = StartingPoint()
     max_files: int | None = None  # None: not given (the default of 1000 applies unless max_bytes)
     max_bytes: int | None = None
@@ -224,11 +250,10 @@ class StreamOptions:
     read_change_feed: bool = False
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "StreamOptions":
+    def parse(cls, options: Mapping[str, str]) -> StreamOptions:
         for name in ("versionAsOf", "timestampAsOf", "endingVersion", "endingTimestamp"):
             if get_option(options, name):
-                raise ValueError(f"option {name} is not supported by streams; use startingVersion "
-                                 "or startingTimestamp")
+                raise ValueError(f"option {name} is not supported by streams; use startingVersion or startingTimestamp")
         return cls(
             start=_starting_point(options, allow_latest=True),
             max_files=int_option(options, "maxFilesPerTrigger", None, minimum=1),
@@ -236,7 +261,8 @@ class StreamOptions:
             ignore_deletes=_bool_option(options, "ignoreDeletes"),
             ignore_changes=_bool_option(options, "ignoreChanges") or _bool_option(options, "ignoreFileDeletion"),
             skip_change_commits=_bool_option(options, "skipChangeCommits"),
-            read_change_feed=read_change_feed(options))
+            read_change_feed=read_change_feed(options),
+        )
 
     @property
     def effective_max_files(self) -> int | None:
@@ -246,8 +272,17 @@ class StreamOptions:
         return None if self.max_bytes is not None else DEFAULT_MAX_FILES_PER_TRIGGER
 
 
-_BYTE_UNITS = {"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30,
-               "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+_BYTE_UNITS = {
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+}
 
 
 def _bytes_option(options: Mapping[str, str], name: str) -> int | None:
@@ -257,7 +292,7 @@ def _bytes_option(options: Mapping[str, str], name: str) -> int | None:
         return None
     text = str(raw).strip().lower()
     number = text.rstrip("bkmgt")
-    unit = text[len(number):] or "b"
+    unit = text[len(number) :] or "b"
     try:
         value = int(number) * _BYTE_UNITS[unit]
     except (ValueError, KeyError):

@@ -12,8 +12,8 @@ faster than one object per file or than many small Arrow tables.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +26,7 @@ DEFAULT_OPEN_COST_BYTES = 4 * 1024 * 1024
 @dataclass(frozen=True)
 class FileTask:
     """One file to read, on an executor."""
+
     path: str  # as in the log, URI-decoded (relative to the table root or absolute)
     size: int
     partition_values: tuple[str | None, ...]  # serialized, in partition column order
@@ -34,8 +35,9 @@ class FileTask:
     default_row_commit_version: int | None = None
 
 
-def split_size(total_bytes: int, n_files: int, *, max_partition_bytes: int, open_cost: int,
-               parallelism: int | None) -> int:
+def split_size(
+    total_bytes: int, n_files: int, *, max_partition_bytes: int, open_cost: int, parallelism: int | None
+) -> int:
     parallelism = parallelism or os.cpu_count() or 1
     bytes_per_core = (total_bytes + n_files * open_cost) // parallelism
     return min(max_partition_bytes, max(open_cost, bytes_per_core))
@@ -44,6 +46,7 @@ def split_size(total_bytes: int, n_files: int, *, max_partition_bytes: int, open
 @dataclass
 class PartitionFiles:
     """The files of one input partition, column by column (plain lists pickle fast)."""
+
     path: list
     size: list
     partition_values: list  # one list per partition column (physical order), or []
@@ -55,10 +58,14 @@ class PartitionFiles:
         return len(self.path)
 
 
-def plan_partitions(files: pa.Table, physical_partition_columns=(), *,
-                    max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
-                    open_cost: int = DEFAULT_OPEN_COST_BYTES,
-                    parallelism: int | None = None) -> list[PartitionFiles]:
+def plan_partitions(
+    files: pa.Table,
+    physical_partition_columns=(),
+    *,
+    max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
+    open_cost: int = DEFAULT_OPEN_COST_BYTES,
+    parallelism: int | None = None,
+) -> list[PartitionFiles]:
     """Bin-packs the rows of a file table into partitions (largest files first)."""
     if max_partition_bytes <= 0 or open_cost < 0:
         raise ValueError("maxPartitionBytes must be > 0 and openCostInBytes >= 0")
@@ -66,8 +73,9 @@ def plan_partitions(files: pa.Table, physical_partition_columns=(), *,
     if n == 0:
         return []
     sizes = pc.fill_null(files.column("size"), 0).to_numpy()
-    split = split_size(int(sizes.sum()), n, max_partition_bytes=max_partition_bytes,
-                       open_cost=open_cost, parallelism=parallelism)
+    split = split_size(
+        int(sizes.sum()), n, max_partition_bytes=max_partition_bytes, open_cost=open_cost, parallelism=parallelism
+    )
     order = np.argsort(-sizes, kind="stable")
     starts = [0]
     current, current_size = 0, 0
@@ -96,17 +104,23 @@ def plan_partitions(files: pa.Table, physical_partition_columns=(), *,
 
     def cut(values, a, b):
         return None if values is None else values[a:b]
-    return [PartitionFiles(paths[a:b], size_list[a:b], [v[a:b] for v in pvs], cut(dvs, a, b),
-                           cut(bases, a, b), cut(drcvs, a, b))
-            for a, b in zip(starts[:-1], starts[1:])]
+
+    return [
+        PartitionFiles(
+            paths[a:b], size_list[a:b], [v[a:b] for v in pvs], cut(dvs, a, b), cut(bases, a, b), cut(drcvs, a, b)
+        )
+        for a, b in zip(starts[:-1], starts[1:])
+    ]
 
 
 def iter_tasks(files: PartitionFiles) -> Iterator[FileTask]:
     """The files of one planned partition, as tasks (on the executor)."""
     for i in range(len(files)):
         yield FileTask(
-            files.path[i], files.size[i],
+            files.path[i],
+            files.size[i],
             tuple(v[i] for v in files.partition_values),
             files.deletion_vector[i] if files.deletion_vector is not None else None,
             files.base_row_id[i] if files.base_row_id is not None else None,
-            files.default_row_commit_version[i] if files.default_row_commit_version is not None else None)
+            files.default_row_commit_version[i] if files.default_row_commit_version is not None else None,
+        )

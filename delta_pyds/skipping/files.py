@@ -69,7 +69,8 @@ Layout: the normal form, per-leaf rules and evaluator are in
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -77,12 +78,30 @@ import pyarrow.json as pj
 
 from delta_pyds.protocol.partition_values import parse_partition_values
 from delta_pyds.protocol.schema import StructType
-
 from delta_pyds.skipping.rules import (
-    constant_mask, and_masks, ColumnRef, evaluate, F32_ABSOLUTE, F32_RELATIVE, FLOAT_KINDS, Frame,
-    JSON_CHUNK_ROWS, JSON_RETRY_BUDGET, json_type, leaves, MINMAX_KINDS,
-    normalize_all, Resolver, SkippingReport, stat_type, ColumnStats, STRING_PREFIX_LENGTH,
-    TIE_BREAKERS, TS_MAX_SLACK, TS_MIN_SLACK)
+    F32_ABSOLUTE,
+    F32_RELATIVE,
+    FLOAT_KINDS,
+    JSON_CHUNK_ROWS,
+    JSON_RETRY_BUDGET,
+    MINMAX_KINDS,
+    STRING_PREFIX_LENGTH,
+    TIE_BREAKERS,
+    TS_MAX_SLACK,
+    TS_MIN_SLACK,
+    ColumnRef,
+    ColumnStats,
+    Frame,
+    Resolver,
+    SkippingReport,
+    and_masks,
+    constant_mask,
+    evaluate,
+    json_type,
+    leaves,
+    normalize_all,
+    stat_type,
+)
 
 __all__ = ["SkippingReport", "prune_files", "select_row_groups"]
 
@@ -102,6 +121,7 @@ def _nested_struct(paths: dict) -> pa.StructType:
 
     def build(node: dict) -> pa.StructType:
         return pa.struct([pa.field(k, build(v) if isinstance(v, dict) else v) for k, v in node.items()])
+
     return build(tree)
 
 
@@ -133,14 +153,16 @@ def _read_json_lines(lines: pa.Array, schema: pa.Schema, budget: list | None = N
     longest = pc.max(pc.binary_length(wrapped)).as_py() or 0
     joined = pc.binary_join(
         pa.LargeListArray.from_arrays(pa.array([0, n], pa.int64()), wrapped.cast(pa.large_string())),
-        pa.scalar("\n", pa.large_string()))
+        pa.scalar("\n", pa.large_string()),
+    )
     try:
         table = pj.read_json(
             pa.BufferReader(joined[0].as_buffer()),
             read_options=pj.ReadOptions(use_threads=True, block_size=max(1 << 20, 2 * longest + 64)),
             parse_options=pj.ParseOptions(
-                explicit_schema=pa.schema([("i", pa.int64()), ("s", struct_type)]),
-                unexpected_field_behavior="ignore"))
+                explicit_schema=pa.schema([("i", pa.int64()), ("s", struct_type)]), unexpected_field_behavior="ignore"
+            ),
+        )
         if table.num_rows != n or not table.column("i").combine_chunks().equals(index):
             raise ValueError("stats rows are not aligned")
         return table.column("s").combine_chunks().cast(struct_type)
@@ -149,8 +171,9 @@ def _read_json_lines(lines: pa.Array, schema: pa.Schema, budget: list | None = N
         if n == 1 or budget[0] <= 0:
             return pa.nulls(n, struct_type)
         mid = n // 2
-        return pa.concat_arrays([_read_json_lines(lines.slice(0, mid), schema, budget),
-                                 _read_json_lines(lines.slice(mid), schema, budget)])
+        return pa.concat_arrays(
+            [_read_json_lines(lines.slice(0, mid), schema, budget), _read_json_lines(lines.slice(mid), schema, budget)]
+        )
 
 
 def _clean_lines(stats: pa.Array, use: pa.Array | None, scrub_nan: bool) -> pa.Array:
@@ -213,13 +236,14 @@ class _FileFrame(Frame):
         by_path: dict[tuple, ColumnRef] = {}
         for c in cols:
             by_path.setdefault(c.physical, c)
-        minmax = {p: json_type(c) for p, c in by_path.items()
-                  if c.kind in MINMAX_KINDS and json_type(c) is not None}
-        fields = [pa.field("numRecords", pa.int64()), pa.field("tightBounds", pa.bool_()),
-                  pa.field("nullCount", _nested_struct({p: pa.int64() for p in by_path}))]
+        minmax = {p: json_type(c) for p, c in by_path.items() if c.kind in MINMAX_KINDS and json_type(c) is not None}
+        fields = [
+            pa.field("numRecords", pa.int64()),
+            pa.field("tightBounds", pa.bool_()),
+            pa.field("nullCount", _nested_struct({p: pa.int64() for p in by_path})),
+        ]
         if minmax:
-            fields += [pa.field("minValues", _nested_struct(minmax)),
-                       pa.field("maxValues", _nested_struct(minmax))]
+            fields += [pa.field("minValues", _nested_struct(minmax)), pa.field("maxValues", _nested_struct(minmax))]
         schema = pa.schema(fields)
         scrub = any(c.kind in FLOAT_KINDS for p, c in by_path.items() if p in minmax)
 
@@ -230,8 +254,7 @@ class _FileFrame(Frame):
                 parsed = None
 
         # statistics from the checkpoint's stats_parsed, cast to the types used here
-        wanted: list[tuple[tuple, pa.DataType]] = [(("numRecords",), pa.int64()),
-                                                    (("tightBounds",), pa.bool_())]
+        wanted: list[tuple[tuple, pa.DataType]] = [(("numRecords",), pa.int64()), (("tightBounds",), pa.bool_())]
         for path, col in by_path.items():
             wanted.append((("nullCount", *path), pa.int64()))
             if path in minmax:
@@ -298,8 +321,7 @@ def _lenient_cast(arr: pa.Array, typ: pa.DataType, pattern: str) -> pa.Array:
         return arr.cast(typ)
     except (pa.ArrowException, ValueError):
         pass
-    arr = pc.if_else(pc.fill_null(pc.match_substring_regex(arr, pattern), False), arr,
-                     pa.scalar(None, arr.type))
+    arr = pc.if_else(pc.fill_null(pc.match_substring_regex(arr, pattern), False), arr, pa.scalar(None, arr.type))
     try:
         return arr.cast(typ)
     except (pa.ArrowException, ValueError):
@@ -325,15 +347,17 @@ def _widen(col: ColumnRef, st: ColumnStats) -> ColumnStats:
         lo = pc.subtract(lo, pc.add(pc.multiply(pc.abs(lo), F32_RELATIVE), F32_ABSOLUTE))
         hi = pc.add(hi, pc.add(pc.multiply(pc.abs(hi), F32_RELATIVE), F32_ABSOLUTE))
     elif kind == "string":
-        possibly = pc.or_kleene(pc.greater_equal(pc.utf8_length(hi), STRING_PREFIX_LENGTH),
-                                pc.or_kleene(pc.ends_with(hi, TIE_BREAKERS[0]),
-                                             pc.ends_with(hi, TIE_BREAKERS[1])))
+        possibly = pc.or_kleene(
+            pc.greater_equal(pc.utf8_length(hi), STRING_PREFIX_LENGTH),
+            pc.or_kleene(pc.ends_with(hi, TIE_BREAKERS[0]), pc.ends_with(hi, TIE_BREAKERS[1])),
+        )
         possibly = pc.fill_null(possibly, False)
         if pc.any(possibly).as_py():
             r = pc.utf8_slice_codeunits(hi, 0, -1)
             # delta-spark truncates in UTF-16 units: a split surrogate pair becomes '?'
-            split = pc.and_(pc.fill_null(pc.ends_with(hi, TIE_BREAKERS[0]), False),
-                            pc.fill_null(pc.ends_with(r, "?"), False))
+            split = pc.and_(
+                pc.fill_null(pc.ends_with(hi, TIE_BREAKERS[0]), False), pc.fill_null(pc.ends_with(r, "?"), False)
+            )
             r = pc.if_else(split, pc.utf8_slice_codeunits(r, 0, -1), r)
             hi = pc.if_else(possibly, r, hi)
             return ColumnStats(lo, hi, possibly, st.null_count, st.num_records, st.tight)
@@ -347,7 +371,7 @@ def _shift(arr: pa.Array, direction: int) -> pa.Array:
         return op(arr, pa.scalar(slack, pa.duration("us")))
     except pa.ArrowException:
         # values at the edge of the int64 range: treat them as unknown
-        limit = pa.scalar(2 ** 62, pa.int64())
+        limit = pa.scalar(2**62, pa.int64())
         raw = arr.cast(pa.int64())
         ok = pc.less(pc.abs(raw), limit)
         safe = pc.if_else(ok, arr, pa.scalar(None, arr.type))
@@ -355,9 +379,14 @@ def _shift(arr: pa.Array, direction: int) -> pa.Array:
 
 
 # --------------------------------------------------------------------------- prune_files
-def prune_files(files: pa.Table, predicates: Sequence[Any], *, schema: StructType,
-                partition_columns: Sequence[str], column_mapping_mode: str
-                ) -> tuple[pa.Table, SkippingReport]:
+def prune_files(
+    files: pa.Table,
+    predicates: Sequence[Any],
+    *,
+    schema: StructType,
+    partition_columns: Sequence[str],
+    column_mapping_mode: str,
+) -> tuple[pa.Table, SkippingReport]:
     """The rows of ``files`` (the snapshot's file table) that may hold a row matching every
     predicate, and a report of what was pruned and why. See the module docstring."""
     total = files.num_rows
@@ -380,8 +409,9 @@ def prune_files(files: pa.Table, predicates: Sequence[Any], *, schema: StructTyp
         return files, SkippingReport(total, total, 0, 0)
     kept = pc.sum(full).as_py() or 0
     part_kept = total if by_partition is None else (pc.sum(by_partition).as_py() or 0)
-    report = SkippingReport(total_files=total, files_kept=kept,
-                            pruned_by_partition=total - part_kept, pruned_by_stats=part_kept - kept)
+    report = SkippingReport(
+        total_files=total, files_kept=kept, pruned_by_partition=total - part_kept, pruned_by_stats=part_kept - kept
+    )
     return files.filter(full), report
 
 

@@ -9,15 +9,25 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from delta_pyds.protocol.schema import StructType
-
 from delta_pyds.skipping.rules import (
-    constant_mask, ColumnRef, evaluate, FLOAT_KINDS, Frame, leaves, MINMAX_KINDS, normalize_all,
-    Resolver, stat_type, ColumnStats)
+    FLOAT_KINDS,
+    MINMAX_KINDS,
+    ColumnRef,
+    ColumnStats,
+    Frame,
+    Resolver,
+    constant_mask,
+    evaluate,
+    leaves,
+    normalize_all,
+    stat_type,
+)
 
 
 # ------------------------------------------------------------------- select_row_groups
@@ -26,8 +36,13 @@ def _leaf_count(typ: pa.DataType) -> int:
         return sum(_leaf_count(f.type) for f in typ)
     if pa.types.is_map(typ):
         return _leaf_count(typ.key_type) + _leaf_count(typ.item_type)
-    if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ) \
-            or pa.types.is_list_view(typ) or pa.types.is_large_list_view(typ):
+    if (
+        pa.types.is_list(typ)
+        or pa.types.is_large_list(typ)
+        or pa.types.is_fixed_size_list(typ)
+        or pa.types.is_list_view(typ)
+        or pa.types.is_large_list_view(typ)
+    ):
         return _leaf_count(typ.value_type)
     return 1
 
@@ -45,10 +60,12 @@ def _leaf_index(arrow_schema: pa.Schema) -> dict[tuple, int]:
                 walk(f, path)
         else:
             n = _leaf_count(field.type)
-            if n == 1 and not (pa.types.is_list(field.type) or pa.types.is_large_list(field.type)
-                               or pa.types.is_map(field.type)):
+            if n == 1 and not (
+                pa.types.is_list(field.type) or pa.types.is_large_list(field.type) or pa.types.is_map(field.type)
+            ):
                 out[path] = counter
             counter += n
+
     for f in arrow_schema:
         walk(f, ())
     out[("__count__",)] = counter
@@ -151,8 +168,9 @@ class _RowGroupFrame(Frame):
                     chunk_stats.append(g.column(i).statistics)
                 except Exception:
                     chunk_stats.append(None)
-            null_count = pa.array([s.null_count if s is not None and s.has_null_count else None
-                                   for s in chunk_stats], pa.int64())
+            null_count = pa.array(
+                [s.null_count if s is not None and s.has_null_count else None for s in chunk_stats], pa.int64()
+            )
             lo = hi = None
             typ = stat_type(col)
             if col.kind in MINMAX_KINDS and typ is not None:
@@ -165,8 +183,9 @@ class _RowGroupFrame(Frame):
         return self._stats.get(col.physical)
 
 
-def select_row_groups(metadata: Any, predicates: Sequence[Any], *, schema: StructType,
-                      column_mapping_mode: str) -> list[int]:
+def select_row_groups(
+    metadata: Any, predicates: Sequence[Any], *, schema: StructType, column_mapping_mode: str
+) -> list[int]:
     """Indexes of the row groups of a Parquet file (``pyarrow.parquet.FileMetaData``) that
     may hold a row matching every predicate, from the column-chunk statistics (columns
     found by physical path; INT96 timestamps and chunks without statistics keep the row

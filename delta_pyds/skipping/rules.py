@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence, cast
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,23 +20,27 @@ import pyarrow.compute as pc
 from delta_pyds.expressions import predicates as P
 from delta_pyds.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType
 
-
 STRING_PREFIX_LENGTH = 32
 TIE_BREAKERS = ("\ufffd", "\U0010ffff")
 TS_MIN_SLACK = dt.timedelta(seconds=59)
 TS_MAX_SLACK = dt.timedelta(seconds=59, milliseconds=1)
-F32_RELATIVE = 2.0 ** -22
+F32_RELATIVE = 2.0**-22
 F32_ABSOLUTE = 1e-44
 _IN_LIST_EXACT = 16
 JSON_CHUNK_ROWS = 65536
 JSON_RETRY_BUDGET = 256  # extra JSON reads per chunk when some stats do not parse
-_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 _NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le"}
-_CMP_OPS = {P.EqualTo: "eq", P.LessThan: "lt", P.LessThanOrEqual: "le",
-            P.GreaterThan: "gt", P.GreaterThanOrEqual: "ge"}
-_ARROW_CMP = {"eq": pc.equal, "ne": pc.not_equal, "lt": pc.less, "le": pc.less_equal,
-              "gt": pc.greater, "ge": pc.greater_equal}
+_CMP_OPS = {P.EqualTo: "eq", P.LessThan: "lt", P.LessThanOrEqual: "le", P.GreaterThan: "gt", P.GreaterThanOrEqual: "ge"}
+_ARROW_CMP = {
+    "eq": pc.equal,
+    "ne": pc.not_equal,
+    "lt": pc.less,
+    "le": pc.less_equal,
+    "gt": pc.greater,
+    "ge": pc.greater_equal,
+}
 MINMAX_KINDS = {"int", "float32", "float64", "decimal", "date", "timestamp", "timestamp_ntz", "string"}
 FLOAT_KINDS = {"float32", "float64"}
 
@@ -44,6 +49,7 @@ FLOAT_KINDS = {"float32", "float64"}
 @dataclass(frozen=True)
 class SkippingReport:
     """What :func:`prune_files` did: every file is either kept or pruned by exactly one cause."""
+
     total_files: int
     files_kept: int
     pruned_by_partition: int
@@ -54,9 +60,11 @@ class SkippingReport:
         return self.total_files - self.files_kept
 
     def __str__(self) -> str:
-        return (f"data skipping kept {self.files_kept} of {self.total_files} files "
-                f"(pruned {self.pruned_by_partition} by partition values, "
-                f"{self.pruned_by_stats} by statistics)")
+        return (
+            f"data skipping kept {self.files_kept} of {self.total_files} files "
+            f"(pruned {self.pruned_by_partition} by partition values, "
+            f"{self.pruned_by_stats} by statistics)"
+        )
 
 
 # ------------------------------------------------------------------------------ columns
@@ -247,8 +255,7 @@ def _normalize(pred: Any, negate: bool, resolve: Resolver) -> Any:
         return _normalize(pred.child, not negate, resolve)
     if isinstance(pred, (P.And, P.Or)):
         junction = "and" if isinstance(pred, P.And) != negate else "or"
-        return _junction(junction, [_normalize(pred.left, negate, resolve),
-                                    _normalize(pred.right, negate, resolve)])
+        return _junction(junction, [_normalize(pred.left, negate, resolve), _normalize(pred.right, negate, resolve)])
     column = getattr(pred, "column", None)
     if not isinstance(column, tuple):
         return _KEEP  # unknown predicate type
@@ -263,8 +270,10 @@ def _normalize(pred: Any, negate: bool, resolve: Resolver) -> Any:
             return _normalize(P.IsNull(column), negate, resolve)
         if not negate:
             return _normalize(P.EqualTo(column, pred.value), False, resolve)
-        return _junction("or", [_normalize(P.IsNull(column), False, resolve),
-                                _normalize(P.EqualTo(column, pred.value), True, resolve)])
+        return _junction(
+            "or",
+            [_normalize(P.IsNull(column), False, resolve), _normalize(P.EqualTo(column, pred.value), True, resolve)],
+        )
     op = _CMP_OPS.get(type(pred))
     if op is not None:
         if pred.value is None:
@@ -348,6 +357,7 @@ class ColumnStats:
     """Bounds and counts of one column over n units (files or row groups); arrays may hold
     nulls (unknown). ``hi_prefix`` marks rows whose ``hi`` is a prefix R of the true max
     (truncated string stats): every value v then has v[:len(R)] <= R."""
+
     lo: pa.Array | None
     hi: pa.Array | None
     hi_prefix: pa.Array | None
@@ -488,6 +498,7 @@ def _partition_keep(leaf: _Leaf, values: pa.Array) -> pa.Array | None:
 # --------------------------------------------------------------------------- evaluator
 class Frame:
     """The facts about n units that leaves are evaluated on."""
+
     n: int
 
     def partition_values(self, col: ColumnRef) -> pa.Array | None:
@@ -502,8 +513,7 @@ def evaluate(node: Any, frame: Frame, *, use_partitions: bool = True, use_stats:
     if isinstance(node, _Const):
         return None if node.keep else constant_mask(frame.n, False)
     if isinstance(node, _Junction):
-        results = [evaluate(c, frame, use_partitions=use_partitions, use_stats=use_stats)
-                   for c in node.children]
+        results = [evaluate(c, frame, use_partitions=use_partitions, use_stats=use_stats) for c in node.children]
         out = results[0]
         for r in results[1:]:
             out = and_masks(out, r) if node.op == "and" else _or(out, r)

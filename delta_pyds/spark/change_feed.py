@@ -11,7 +11,8 @@ per query on the driver; executors get small groups of
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence, cast
+from collections.abc import Iterator, Sequence
+from typing import cast
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -20,17 +21,18 @@ from pyspark.sql.types import StructType as SparkStructType
 from delta_pyds.cdf.plan import CDF_COLUMNS, pack, plan_changes, resolve_range
 from delta_pyds.cdf.reader import change_read_spec, reader_for, with_cdf_columns
 from delta_pyds.log.commits import CommitLog
+from delta_pyds.protocol.schema import StructType, parse_type, project
 from delta_pyds.read.file_reader import ReadSpec
 from delta_pyds.read.options import ChangeFeedOptions, ReadOptions
-from delta_pyds.protocol.schema import StructType, parse_type, project
-from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.storage.store import Storage
 from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
+from delta_pyds.storage.store import Storage
+from delta_pyds.table.snapshot import Snapshot
 
 
 def _ending_version(log: CommitLog, options) -> int:
     """The version whose schema a change feed reads with (ending option, else latest)."""
     from delta_pyds.read.options import get_option, int_option
+
     ending = int_option(options, "endingVersion", None, minimum=0)
     if ending is not None:
         return min(ending, log.latest_version)
@@ -47,9 +49,11 @@ def _zoned(log: CommitLog, options, value, option: str):
     if value is None:
         return None
     from delta_pyds.log.time_travel import pin_zone
+
     resolve = log.version_at_or_after if option == "startingTimestamp" else log.version_at_or_before
-    return pin_zone(value, zone=ReadOptions.parse(options).time_zone, option=option,
-                    resolve=lambda ts: resolve(ts, option=option))
+    return pin_zone(
+        value, zone=ReadOptions.parse(options).time_zone, option=option, resolve=lambda ts: resolve(ts, option=option)
+    )
 
 
 def output_schema(snapshot: Snapshot, opts: ReadOptions) -> StructType:
@@ -66,9 +70,10 @@ def change_feed_schema(source) -> SparkStructType:
     return to_spark_schema(output_schema(snapshot, opts))
 
 
-def change_feed_reader(source, schema: SparkStructType) -> "DeltaChangeFeedReader":
+def change_feed_reader(source, schema: SparkStructType) -> DeltaChangeFeedReader:
     """``DataSource.reader()`` for ``readChangeFeed=true``."""
     from delta_pyds.spark.reader import cached_snapshot
+
     opts = ReadOptions.parse(source.options)
     cdf = ChangeFeedOptions.parse(source.options)
     storage = Storage(opts.path, opts.storage_options)
@@ -77,26 +82,35 @@ def change_feed_reader(source, schema: SparkStructType) -> "DeltaChangeFeedReade
     if pinned is None:
         pinned = _ending_version(log, source.options)
     start, end = resolve_range(
-        log, starting_version=cdf.start.version,
+        log,
+        starting_version=cdf.start.version,
         starting_timestamp=_zoned(log, source.options, cdf.start.timestamp, "startingTimestamp"),
         ending_version=cdf.ending_version,
-        ending_timestamp=_zoned(log, source.options, cdf.ending_timestamp, "endingTimestamp"))
+        ending_timestamp=_zoned(log, source.options, cdf.ending_timestamp, "endingTimestamp"),
+    )
     if cdf.ending_version is None and cdf.ending_timestamp is None:
         end = min(end, pinned)
         if end < start:
-            raise ValueError(f"option startingVersion: version {start} is after the version this "
-                             f"DataFrame was pinned to ({pinned})")
+            raise ValueError(
+                f"option startingVersion: version {start} is after the version this DataFrame was pinned to ({pinned})"
+            )
     snapshot = cached_snapshot(storage, pinned)
     requested = cast(StructType, parse_type(schema.jsonValue()))  # Spark's schema is a struct
     table = with_cdf_columns(snapshot.schema)
     output = project(table, requested)
     missing = [f.name for f in output.fields if table.get(f.name) is None]
     if missing:
-        raise ValueError(f"the schema given to the reader names columns not in the change feed: "
-                         f"{', '.join(missing)}; available: {', '.join(table.names)}")
-    spec = change_read_spec(storage, snapshot, output,
-                            to_arrow_schema(schema, timezone="UTC", prefers_large_types=False),
-                            batch_rows=opts.batch_rows)
+        raise ValueError(
+            f"the schema given to the reader names columns not in the change feed: "
+            f"{', '.join(missing)}; available: {', '.join(table.names)}"
+        )
+    spec = change_read_spec(
+        storage,
+        snapshot,
+        output,
+        to_arrow_schema(schema, timezone="UTC", prefers_large_types=False),
+        batch_rows=opts.batch_rows,
+    )
     return DeltaChangeFeedReader(opts, start, end, spec)
 
 
@@ -117,8 +131,12 @@ class DeltaChangeFeedReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         plan = plan_changes(self.spec.storage, start=self.start, end=self.end)
-        groups = pack(plan.files, max_partition_bytes=self.opts.max_partition_bytes,
-                      open_cost=self.opts.open_cost, parallelism=self.opts.parallelism)
+        groups = pack(
+            plan.files,
+            max_partition_bytes=self.opts.max_partition_bytes,
+            open_cost=self.opts.open_cost,
+            parallelism=self.opts.parallelism,
+        )
         return [ChangeFeedPartition(g) for g in groups] or [ChangeFeedPartition([])]
 
     # Spark hands back the partitions this reader made

@@ -35,17 +35,19 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.errors import SchemaError
+from delta_pyds.protocol.schema import StructType, parse_type, project
 from delta_pyds.read.file_reader import ReadSpec
 from delta_pyds.read.options import ReadOptions, read_change_feed
-from delta_pyds.protocol.schema import StructType, parse_type, project
-from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.storage.store import Storage
 from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
+from delta_pyds.storage.store import Storage
+from delta_pyds.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
-PUSHDOWN_HINT = ("pydelta: spark.sql.python.filterPushdown.enabled is false, so scans read every "
-                 "file; set it to true (delta_pyds.register(spark) does) to skip files with filters")
+PUSHDOWN_HINT = (
+    "pydelta: spark.sql.python.filterPushdown.enabled is false, so scans read every "
+    "file; set it to true (delta_pyds.register(spark) does) to skip files with filters"
+)
 
 
 class DeltaDataSource(DataSource):
@@ -66,11 +68,17 @@ class DeltaDataSource(DataSource):
         storage = self._storage(opts)
         if version is not None:
             from delta_pyds.spark.reader import cached_snapshot
+
             return cached_snapshot(storage, version)
         if opts.timestamp is not None:
             from delta_pyds.log.time_travel import pin_zone, version_at_timestamp
-            when = pin_zone(opts.timestamp, zone=opts.time_zone, option="timestampAsOf",
-                            resolve=lambda ts: version_at_timestamp(storage, ts))
+
+            when = pin_zone(
+                opts.timestamp,
+                zone=opts.time_zone,
+                option="timestampAsOf",
+                resolve=lambda ts: version_at_timestamp(storage, ts),
+            )
             return Snapshot.load(storage, timestamp=when)
         return Snapshot.load(storage, version=opts.version)
 
@@ -81,6 +89,7 @@ class DeltaDataSource(DataSource):
     def schema(self):
         if read_change_feed(self.options):
             from delta_pyds.spark.change_feed import change_feed_schema
+
             return change_feed_schema(self)
         opts = self._read_options()
         snapshot = self._load(opts)
@@ -90,8 +99,10 @@ class DeltaDataSource(DataSource):
     def reader(self, schema: SparkStructType):
         if read_change_feed(self.options):
             from delta_pyds.spark.change_feed import change_feed_reader
+
             return change_feed_reader(self, schema)
         from delta_pyds.spark.reader import DeltaFilteringScanReader, DeltaScanReader
+
         opts = self._read_options()
         snapshot = self._load(opts, getattr(self, "_pinned_version", None))
         requested = parse_type(schema.jsonValue())
@@ -100,8 +111,10 @@ class DeltaDataSource(DataSource):
         output = project(snapshot.schema, requested)
         missing = [f.name for f in output.fields if snapshot.schema.get(f.name) is None]
         if missing:
-            raise ValueError(f"the schema given to the reader names columns not in the table: "
-                             f"{', '.join(missing)}; available: {', '.join(snapshot.schema.names)}")
+            raise ValueError(
+                f"the schema given to the reader names columns not in the table: "
+                f"{', '.join(missing)}; available: {', '.join(snapshot.schema.names)}"
+            )
         spec = ReadSpec(
             storage=snapshot.storage,
             output=output,
@@ -119,11 +132,13 @@ class DeltaDataSource(DataSource):
     def streamReader(self, schema: SparkStructType):
         """``spark.readStream.format("pydelta")``: see :mod:`delta_pyds.spark.stream_reader`."""
         from delta_pyds.spark.stream_reader import stream_reader
+
         return stream_reader(self, schema)
 
     def streamWriter(self, schema: SparkStructType, overwrite: bool):
         """``df.writeStream.format("pydelta")``: see :mod:`delta_pyds.spark.stream_writer`."""
         from delta_pyds.spark.stream_writer import stream_writer
+
         return stream_writer(self, schema, overwrite)
 
     # ----------------------------------------------------------------------- write
@@ -141,10 +156,11 @@ class DeltaDataSource(DataSource):
         partitioned table whose result depends on it is refused at commit unless the
         ``partitionOverwriteMode`` option says which mode (or ``replaceWhere`` /
         ``overwriteSchema`` make it irrelevant)."""
-        from delta_pyds.write.options import WriteOptions
-        from delta_pyds.write.plan import plan_write
         from delta_pyds.protocol.schema_evolution import from_spark_json
         from delta_pyds.spark.writer import DeltaBatchWriter
+        from delta_pyds.write.options import WriteOptions
+        from delta_pyds.write.plan import plan_write
+
         opts = WriteOptions.parse(self.options, overwrite=overwrite, session_partition_overwrite_mode=None)
         plan = plan_write(opts, from_spark_json(schema.jsonValue()))
         return DeltaBatchWriter(plan)
@@ -154,7 +170,8 @@ STALE_PUSHDOWN_HINT = (
     "pydelta: file skipping is off because this Spark version shares one planned scan between "
     "all queries of a DataFrame (a filtered query's pruned file list would be reused by later "
     "queries on the same DataFrame and return too few rows); pass .option('filterPushdown', "
-    "'true') to skip files anyway when each DataFrame (and view) serves a single filtered query")
+    "'true') to skip files anyway when each DataFrame (and view) serves a single filtered query"
+)
 
 
 def scan_scoped_pushdown() -> bool:
@@ -166,6 +183,7 @@ def scan_scoped_pushdown() -> bool:
     followed by ``df.count()`` return too few rows. Spark fixed it together with limit
     pushdown (``DataSourceReader.pushLimit``), which is what we detect."""
     from pyspark.sql.datasource import DataSourceReader
+
     return hasattr(DataSourceReader, "pushLimit")
 
 

@@ -19,7 +19,8 @@ schema's spelling; a column that is not in the schema leaves its filter untransl
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pyspark.sql import datasource as ds
 
@@ -36,8 +37,7 @@ _COMPARISONS = {
 }
 
 
-def translate_filters(filters: Sequence[Any], schema: StructType | None = None
-                      ) -> tuple[list, list]:
+def translate_filters(filters: Sequence[Any], schema: StructType | None = None) -> tuple[list, list]:
     """(predicates, untranslated filters). The conjunction of the predicates is implied by
     the conjunction of the filters, so it may be used for skipping (never for dropping
     filters: return every filter to Spark)."""

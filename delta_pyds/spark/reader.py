@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Iterator, List, Sequence
+from collections.abc import Iterator, Sequence
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.options import ReadOptions
 from delta_pyds.read.scan import iter_tasks, plan_partitions
-from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.storage.store import Storage
+from delta_pyds.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -72,18 +72,27 @@ class DeltaScanReader(DataSourceReader):
         report = None
         if self.predicates:
             from delta_pyds.skipping.files import prune_files
-            files, report = prune_files(files, self.predicates, schema=snapshot.schema,
-                                        partition_columns=snapshot.partition_columns,
-                                        column_mapping_mode=snapshot.column_mapping_mode)
+
+            files, report = prune_files(
+                files,
+                self.predicates,
+                schema=snapshot.schema,
+                partition_columns=snapshot.partition_columns,
+                column_mapping_mode=snapshot.column_mapping_mode,
+            )
         return snapshot, files, report
 
     def partitions(self) -> Sequence[InputPartition]:
         snapshot, files, report = self.plan()
         if report is not None:
             log.info("pydelta scan of %s v%s: %s", snapshot.table_root, snapshot.version, report)
-        groups = plan_partitions(files, snapshot.physical_partition_columns,
-                                 max_partition_bytes=self.opts.max_partition_bytes,
-                                 open_cost=self.opts.open_cost, parallelism=self.opts.parallelism)
+        groups = plan_partitions(
+            files,
+            snapshot.physical_partition_columns,
+            max_partition_bytes=self.opts.max_partition_bytes,
+            open_cost=self.opts.open_cost,
+            parallelism=self.opts.parallelism,
+        )
         if not groups:
             return [DeltaInputPartition(None)]
         return [DeltaInputPartition(g) for g in groups]
@@ -97,10 +106,10 @@ class DeltaScanReader(DataSourceReader):
 
 
 class DeltaFilteringScanReader(DeltaScanReader):
-    def pushFilters(self, filters: List) -> Iterator:
+    def pushFilters(self, filters: list) -> Iterator:
         from delta_pyds.spark.filters import translate_filters
+
         predicates, _unused = translate_filters(list(filters), self.spec.table_schema)
         self.predicates = tuple(predicates)
         self.spec.predicates = self.predicates
-        for f in filters:  # every filter stays with Spark: skipping is only an optimisation
-            yield f
+        yield from filters

@@ -10,27 +10,40 @@ from __future__ import annotations
 
 from pyspark.sql.types import StructType as SparkStructType
 
-from delta_pyds.protocol.schema import ArrayType, MapType, StructField, StructType, DataType, PrimitiveType
+from delta_pyds.protocol.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
 
 _KEEP_METADATA = {"comment", "__COLLATIONS"}
 
 
 def _clean_type(dtype: DataType):
     if isinstance(dtype, StructType):
-        return {"type": "struct", "fields": [_clean_field(f) for f in dtype.fields
-                                             if not (isinstance(f.type, PrimitiveType) and f.type.name == "void")]}
+        return {
+            "type": "struct",
+            "fields": [
+                _clean_field(f)
+                for f in dtype.fields
+                if not (isinstance(f.type, PrimitiveType) and f.type.name == "void")
+            ],
+        }
     if isinstance(dtype, ArrayType):
-        return {"type": "array", "elementType": _clean_type(dtype.element_type),
-                "containsNull": dtype.contains_null}
+        return {"type": "array", "elementType": _clean_type(dtype.element_type), "containsNull": dtype.contains_null}
     if isinstance(dtype, MapType):
-        return {"type": "map", "keyType": _clean_type(dtype.key_type),
-                "valueType": _clean_type(dtype.value_type), "valueContainsNull": dtype.value_contains_null}
+        return {
+            "type": "map",
+            "keyType": _clean_type(dtype.key_type),
+            "valueType": _clean_type(dtype.value_type),
+            "valueContainsNull": dtype.value_contains_null,
+        }
     return dtype.to_json()
 
 
 def _clean_field(f: StructField) -> dict:
-    return {"name": f.name, "type": _clean_type(f.type), "nullable": f.nullable,
-            "metadata": {k: v for k, v in f.metadata.items() if k in _KEEP_METADATA}}
+    return {
+        "name": f.name,
+        "type": _clean_type(f.type),
+        "nullable": f.nullable,
+        "metadata": {k: v for k, v in f.metadata.items() if k in _KEEP_METADATA},
+    }
 
 
 def to_spark_schema(schema: StructType) -> SparkStructType:
@@ -38,5 +51,6 @@ def to_spark_schema(schema: StructType) -> SparkStructType:
 
 
 def drop_void(schema: StructType) -> StructType:
-    return StructType(tuple(f for f in schema.fields
-                            if not (isinstance(f.type, PrimitiveType) and f.type.name == "void")))
+    return StructType(
+        tuple(f for f in schema.fields if not (isinstance(f.type, PrimitiveType) and f.type.name == "void"))
+    )

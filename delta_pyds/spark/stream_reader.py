@@ -17,43 +17,57 @@ A ``DataSourceStreamReader`` with admission control over
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence, cast
+from collections.abc import Iterator, Sequence
+from typing import cast
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxFiles,
-                                              SupportsTriggerAvailableNow)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.cdf.plan import ChangeFile, pack
 from delta_pyds.cdf.reader import change_read_spec, reader_for, with_cdf_columns
+from delta_pyds.protocol.schema import StructType, parse_type, project
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.options import ReadOptions, StreamOptions
-from delta_pyds.protocol.schema import StructType, parse_type, project
 from delta_pyds.storage.store import Storage
-from delta_pyds.streaming.source import StreamSource
 from delta_pyds.streaming.offsets import AdmissionLimits, StreamOffset
+from delta_pyds.streaming.source import StreamSource
 
 
-def stream_reader(source, schema: SparkStructType) -> "DeltaStreamReader":
+def stream_reader(source, schema: SparkStructType) -> DeltaStreamReader:
     """``DataSource.streamReader()``: the stream's schema is the one ``schema()`` gave at
     ``load()`` (the table's schema then, plus the change columns for change feeds)."""
     from delta_pyds.spark.reader import cached_snapshot
+
     opts = ReadOptions.parse(source.options)
     stream_opts = StreamOptions.parse(source.options)
     storage = Storage(opts.path, opts.storage_options)
     if stream_opts.start.timestamp is not None:  # its zone: see delta_pyds.log.time_travel
         from dataclasses import replace
+
         from delta_pyds.log.commits import CommitLog
         from delta_pyds.log.time_travel import pin_zone
+
         log = CommitLog(storage)
-        when = pin_zone(stream_opts.start.timestamp, zone=opts.time_zone, option="startingTimestamp",
-                        resolve=lambda ts: log.version_at_or_after(ts, option="startingTimestamp"))
+        when = pin_zone(
+            stream_opts.start.timestamp,
+            zone=opts.time_zone,
+            option="startingTimestamp",
+            resolve=lambda ts: log.version_at_or_after(ts, option="startingTimestamp"),
+        )
         text = when.isoformat() if hasattr(when, "isoformat") else str(when)
         stream_opts = replace(stream_opts, start=replace(stream_opts.start, timestamp=text))
     pinned = getattr(source, "_pinned_version", None)
     if pinned is None:
         from delta_pyds.log.commits import CommitLog
+
         pinned = CommitLog(storage).latest_version
     snapshot = cached_snapshot(storage, pinned)
     requested = cast(StructType, parse_type(schema.jsonValue()))  # Spark's schema is a struct
@@ -61,8 +75,10 @@ def stream_reader(source, schema: SparkStructType) -> "DeltaStreamReader":
     output = project(table, requested)
     missing = [f.name for f in output.fields if table.get(f.name) is None]
     if missing:
-        raise ValueError(f"the stream's schema names columns not in the table: {', '.join(missing)}; "
-                         f"available: {', '.join(table.names)}")
+        raise ValueError(
+            f"the stream's schema names columns not in the table: {', '.join(missing)}; "
+            f"available: {', '.join(table.names)}"
+        )
     arrow_schema = to_arrow_schema(schema, timezone="UTC", prefers_large_types=False)
     spec = change_read_spec(storage, snapshot, output, arrow_schema, batch_rows=opts.batch_rows)
     return DeltaStreamReader(opts, stream_opts, snapshot.version, spec)
@@ -91,6 +107,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def source(self) -> StreamSource:
         if self._source is None:
             from delta_pyds.spark.reader import cached_snapshot
+
             snapshot = cached_snapshot(self.spec.storage, self.version)
             self._source = StreamSource(self.spec.storage, snapshot, self.stream_opts)
         return self._source
@@ -134,8 +151,12 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         items = self.source.batch_files(self._offset(start), self._offset(end))
         if not items:
             return []
-        groups = pack(items, max_partition_bytes=self.opts.max_partition_bytes,
-                      open_cost=self.opts.open_cost, parallelism=self.opts.parallelism)
+        groups = pack(
+            items,
+            max_partition_bytes=self.opts.max_partition_bytes,
+            open_cost=self.opts.open_cost,
+            parallelism=self.opts.parallelism,
+        )
         return [StreamPartition(g) for g in groups]
 
     # Spark hands back the partitions this reader made

@@ -11,14 +11,15 @@ with every batch.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, cast
+from typing import cast
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.streaming.sink import commit_batch, sink_app_id, sink_options
 from delta_pyds.transaction.commit import delete_files
+from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.write.plan import WritePlan, plan_write
 
 log = logging.getLogger(__name__)
@@ -27,13 +28,15 @@ log = logging.getLogger(__name__)
 @dataclass
 class StreamCommitMessage(WriterCommitMessage):
     """What one task wrote, and the plan it wrote under (for a table created by the batch)."""
+
     adds: list = field(default_factory=list)
     num_rows: int = 0
     plan: WritePlan | None = None
 
 
-def stream_writer(source, schema, overwrite: bool) -> "DeltaStreamWriter":
+def stream_writer(source, schema, overwrite: bool) -> DeltaStreamWriter:
     from delta_pyds.protocol.schema_evolution import from_spark_json
+
     opts = sink_options(source.options, complete=overwrite)
     data_schema = from_spark_json(schema.jsonValue())
     plan = plan_write(opts, data_schema)
@@ -42,11 +45,13 @@ def stream_writer(source, schema, overwrite: bool) -> "DeltaStreamWriter":
     spec = cast(WriteSpec, plan.spec)  # not skipped
     if spec.identity:
         from delta_pyds.errors import UnsupportedFeatureError
+
         raise UnsupportedFeatureError(
             "the streaming sink cannot generate values for identity column(s) "
             f"{', '.join(c.name for c in spec.identity)} (each micro-batch would start from the "
             "high-water mark the query started with); write with df.write (foreachBatch)",
-            ("identityColumns",))
+            ("identityColumns",),
+        )
     return DeltaStreamWriter(plan, data_schema, dict(source.options))
 
 
@@ -58,25 +63,38 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator) -> StreamCommitMessage:
         from delta_pyds.spark.writer import task_attempt
+
         task_id, attempt = task_attempt()
-        result = write_task(cast(WriteSpec, self.plan.spec), iterator, task_id=task_id,  # not skipped
-                            attempt=attempt)
+        result = write_task(
+            cast(WriteSpec, self.plan.spec),
+            iterator,
+            task_id=task_id,  # not skipped
+            attempt=attempt,
+        )
         return StreamCommitMessage(result.adds, result.num_rows, self.plan)
 
     # Spark hands back the messages this writer's tasks returned
-    def commit(self, messages: List[Optional[StreamCommitMessage]],  # type: ignore[override]
-               batchId: int) -> None:
+    def commit(
+        self,
+        messages: list[StreamCommitMessage | None],  # type: ignore[override]
+        batchId: int,
+    ) -> None:
         present = [m for m in messages if m is not None]
         adds = [a for m in present for a in m.adds]
         written = next((m.plan for m in present if m.plan is not None), self.plan)
         rows = sum(m.num_rows for m in present)
-        result = commit_batch(written, self.data_schema, adds, batch_id=batchId,
-                              app_id=sink_app_id(self.options), num_rows=rows)
+        result = commit_batch(
+            written, self.data_schema, adds, batch_id=batchId, app_id=sink_app_id(self.options), num_rows=rows
+        )
         if result is not None:
-            log.info("pydelta sink: batch %s committed as version %s of %s", batchId, result.version,
-                     written.storage.root)
+            log.info(
+                "pydelta sink: batch %s committed as version %s of %s", batchId, result.version, written.storage.root
+            )
 
-    def abort(self, messages: List[Optional[StreamCommitMessage]],  # type: ignore[override]
-              batchId: int) -> None:
+    def abort(
+        self,
+        messages: list[StreamCommitMessage | None],  # type: ignore[override]
+        batchId: int,
+    ) -> None:
         adds = [a for m in messages if m is not None for a in m.adds]
         delete_files(self.plan.storage, adds)

@@ -14,14 +14,15 @@ and leaves the log unchanged; a commit that reached the log is never undone.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, cast
+from typing import cast
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from delta_pyds.protocol.identity import merge_marks
-from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.transaction.commit import delete_files
+from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.write.plan import WritePlan, commit_write
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ def task_attempt() -> tuple[int, int]:
     The partition id names the task's files and spaces its identity values."""
     try:
         from pyspark import TaskContext
+
         ctx = TaskContext.get()
         if ctx is not None:
             return ctx.partitionId(), ctx.attemptNumber()
@@ -43,6 +45,7 @@ def task_attempt() -> tuple[int, int]:
 @dataclass
 class DeltaCommitMessage(WriterCommitMessage):
     """What one task wrote: add actions (JSON-ready dicts) and its row count."""
+
     adds: list = field(default_factory=list)
     num_rows: int = 0
     identity: dict = field(default_factory=dict)  # identity column -> extreme generated value
@@ -58,29 +61,36 @@ class DeltaBatchWriter(DataSourceArrowWriter):
                 pass
             return DeltaCommitMessage()
         task_id, attempt = task_attempt()
-        result = write_task(cast(WriteSpec, self.plan.spec), iterator, task_id=task_id,  # not skipped
-                            attempt=attempt)
+        result = write_task(
+            cast(WriteSpec, self.plan.spec),
+            iterator,
+            task_id=task_id,  # not skipped
+            attempt=attempt,
+        )
         return DeltaCommitMessage(result.adds, result.num_rows, result.identity)
 
     # Spark hands back the messages this writer's tasks returned
-    def commit(self, messages: List[Optional[DeltaCommitMessage]]) -> None:  # type: ignore[override]
+    def commit(self, messages: list[DeltaCommitMessage | None]) -> None:  # type: ignore[override]
         if self.plan.skip:
             log.info("pydelta: nothing written to %s: %s", self.plan.storage.root, self.plan.skip)
             return
         adds = [a for m in messages if m is not None for a in m.adds]
         rows = sum(m.num_rows for m in messages if m is not None)
         try:
-            marks = merge_marks(cast(WriteSpec, self.plan.spec).identity,  # not skipped
-                                [m.identity for m in messages if m is not None])
+            marks = merge_marks(
+                cast(WriteSpec, self.plan.spec).identity,  # not skipped
+                [m.identity for m in messages if m is not None],
+            )
             result = commit_write(self.plan, adds, num_rows=rows, identity_marks=marks)
         except BaseException:
             delete_files(self.plan.storage, adds)
             raise
         if result.skipped:
             delete_files(self.plan.storage, adds)
-            log.info("pydelta: write to %s skipped (already committed or table created concurrently)",
-                     self.plan.storage.root)
+            log.info(
+                "pydelta: write to %s skipped (already committed or table created concurrently)", self.plan.storage.root
+            )
 
-    def abort(self, messages: List[Optional[DeltaCommitMessage]]) -> None:  # type: ignore[override]
+    def abort(self, messages: list[DeltaCommitMessage | None]) -> None:  # type: ignore[override]
         adds = [a for m in messages if m is not None for a in m.adds]
         delete_files(self.plan.storage, adds)

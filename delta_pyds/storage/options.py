@@ -13,11 +13,22 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 # option keys whose values are secrets (compared as squash_key gives them)
-SECRET_KEY_PARTS = ("secret", "key", "token", "password", "passwd", "credential",
-                    "connectionstring", "sas", "signature", "auth")
+SECRET_KEY_PARTS = (
+    "secret",
+    "key",
+    "token",
+    "password",
+    "passwd",
+    "credential",
+    "connectionstring",
+    "sas",
+    "signature",
+    "auth",
+)
 
 
 def squash_key(key: str) -> str:
@@ -122,8 +133,7 @@ def _coerce(value: Any, param: inspect.Parameter | None, name: str) -> Any:
         return int(text)
     if isinstance(default, float) and re.fullmatch(r"-?\d+(\.\d*)?([eE]-?\d+)?", text):
         return float(text)
-    if (isinstance(default, dict) or name.endswith("_kwargs") or name.endswith("kwargs")) \
-            and text.startswith("{"):
+    if (isinstance(default, dict) or name.endswith(("_kwargs", "kwargs"))) and text.startswith("{"):
         try:
             return json.loads(text)
         except ValueError:

@@ -41,7 +41,7 @@ from typing import Any
 from delta_pyds.errors import CommitFailedError
 from delta_pyds.storage.options import redact
 
-log = logging.getLogger("delta_pyds")
+log = logging.getLogger(__name__)
 
 #: ``create(kind, path, data)``: one conditional create request (see :func:`conditional_create`)
 ConditionalCreate = Callable[[str, str, bytes], None]
@@ -174,8 +174,15 @@ def conditional_create(fs: Any, kind: str, path: str, data: bytes) -> None:
         fs.pipe_file(path, data, mode="create")
 
 
-def put_if_absent_object(kind: str, path: str, data: bytes, options: Mapping[str, Any], *,
-                         create: ConditionalCreate, read_back: Callable[[str], bytes]) -> None:
+def put_if_absent_object(
+    kind: str,
+    path: str,
+    data: bytes,
+    options: Mapping[str, Any],
+    *,
+    create: ConditionalCreate,
+    read_back: Callable[[str], bytes],
+) -> None:
     """Creates the object ``path`` with ``data`` on an object store (``kind`` ``s3``,
     ``azure`` or ``gcs``) through ``create``; retries S3's 409 conflicts a few times.
 
@@ -198,7 +205,7 @@ def put_if_absent_object(kind: str, path: str, data: bytes, options: Mapping[str
             else:
                 failure = redact(f"{type(exc).__name__}: {exc}", options)
         if outcome == "retry":
-            time.sleep(min(0.05 * 2 ** attempts, 1.0))
+            time.sleep(min(0.05 * 2**attempts, 1.0))
             continue
         if outcome == "exists":
             if _already_ours(read_back, path, data):
@@ -222,16 +229,21 @@ def _already_ours(read_back: Callable[[str], bytes], path: str, data: bytes) -> 
         return False
 
 
-def check_conditional_put(fs: Any, root: str, options: Mapping[str, Any], *,
-                          allow_unsafe_commits: bool, create: ConditionalCreate) -> None:
+def check_conditional_put(
+    fs: Any, root: str, options: Mapping[str, Any], *, allow_unsafe_commits: bool, create: ConditionalCreate
+) -> None:
     """Once per process and bucket: verify that this S3 server honours
     ``If-None-Match: *`` (servers that ignore it would silently overwrite
     commits). Writes and deletes a small hidden probe object under ``root`` with
     ``create``. Raises CommitFailedError when the server ignores the condition (unless
     ``allow_unsafe_commits``: then it only warns) or the probe fails."""
-    endpoint = getattr(fs, "client_kwargs", {}).get("endpoint_url") or \
-        getattr(fs, "endpoint_url", None) or os.environ.get("AWS_ENDPOINT_URL_S3") or \
-        os.environ.get("AWS_ENDPOINT_URL") or "aws"
+    endpoint = (
+        getattr(fs, "client_kwargs", {}).get("endpoint_url")
+        or getattr(fs, "endpoint_url", None)
+        or os.environ.get("AWS_ENDPOINT_URL_S3")
+        or os.environ.get("AWS_ENDPOINT_URL")
+        or "aws"
+    )
     bucket = fs._strip_protocol(root).split("/", 1)[0]
     key = (type(fs).__name__, str(endpoint), bucket)
     if CONDITIONAL_PUT_CHECKED.get(key):
@@ -260,11 +272,14 @@ def check_conditional_put(fs: Any, root: str, options: Mapping[str, Any], *,
         if failure is not None:
             raise CommitFailedError(
                 f"pydelta cannot commit to {root}: checking that the S3 server supports "
-                f"conditional writes (If-None-Match: *) failed: {failure}")
+                f"conditional writes (If-None-Match: *) failed: {failure}"
+            )
         if not honoured:
             if allow_unsafe_commits:
-                log.warning("pydelta: the S3 server at %s ignores If-None-Match: commits "
-                            "are unsafe with concurrent writers", endpoint)
+                log.warning(
+                    "pydelta: the S3 server at %s ignores If-None-Match: commits are unsafe with concurrent writers",
+                    endpoint,
+                )
                 CONDITIONAL_PUT_CHECKED[key] = True
                 return
             raise CommitFailedError(
@@ -272,5 +287,6 @@ def check_conditional_put(fs: Any, root: str, options: Mapping[str, Any], *,
                 "conditional writes (If-None-Match: *), so concurrent writers could overwrite "
                 "each other's commits. Use a server that supports them (AWS S3, SeaweedFS, "
                 "MinIO, recent Ceph RGW) or, with a single writer only, set the storage "
-                "option allowUnsafeCommits=true")
+                "option allowUnsafeCommits=true"
+            )
         CONDITIONAL_PUT_CHECKED[key] = True

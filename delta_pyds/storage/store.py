@@ -48,21 +48,34 @@ import posixpath
 import stat
 import sys
 import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterable, Mapping, TypeVar, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
-import fsspec  # type: ignore[import-untyped]  # fsspec ships neither stubs nor py.typed
+import fsspec  # untyped (no stubs, no py.typed): Any, see [tool.mypy] in pyproject.toml
 
 from delta_pyds.errors import CommitFailedError, DeltaError, ExternalPathError, StorageError, UnsafeFileError
 from delta_pyds.protocol.paths import is_absolute, scheme_of
-from delta_pyds.storage.options import (filesystem_kwargs, is_secret_key, parse_bool, parse_positive_int,  # noqa: F401
-                              redact, squash_key)
-from delta_pyds.storage.put_if_absent import (atomic_create_kind, check_conditional_put, conditional_create,
-                                             put_if_absent_local, put_if_absent_memory, put_if_absent_object)
+from delta_pyds.storage.options import (  # noqa: F401
+    filesystem_kwargs,
+    is_secret_key,
+    parse_bool,
+    parse_positive_int,
+    redact,
+    squash_key,
+)
+from delta_pyds.storage.put_if_absent import (
+    atomic_create_kind,
+    check_conditional_put,
+    conditional_create,
+    put_if_absent_local,
+    put_if_absent_memory,
+    put_if_absent_object,
+)
 
-log = logging.getLogger("delta_pyds")
+log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
@@ -110,16 +123,27 @@ def mtime_ms(info: Mapping[str, Any]) -> int:
 class Storage:
     """The filesystem under one table root (a local path or any fsspec URL)."""
 
-    def __init__(self, root: str, options: Mapping[str, Any] | None = None, *,
-                 allow_unsafe_commits: bool = False, allow_external_paths: bool = True,
-                 max_log_file_bytes: int | None = None):
+    def __init__(
+        self,
+        root: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        allow_unsafe_commits: bool = False,
+        allow_external_paths: bool = True,
+        max_log_file_bytes: int | None = None,
+    ):
         if not root:
             raise ValueError("a table path is required")
         self.protocol = _protocol_of(root)
         if self.protocol == "file":
             # file:///p and Hadoop's file:/p (what Spark passes for catalog locations)
-            local = root[len("file://"):] if root.startswith("file://") else \
-                root[len("file:"):] if root.startswith("file:") else root
+            local = (
+                root[len("file://") :]
+                if root.startswith("file://")
+                else root[len("file:") :]
+                if root.startswith("file:")
+                else root
+            )
             root = os.path.abspath(os.path.expanduser(unquote(local) if root.startswith("file:") else local))
         self.root = root.rstrip("/") if len(root) > 1 else root
         opts = {}
@@ -137,8 +161,9 @@ class Storage:
                     bound = parse_positive_int(v, "maxLogFileBytes")
             else:
                 opts[k] = v
-        self.max_log_file_bytes = DEFAULT_MAX_LOG_FILE_BYTES if bound is None else \
-            parse_positive_int(bound, "max_log_file_bytes")
+        self.max_log_file_bytes = (
+            DEFAULT_MAX_LOG_FILE_BYTES if bound is None else parse_positive_int(bound, "max_log_file_bytes")
+        )
         self.options = opts
         self.allow_unsafe_commits = bool(unsafe)
         # False: refuse every data, deletion vector or sidecar path the log names outside
@@ -177,8 +202,7 @@ class Storage:
                 # outside this block so that it keeps no link to the original
                 failure = redact(f"{type(exc).__name__}: {exc}", self.options)
             if failure is not None:
-                raise ValueError(f"cannot open the {self.protocol!r} filesystem for "
-                                 f"{self.root}: {failure}")
+                raise ValueError(f"cannot open the {self.protocol!r} filesystem for {self.root}: {failure}")
         return self._fs
 
     @property
@@ -210,7 +234,8 @@ class Storage:
         if not self.allow_external_paths:
             raise ExternalPathError(
                 f"the log of {self.root} names {path!r}, outside the table root; this table is "
-                "opened with allowExternalPaths=false")
+                "opened with allowExternalPaths=false"
+            )
         if scheme_of(path) is None:  # /x: on this table's filesystem
             if self.protocol == "file":
                 return path
@@ -231,8 +256,9 @@ class Storage:
             if info.get("type") == "directory":
                 continue
             full = info["name"]
-            entries.append(FileEntry(posixpath.basename(full.rstrip("/")), full,
-                                     int(info.get("size") or 0), mtime_ms(info)))
+            entries.append(
+                FileEntry(posixpath.basename(full.rstrip("/")), full, int(info.get("size") or 0), mtime_ms(info))
+            )
         entries.sort(key=lambda e: e.name)
         return entries
 
@@ -279,7 +305,8 @@ class Storage:
         return UnsafeFileError(
             f"{path} is {size} bytes, more than the {self.max_log_file_bytes} bytes a log file may "
             "have here; it was not read (raise the bound with the storage option "
-            "maxLogFileBytes if the file is genuine)")
+            "maxLogFileBytes if the file is genuine)"
+        )
 
     def _check_size(self, path: str, size: int | None) -> None:
         if size is not None and size > self.max_log_file_bytes:
@@ -364,14 +391,16 @@ class Storage:
 
     def _unsafe_message(self) -> str:
         name = type(self.fs).__name__
-        return (f"pydelta cannot commit to {self.root}: the {self.protocol!r} filesystem "
-                f"({name}) has no atomic create-if-absent, so two concurrent writers could "
-                "both write the same log version and one commit would be lost. Commits are "
-                "supported on local disk, S3 (s3fs), Azure Blob (adlfs: az://, abfs://, "
-                "abfss://) and GCS (gcsfs). If only one writer ever writes this table, opt "
-                "in with the write option allowUnsafeCommits=true "
-                "(.option('allowUnsafeCommits', 'true')) or, in Python, "
-                "Storage(..., allow_unsafe_commits=True)")
+        return (
+            f"pydelta cannot commit to {self.root}: the {self.protocol!r} filesystem "
+            f"({name}) has no atomic create-if-absent, so two concurrent writers could "
+            "both write the same log version and one commit would be lost. Commits are "
+            "supported on local disk, S3 (s3fs), Azure Blob (adlfs: az://, abfs://, "
+            "abfss://) and GCS (gcsfs). If only one writer ever writes this table, opt "
+            "in with the write option allowUnsafeCommits=true "
+            "(.option('allowUnsafeCommits', 'true')) or, in Python, "
+            "Storage(..., allow_unsafe_commits=True)"
+        )
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         """Atomically creates ``path`` with ``data``; raises FileExistsError if it exists
@@ -384,12 +413,16 @@ class Storage:
         elif kind in ("s3", "azure", "gcs"):
             if kind == "s3":
                 self._check_conditional_put()
-            put_if_absent_object(kind, path, data, self.options, create=self._conditional_create,
-                                 read_back=self._read_back)
+            put_if_absent_object(
+                kind, path, data, self.options, create=self._conditional_create, read_back=self._read_back
+            )
             self._invalidate(posixpath.dirname(path))
         elif self.allow_unsafe_commits:
-            log.warning("pydelta: unsafe commit (exists-then-write) of %s on %s: "
-                        "concurrent writers could lose commits", path, type(self.fs).__name__)
+            log.warning(
+                "pydelta: unsafe commit (exists-then-write) of %s on %s: concurrent writers could lose commits",
+                path,
+                type(self.fs).__name__,
+            )
             if self.exists(path):
                 raise FileExistsError(errno.EEXIST, "commit already exists", path)
             self.fs.pipe_file(path, data)
@@ -403,9 +436,13 @@ class Storage:
 
     def _check_conditional_put(self) -> None:
         """Once per process and bucket: does this S3 server honour ``If-None-Match: *``?"""
-        check_conditional_put(self.fs, self.root, self.options,
-                              allow_unsafe_commits=self.allow_unsafe_commits,
-                              create=self._conditional_create)
+        check_conditional_put(
+            self.fs,
+            self.root,
+            self.options,
+            allow_unsafe_commits=self.allow_unsafe_commits,
+            create=self._conditional_create,
+        )
 
     def _read_back(self, path: str) -> bytes:
         """The object at ``path`` as it is now (not from a listing cache)."""
@@ -437,23 +474,31 @@ class Storage:
 
 
 def _not_regular(path: str) -> UnsafeFileError:
-    return UnsafeFileError(f"{path} is not a regular file (a FIFO, a device or a link to one); "
-                           "it was not read")
+    return UnsafeFileError(f"{path} is not a regular file (a FIFO, a device or a link to one); it was not read")
 
 
 def _describe(exc: BaseException | None, options: Mapping[str, Any]) -> str:
     return redact(f"{type(exc).__name__}: {exc}", options)
 
 
-_BACKEND_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs",
-                     "az": "adlfs", "abfs": "adlfs", "abfss": "adlfs"}
+_BACKEND_PACKAGES = {
+    "s3": "s3fs",
+    "s3a": "s3fs",
+    "gs": "gcsfs",
+    "gcs": "gcsfs",
+    "az": "adlfs",
+    "abfs": "adlfs",
+    "abfss": "adlfs",
+}
 
 
 def _missing_backend_message(protocol: str, exc: BaseException) -> str:
     package = _BACKEND_PACKAGES.get(protocol)
     if package:
-        return (f"reading {protocol}:// paths needs the {package} package on the driver and "
-                f"every executor: pip install {package} (or delta_pyds[{_extra(protocol)}])")
+        return (
+            f"reading {protocol}:// paths needs the {package} package on the driver and "
+            f"every executor: pip install {package} (or delta_pyds[{_extra(protocol)}])"
+        )
     return f"no fsspec filesystem for {protocol!r} paths: {exc}"
 
 

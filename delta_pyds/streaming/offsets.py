@@ -25,15 +25,14 @@ Guarantees:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from delta_pyds.errors import StreamChangeError, StreamingError
 
 BASE_INDEX = -1
 SOURCE_VERSION = 1
-
-
 
 
 @dataclass(frozen=True, order=True)
@@ -44,26 +43,36 @@ class StreamOffset:
     table_id: str = ""
 
     def to_dict(self) -> dict:
-        return {"sourceVersion": SOURCE_VERSION, "reservoirId": self.table_id,
-                "reservoirVersion": self.version, "index": self.index,
-                "isStartingVersion": self.is_starting_version}
+        return {
+            "sourceVersion": SOURCE_VERSION,
+            "reservoirId": self.table_id,
+            "reservoirVersion": self.version,
+            "index": self.index,
+            "isStartingVersion": self.is_starting_version,
+        }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], table_id: str | None = None) -> "StreamOffset":
+    def from_dict(cls, d: Mapping[str, Any], table_id: str | None = None) -> StreamOffset:
         try:
             source_version = int(d.get("sourceVersion", SOURCE_VERSION))
-            offset = cls(int(d["reservoirVersion"]), int(d["index"]), bool(d.get("isStartingVersion", False)),
-                         str(d.get("reservoirId") or ""))
+            offset = cls(
+                int(d["reservoirVersion"]),
+                int(d["index"]),
+                bool(d.get("isStartingVersion", False)),
+                str(d.get("reservoirId") or ""),
+            )
         except (KeyError, TypeError, ValueError):
             raise StreamingError(f"not a pydelta stream offset: {dict(d)!r}") from None
         if source_version > SOURCE_VERSION:
-            raise StreamingError(f"the stream offset has format version {source_version}; this "
-                                 f"delta_pyds reads version {SOURCE_VERSION}")
+            raise StreamingError(
+                f"the stream offset has format version {source_version}; this delta_pyds reads version {SOURCE_VERSION}"
+            )
         if table_id is not None and offset.table_id and offset.table_id != table_id:
             raise StreamingError(
                 f"the stream's checkpoint was made for the table with id {offset.table_id}, but "
                 f"the table at this path now has id {table_id} (it was replaced); start the query "
-                "with a new checkpoint location")
+                "with a new checkpoint location"
+            )
         return offset
 
     def position(self) -> tuple[int, int]:
@@ -74,6 +83,7 @@ class StreamOffset:
 class IndexedFile:
     """One numbered entry of the stream: a file (``action`` set) or a version's BASE_INDEX
     marker (``action`` None)."""
+
     version: int
     index: int
     size: int = 0
@@ -100,8 +110,9 @@ def next_offset(start: StreamOffset, last: IndexedFile | None) -> StreamOffset:
         return start
     if last.is_last:
         return StreamOffset(last.version + 1, BASE_INDEX, False, start.table_id)
-    return StreamOffset(last.version, last.index,
-                        last.version == start.version and start.is_starting_version, start.table_id)
+    return StreamOffset(
+        last.version, last.index, last.version == start.version and start.is_starting_version, start.table_id
+    )
 
 
 class AdmissionLimits:
@@ -139,8 +150,9 @@ class AdmissionLimits:
         return ok
 
 
-def take_admitted(entries: Iterable[IndexedFile | list[IndexedFile]],
-                  limits: AdmissionLimits | None) -> Iterator[IndexedFile]:
+def take_admitted(
+    entries: Iterable[IndexedFile | list[IndexedFile]], limits: AdmissionLimits | None
+) -> Iterator[IndexedFile]:
     """The entries a batch admits, in order; a list is a group admitted all-or-nothing.
     Stops at the first entry (or group) refused."""
     for e in entries:
@@ -159,13 +171,15 @@ def take_admitted(entries: Iterable[IndexedFile | list[IndexedFile]],
 @dataclass(frozen=True)
 class ChangePolicy:
     """The options deciding what a stream does with commits that remove data."""
+
     ignore_deletes: bool = False
     ignore_changes: bool = False
     skip_change_commits: bool = False
 
 
-def commit_decision(version: int, *, has_adds: bool, removed_path: str | None, policy: ChangePolicy,
-                    table: str = "") -> bool:
+def commit_decision(
+    version: int, *, has_adds: bool, removed_path: str | None, policy: ChangePolicy, table: str = ""
+) -> bool:
     """Whether to skip the commit's files (True) or deliver its data-change adds (False).
 
     ``removed_path`` is the first data-change remove of the commit (None if it has none).
@@ -182,14 +196,16 @@ def commit_decision(version: int, *, has_adds: bool, removed_path: str | None, p
             f"the source table{_at(table)} changed existing data at version {version} (an update, "
             f"delete or merge rewrote {removed_path}); a stream only delivers appends. Set the "
             "option skipChangeCommits=true to skip such commits (readChangeFeed=true streams "
-            "every change), or restart the query from a new checkpoint")
+            "every change), or restart the query from a new checkpoint"
+        )
     if policy.ignore_deletes or policy.ignore_changes:
         return False
     raise StreamChangeError(
         f"the source table{_at(table)} deleted data at version {version} (removed {removed_path}); "
         "a stream only delivers appends. Set the option ignoreDeletes=true to ignore commits that "
         "only delete (e.g. dropped partitions), or skipChangeCommits=true to skip every commit "
-        "that removes data")
+        "that removes data"
+    )
 
 
 def _at(table: str) -> str:

@@ -25,8 +25,8 @@ import hashlib
 import json
 import logging
 import posixpath
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Mapping
 
 from delta_pyds.errors import StreamSinkError
 from delta_pyds.protocol.schema import StructType
@@ -40,13 +40,14 @@ log = logging.getLogger(__name__)
 _TXN_OPTIONS = ("txnappid", "txnversion")
 
 
-
 def sink_options(options: Mapping[str, str], *, complete: bool) -> WriteOptions:
     """The write options of a sink (``txnAppId`` is the sink's own, ``txnVersion`` is the
     batch id and cannot be given)."""
     if get_option(options, "txnVersion") is not None:
-        raise ValueError("option txnVersion: a streaming sink uses the micro-batch id as the "
-                         "transaction version; give only txnAppId (or nothing)")
+        raise ValueError(
+            "option txnVersion: a streaming sink uses the micro-batch id as the "
+            "transaction version; give only txnAppId (or nothing)"
+        )
     rest = {k: v for k, v in options.items() if k.lower() not in _TXN_OPTIONS}
     return WriteOptions.parse(rest, overwrite=complete)
 
@@ -61,10 +62,11 @@ def sink_app_id(options: Mapping[str, str]) -> str:
         raise StreamSinkError(
             "the pydelta streaming sink needs the query's checkpointLocation (or the option "
             "txnAppId) to commit each micro-batch exactly once; set "
-            ".option('checkpointLocation', ...)")
+            ".option('checkpointLocation', ...)"
+        )
     storage = Storage(location)
     try:
-        fs = storage.fs
+        _ = storage.fs  # raises for a scheme fsspec does not know
     except (ValueError, ImportError):  # no fsspec filesystem for this scheme: a stable stand-in
         return "pydelta-sink-" + hashlib.sha256(location.encode("utf-8")).hexdigest()[:32]
     path = posixpath.join(storage.root, "metadata")
@@ -72,8 +74,9 @@ def sink_app_id(options: Mapping[str, str]) -> str:
         meta = json.loads(storage.read_bytes(path))  # bounded, regular files only
         return str(meta["id"])
     except (FileNotFoundError, KeyError, ValueError, TypeError) as exc:
-        raise StreamSinkError(f"cannot read the streaming query id from {path} ({exc}); set the "
-                              "option txnAppId to identify the query") from None
+        raise StreamSinkError(
+            f"cannot read the streaming query id from {path} ({exc}); set the option txnAppId to identify the query"
+        ) from None
 
 
 def _schema_key(plan: WritePlan) -> tuple:
@@ -81,32 +84,54 @@ def _schema_key(plan: WritePlan) -> tuple:
     return schema, tuple(c.lower() for c in plan.partition_columns), plan.column_mapping_mode
 
 
-def commit_batch(written: WritePlan, data_schema: StructType, adds: list[dict], *, batch_id: int,
-                 app_id: str, num_rows: int | None = None) -> CommitResult | None:
+def commit_batch(
+    written: WritePlan,
+    data_schema: StructType,
+    adds: list[dict],
+    *,
+    batch_id: int,
+    app_id: str,
+    num_rows: int | None = None,
+) -> CommitResult | None:
     """Commits one micro-batch written under plan ``written``; None when the batch was
     already committed (its files are then deleted)."""
-    opts = replace(written.opts, txn_app_id=app_id, txn_version=int(batch_id),
-                   save_mode="overwrite" if written.opts.overwrite else "append")
+    opts = replace(
+        written.opts,
+        txn_app_id=app_id,
+        txn_version=int(batch_id),
+        save_mode="overwrite" if written.opts.overwrite else "append",
+    )
     try:
         current = plan_write(opts, data_schema, storage=written.storage)
     except BaseException:
         delete_files(written.storage, adds)
         raise
     if current.skip:
-        log.info("pydelta sink: batch %s of %s is already in %s (%s); skipping it",
-                 batch_id, app_id, written.storage.root, current.skip)
+        log.info(
+            "pydelta sink: batch %s of %s is already in %s (%s); skipping it",
+            batch_id,
+            app_id,
+            written.storage.root,
+            current.skip,
+        )
         delete_files(written.storage, adds)
         return None
     if current.read_version < 0 and written.metadata is not None:
         # the table is still to be created: with the metadata the files were written for
-        current = replace(current, metadata=written.metadata, protocol=written.protocol,
-                          table_schema=written.table_schema, partition_columns=written.partition_columns,
-                          column_mapping_mode=written.column_mapping_mode)
+        current = replace(
+            current,
+            metadata=written.metadata,
+            protocol=written.protocol,
+            table_schema=written.table_schema,
+            partition_columns=written.partition_columns,
+            column_mapping_mode=written.column_mapping_mode,
+        )
     elif _schema_key(current) != _schema_key(written):
         delete_files(written.storage, adds)
         raise StreamSinkError(
             f"the schema or partitioning of {written.storage.root} changed while the streaming query "
-            "was running; restart the query so its files are written for the table's current schema")
+            "was running; restart the query so its files are written for the table's current schema"
+        )
     try:
         result = commit_write(current, adds, num_rows=num_rows, operation="STREAMING UPDATE")
     except BaseException:

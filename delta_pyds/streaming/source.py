@@ -22,23 +22,35 @@ commits gone from the log raise :class:`VersionNotFoundError`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, cast
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.protocol.actions import Metadata
 from delta_pyds.cdf.plan import ChangeFile, check_cdf_enabled, check_cdf_protocol, version_changes
-from delta_pyds.log.commits import Commit, CommitLog, FileAction
 from delta_pyds.errors import DeltaError, StreamingError, VersionNotFoundError
+from delta_pyds.log.commits import Commit, CommitLog, FileAction
+from delta_pyds.protocol.actions import Metadata
 from delta_pyds.protocol.features import check_read
+from delta_pyds.protocol.schema import COLUMN_MAPPING_ID, COLUMN_MAPPING_PHYSICAL_NAME, StructType, parse_schema
 from delta_pyds.read.options import StreamOptions
 from delta_pyds.read.scan import FileTask
-from delta_pyds.protocol.schema import COLUMN_MAPPING_ID, COLUMN_MAPPING_PHYSICAL_NAME, StructType, parse_schema
-from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.storage.store import Storage
-from delta_pyds.streaming.offsets import BASE_INDEX, AdmissionLimits, ChangePolicy, IndexedFile, StreamOffset, after, commit_decision, next_offset, not_after, take_admitted
+from delta_pyds.streaming.offsets import (
+    BASE_INDEX,
+    AdmissionLimits,
+    ChangePolicy,
+    IndexedFile,
+    StreamOffset,
+    after,
+    commit_decision,
+    next_offset,
+    not_after,
+    take_admitted,
+)
+from delta_pyds.table.snapshot import Snapshot
 
 
 @dataclass
@@ -81,7 +93,8 @@ class StreamSource:
             if version > log.latest_version:
                 raise VersionNotFoundError(
                     f"option startingVersion: version {version} does not exist; the latest version "
-                    f"of the table is {log.latest_version} (use 'latest' to read only new commits)")
+                    f"of the table is {log.latest_version} (use 'latest' to read only new commits)"
+                )
             log.require(version)
         return StreamOffset(version, BASE_INDEX, False, self.table_id)
 
@@ -114,7 +127,7 @@ class StreamSource:
         snapshot_rows: list[int] = []
         snapshot_version = start.version
         for e in self._entries(start, end, log, info):
-            for f in (e if isinstance(e, list) else [e]):
+            for f in e if isinstance(e, list) else [e]:
                 if f.action is None:
                     continue
                 if isinstance(f.action, _SnapshotRef):
@@ -123,8 +136,16 @@ class StreamSource:
                     pending.setdefault(f.version, []).append(f.action)
                 else:
                     a = f.action
-                    out.append(FileTask(a.path, a.size, a.partition_values, a.deletion_vector,
-                                        a.base_row_id, a.default_row_commit_version))
+                    out.append(
+                        FileTask(
+                            a.path,
+                            a.size,
+                            a.partition_values,
+                            a.deletion_vector,
+                            a.base_row_id,
+                            a.default_row_commit_version,
+                        )
+                    )
         for v, actions in pending.items():
             vi = info[v]
             out.extend(version_changes(v, vi.timestamp, actions, vi.commit_info))
@@ -147,16 +168,16 @@ class StreamSource:
         if not self.change_feed:
             bases = picked.column("base_row_id").to_pylist()
             drcvs = picked.column("default_row_commit_version").to_pylist()
-            return [FileTask(p, s, tuple(v), d, b, r)
-                    for p, s, v, d, b, r in zip(paths, sizes, pvs, dvs, bases, drcvs)]
+            return [FileTask(p, s, tuple(v), d, b, r) for p, s, v, d, b, r in zip(paths, sizes, pvs, dvs, bases, drcvs)]
         commit_info = log.read(version, self.read_metadata).commit_info if version in log.commits else None
         ts = log.timestamp(version, commit_info)
-        return [ChangeFile(p, s, tuple(v), "insert", version, ts, deletion_vector=d)
-                for p, s, v, d in zip(paths, sizes, pvs, dvs)]
+        return [
+            ChangeFile(p, s, tuple(v), "insert", version, ts, deletion_vector=d)
+            for p, s, v, d in zip(paths, sizes, pvs, dvs)
+        ]
 
     # -------------------------------------------------------------------- entries
-    def _entries(self, start: StreamOffset, bound: StreamOffset | None, log: CommitLog,
-                 info: dict) -> Iterator:
+    def _entries(self, start: StreamOffset, bound: StreamOffset | None, log: CommitLog, info: dict) -> Iterator:
         """Entries (files, markers, or all-or-nothing groups) after ``start`` up to ``bound``."""
         version = start.version
         if start.is_starting_version:
@@ -170,7 +191,7 @@ class StreamSource:
                 return
             if bound is not None and version == bound.version and bound.index == BASE_INDEX:
                 marker = IndexedFile(version, BASE_INDEX)  # nothing of this commit is wanted:
-                if after(marker, start):                   # do not read (or judge) it
+                if after(marker, start):  # do not read (or judge) it
                     yield marker
                 return
             commit = log.read(version, self._metadata_before(version))
@@ -216,8 +237,9 @@ class StreamSource:
             return [marker] + files
         removed = next((a.path for a in commit.actions if a.kind == "remove" and a.data_change), None)
         adds = [a for a in commit.actions if a.kind == "add" and a.data_change]
-        skip = commit_decision(v, has_adds=bool(adds), removed_path=removed, policy=self.policy,
-                               table=self.storage.root)
+        skip = commit_decision(
+            v, has_adds=bool(adds), removed_path=removed, policy=self.policy, table=self.storage.root
+        )
         return [marker] + ([] if skip else _numbered(v, adds))
 
     def _validate(self, commit: Commit) -> None:
@@ -232,7 +254,8 @@ class StreamSource:
         if m.id != self.table_id:
             raise StreamingError(
                 f"the table at {self.storage.root} was replaced at version {commit.version} (new table "
-                f"id {m.id}); restart the query with a new checkpoint location")
+                f"id {m.id}); restart the query with a new checkpoint location"
+            )
         problem = _unreadable_change(parse_schema(m.schema_string), self.read_schema)
         if problem is None and [c.lower() for c in m.partition_columns] != self.read_partition_columns:
             problem = f"the partition columns changed to {list(m.partition_columns)}"
@@ -240,7 +263,8 @@ class StreamSource:
             raise StreamingError(
                 f"the schema of the source table changed at version {commit.version}: {problem}. "
                 "The stream's schema was fixed when the query started; restart the query to read "
-                "with the new schema (the checkpoint keeps the position)")
+                "with the new schema (the checkpoint keeps the position)"
+            )
 
     # ------------------------------------------------------------- initial snapshot
     def _snapshot_entries(self, version: int, after_index: int) -> Iterator[IndexedFile]:
@@ -257,8 +281,7 @@ class StreamSource:
         snapshot = Snapshot.load(self.storage, version=version)
         files = snapshot.files
         if files.num_rows:
-            order = pc.sort_indices(files, sort_keys=[("modification_time", "ascending"),
-                                                      ("path", "ascending")])
+            order = pc.sort_indices(files, sort_keys=[("modification_time", "ascending"), ("path", "ascending")])
             files = files.take(order)
         pcols = list(snapshot.physical_partition_columns)
         self._snapshot_files = (version, files, pcols)
@@ -269,6 +292,7 @@ class StreamSource:
 @dataclass(frozen=True)
 class _SnapshotRef:
     """A file of the initial snapshot: its row in the snapshot's sorted file table."""
+
     row: int
 
 
@@ -279,20 +303,26 @@ def _numbered(version: int, actions: list[FileAction]) -> list[IndexedFile]:
 
 def _field_key(f) -> tuple:
     meta = f.metadata or {}
-    return (meta.get(COLUMN_MAPPING_PHYSICAL_NAME), meta.get(COLUMN_MAPPING_ID),
-            _type_key(f.type), f.nullable)
+    return (meta.get(COLUMN_MAPPING_PHYSICAL_NAME), meta.get(COLUMN_MAPPING_ID), _type_key(f.type), f.nullable)
 
 
 def _type_key(dtype) -> str:
     import json
+
     def strip(obj):
         if isinstance(obj, dict):
-            return {k: (strip(v) if k != "metadata" else
-                        {m: v[m] for m in (COLUMN_MAPPING_PHYSICAL_NAME, COLUMN_MAPPING_ID) if m in v})
-                    for k, v in obj.items()}
+            return {
+                k: (
+                    strip(v)
+                    if k != "metadata"
+                    else {m: v[m] for m in (COLUMN_MAPPING_PHYSICAL_NAME, COLUMN_MAPPING_ID) if m in v}
+                )
+                for k, v in obj.items()
+            }
         if isinstance(obj, list):
             return [strip(x) for x in obj]
         return obj
+
     return json.dumps(strip(dtype.to_json()), sort_keys=True)
 
 

@@ -12,23 +12,36 @@ log still allows reconstructing the version.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, Mapping, cast
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.protocol import features
-from delta_pyds.protocol.actions import Metadata, Protocol, json_actions_schema, count_actions, parse_special_lines, \
-    partition_struct_type, read_json_actions, read_json_lines
+from delta_pyds.errors import (
+    CorruptCheckpointError,
+    CorruptLogError,
+    ExternalPathError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
 from delta_pyds.log.checkpoint_reader import CheckpointReader
-from delta_pyds.errors import CorruptCheckpointError, CorruptLogError, ExternalPathError, TableNotFoundError, \
-    VersionNotFoundError
+from delta_pyds.log.replay import active_files, normalize_adds, tombstones
 from delta_pyds.log.segment import LogSegment, build_log_segment, list_log
 from delta_pyds.log.table_metadata import read_table_metadata
+from delta_pyds.protocol import features
+from delta_pyds.protocol.actions import (
+    Metadata,
+    Protocol,
+    count_actions,
+    json_actions_schema,
+    partition_struct_type,
+    read_json_actions,
+    read_json_lines,
+)
 from delta_pyds.protocol.paths import is_absolute, unsafe_reason
-from delta_pyds.log.replay import active_files, normalize_adds, tombstones
 from delta_pyds.protocol.schema import StructType, parse_schema
 from delta_pyds.storage.store import Storage
 
@@ -36,8 +49,15 @@ log = logging.getLogger(__name__)
 
 
 class Snapshot:
-    def __init__(self, storage: Storage, segment: LogSegment, commit_data: list[bytes],
-                 protocol: Protocol, metadata: Metadata, checkpoint: CheckpointReader | None):
+    def __init__(
+        self,
+        storage: Storage,
+        segment: LogSegment,
+        commit_data: list[bytes],
+        protocol: Protocol,
+        metadata: Metadata,
+        checkpoint: CheckpointReader | None,
+    ):
         self.storage = storage
         self.segment = segment
         self.version = segment.version
@@ -52,21 +72,29 @@ class Snapshot:
 
     # ------------------------------------------------------------------------ loading
     @classmethod
-    def load(cls, table: str | Storage, *, version: int | None = None, timestamp: Any = None,
-             options: Mapping[str, str] | None = None) -> "Snapshot":
+    def load(
+        cls,
+        table: str | Storage,
+        *,
+        version: int | None = None,
+        timestamp: Any = None,
+        options: Mapping[str, str] | None = None,
+    ) -> Snapshot:
         storage = table if isinstance(table, Storage) else Storage(table, options)
         listing = list_log(storage)
         if timestamp is not None:
             if version is not None:
                 raise ValueError("give either versionAsOf or timestampAsOf, not both")
             from delta_pyds.log.time_travel import version_at_timestamp
+
             version = version_at_timestamp(storage, timestamp, listing=listing)
         excluded: set[int] = set()
         checkpoint_error: CorruptCheckpointError | None = None
         while True:
             try:
-                segment = build_log_segment(storage, version=version, listing=listing,
-                                            exclude_checkpoints=frozenset(excluded))
+                segment = build_log_segment(
+                    storage, version=version, listing=listing, exclude_checkpoints=frozenset(excluded)
+                )
             except (CorruptLogError, TableNotFoundError, VersionNotFoundError) as fallback_error:
                 if checkpoint_error is None:
                     raise
@@ -77,13 +105,17 @@ class Snapshot:
             except CorruptCheckpointError as exc:
                 if segment.checkpoint_version is None:
                     raise
-                log.warning("checkpoint %s of %s is unreadable (%s); falling back",
-                            segment.checkpoint_version, storage.root, exc)
+                log.warning(
+                    "checkpoint %s of %s is unreadable (%s); falling back",
+                    segment.checkpoint_version,
+                    storage.root,
+                    exc,
+                )
                 excluded.add(segment.checkpoint_version)
                 checkpoint_error = exc
 
     @classmethod
-    def from_segment(cls, storage: Storage, segment: LogSegment) -> "Snapshot":
+    def from_segment(cls, storage: Storage, segment: LogSegment) -> Snapshot:
         """The snapshot of ``segment``'s version (its protocol must be readable)."""
         state = read_table_metadata(storage, segment)
         features.check_read(state.protocol)
@@ -150,7 +182,7 @@ class Snapshot:
         ends = np.cumsum(counts)
         for f, end, n in zip(files, ends, counts):
             if f.kind == "compaction" and n > 1:
-                seq[end - n:end] = seq[end - n:end][::-1]
+                seq[end - n : end] = seq[end - n : end][::-1]
         return table, versions, seq
 
     @cached_property
@@ -179,15 +211,19 @@ class Snapshot:
             if pc.any(rem_mask).as_py():
                 commit_removes = pa.Table.from_struct_array(rem_col.filter(rem_mask).combine_chunks())
                 removes_seq = seq[rem_mask.to_numpy(zero_copy_only=False)]
-            if commit_adds is not None and checkpoint_adds is not None and \
-                    "stats_parsed" in checkpoint_adds.column_names:
+            if (
+                commit_adds is not None
+                and checkpoint_adds is not None
+                and "stats_parsed" in checkpoint_adds.column_names
+            ):
                 commit_adds = commit_adds.append_column(
-                    "stats_parsed", pa.nulls(commit_adds.num_rows, checkpoint_adds.schema.field("stats_parsed").type))
-        result = active_files(checkpoint_adds, commit_adds, adds_seq, commit_removes, removes_seq,
-                              self.storage.root)
+                    "stats_parsed", pa.nulls(commit_adds.num_rows, checkpoint_adds.schema.field("stats_parsed").type)
+                )
+        result = active_files(checkpoint_adds, commit_adds, adds_seq, commit_removes, removes_seq, self.storage.root)
         if result is None:
-            one_row = cast(pa.Table, normalize_adds(pa.table({"path": pa.array(["x"])}), pstruct,
-                                                    self.storage.root))  # not empty
+            one_row = cast(
+                pa.Table, normalize_adds(pa.table({"path": pa.array(["x"])}), pstruct, self.storage.root)
+            )  # not empty
             return one_row.slice(0, 0)
         _check_paths(result, self.storage)
         return result
@@ -210,22 +246,29 @@ class Snapshot:
                 col = table.column(name)
                 mask = pc.is_valid(col)
                 if pc.any(mask).as_py():
-                    target.append((pa.Table.from_struct_array(col.filter(mask).combine_chunks()),
-                                   seq[mask.to_numpy(zero_copy_only=False)]))
+                    target.append(
+                        (
+                            pa.Table.from_struct_array(col.filter(mask).combine_chunks()),
+                            seq[mask.to_numpy(zero_copy_only=False)],
+                        )
+                    )
         result = tombstones(removes, adds, self.storage.root)
         if result is None:
             return pa.table({"path": pa.array([], pa.string()), "deletionTimestamp": pa.array([], pa.int64())})
         return result
 
-    def _without_checkpoint(self, exc: CorruptCheckpointError) -> "Snapshot":
+    def _without_checkpoint(self, exc: CorruptCheckpointError) -> Snapshot:
         """The same version rebuilt from an older checkpoint or the commits."""
         current = cast(int, self.segment.checkpoint_version)  # the checkpoint that failed
         excluded = {v for v in self.segment.all_checkpoint_versions if v >= current}
-        log.warning("checkpoint %s of %s is unreadable (%s); falling back",
-                    self.segment.checkpoint_version, self.table_root, exc)
+        log.warning(
+            "checkpoint %s of %s is unreadable (%s); falling back",
+            self.segment.checkpoint_version,
+            self.table_root,
+            exc,
+        )
         try:
-            segment = build_log_segment(self.storage, version=self.version,
-                                        exclude_checkpoints=frozenset(excluded))
+            segment = build_log_segment(self.storage, version=self.version, exclude_checkpoints=frozenset(excluded))
         except (CorruptLogError, TableNotFoundError, VersionNotFoundError) as fallback_error:
             raise exc from fallback_error
         return Snapshot.from_segment(self.storage, segment)
@@ -297,4 +340,5 @@ def _check_paths(files: pa.Table, storage: Storage) -> None:
         if not storage.allow_external_paths and is_absolute(path):
             raise ExternalPathError(
                 f"add action path {path!r} is outside the table root {storage.root}; this table "
-                "is opened with allowExternalPaths=false")
+                "is opened with allowExternalPaths=false"
+            )

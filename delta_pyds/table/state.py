@@ -2,7 +2,8 @@
 as the log stores them*, and the tombstones (recently removed files).
 
 Readers reconcile on canonical paths (:mod:`delta_pyds.protocol.paths`: decoded once,
-root-relative), and :class:`Snapshot` hands them out. A writer must instead repeat the stored string in ``remove`` actions and
+root-relative), and :class:`Snapshot` hands them out. A writer must instead repeat the
+stored string in ``remove`` actions and
 checkpoints: some readers reconcile on the raw string, so a remove whose path is
 encoded differently from its add would leave the file active for them.
 
@@ -26,16 +27,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_pyds.protocol.actions import DV_TYPE, json_actions_schema, partition_struct_type, read_json_actions
-from delta_pyds.log.checkpoint_reader import CheckpointReader
 from delta_pyds.errors import CorruptLogError
-from delta_pyds.protocol.paths import canonical_array
+from delta_pyds.log.checkpoint_reader import CheckpointReader
 from delta_pyds.log.replay import file_keys, latest_per_key
+from delta_pyds.protocol.actions import DV_TYPE, json_actions_schema, partition_struct_type, read_json_actions
+from delta_pyds.protocol.paths import canonical_array
 
 COLUMNS = {
-    "path": pa.string(), "size": pa.int64(), "modificationTime": pa.int64(), "dataChange": pa.bool_(),
-    "stats": pa.string(), "deletionVector": DV_TYPE, "baseRowId": pa.int64(),
-    "defaultRowCommitVersion": pa.int64(), "deletionTimestamp": pa.int64(),
+    "path": pa.string(),
+    "size": pa.int64(),
+    "modificationTime": pa.int64(),
+    "dataChange": pa.bool_(),
+    "stats": pa.string(),
+    "deletionVector": DV_TYPE,
+    "baseRowId": pa.int64(),
+    "defaultRowCommitVersion": pa.int64(),
+    "deletionTimestamp": pa.int64(),
     "tags": pa.map_(pa.string(), pa.string()),
 }
 
@@ -127,13 +134,16 @@ def _parquet_actions(storage, path: str, pcols, pstruct, adds: list, removes: li
         if rows is None:
             continue
         if "partitionValues" in rows.column_names:
-            rows = rows.set_column(rows.column_names.index("partitionValues"), "partitionValues",
-                                   _map_to_struct(rows.column("partitionValues"), pcols))
+            rows = rows.set_column(
+                rows.column_names.index("partitionValues"),
+                "partitionValues",
+                _map_to_struct(rows.column("partitionValues"), pcols),
+            )
         if "deletionVector" in rows.column_names:
-            rows = rows.set_column(rows.column_names.index("deletionVector"), "deletionVector",
-                                   _dv(rows.column("deletionVector")))
-        rows = rows.drop_columns([c for c in ("stats_parsed", "partitionValues_parsed")
-                                  if c in rows.column_names])
+            rows = rows.set_column(
+                rows.column_names.index("deletionVector"), "deletionVector", _dv(rows.column("deletionVector"))
+            )
+        rows = rows.drop_columns([c for c in ("stats_parsed", "partitionValues_parsed") if c in rows.column_names])
         out.append(_normalize(rows, pstruct, storage.root))
 
 
@@ -166,8 +176,9 @@ def _checkpoint_actions(snapshot, pcols, pstruct) -> tuple[list, list]:
 def _dv(col) -> pa.Array:
     arr = col.combine_chunks()
     present = {f.name for f in arr.type}
-    children = [pc.struct_field(arr, f.name).cast(f.type) if f.name in present else pa.nulls(len(arr), f.type)
-                for f in DV_TYPE]
+    children = [
+        pc.struct_field(arr, f.name).cast(f.type) if f.name in present else pa.nulls(len(arr), f.type) for f in DV_TYPE
+    ]
     return pa.StructArray.from_arrays(children, fields=list(DV_TYPE), mask=pc.invert(pc.is_valid(arr)))
 
 
@@ -204,7 +215,7 @@ def file_actions(snapshot) -> FileActions:
         push(t, True)
     for t in ck_removes:
         push(t, False)
-    for a_table, r_table, d in zip(commit_adds, commit_removes, data):
+    for a_table, r_table, _data in zip(commit_adds, commit_removes, data):
         # within one commit add and remove of the same key cannot both appear (protocol)
         push(a_table, True)
         push(r_table, False)

@@ -16,11 +16,11 @@ import argparse
 import json
 import sys
 
-from delta_pyds.protocol import features
 from delta_pyds.errors import DeltaError
 from delta_pyds.log.history import history
-from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.operations.vacuum import vacuum
+from delta_pyds.protocol import features
+from delta_pyds.table.snapshot import Snapshot
 
 
 def _print(obj) -> None:
@@ -34,8 +34,11 @@ def _history(args) -> None:
 
 def _files(args) -> None:
     snap = Snapshot.load(args.path, version=args.version)
-    cols = [c for c in ("path", "size", "modification_time", "partition_values", "deletion_vector")
-            if c in snap.files.column_names]
+    cols = [
+        c
+        for c in ("path", "size", "modification_time", "partition_values", "deletion_vector")
+        if c in snap.files.column_names
+    ]
     for row in snap.files.select(cols).to_pylist():
         if row.get("deletion_vector") is None:
             row.pop("deletion_vector", None)
@@ -46,25 +49,35 @@ def _protocol(args) -> None:
     snap = Snapshot.load(args.path)
     p = snap.protocol
     names = sorted(set(features.reader_features(p)) | set(features.writer_features(p)))
-    _print({"version": snap.version, "minReaderVersion": p.min_reader_version,
+    _print(
+        {
+            "version": snap.version,
+            "minReaderVersion": p.min_reader_version,
             "minWriterVersion": p.min_writer_version,
-            "features": [{"name": n, "reader": n in features.reader_features(p),
-                          "readSupported": bool(features.FEATURES.get(n) and features.FEATURES[n].read),
-                          "writeSupported": bool(features.FEATURES.get(n) and features.FEATURES[n].write)}
-                         for n in names],
-            "configuration": dict(snap.configuration)})
+            "features": [
+                {
+                    "name": n,
+                    "reader": n in features.reader_features(p),
+                    "readSupported": bool(features.FEATURES.get(n) and features.FEATURES[n].read),
+                    "writeSupported": bool(features.FEATURES.get(n) and features.FEATURES[n].write),
+                }
+                for n in names
+            ],
+            "configuration": dict(snap.configuration),
+        }
+    )
 
 
 def _schema(args) -> None:
     snap = Snapshot.load(args.path, version=args.version)
-    _print({"version": snap.version, "partitionColumns": snap.partition_columns,
-            "schema": snap.schema.to_json()})
+    _print({"version": snap.version, "partitionColumns": snap.partition_columns, "schema": snap.schema.to_json()})
 
 
 def _vacuum(args) -> None:
     snap = Snapshot.load(args.path)
-    result = vacuum(snap, retention_hours=args.retention_hours, dry_run=True,
-                    enforce_retention=not args.allow_short_retention)
+    result = vacuum(
+        snap, retention_hours=args.retention_hours, dry_run=True, enforce_retention=not args.allow_short_retention
+    )
     for f in result.files:
         _print({"path": f})
     print(str(result), file=sys.stderr)
@@ -91,8 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("vacuum", help="files VACUUM would delete (dry run)")
     p.add_argument("path")
     p.add_argument("--retention-hours", type=float)
-    p.add_argument("--allow-short-retention", action="store_true",
-                   help="allow a retention below delta.deletedFileRetentionDuration")
+    p.add_argument(
+        "--allow-short-retention",
+        action="store_true",
+        help="allow a retention below delta.deletedFileRetentionDuration",
+    )
     p.set_defaults(run=_vacuum)
     args = parser.parse_args(argv)
     try:

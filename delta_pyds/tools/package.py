@@ -50,10 +50,12 @@ def build_zip(output: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m delta_pyds.package",
-                                     description="Build delta_pyds.zip for spark-submit --py-files.")
-    parser.add_argument("-o", "--output", default="delta_pyds.zip",
-                        help="zip file to write (default: ./delta_pyds.zip)")
+    parser = argparse.ArgumentParser(
+        prog="python -m delta_pyds.package", description="Build delta_pyds.zip for spark-submit --py-files."
+    )
+    parser.add_argument(
+        "-o", "--output", default="delta_pyds.zip", help="zip file to write (default: ./delta_pyds.zip)"
+    )
     args = parser.parse_args(argv)
     print(build_zip(args.output))
     return 0

@@ -32,47 +32,81 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
+from delta_pyds.log.files import LAST_CHECKPOINT, LOG_DIR, classic_checkpoint_name, last_checkpoint_checksum
 from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import DV_TYPE
-from delta_pyds.log.files import LAST_CHECKPOINT, LOG_DIR, classic_checkpoint_name, last_checkpoint_checksum
 from delta_pyds.protocol.partition_values import parse_partition_values
-from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.protocol.stats import stats_columns, stats_schema
-from delta_pyds.storage.store import Storage
-from delta_pyds.protocol.table_properties import (WRITE_STATS_AS_JSON, WRITE_STATS_AS_STRUCT, deleted_file_retention_ms,
-                               is_true)
-from delta_pyds.table.state import file_actions
 from delta_pyds.protocol.schema_evolution import without_fields
+from delta_pyds.protocol.stats import stats_columns, stats_schema
+from delta_pyds.protocol.table_properties import (
+    WRITE_STATS_AS_JSON,
+    WRITE_STATS_AS_STRUCT,
+    deleted_file_retention_ms,
+    is_true,
+)
+from delta_pyds.storage.store import Storage
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.table.state import file_actions
 
 log = logging.getLogger(__name__)
 
 _STR_MAP = pa.map_(pa.string(), pa.string())
 TXN = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
-PROTOCOL = pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32()),
-                      ("readerFeatures", pa.list_(pa.string())), ("writerFeatures", pa.list_(pa.string()))])
-METADATA = pa.struct([
-    ("id", pa.string()), ("name", pa.string()), ("description", pa.string()),
-    ("format", pa.struct([("provider", pa.string()), ("options", _STR_MAP)])),
-    ("schemaString", pa.string()), ("partitionColumns", pa.list_(pa.string())),
-    ("configuration", _STR_MAP), ("createdTime", pa.int64()),
-])
+PROTOCOL = pa.struct(
+    [
+        ("minReaderVersion", pa.int32()),
+        ("minWriterVersion", pa.int32()),
+        ("readerFeatures", pa.list_(pa.string())),
+        ("writerFeatures", pa.list_(pa.string())),
+    ]
+)
+METADATA = pa.struct(
+    [
+        ("id", pa.string()),
+        ("name", pa.string()),
+        ("description", pa.string()),
+        ("format", pa.struct([("provider", pa.string()), ("options", _STR_MAP)])),
+        ("schemaString", pa.string()),
+        ("partitionColumns", pa.list_(pa.string())),
+        ("configuration", _STR_MAP),
+        ("createdTime", pa.int64()),
+    ]
+)
 DOMAIN = pa.struct([("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())])
 CHECKPOINT_METADATA = pa.struct([("version", pa.int64()), ("tags", _STR_MAP)])
-REMOVE = pa.struct([
-    ("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()),
-    ("extendedFileMetadata", pa.bool_()), ("partitionValues", _STR_MAP), ("size", pa.int64()),
-    ("deletionVector", DV_TYPE), ("baseRowId", pa.int64()), ("defaultRowCommitVersion", pa.int64()),
-])
+REMOVE = pa.struct(
+    [
+        ("path", pa.string()),
+        ("deletionTimestamp", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("extendedFileMetadata", pa.bool_()),
+        ("partitionValues", _STR_MAP),
+        ("size", pa.int64()),
+        ("deletionVector", DV_TYPE),
+        ("baseRowId", pa.int64()),
+        ("defaultRowCommitVersion", pa.int64()),
+    ]
+)
 
 
-def _add_type(parsed_partitions: pa.StructType | None, parsed_stats: pa.StructType | None,
-              with_stats: bool) -> pa.StructType:
-    fields = [("path", pa.string()), ("partitionValues", _STR_MAP), ("size", pa.int64()),
-              ("modificationTime", pa.int64()), ("dataChange", pa.bool_())]
+def _add_type(
+    parsed_partitions: pa.StructType | None, parsed_stats: pa.StructType | None, with_stats: bool
+) -> pa.StructType:
+    fields = [
+        ("path", pa.string()),
+        ("partitionValues", _STR_MAP),
+        ("size", pa.int64()),
+        ("modificationTime", pa.int64()),
+        ("dataChange", pa.bool_()),
+    ]
     if with_stats:
         fields.append(("stats", pa.string()))
-    fields += [("tags", _STR_MAP), ("deletionVector", DV_TYPE), ("baseRowId", pa.int64()),
-               ("defaultRowCommitVersion", pa.int64())]
+    fields += [
+        ("tags", _STR_MAP),
+        ("deletionVector", DV_TYPE),
+        ("baseRowId", pa.int64()),
+        ("defaultRowCommitVersion", pa.int64()),
+    ]
     if parsed_partitions is not None:
         fields.append(("partitionValues_parsed", parsed_partitions))
     if parsed_stats is not None:
@@ -87,10 +121,12 @@ def _to_map(struct_col, n: int) -> pa.Array:
     names = [f.name for f in struct_col.type] if n else []
     k = len(names)
     if k == 0:
-        return pa.MapArray.from_arrays(pa.array([0] * (n + 1), pa.int32()), pa.array([], pa.string()),
-                                       pa.array([], pa.string()))
+        return pa.MapArray.from_arrays(
+            pa.array([0] * (n + 1), pa.int32()), pa.array([], pa.string()), pa.array([], pa.string())
+        )
     children = [pc.struct_field(struct_col, [i]).cast(pa.string()) for i in range(k)]
     import numpy as np
+
     values = pa.concat_arrays(children)  # column-major
     order = (np.arange(n)[:, None] + np.arange(k)[None, :] * n).reshape(-1)
     items = values.take(pa.array(order))
@@ -115,17 +151,22 @@ def _dv(col) -> pa.Array:
 
 def _parse_stats(stats: pa.Array, schema: pa.StructType) -> pa.Array:
     """JSON stats strings -> stats_parsed (dates parsed via strings; bad rows null)."""
+
     def loose(t):
         if pa.types.is_struct(t):
             return pa.struct([(f.name, loose(f.type)) for f in t])
         return pa.string() if pa.types.is_date(t) else t
+
     raw_schema = pa.schema(list(loose(schema)))
     lines = [s if s else "{}" for s in stats.to_pylist()]
     opts = pj.ParseOptions(explicit_schema=raw_schema, unexpected_field_behavior="ignore")
     try:
         table = pj.read_json(io.BytesIO(("\n".join(lines) + "\n").encode()), parse_options=opts)
-        parsed = pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(raw_schema)) if table.num_rows == len(lines) \
+        parsed = (
+            pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(raw_schema))
+            if table.num_rows == len(lines)
             else None
+        )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         parsed = None
     if parsed is None:
@@ -141,9 +182,11 @@ def _parse_stats(stats: pa.Array, schema: pa.StructType) -> pa.Array:
     # must keep the parent's nulls (the children hold zeros there, which would read as
     # numRecords 0 and min = max = 0, and let readers skip the file)
     missing = pc.or_(pc.is_null(parsed), pc.is_null(stats))
-    parsed = pa.StructArray.from_arrays([parsed.field(i) for i in range(parsed.type.num_fields)],
-                                        fields=list(raw_schema),
-                                        mask=missing if pc.any(missing).as_py() else None)
+    parsed = pa.StructArray.from_arrays(
+        [parsed.field(i) for i in range(parsed.type.num_fields)],
+        fields=list(raw_schema),
+        mask=missing if pc.any(missing).as_py() else None,
+    )
     try:
         return parsed.cast(schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -178,9 +221,11 @@ def checkpoint_table(snapshot: Snapshot, *, now_ms: int | None = None) -> tuple[
         pfields = [snapshot.schema.field(c) for c in snapshot.partition_columns]
         if pfields:
             from delta_pyds.protocol.schema import to_arrow_type
+
             parsed_partitions = pa.struct([(f.physical_name(mode), to_arrow_type(f.type)) for f in pfields])
         data_schema = without_fields(snapshot.schema, snapshot.partition_columns)
         from delta_pyds.protocol.clustering import table_clustering
+
         clustering = table_clustering(snapshot.schema, snapshot.domain_metadata, mode) or ()
         columns = stats_columns(data_schema, conf, mode, required=clustering)
         parsed_stats = stats_schema(columns, data_schema, mode)
@@ -210,33 +255,50 @@ def checkpoint_table(snapshot: Snapshot, *, now_ms: int | None = None) -> tuple[
     adds = pa.StructArray.from_arrays([children[f.name] for f in add_type], fields=list(add_type))
 
     m = tombstones.num_rows
-    removes = pa.StructArray.from_arrays([
-        tombstones.column("raw_path").combine_chunks(),
-        tombstones.column("deletionTimestamp").combine_chunks(),
-        pa.array([False] * m, pa.bool_()),
-        pa.array([True] * m, pa.bool_()),
-        _to_map(tombstones.column("partitionValues"), m),
-        tombstones.column("size").combine_chunks(),
-        _dv(tombstones.column("deletionVector")),
-        tombstones.column("baseRowId").combine_chunks(),
-        tombstones.column("defaultRowCommitVersion").combine_chunks(),
-    ], fields=list(REMOVE))
+    removes = pa.StructArray.from_arrays(
+        [
+            tombstones.column("raw_path").combine_chunks(),
+            tombstones.column("deletionTimestamp").combine_chunks(),
+            pa.array([False] * m, pa.bool_()),
+            pa.array([True] * m, pa.bool_()),
+            _to_map(tombstones.column("partitionValues"), m),
+            tombstones.column("size").combine_chunks(),
+            _dv(tombstones.column("deletionVector")),
+            tombstones.column("baseRowId").combine_chunks(),
+            tombstones.column("defaultRowCommitVersion").combine_chunks(),
+        ],
+        fields=list(REMOVE),
+    )
 
     p = snapshot.protocol
-    proto_row = {"minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version,
-                 "readerFeatures": list(p.reader_features or []) if p.min_reader_version >= 3 else None,
-                 "writerFeatures": list(p.writer_features or []) if p.min_writer_version >= 7 else None}
+    proto_row = {
+        "minReaderVersion": p.min_reader_version,
+        "minWriterVersion": p.min_writer_version,
+        "readerFeatures": list(p.reader_features or []) if p.min_reader_version >= 3 else None,
+        "writerFeatures": list(p.writer_features or []) if p.min_writer_version >= 7 else None,
+    }
     md = snapshot.metadata
-    md_row = {"id": md.id, "name": md.name, "description": md.description,
-              "format": {"provider": md.format_provider, "options": list(md.format_options.items())},
-              "schemaString": md.schema_string, "partitionColumns": list(md.partition_columns),
-              "configuration": [(k, v) for k, v in md.configuration.items()],
-              "createdTime": md.created_time}
+    md_row = {
+        "id": md.id,
+        "name": md.name,
+        "description": md.description,
+        "format": {"provider": md.format_provider, "options": list(md.format_options.items())},
+        "schemaString": md.schema_string,
+        "partitionColumns": list(md.partition_columns),
+        "configuration": [(k, v) for k, v in md.configuration.items()],
+        "createdTime": md.created_time,
+    }
     txns = snapshot.app_transactions
     domains = snapshot.domain_metadata
     v2 = features.is_enabled(p, "v2Checkpoint")
-    fields = [("txn", TXN), ("add", add_type), ("remove", REMOVE), ("metaData", METADATA),
-              ("protocol", PROTOCOL), ("domainMetadata", DOMAIN)]
+    fields = [
+        ("txn", TXN),
+        ("add", add_type),
+        ("remove", REMOVE),
+        ("metaData", METADATA),
+        ("protocol", PROTOCOL),
+        ("domainMetadata", DOMAIN),
+    ]
     if v2:  # a V2-spec checkpoint under the classic name: one checkpointMetadata action
         fields.append(("checkpointMetadata", CHECKPOINT_METADATA))
     schema = pa.schema(fields)
@@ -245,19 +307,29 @@ def checkpoint_table(snapshot: Snapshot, *, now_ms: int | None = None) -> tuple[
         k = len(next(iter(cols.values())))
         return pa.table({f.name: cols.get(f.name, pa.nulls(k, f.type)) for f in schema}, schema=schema)
 
-    parts = [
-        rows(checkpointMetadata=pa.array([{"version": snapshot.version, "tags": None}], CHECKPOINT_METADATA)),
-    ] if v2 else []
+    parts = (
+        [
+            rows(checkpointMetadata=pa.array([{"version": snapshot.version, "tags": None}], CHECKPOINT_METADATA)),
+        ]
+        if v2
+        else []
+    )
     parts += [
         rows(protocol=pa.array([proto_row], PROTOCOL)),
         rows(metaData=pa.array([md_row], METADATA)),
     ]
     if txns:
-        parts.append(rows(txn=pa.array([{"appId": a, "version": v, "lastUpdated": None}
-                                        for a, v in sorted(txns.items())], TXN)))
+        parts.append(
+            rows(txn=pa.array([{"appId": a, "version": v, "lastUpdated": None} for a, v in sorted(txns.items())], TXN))
+        )
     if domains:
-        parts.append(rows(domainMetadata=pa.array([{"domain": d, "configuration": c, "removed": False}
-                                                   for d, c in sorted(domains.items())], DOMAIN)))
+        parts.append(
+            rows(
+                domainMetadata=pa.array(
+                    [{"domain": d, "configuration": c, "removed": False} for d, c in sorted(domains.items())], DOMAIN
+                )
+            )
+        )
     if n:
         parts.append(rows(add=adds))
     if m:

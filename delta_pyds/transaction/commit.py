@@ -36,30 +36,49 @@ import logging
 import random
 import time
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, cast
+from typing import Any, cast
 
-from delta_pyds.protocol import features
-from delta_pyds.protocol.actions import Metadata, Protocol
-from delta_pyds.transaction.conflicts import ROW_TRACKING_DOMAIN, ReadSet, WinningCommit, check
-from delta_pyds.errors import (AppendOnlyError, CommitFailedError, CommitRetriesExhaustedError,  # noqa: F401
-                     ConcurrentModificationError, DeltaError, TableExistsError, TableNotFoundError)
+from delta_pyds.errors import (  # noqa: F401
+    AppendOnlyError,
+    CommitFailedError,
+    CommitRetriesExhaustedError,
+    ConcurrentModificationError,
+    DeltaError,
+    TableExistsError,
+    TableNotFoundError,
+)
 from delta_pyds.log.files import LOG_DIR, commit_name
 from delta_pyds.log.segment import list_log
+from delta_pyds.protocol import features
+from delta_pyds.protocol.actions import Metadata, Protocol
 from delta_pyds.protocol.paths import canonical, is_absolute, unsafe_reason
 from delta_pyds.protocol.schema import StructType, parse_schema
-from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.protocol.table_properties import (
+    APPEND_ONLY,
+    CHECKPOINT_INTERVAL,
+    ENABLE_ICT,
+    ICT_ENABLEMENT_TIMESTAMP,
+    ICT_ENABLEMENT_VERSION,
+    ISOLATION_LEVEL,
+    ROW_TRACKING_SUSPENDED,
+    int_property,
+    is_true,
+    required_protocol,
+)
 from delta_pyds.storage.store import Storage
-from delta_pyds.protocol.table_properties import (APPEND_ONLY, CHECKPOINT_INTERVAL, ENABLE_ICT, ICT_ENABLEMENT_TIMESTAMP,
-                               ICT_ENABLEMENT_VERSION, ISOLATION_LEVEL, ROW_TRACKING_SUSPENDED,
-                               int_property, is_true, required_protocol)
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.transaction.conflicts import ROW_TRACKING_DOMAIN, ReadSet, WinningCommit, check
 
 log = logging.getLogger(__name__)
 
 
 def engine_info() -> str:
     import sys
+
     from delta_pyds.version import __version__
+
     pyspark = sys.modules.get("pyspark")  # never imported from here: the core stays Spark-free
     version = getattr(pyspark, "__version__", None) if pyspark is not None else None
     return f"delta_pyds/{__version__}" + (f" pyspark/{version}" if version else "")
@@ -99,7 +118,7 @@ class Transaction:
         self.create_conflict = "error"  # error | ignore | append: when another writer creates the table first
 
     @classmethod
-    def start(cls, table: str | Storage, *, options: Mapping[str, str] | None = None) -> "Transaction":
+    def start(cls, table: str | Storage, *, options: Mapping[str, str] | None = None) -> Transaction:
         """A transaction on the latest version of ``table`` (or on a new table)."""
         storage = table if isinstance(table, Storage) else Storage(table, options)
         try:
@@ -188,17 +207,25 @@ class Transaction:
         if append_only and any(r.get("dataChange", True) for r in self.removes):
             raise AppendOnlyError(
                 "cannot remove data from this table: it is append-only (delta.appendOnly=true); "
-                "only appends are allowed")
+                "only appends are allowed"
+            )
         for a in self.adds:
             if "path" not in a or "size" not in a:
                 raise DeltaError(f"add action without path or size: {a!r}")
-        if md is not None and len(set(c.lower() for c in md.partition_columns)) != len(md.partition_columns):
+        if md is not None and len({c.lower() for c in md.partition_columns}) != len(md.partition_columns):
             raise DeltaError("duplicate partition columns")
 
     # -------------------------------------------------------------------- commit
-    def commit(self, operation: str = "WRITE", parameters: Mapping[str, Any] | None = None, *,
-               user_metadata: str | None = None, metrics: Mapping[str, Any] | None = None,
-               max_attempts: int = 50, checkpoint: bool = True) -> CommitResult:
+    def commit(
+        self,
+        operation: str = "WRITE",
+        parameters: Mapping[str, Any] | None = None,
+        *,
+        user_metadata: str | None = None,
+        metrics: Mapping[str, Any] | None = None,
+        max_attempts: int = 50,
+        checkpoint: bool = True,
+    ) -> CommitResult:
         """Commits the collected actions as the next version (see the module docstring)."""
         protocol = self._final_protocol()
         self._validate(protocol)
@@ -213,8 +240,9 @@ class Transaction:
         while True:
             attempts += 1
             actions = self._actions(state, operation, parameters or {}, user_metadata, metrics)
-            data = ("\n".join(json.dumps(a, separators=(",", ":"), ensure_ascii=False) for a in actions)
-                    + "\n").encode("utf-8")
+            data = ("\n".join(json.dumps(a, separators=(",", ":"), ensure_ascii=False) for a in actions) + "\n").encode(
+                "utf-8"
+            )
             path = self.storage.join(LOG_DIR, commit_name(state.version))
             try:
                 self._put(path, data)
@@ -222,14 +250,22 @@ class Transaction:
                 if attempts >= max_attempts:
                     raise CommitRetriesExhaustedError(
                         f"gave up committing to {self.storage.root} after {attempts} attempts: other "
-                        "writers kept committing first (raise maxCommitAttempts to wait longer)") from None
+                        "writers kept committing first (raise maxCommitAttempts to wait longer)"
+                    ) from None
                 rebase = self._rebase(state)
                 if rebase is not None and rebase.already_committed:
-                    log.info("pydelta: transaction %s v%s of %s is already committed; skipping",
-                             self.app_id, self.app_version, self.storage.root)
+                    log.info(
+                        "pydelta: transaction %s v%s of %s is already committed; skipping",
+                        self.app_id,
+                        self.app_version,
+                        self.storage.root,
+                    )
                     return CommitResult(rebase.latest_version, attempts, skipped=True)
-                if rebase is not None and rebase.table_created_by_winner is not None \
-                        and self.create_conflict == "ignore":
+                if (
+                    rebase is not None
+                    and rebase.table_created_by_winner is not None
+                    and self.create_conflict == "ignore"
+                ):
                     return CommitResult(rebase.latest_version, attempts, skipped=True)
                 _backoff(attempts)
                 continue
@@ -257,10 +293,11 @@ class Transaction:
             except Exception:
                 raise CommitFailedError(
                     f"could not write {path} and cannot tell whether it was written: {exc}; "
-                    "check the table's log before retrying") from exc
+                    "check the table's log before retrying"
+                ) from exc
             raise FileExistsError(path) from exc
 
-    def _rebase(self, state: "_AttemptState"):
+    def _rebase(self, state: _AttemptState):
         listing = list_log(self.storage)
         sizes = {f.version: f.size for f in listing if f.kind == "commit" and f.version >= state.version}
         versions = sorted(sizes)
@@ -278,10 +315,17 @@ class Transaction:
         md = self.metadata
         serializable = md is not None and md.configuration.get(ISOLATION_LEVEL) == "Serializable"
         rebase = check(
-            winners, read=self.read, removed_paths=set(self.read.paths),
-            app_id=self.app_id, app_version=self.app_version, domains=set(self.domains),
-            serializable=serializable, creating=state.creating, root=self.storage.root,
-            accept_created=self._accept_created if self.create_conflict in ("append", "ignore") else None)
+            winners,
+            read=self.read,
+            removed_paths=set(self.read.paths),
+            app_id=self.app_id,
+            app_version=self.app_version,
+            domains=set(self.domains),
+            serializable=serializable,
+            creating=state.creating,
+            root=self.storage.root,
+            accept_created=self._accept_created if self.create_conflict in ("append", "ignore") else None,
+        )
         if rebase.already_committed:
             return rebase
         if rebase.table_created_by_winner is not None:
@@ -313,15 +357,16 @@ class Transaction:
         if not protocol:
             return False
         theirs = Metadata.from_dict(metadata)
-        return (theirs.schema_string == ours.schema_string
-                and list(theirs.partition_columns) == list(ours.partition_columns)
-                and dict(theirs.configuration) == dict(ours.configuration)
-                and Protocol.from_dict(protocol) == self._final_protocol())
+        return (
+            theirs.schema_string == ours.schema_string
+            and list(theirs.partition_columns) == list(ours.partition_columns)
+            and dict(theirs.configuration) == dict(ours.configuration)
+            and Protocol.from_dict(protocol) == self._final_protocol()
+        )
 
     # ------------------------------------------------------------------- actions
     def _row_tracking(self, protocol: Protocol, md: Metadata) -> bool:
-        return features.is_enabled(protocol, "rowTracking") and \
-            not is_true(md.configuration, ROW_TRACKING_SUSPENDED)
+        return features.is_enabled(protocol, "rowTracking") and not is_true(md.configuration, ROW_TRACKING_SUSPENDED)
 
     def _initial_hwm(self) -> int:
         if self.snapshot is None:
@@ -349,16 +394,24 @@ class Transaction:
         except (ValueError, AttributeError):
             return None
 
-    def _actions(self, state: "_AttemptState", operation: str, parameters: Mapping[str, Any],
-                 user_metadata: str | None, metrics: Mapping[str, Any] | None) -> list[dict]:
+    def _actions(
+        self,
+        state: _AttemptState,
+        operation: str,
+        parameters: Mapping[str, Any],
+        user_metadata: str | None,
+        metrics: Mapping[str, Any] | None,
+    ) -> list[dict]:
         now = _now_ms()
         md = self._metadata
         effective_md = self.metadata
-        protocol = state.protocol if self.snapshot is None or state.protocol != self.snapshot.protocol \
-            else None
+        protocol = state.protocol if self.snapshot is None or state.protocol != self.snapshot.protocol else None
         ict = None
-        if effective_md is not None and is_true(effective_md.configuration, ENABLE_ICT) and \
-                features.is_enabled(state.protocol, "inCommitTimestamp"):
+        if (
+            effective_md is not None
+            and is_true(effective_md.configuration, ENABLE_ICT)
+            and features.is_enabled(state.protocol, "inCommitTimestamp")
+        ):
             ict = max(now, (state.last_ict or 0) + 1)
             was_enabled = self.snapshot is not None and is_true(self.snapshot.configuration, ENABLE_ICT)
             if md is not None and not was_enabled and self.snapshot is not None:
@@ -370,12 +423,10 @@ class Transaction:
         if ict is not None:
             info["inCommitTimestamp"] = ict
         info["operation"] = operation
-        info["operationParameters"] = {k: (v if isinstance(v, str) else json.dumps(v))
-                                       for k, v in parameters.items()}
+        info["operationParameters"] = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in parameters.items()}
         if self.read_version >= 0:
             info["readVersion"] = self.read_version
-        isolation = (effective_md.configuration.get(ISOLATION_LEVEL) if effective_md else None) or \
-            "WriteSerializable"
+        isolation = (effective_md.configuration.get(ISOLATION_LEVEL) if effective_md else None) or "WriteSerializable"
         info["isolationLevel"] = isolation
         info["isBlindAppend"] = self.is_blind_append()
         if metrics:
@@ -410,8 +461,15 @@ class Transaction:
             if hwm != state.row_id_hwm:
                 domains[ROW_TRACKING_DOMAIN] = json.dumps({"rowIdHighWaterMark": hwm}, separators=(",", ":"))
         for domain, domain_conf in domains.items():
-            actions.append({"domainMetadata": {"domain": domain, "configuration": domain_conf or "",
-                                               "removed": domain_conf is None}})
+            actions.append(
+                {
+                    "domainMetadata": {
+                        "domain": domain,
+                        "configuration": domain_conf or "",
+                        "removed": domain_conf is None,
+                    }
+                }
+            )
         for r in self.removes:
             r = dict(r)
             r.setdefault("deletionTimestamp", now)
@@ -423,22 +481,24 @@ class Transaction:
         return actions
 
     # ---------------------------------------------------------------- checkpoints
-    def _maybe_checkpoint(self, version: int, state: "_AttemptState") -> bool:
+    def _maybe_checkpoint(self, version: int, state: _AttemptState) -> bool:
         md = self.metadata
         interval = int_property(md.configuration, CHECKPOINT_INTERVAL, 10) if md else 10
         if version == 0 or interval <= 0 or version % interval != 0:
             return False
         try:
             from delta_pyds.transaction.checkpoint_writer import write_checkpoint
+
             write_checkpoint(self.storage, version)
         except Exception as exc:  # never fail a commit that is already in the log
-            log.warning("pydelta: could not write the checkpoint of version %s of %s: %s",
-                        version, self.storage.root, exc)
+            log.warning(
+                "pydelta: could not write the checkpoint of version %s of %s: %s", version, self.storage.root, exc
+            )
             return False
         try:
             from delta_pyds.log.cleanup import cleanup_expired_logs
-            cleanup_expired_logs(self.storage, md.configuration if md else {}, up_to=version,
-                                 protocol=state.protocol)
+
+            cleanup_expired_logs(self.storage, md.configuration if md else {}, up_to=version, protocol=state.protocol)
         except Exception as exc:  # best effort, like the checkpoint
             log.warning("pydelta: could not clean up expired log files of %s: %s", self.storage.root, exc)
         return True
@@ -481,10 +541,14 @@ def remove_actions(files, *, data_change: bool = True, timestamp: int | None = N
     n = files.num_rows
     all_tags = cols.get("tags") or [None] * n
     for i in range(n):
-        r: dict[str, Any] = {"path": cols["raw_path"][i], "deletionTimestamp": ts, "dataChange": data_change,
-                             "extendedFileMetadata": True,
-                             "partitionValues": cols["partitionValues"][i] or {},
-                             "size": cols["size"][i]}
+        r: dict[str, Any] = {
+            "path": cols["raw_path"][i],
+            "deletionTimestamp": ts,
+            "dataChange": data_change,
+            "extendedFileMetadata": True,
+            "partitionValues": cols["partitionValues"][i] or {},
+            "size": cols["size"][i],
+        }
         dv = cols["deletionVector"][i]
         if dv:
             r["deletionVector"] = {k: v for k, v in dv.items() if v is not None}

@@ -24,8 +24,8 @@ version and the reason.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from delta_pyds.errors import ConcurrentModificationError, CorruptLogError
 from delta_pyds.protocol.paths import canonical
@@ -36,6 +36,7 @@ ROW_TRACKING_DOMAIN = "delta.rowTracking"
 @dataclass
 class WinningCommit:
     """The actions of one commit that won a race, reduced to what conflicts need."""
+
     version: int
     protocol: dict | None = None
     metadata: dict | None = None
@@ -46,7 +47,7 @@ class WinningCommit:
     domains: dict = field(default_factory=dict)  # domain -> (configuration, removed)
 
     @classmethod
-    def parse(cls, version: int, data: bytes) -> "WinningCommit":
+    def parse(cls, version: int, data: bytes) -> WinningCommit:
         out = cls(version)
         for number, line in enumerate(data.splitlines(), 1):
             if not line.strip():
@@ -59,8 +60,13 @@ class WinningCommit:
                 continue
             if "add" in obj and obj["add"]:
                 a = obj["add"]
-                out.adds.append({"path": a.get("path"), "partitionValues": a.get("partitionValues") or {},
-                                 "dataChange": a.get("dataChange", True)})
+                out.adds.append(
+                    {
+                        "path": a.get("path"),
+                        "partitionValues": a.get("partitionValues") or {},
+                        "dataChange": a.get("dataChange", True),
+                    }
+                )
             elif "remove" in obj and obj["remove"]:
                 r = obj["remove"]
                 out.removes.append({"path": r.get("path"), "dataChange": r.get("dataChange", True)})
@@ -106,6 +112,7 @@ class WinningCommit:
 @dataclass
 class ReadSet:
     """What a transaction read, for conflict detection."""
+
     whole_table: bool = False
     # partition predicates: callables taking a list of partitionValues dicts and
     # returning one bool per entry (True: a file there could have been read)
@@ -121,6 +128,7 @@ class ReadSet:
 @dataclass
 class Rebase:
     """What a retry must take over from the winners."""
+
     latest_version: int
     row_id_high_water_mark: int | None = None
     in_commit_timestamp: int | None = None
@@ -129,10 +137,19 @@ class Rebase:
     winner_protocol: dict | None = None
 
 
-def check(winners: Sequence[WinningCommit], *, read: ReadSet, removed_paths: set,
-          app_id: str | None, app_version: int | None, domains: set, serializable: bool,
-          creating: bool, accept_created: Callable[[dict, dict], bool] | None = None,
-          root: str) -> Rebase:
+def check(
+    winners: Sequence[WinningCommit],
+    *,
+    read: ReadSet,
+    removed_paths: set,
+    app_id: str | None,
+    app_version: int | None,
+    domains: set,
+    serializable: bool,
+    creating: bool,
+    accept_created: Callable[[dict, dict], bool] | None = None,
+    root: str,
+) -> Rebase:
     """Raises ConcurrentModificationError if a winner conflicts; else how to rebase.
     ``read.paths`` and ``removed_paths`` hold canonical paths of the table at ``root``."""
     rebase = Rebase(latest_version=max(w.version for w in winners))
@@ -146,32 +163,32 @@ def check(winners: Sequence[WinningCommit], *, read: ReadSet, removed_paths: set
                 rebase.winner_protocol = w.protocol
                 creating = False
                 continue
-            raise ConcurrentModificationError(
-                f"the table was created by {where} while this write was creating it")
+            raise ConcurrentModificationError(f"the table was created by {where} while this write was creating it")
         if w.protocol is not None:
-            raise ConcurrentModificationError(
-                f"the protocol of the table was changed by {where}; retry the write")
+            raise ConcurrentModificationError(f"the protocol of the table was changed by {where}; retry the write")
         if w.metadata is not None:
             raise ConcurrentModificationError(
                 f"the metadata (schema, partitioning or properties) of the table was changed by "
-                f"{where}; retry the write")
+                f"{where}; retry the write"
+            )
         if app_id is not None and app_id in w.txns:
             if app_version is not None and w.txns[app_id] >= app_version:
                 rebase.already_committed = True
             else:
-                raise ConcurrentModificationError(
-                    f"application transaction {app_id!r} was committed by {where}")
+                raise ConcurrentModificationError(f"application transaction {app_id!r} was committed by {where}")
         for domain in domains:
             if domain in w.domains and domain != ROW_TRACKING_DOMAIN:
                 raise ConcurrentModificationError(f"metadata domain {domain!r} was changed by {where}")
         if not read.empty:
-            candidates = [a for a in w.adds if a.get("dataChange", True)] \
-                if (serializable or not w.is_blind_append) else []
+            candidates = (
+                [a for a in w.adds if a.get("dataChange", True)] if (serializable or not w.is_blind_append) else []
+            )
             if candidates:
                 if read.whole_table:
                     raise ConcurrentModificationError(
                         f"files were added to the table by {where} while this write was replacing "
-                        "the data it read; retry the write")
+                        "the data it read; retry the write"
+                    )
                 hits = [False] * len(candidates)
                 for pred in read.predicates:
                     matched = pred([a["partitionValues"] for a in candidates])
@@ -179,13 +196,15 @@ def check(winners: Sequence[WinningCommit], *, read: ReadSet, removed_paths: set
                 if any(hits):
                     raise ConcurrentModificationError(
                         f"files were added by {where} to partitions this write read "
-                        f"({'; '.join(read.descriptions) or 'its predicate'}); retry the write")
+                        f"({'; '.join(read.descriptions) or 'its predicate'}); retry the write"
+                    )
             touched = {canonical(r["path"], root) for r in w.removes if r.get("path")}
             lost = touched & (read.paths | removed_paths)
             if lost:
                 raise ConcurrentModificationError(
                     f"{len(lost)} file(s) this write read or removed were removed by {where} "
-                    f"(e.g. {sorted(lost)[0]}); retry the write")
+                    f"(e.g. {sorted(lost)[0]}); retry the write"
+                )
         hwm = w.row_id_high_water_mark
         if hwm is not None:
             rebase.row_id_high_water_mark = max(hwm, rebase.row_id_high_water_mark or -1)

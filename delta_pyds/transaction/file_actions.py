@@ -55,9 +55,13 @@ def add_actions(files: pa.Table, *, data_change: bool) -> list[dict]:
     cols = files.to_pydict()
     all_tags = cols.get("tags") or [None] * files.num_rows
     for i in range(files.num_rows):
-        a: dict[str, Any] = {"path": cols["raw_path"][i], "partitionValues": cols["partitionValues"][i] or {},
-                             "size": cols["size"][i], "modificationTime": cols["modificationTime"][i] or 0,
-                             "dataChange": data_change}
+        a: dict[str, Any] = {
+            "path": cols["raw_path"][i],
+            "partitionValues": cols["partitionValues"][i] or {},
+            "size": cols["size"][i],
+            "modificationTime": cols["modificationTime"][i] or 0,
+            "dataChange": data_change,
+        }
         if cols["stats"][i]:
             a["stats"] = cols["stats"][i]
         dv = cols["deletionVector"][i]

@@ -6,7 +6,7 @@ The user-facing names are re-exported here; code inside the package imports them
 the defining module.
 """
 
-from delta_pyds.variant.encoding import MalformedVariantError
+from delta_pyds.errors import MalformedVariantError
 from delta_pyds.variant.json import decode_to_json
 from delta_pyds.variant.shredding import (
     VARIANT_ARROW_TYPE,

@@ -16,15 +16,9 @@ already in use stay valid. This module imports neither pyarrow nor pyspark.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
-from delta_pyds.errors import DataFileError
-
-
-class MalformedVariantError(DataFileError):
-    """Variant data in a data file is malformed: a bad Variant binary encoding, or
-    shredded columns that break the Parquet Variant shredding specification."""
-
+from delta_pyds.errors import MalformedVariantError
 
 # --------------------------------------------------------------------------------------
 # Variant binary encoding constants
@@ -139,9 +133,7 @@ class VariantMetadata:
         offsets_start = 1 + offset_size
         strings_start = offsets_start + (dict_size + 1) * offset_size
         if strings_start > len(raw):
-            raise malformed(
-                f"metadata dictionary of {dict_size} keys does not fit in {len(raw)} bytes"
-            )
+            raise malformed(f"metadata dictionary of {dict_size} keys does not fit in {len(raw)} bytes")
         keys: list[str] = []
         previous = read_uint(raw, offsets_start, offset_size, "metadata offset")
         if previous != 0:
@@ -161,13 +153,11 @@ class VariantMetadata:
             index.setdefault(key, i)
         self.index = index
         self.original_size = len(keys)
-        self._extended: Optional[bytes] = None
+        self._extended: bytes | None = None
 
     def key(self, field_id: int) -> str:
         if field_id >= len(self.keys):
-            raise malformed(
-                f"field id {field_id} is out of range of the metadata dictionary ({len(self.keys)} keys)"
-            )
+            raise malformed(f"field id {field_id} is out of range of the metadata dictionary ({len(self.keys)} keys)")
         return self.keys[field_id]
 
     def id_for(self, key: str) -> int:

@@ -7,7 +7,7 @@ zeros, dates and timestamps as quoted ISO strings, binary as base64, UUIDs canon
 
 Guarantees: a malformed encoding (bad offsets, invalid UTF-8, out-of-range decimals or
 times, nesting deeper than 500) raises
-:class:`~delta_pyds.variant.encoding.MalformedVariantError`, never another exception.
+:class:`~delta_pyds.errors.MalformedVariantError`, never another exception.
 Pure Python; no pyarrow, no pyspark.
 """
 
@@ -334,7 +334,7 @@ def decode_to_json(value: bytes, metadata: bytes, *, zone_id: str = "UTC") -> st
     as quoted base64, UUIDs in canonical form. Types Spark does not know (time,
     nanosecond timestamps) use the same layouts.
 
-    Raises :class:`~delta_pyds.variant.encoding.MalformedVariantError` for a malformed encoding.
+    Raises :class:`~delta_pyds.errors.MalformedVariantError` for a malformed encoding.
     """
     value = bytes(value)
     meta = VariantMetadata(bytes(metadata))

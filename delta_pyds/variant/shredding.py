@@ -38,12 +38,13 @@ itself lives in :mod:`delta_pyds.variant.encoding`. This module never imports py
 from __future__ import annotations
 
 import struct
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.errors import DataFileError
+from delta_pyds.errors import DataFileError, MalformedVariantError
 from delta_pyds.variant.encoding import (
     MAX_DECIMAL_PRECISION,
     OBJECT,
@@ -66,7 +67,6 @@ from delta_pyds.variant.encoding import (
     T_TRUE,
     T_UUID,
     VARIANT_NULL,
-    MalformedVariantError,
     VariantMetadata,
     encode_array,
     encode_binary,
@@ -124,7 +124,7 @@ def _binary_list(arr: pa.Array, what: str) -> list:
     return arr.to_pylist()
 
 
-def _validity(arr: pa.Array) -> Optional[list]:
+def _validity(arr: pa.Array) -> list | None:
     """Per-row validity of ``arr`` as a list of bools, or None when nothing is null."""
     if arr.null_count == 0:
         return None
@@ -143,8 +143,7 @@ def _split_group(arr: pa.StructArray, path: str, allowed: tuple[str, ...]) -> di
             out[name] = arr.field(i)
         elif not name.startswith("_"):
             raise MalformedVariantError(
-                f"{path}: unexpected field {name!r} in a shredded Variant group "
-                f"(expected {', '.join(allowed)})"
+                f"{path}: unexpected field {name!r} in a shredded Variant group (expected {', '.join(allowed)})"
             )
     return out
 
@@ -154,7 +153,7 @@ class _Group:
 
     __slots__ = ("path", "valid", "value", "typed")
 
-    def __init__(self, arr: pa.Array, path: str, children: Optional[dict] = None):
+    def __init__(self, arr: pa.Array, path: str, children: dict | None = None):
         self.path = path
         arr = _plain(arr)
         if children is None:
@@ -172,7 +171,7 @@ class _Group:
         typed = children.get("typed_value")
         self.typed = _typed_node(typed, f"{path}.typed_value") if typed is not None else None
 
-    def encode(self, i: int, meta: VariantMetadata) -> Optional[bytes]:
+    def encode(self, i: int, meta: VariantMetadata) -> bytes | None:
         """The encoded Variant at row ``i``, or None when it is missing."""
         if self.valid is not None and not self.valid[i]:
             return None  # a null group: treat like value and typed_value both null
@@ -185,11 +184,13 @@ class _Group:
 
 class _Typed:
     __slots__ = ("path", "valid")
+    path: str
+    valid: Any  # the validity as a list of bools, None when every row is valid
 
     def is_valid(self, i: int) -> bool:
         return self.valid is None or self.valid[i]
 
-    def encode(self, i: int, meta: VariantMetadata, value: Optional[bytes]) -> bytes:  # pragma: no cover
+    def encode(self, i: int, meta: VariantMetadata, value: bytes | None) -> bytes:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -211,7 +212,7 @@ class _PrimitiveTyped(_Typed):
         self.valid = _validity(arr)
         self.items, self.encoder = _primitive_items(arr, path)
 
-    def encode(self, i: int, meta: VariantMetadata, value: Optional[bytes]) -> bytes:
+    def encode(self, i: int, meta: VariantMetadata, value: bytes | None) -> bytes:
         if value is not None:
             raise MalformedVariantError(
                 f"{self.path}: both value and typed_value are set for a shredded primitive "
@@ -236,7 +237,7 @@ class _ObjectTyped(_Typed):
         self.fields = fields
         self.names = frozenset(seen)
 
-    def encode(self, i: int, meta: VariantMetadata, value: Optional[bytes]) -> bytes:
+    def encode(self, i: int, meta: VariantMetadata, value: bytes | None) -> bytes:
         out: list[tuple[str, int, bytes]] = []
         for name, group in self.fields:
             encoded = group.encode(i, meta)
@@ -246,8 +247,7 @@ class _ObjectTyped(_Typed):
             # A partially shredded object: merge the residual object's fields.
             if len(value) == 0 or (value[0] & 0x3) != OBJECT:
                 raise MalformedVariantError(
-                    f"{self.path}: typed_value is a shredded object but value is not a Variant "
-                    f"object (row {i})"
+                    f"{self.path}: typed_value is a shredded object but value is not a Variant object (row {i})"
                 )
             for key, raw in object_fields(value, meta):
                 if key in self.names:
@@ -268,7 +268,7 @@ class _ArrayTyped(_Typed):
         self.offsets = arr.offsets.to_pylist()
         self.element = _Group(arr.values, f"{path}.element")
 
-    def encode(self, i: int, meta: VariantMetadata, value: Optional[bytes]) -> bytes:
+    def encode(self, i: int, meta: VariantMetadata, value: bytes | None) -> bytes:
         if value is not None:
             raise MalformedVariantError(
                 f"{self.path}: both value and typed_value are set for a shredded array (row {i})"
@@ -302,7 +302,7 @@ def _fixed_width_ints(arr: pa.Array, width: int) -> list:
     raw = data.to_pybytes() if data is not None else b""
     offset = arr.offset
     valid = _validity(arr)
-    out = []
+    out: list[int | None] = []
     for i in range(len(arr)):
         if valid is not None and not valid[i]:
             out.append(None)
@@ -411,9 +411,7 @@ def _reconstruct_chunk(column: pa.Array) -> pa.StructArray:
     if pa.types.is_null(column.type):
         n = len(column)
         empty = pa.array([b""] * n, pa.binary())
-        return pa.StructArray.from_arrays(
-            [empty, empty], fields=list(VARIANT_ARROW_TYPE), mask=pa.array([True] * n)
-        )
+        return pa.StructArray.from_arrays([empty, empty], fields=list(VARIANT_ARROW_TYPE), mask=pa.array([True] * n))
     if not pa.types.is_struct(column.type):
         raise MalformedVariantError(f"a Variant column must be a struct, found {column.type}")
     children = _split_group(column, "variant", ("metadata", "value", "typed_value"))
@@ -445,6 +443,7 @@ def _reconstruct_chunk(column: pa.Array) -> pa.StructArray:
     if not rows:
         return _assemble(column, value, metadata)
     node = _Group(column, "variant", children=children)
+    typed_node = cast(_Typed, node.typed)  # children holds a typed_value (checked above)
 
     raw_metadata = metadata.to_pylist()
     cache: dict[bytes, VariantMetadata] = {}
@@ -456,7 +455,7 @@ def _reconstruct_chunk(column: pa.Array) -> pa.StructArray:
         meta = cache.get(raw)
         if meta is None:
             meta = cache[raw] = VariantMetadata(raw)
-        new_values.append(node.typed.encode(i, meta, node.value[i] if node.value is not None else None))
+        new_values.append(typed_node.encode(i, meta, node.value[i] if node.value is not None else None))
         if len(meta.keys) != meta.original_size:
             metadata_changed = True  # a shredded key was missing from the dictionary
         new_metadata.append(meta.encoded())
@@ -489,9 +488,7 @@ def reconstruct_variant(column):
     ``typed_value`` of a type Variant cannot hold.
     """
     if isinstance(column, pa.ChunkedArray):
-        return pa.chunked_array(
-            [_reconstruct_chunk(chunk) for chunk in column.chunks], type=VARIANT_ARROW_TYPE
-        )
+        return pa.chunked_array([_reconstruct_chunk(chunk) for chunk in column.chunks], type=VARIANT_ARROW_TYPE)
     if not isinstance(column, pa.Array):
         raise TypeError(f"reconstruct_variant expects a pyarrow Array, got {type(column).__name__}")
     return _reconstruct_chunk(column)
@@ -506,10 +503,7 @@ def is_variant_type(t: pa.DataType) -> bool:
     names = {f.name: f for f in t}
     meta = names.get("metadata")
     return (
-        "value" in names
-        and meta is not None
-        and meta.metadata is not None
-        and meta.metadata.get(b"variant") == b"true"
+        "value" in names and meta is not None and meta.metadata is not None and meta.metadata.get(b"variant") == b"true"
     )
 
 
@@ -519,9 +513,7 @@ def reconstruct_nested(column, target_type: pa.DataType):
     Other parts of ``column`` are returned as they are; ``column`` may be a
     ``pa.ChunkedArray``."""
     if isinstance(column, pa.ChunkedArray):
-        return pa.chunked_array(
-            [_nested_chunk(chunk, target_type) for chunk in column.chunks], type=target_type
-        )
+        return pa.chunked_array([_nested_chunk(chunk, target_type) for chunk in column.chunks], type=target_type)
     return _nested_chunk(column, target_type)
 
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.errors import ConstraintViolationError, DeltaError, UnsupportedFeatureError  # noqa: F401 (re-exported)
-from delta_pyds.expressions.ast import ExpressionError, columns_of
+from delta_pyds.errors import ConstraintViolationError, ExpressionError, UnsupportedFeatureError
+from delta_pyds.expressions.ast import columns_of
 from delta_pyds.expressions.evaluator import evaluate_predicate, evaluate_value, resolve_column
 from delta_pyds.expressions.parser import parse
 from delta_pyds.protocol.schema import StructType
@@ -51,6 +51,7 @@ class _Rule:
 @dataclass
 class WriteChecks:
     """Rules for the rows of one write (pickled into each task)."""
+
     not_null: tuple = ()  # (path,...) of non-nullable fields (nested: checked where the parent is set)
     rules: tuple = ()  # _Rule
     generated: tuple = ()  # (column name, _Rule, provided by the DataFrame?): defaults, then generated
@@ -59,25 +60,27 @@ class WriteChecks:
         return bool(self.not_null or self.rules or self.generated)
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Fills defaults of missing columns and generated columns, then raises ConstraintViolationError on the first bad row."""
+        """Fills defaults of missing columns and generated columns, then raises
+        ConstraintViolationError on the first bad row."""
         for name, rule, provided in self.generated:
             idx = batch.schema.get_field_index(name)
             target = batch.schema.field(idx).type
             try:
                 value = evaluate_value(rule.node, batch, target)
             except ExpressionError as exc:
-                raise ConstraintViolationError(
-                    f"cannot compute generated column {name} = {rule.text}: {exc}") from None
+                raise ConstraintViolationError(f"cannot compute generated column {name} = {rule.text}: {exc}") from None
             if provided:
                 current = batch.column(idx)
-                same = pc.or_(pc.fill_null(pc.equal(current, value), False),
-                              pc.and_(pc.is_null(current), pc.is_null(value)))
+                same = pc.or_(
+                    pc.fill_null(pc.equal(current, value), False), pc.and_(pc.is_null(current), pc.is_null(value))
+                )
                 if not pc.all(same).as_py():
                     row = pc.index(same, False).as_py()
                     raise ConstraintViolationError(
                         f"generated column {name} must equal {rule.text}, but a row has {name} = "
                         f"{current[row].as_py()!r} where the expression gives {value[row].as_py()!r}"
-                        + _row_text(batch, rule.columns, row))
+                        + _row_text(batch, rule.columns, row)
+                    )
             else:
                 batch = batch.set_column(idx, batch.schema.field(idx), value)
         for path in self.not_null:
@@ -87,8 +90,7 @@ class WriteChecks:
                 if parent_valid is not None:
                     bad = pc.and_(bad, parent_valid)
                 if pc.any(bad).as_py():
-                    raise ConstraintViolationError(
-                        f"NOT NULL constraint violated for column: {'.'.join(path)}")
+                    raise ConstraintViolationError(f"NOT NULL constraint violated for column: {'.'.join(path)}")
         for rule in self.rules:
             try:
                 ok = evaluate_predicate(rule.node, batch)
@@ -97,8 +99,9 @@ class WriteChecks:
             good = pc.fill_null(ok, False)
             if not pc.all(good).as_py():
                 row = pc.index(good, False).as_py()
-                raise ConstraintViolationError(f"{_describe(rule)} violated by row with values:"
-                                               + _row_text(batch, rule.columns, row, bullet=True))
+                raise ConstraintViolationError(
+                    f"{_describe(rule)} violated by row with values:" + _row_text(batch, rule.columns, row, bullet=True)
+                )
         return batch
 
 
@@ -107,8 +110,10 @@ def _describe(rule: _Rule) -> str:
         return f"CHECK constraint {rule.name} ({rule.text})"
     if rule.kind == "invariant":
         return f"invariant on column {rule.name} ({rule.text})"
-    return (f"replaceWhere predicate ({rule.text}): the written data does not match it "
-            "(every written row must satisfy the predicate of a partial overwrite);")
+    return (
+        f"replaceWhere predicate ({rule.text}): the written data does not match it "
+        "(every written row must satisfy the predicate of a partial overwrite);"
+    )
 
 
 def _leaf(batch: pa.RecordBatch, path: tuple[str, ...]):
@@ -146,16 +151,20 @@ def _compile(kind: str, name: str, text: str, empty: pa.Table, table_feature: st
             raise ValueError(f"option replaceWhere: {exc}") from None
         raise UnsupportedFeatureError(
             f"cannot write to this table: {_WHAT[kind].format(name)} ({text}) cannot be evaluated by delta_pyds: {exc}",
-            (table_feature,)) from None
+            (table_feature,),
+        ) from None
     return _Rule(kind, name, text, node, tuple(sorted(columns_of(node))))
 
 
-_WHAT = {"check": "CHECK constraint {}", "invariant": "the invariant of column {}",
-         "generated": "the generation expression of column {}", "default": "the default value of column {}"}
+_WHAT = {
+    "check": "CHECK constraint {}",
+    "invariant": "the invariant of column {}",
+    "generated": "the generation expression of column {}",
+    "default": "the default value of column {}",
+}
 
 
-def _value_rule(kind: str, name: str, text: str, arrow_schema: pa.Schema, table_feature: str,
-                hint: str = "") -> _Rule:
+def _value_rule(kind: str, name: str, text: str, arrow_schema: pa.Schema, table_feature: str, hint: str = "") -> _Rule:
     """A rule whose value fills column ``name``: parsed, and tried on an empty batch."""
     empty = arrow_schema.empty_table()
     rule = _compile(kind, name, text, empty, table_feature)
@@ -164,14 +173,23 @@ def _value_rule(kind: str, name: str, text: str, arrow_schema: pa.Schema, table_
     except ExpressionError as exc:
         raise UnsupportedFeatureError(
             f"cannot write to this table: {_WHAT[kind].format(name)} ({rule.text}) cannot be evaluated "
-            f"by delta_pyds: {exc}{hint}", (table_feature,)) from None
+            f"by delta_pyds: {exc}{hint}",
+            (table_feature,),
+        ) from None
     return rule
 
 
-def build_checks(schema: StructType, configuration, input_columns, *, replace_where: str | None = None,
-                 logical_schema: pa.Schema | None = None) -> WriteChecks:
+def build_checks(
+    schema: StructType,
+    configuration,
+    input_columns,
+    *,
+    replace_where: str | None = None,
+    logical_schema: pa.Schema | None = None,
+) -> WriteChecks:
     """The rules for a write of a DataFrame with ``input_columns`` into ``schema``."""
     from delta_pyds.protocol.schema_evolution import logical_arrow_schema
+
     arrow_schema = logical_schema or logical_arrow_schema(schema)
     empty = arrow_schema.empty_table()
     provided = {c.lower() for c in input_columns}
@@ -184,6 +202,7 @@ def build_checks(schema: StructType, configuration, input_columns, *, replace_wh
                 if not f.nullable:
                     not_null.append(path)
                 walk(f.type, path)
+
     walk(schema, ())
     rules = []
     generated = []
@@ -192,8 +211,14 @@ def build_checks(schema: StructType, configuration, input_columns, *, replace_wh
         meta = f.metadata or {}
         if CURRENT_DEFAULT in meta and f.name.lower() not in provided:
             # allowColumnDefaults: a column the DataFrame lacks gets its default, not null
-            rule = _value_rule("default", f.name, meta[CURRENT_DEFAULT], arrow_schema, "allowColumnDefaults",
-                               "; provide the column in the DataFrame")
+            rule = _value_rule(
+                "default",
+                f.name,
+                meta[CURRENT_DEFAULT],
+                arrow_schema,
+                "allowColumnDefaults",
+                "; provide the column in the DataFrame",
+            )
             defaults.append((f.name, rule, False))
         if INVARIANTS in meta:
             try:
@@ -201,7 +226,9 @@ def build_checks(schema: StructType, configuration, input_columns, *, replace_wh
             except (ValueError, KeyError, TypeError):
                 raise UnsupportedFeatureError(
                     f"cannot write to this table: column {f.name} has an invariant delta_pyds cannot "
-                    f"read: {meta[INVARIANTS]!r}", ("invariants",)) from None
+                    f"read: {meta[INVARIANTS]!r}",
+                    ("invariants",),
+                ) from None
             rules.append(_compile("invariant", f.name, text, empty, "invariants"))
         if GENERATION_EXPRESSION in meta:
             rule = _value_rule("generated", f.name, meta[GENERATION_EXPRESSION], arrow_schema, "generatedColumns")

@@ -22,11 +22,11 @@ accepted values for anything it cannot interpret, and never touches storage.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
-from delta_pyds.read.options import get_option, int_option
 from delta_pyds.protocol.table_properties import canonical_property
+from delta_pyds.read.options import get_option, int_option
 
 STORAGE_PREFIX = "storage."
 SESSION_PARTITION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
@@ -55,8 +55,16 @@ WRITE_OPTIONS = {
 
 _SAVE_MODES = ("errorifexists", "ignore", "append", "overwrite")
 _SAVE_MODE_ALIASES = {"error": "errorifexists", "default": "errorifexists"}
-_CODECS = {"snappy": "snappy", "zstd": "zstd", "gzip": "gzip", "lz4": "lz4", "lz4_raw": "lz4",
-           "none": "none", "uncompressed": "none", "brotli": "brotli"}
+_CODECS = {
+    "snappy": "snappy",
+    "zstd": "zstd",
+    "gzip": "gzip",
+    "lz4": "lz4",
+    "lz4_raw": "lz4",
+    "none": "none",
+    "uncompressed": "none",
+    "brotli": "brotli",
+}
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -83,8 +91,7 @@ def parse_size(raw: str, name: str) -> int:
     """``"134217728"``, ``"128m"``, ``"1g"``, ``"512kb"`` -> bytes."""
     m = _SIZE_RE.match(str(raw))
     if not m or int(m.group(1)) <= 0:
-        raise ValueError(f"option {name}: expected a positive size in bytes such as 134217728, "
-                         f"128m or 1g, got {raw!r}")
+        raise ValueError(f"option {name}: expected a positive size in bytes such as 134217728, 128m or 1g, got {raw!r}")
     return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
@@ -93,6 +100,7 @@ def split_columns(raw: str) -> tuple[str, ...]:
     text = raw.strip()
     if text.startswith("[") and text.endswith("]"):
         import json
+
         try:
             values = json.loads(text)
             if isinstance(values, list) and all(isinstance(v, str) for v in values):
@@ -130,15 +138,17 @@ class WriteOptions:
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold credentials
 
     @classmethod
-    def parse(cls, options: Mapping[str, str], *, overwrite: bool,
-              session_partition_overwrite_mode: str | None = "static") -> "WriteOptions":
+    def parse(
+        cls, options: Mapping[str, str], *, overwrite: bool, session_partition_overwrite_mode: str | None = "static"
+    ) -> WriteOptions:
         """``session_partition_overwrite_mode``: the session's
         ``spark.sql.sources.partitionOverwriteMode`` (static or dynamic), or None when the
         caller cannot know it; no Spark session (core API): static."""
         path = get_option(options, "path")
         if not path:
-            raise ValueError("option path: a table location is required, e.g. "
-                             "df.write.format('pydelta').save('/data/table')")
+            raise ValueError(
+                "option path: a table location is required, e.g. df.write.format('pydelta').save('/data/table')"
+            )
         save_mode = _parse_save_mode(options, overwrite)
         raw_parts = get_option(options, "partitionBy")
         partition_by = None
@@ -151,10 +161,12 @@ class WriteOptions:
         cluster_by = None
         if raw_cluster is not None:
             from delta_pyds.protocol.clustering import parse_columns
+
             cluster_by = tuple(parse_columns(raw_cluster))
             if partition_by and cluster_by:
-                raise ValueError("options partitionBy and clusterBy: a table is either partitioned or "
-                                 "clustered; give one of them")
+                raise ValueError(
+                    "options partitionBy and clusterBy: a table is either partitioned or clustered; give one of them"
+                )
         replace_where = get_option(options, "replaceWhere")
         if replace_where is not None and not replace_where.strip():
             replace_where = None
@@ -166,8 +178,7 @@ class WriteOptions:
         merge_schema = _bool(options, "mergeSchema", False)
         overwrite_schema = _bool(options, "overwriteSchema", False)
         unknown = False
-        if (raw_pom is None or not raw_pom.strip()) and overwrite and replace_where is None \
-                and not overwrite_schema:
+        if (raw_pom is None or not raw_pom.strip()) and overwrite and replace_where is None and not overwrite_schema:
             # the session setting decides (delta-spark: an explicit replaceWhere or
             # overwriteSchema means the query's own intent, which wins over the session)
             session = session_partition_overwrite_mode
@@ -176,8 +187,10 @@ class WriteOptions:
             else:
                 session = session.strip().lower()
                 if session not in ("static", "dynamic"):
-                    raise ValueError(f"{SESSION_PARTITION_OVERWRITE_MODE}: expected static or dynamic, "
-                                     f"got {session_partition_overwrite_mode!r}")
+                    raise ValueError(
+                        f"{SESSION_PARTITION_OVERWRITE_MODE}: expected static or dynamic, "
+                        f"got {session_partition_overwrite_mode!r}"
+                    )
                 dynamic = session == "dynamic"
         if replace_where is not None and not overwrite:
             raise ValueError("option replaceWhere: only valid with mode('overwrite')")
@@ -186,11 +199,14 @@ class WriteOptions:
         if dynamic and replace_where is not None:
             raise ValueError("options replaceWhere and partitionOverwriteMode=dynamic: give at most one")
         if overwrite_schema and not overwrite:
-            raise ValueError("option overwriteSchema: only valid with mode('overwrite'); "
-                             "use mergeSchema=true to add columns on append")
+            raise ValueError(
+                "option overwriteSchema: only valid with mode('overwrite'); "
+                "use mergeSchema=true to add columns on append"
+            )
         if overwrite_schema and (replace_where is not None or dynamic):
-            raise ValueError("option overwriteSchema: cannot be combined with replaceWhere or "
-                             "partitionOverwriteMode=dynamic")
+            raise ValueError(
+                "option overwriteSchema: cannot be combined with replaceWhere or partitionOverwriteMode=dynamic"
+            )
         app_id = get_option(options, "txnAppId")
         txn_version = _int(options, "txnVersion", minimum=0)
         if (app_id is None) != (txn_version is None):
@@ -198,20 +214,25 @@ class WriteOptions:
         target = get_option(options, "targetFileSize")
         codec_raw = (get_option(options, "compression") or "").strip().lower()
         if codec_raw and codec_raw not in _CODECS:
-            raise ValueError(f"option compression: expected one of {', '.join(sorted(_CODECS))}, "
-                             f"got {codec_raw!r}")
+            raise ValueError(f"option compression: expected one of {', '.join(sorted(_CODECS))}, got {codec_raw!r}")
         props = {}
         for k, v in options.items():
             if k.lower().startswith("delta."):
                 props[canonical_property(k)] = str(v)
-        storage = {k[len(STORAGE_PREFIX):]: v for k, v in options.items()
-                   if k.lower().startswith(STORAGE_PREFIX)}
+        storage = {k[len(STORAGE_PREFIX) :]: v for k, v in options.items() if k.lower().startswith(STORAGE_PREFIX)}
         return cls(
-            path=path, overwrite=overwrite, save_mode=save_mode, partition_by=partition_by,
-            cluster_by=cluster_by, replace_where=replace_where, dynamic_partition_overwrite=dynamic,
+            path=path,
+            overwrite=overwrite,
+            save_mode=save_mode,
+            partition_by=partition_by,
+            cluster_by=cluster_by,
+            replace_where=replace_where,
+            dynamic_partition_overwrite=dynamic,
             partition_overwrite_mode_unknown=unknown,
-            merge_schema=merge_schema, overwrite_schema=overwrite_schema,
-            txn_app_id=app_id, txn_version=txn_version,
+            merge_schema=merge_schema,
+            overwrite_schema=overwrite_schema,
+            txn_app_id=app_id,
+            txn_version=txn_version,
             user_metadata=get_option(options, "userMetadata"),
             target_file_size=parse_size(target, "targetFileSize") if target else None,
             max_records_per_file=_int(options, "maxRecordsPerFile", minimum=1),
@@ -219,7 +240,9 @@ class WriteOptions:
             max_commit_attempts=_int(options, "maxCommitAttempts", minimum=1) or DEFAULT_MAX_COMMIT_ATTEMPTS,
             allow_unsafe_commits=_bool(options, "allowUnsafeCommits", False),
             checkpoint_on_write=_bool(options, "checkpointOnWrite", True),
-            table_properties=props, storage_options=storage)
+            table_properties=props,
+            storage_options=storage,
+        )
 
 
 def _parse_save_mode(options: Mapping[str, str], overwrite: bool) -> str:
@@ -235,9 +258,11 @@ def _parse_save_mode(options: Mapping[str, str], overwrite: bool) -> str:
     if mode not in _SAVE_MODES:
         raise ValueError(f"option {name}: expected errorifexists, ignore, append or overwrite, got {raw!r}")
     if mode in ("errorifexists", "ignore") and overwrite:
-        raise ValueError(f"option {name}={mode}: use it with mode('append') (Spark only lets Python "
-                         "data sources run in append or overwrite mode; the option supplies the "
-                         f"{mode} semantics), not with mode('overwrite')")
+        raise ValueError(
+            f"option {name}={mode}: use it with mode('append') (Spark only lets Python "
+            "data sources run in append or overwrite mode; the option supplies the "
+            f"{mode} semantics), not with mode('overwrite')"
+        )
     if mode in ("append", "overwrite") and mode != spark_mode:
         raise ValueError(f"option {name}={mode} contradicts the DataFrameWriter mode {spark_mode!r}")
     return mode

@@ -33,8 +33,9 @@ import posixpath
 import time
 import uuid
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 import numpy as np
@@ -49,9 +50,9 @@ if TYPE_CHECKING:
 from delta_pyds.protocol.identity import IdentityGenerator
 from delta_pyds.protocol.partition_values import serialize_partition_value
 from delta_pyds.protocol.schema import DataType, PrimitiveType, StructType
+from delta_pyds.protocol.schema_evolution import conform_input, logical_arrow_schema, physical_arrow_schema, to_physical
 from delta_pyds.protocol.stats import FileStats, StatsColumn
 from delta_pyds.storage.store import Storage
-from delta_pyds.protocol.schema_evolution import conform_input, logical_arrow_schema, physical_arrow_schema, to_physical
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ MAX_OPEN_FILES = 64
 # 0x01-0x1F and "#%'*/:=?\ DEL {[]^), plus NUL: Spark leaves it, and no filesystem accepts
 # it in a name (Spark's own write of such a value fails). The log keeps the real value in
 # partitionValues; readers never parse directory names.
-_ESCAPE = set(chr(c) for c in range(0x00, 0x20)) | set('"#%\'*/:=?\\\x7f{[]^')
+_ESCAPE = {chr(c) for c in range(0x20)} | set("\"#%'*/:=?\\\x7f{[]^")
 _URI_SAFE = "/=:@!$&'()*+,;-._~"
 
 
@@ -108,6 +109,7 @@ def serialize_value(value, dtype: DataType) -> str | None:
 @dataclass
 class WriteSpec:
     """What every task of a write needs; pickled into each Spark task, so kept small."""
+
     storage: Storage
     table_schema: StructType  # logical, the whole table
     input_columns: tuple[str, ...]  # the DataFrame's columns, in order
@@ -142,9 +144,12 @@ class WriteSpec:
         schema = self.table_schema
         lowered = {c.lower(): i for i, c in enumerate(self.input_columns)}
         pset = {c.lower() for c in self.partition_columns}
-        data_fields = [f for f in schema.fields
-                       if (self.materialize_partition_columns or f.name.lower() not in pset)
-                       and not (isinstance(f.type, PrimitiveType) and f.type.name == "void")]
+        data_fields = [
+            f
+            for f in schema.fields
+            if (self.materialize_partition_columns or f.name.lower() not in pset)
+            and not (isinstance(f.type, PrimitiveType) and f.type.name == "void")
+        ]
         field_index = {f.name.lower(): i for i, f in enumerate(schema.fields)}
         self._derived.update(
             logical_schema=logical_arrow_schema(schema),
@@ -154,8 +159,9 @@ class WriteSpec:
             physical_schema=physical_arrow_schema(data_fields, self.column_mapping_mode),
             partition_index=[field_index[c.lower()] for c in self.partition_columns],
             partition_fields=[schema.field(c) for c in self.partition_columns],
-            physical_partition_names=[schema.field(c).physical_name(self.column_mapping_mode)
-                                      for c in self.partition_columns],
+            physical_partition_names=[
+                schema.field(c).physical_name(self.column_mapping_mode) for c in self.partition_columns
+            ],
         )
 
 
@@ -166,8 +172,7 @@ class TaskResult:
     identity: dict = field(default_factory=dict)  # identity column -> extreme generated value
 
 
-def write_task(spec: WriteSpec, batches: Iterable[pa.RecordBatch], *, task_id: int = 0,
-               attempt: int = 0) -> TaskResult:
+def write_task(spec: WriteSpec, batches: Iterable[pa.RecordBatch], *, task_id: int = 0, attempt: int = 0) -> TaskResult:
     """Writes one task's batches; returns the add actions of the files written."""
     writer = _TaskWriter(spec, task_id)
     try:
@@ -178,8 +183,7 @@ def write_task(spec: WriteSpec, batches: Iterable[pa.RecordBatch], *, task_id: i
     except BaseException:
         writer.abort()
         raise
-    return TaskResult(writer.adds, writer.num_rows,
-                      dict(writer.identity.marks) if writer.identity is not None else {})
+    return TaskResult(writer.adds, writer.num_rows, dict(writer.identity.marks) if writer.identity is not None else {})
 
 
 def to_logical(spec: WriteSpec, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -192,8 +196,7 @@ def to_logical(spec: WriteSpec, batch: pa.RecordBatch) -> pa.RecordBatch:
             arrays.append(pa.nulls(n, target.type))
         else:
             arr = batch.column(src)
-            arrays.append(arr if arr.type == target.type else
-                          conform_input(arr, f.type, target.type, column=f.name))
+            arrays.append(arr if arr.type == target.type else conform_input(arr, f.type, target.type, column=f.name))
     return pa.RecordBatch.from_arrays(arrays, schema=d["logical_schema"])
 
 
@@ -220,8 +223,7 @@ def dictionary_columns(table: pa.Table) -> list[str] | bool:
     sample = table.slice(0, _DICTIONARY_SAMPLE_ROWS)
     for name, column in zip(table.column_names, sample.columns):
         t = column.type
-        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
-                or pa.types.is_decimal(t)):
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t) or pa.types.is_decimal(t)):
             continue
         valid = len(column) - column.null_count
         if valid >= 1024 and pc.count_distinct(column).as_py() == valid:
@@ -234,6 +236,7 @@ def dictionary_columns(table: pa.Table) -> list[str] | bool:
 def _leaf_paths(schema: pa.Schema) -> list[str]:
     """Parquet leaf column paths of an Arrow schema (as the writer names them)."""
     import io
+
     buf = io.BytesIO()
     pq.write_table(schema.empty_table(), buf, use_compliant_nested_type=True)
     buf.seek(0)
@@ -242,8 +245,9 @@ def _leaf_paths(schema: pa.Schema) -> list[str]:
 
 
 class _OpenFile:
-    def __init__(self, spec: WriteSpec, rel_dir: str, partition_values: dict, task_id: int,
-                 first: pa.Table | None = None):
+    def __init__(
+        self, spec: WriteSpec, rel_dir: str, partition_values: dict, task_id: int, first: pa.Table | None = None
+    ):
         self.spec = spec
         name = f"part-{task_id:05d}-{uuid.uuid4()}.c000.{_codec_suffix(spec.compression)}parquet"
         self.rel = posixpath.join(rel_dir, name) if rel_dir else name
@@ -258,10 +262,14 @@ class _OpenFile:
         else:
             self.sink = storage.fs.open(self.full, "wb")
         self.writer = pq.ParquetWriter(
-            self.sink, spec.derived["physical_schema"], compression=spec.compression,
+            self.sink,
+            spec.derived["physical_schema"],
+            compression=spec.compression,
             use_dictionary=dictionary_columns(first) if first is not None else True,
             dictionary_pagesize_limit=DICTIONARY_PAGE_BYTES,
-            store_decimal_as_integer=True, use_compliant_nested_type=True)
+            store_decimal_as_integer=True,
+            use_compliant_nested_type=True,
+        )
 
     def write(self, table: pa.Table) -> None:
         self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
@@ -358,8 +366,9 @@ class _TaskWriter:
         arrays = []
         for f, i, target in zip(fields, self.data_index, self.physical_schema):
             arr = logical.column(i)
-            arrays.append(arr if arr.type == target.type else
-                          to_physical(arr, f.type, target.type, self.spec.column_mapping_mode))
+            arrays.append(
+                arr if arr.type == target.type else to_physical(arr, f.type, target.type, self.spec.column_mapping_mode)
+            )
         return pa.RecordBatch.from_arrays(arrays, schema=self.physical_schema)
 
     def _split(self, batch: pa.RecordBatch) -> Iterator:
@@ -437,6 +446,7 @@ class _TaskWriter:
     def _submit(self, fn, *args) -> None:
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
+
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pydelta-writer")
         while self._pending and self._pending[0].done():
             self._pending.popleft().result()  # re-raises a failure of the file thread
@@ -460,8 +470,9 @@ class _TaskWriter:
                 take = min(take, limit - file.rows)
             file.write(table.slice(offset, take))
             offset += take
-            if (limit and file.rows >= limit) or \
-                    (self.spec.target_file_size and file.size >= self.spec.target_file_size):
+            if (limit and file.rows >= limit) or (
+                self.spec.target_file_size and file.size >= self.spec.target_file_size
+            ):
                 self._close_file(p)
 
     def _open(self, p: _Partition, first: pa.Table | None = None) -> None:

@@ -31,29 +31,46 @@ from typing import TYPE_CHECKING, Any, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_pyds.errors import SchemaError, TableNotFoundError
+from delta_pyds.expressions.evaluator import evaluate_predicate
 from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import Metadata, Protocol
 from delta_pyds.protocol.clustering import CLUSTERING_DOMAIN, dotted, table_clustering
 from delta_pyds.protocol.clustering import domain_config as clustering_domain_config
 from delta_pyds.protocol.clustering import resolve as resolve_clustering
-from delta_pyds.write.constraints import build_checks, replace_where_rule
 from delta_pyds.protocol.identity import columns_to_generate, with_high_water_marks
-from delta_pyds.errors import SchemaError, TableNotFoundError
-from delta_pyds.expressions.evaluator import evaluate_predicate
-from delta_pyds.write.parquet_writer import WriteSpec
 from delta_pyds.protocol.partition_values import parse_partition_values
 from delta_pyds.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType
-from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.protocol.schema_evolution import (
+    assign_column_mapping,
+    check_names,
+    logical_arrow_schema,
+    reconcile,
+    replace_schema,
+    without_fields,
+)
 from delta_pyds.protocol.stats import stats_columns
+from delta_pyds.protocol.table_properties import (
+    APPEND_ONLY,
+    COLUMN_MAPPING_MAX_ID,
+    COLUMN_MAPPING_MODE,
+    COMPRESSION_CODEC,
+    ENABLE_ROW_TRACKING,
+    MIN_READER_VERSION,
+    MIN_WRITER_VERSION,
+    PROTOCOL_PROPERTIES,
+    ROW_COMMIT_VERSION_COLUMN,
+    ROW_ID_COLUMN,
+    is_true,
+    required_protocol,
+    validate_properties,
+)
 from delta_pyds.storage.store import Storage
-from delta_pyds.protocol.table_properties import (APPEND_ONLY, COLUMN_MAPPING_MAX_ID, COLUMN_MAPPING_MODE, COMPRESSION_CODEC,
-                               ENABLE_ROW_TRACKING, MIN_READER_VERSION, MIN_WRITER_VERSION,
-                               PROTOCOL_PROPERTIES, ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN, is_true,
-                               required_protocol, validate_properties)
+from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import AppendOnlyError, CommitResult, TableExistsError, Transaction, remove_actions
+from delta_pyds.write.constraints import build_checks, replace_where_rule
 from delta_pyds.write.options import WriteOptions
-from delta_pyds.protocol.schema_evolution import (assign_column_mapping, check_names, logical_arrow_schema, reconcile,
-                           replace_schema, without_fields)
+from delta_pyds.write.parquet_writer import WriteSpec
 
 if TYPE_CHECKING:
     from delta_pyds.write.replace_where import Replacement
@@ -64,6 +81,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class WritePlan:
     """What the driver decided for one write (pickled to executors and to commit)."""
+
     opts: WriteOptions
     storage: Storage
     read_version: int  # -1: the table does not exist yet
@@ -105,11 +123,14 @@ def _refuse_void(schema: StructType, existing: StructType | None, prefix: str = 
         if isinstance(f.type, PrimitiveType) and f.type.name == "void":
             if old is not None and old.type == f.type:
                 continue
-            raise SchemaError(f"column {prefix}{f.name} has no type (Spark's NullType, e.g. from lit(None)); "
-                              "cast it to the type the column should have")
+            raise SchemaError(
+                f"column {prefix}{f.name} has no type (Spark's NullType, e.g. from lit(None)); "
+                "cast it to the type the column should have"
+            )
         if isinstance(f.type, StructType):
-            _refuse_void(f.type, old.type if old is not None and isinstance(old.type, StructType) else None,
-                         f"{prefix}{f.name}.")
+            _refuse_void(
+                f.type, old.type if old is not None and isinstance(old.type, StructType) else None, f"{prefix}{f.name}."
+            )
 
 
 def _partition_columns(schema: StructType, names) -> tuple[str, ...]:
@@ -117,12 +138,16 @@ def _partition_columns(schema: StructType, names) -> tuple[str, ...]:
     for name in names:
         f = schema.get(name)
         if f is None:
-            raise SchemaError(f"option partitionBy: column {name!r} is not in the DataFrame "
-                              f"(columns: {', '.join(schema.names)})")
-        if isinstance(f.type, (StructType, ArrayType, MapType)) or \
-                (isinstance(f.type, PrimitiveType) and f.type.name in ("variant", "void")):
-            raise SchemaError(f"option partitionBy: column {f.name} has type {f.type.simple_string()}, "
-                              "which cannot be a partition column")
+            raise SchemaError(
+                f"option partitionBy: column {name!r} is not in the DataFrame (columns: {', '.join(schema.names)})"
+            )
+        if isinstance(f.type, (StructType, ArrayType, MapType)) or (
+            isinstance(f.type, PrimitiveType) and f.type.name in ("variant", "void")
+        ):
+            raise SchemaError(
+                f"option partitionBy: column {f.name} has type {f.type.simple_string()}, "
+                "which cannot be a partition column"
+            )
         out.append(f.name)
     if out and len(out) == len(schema.fields):
         raise SchemaError("option partitionBy: a table cannot be partitioned by all of its columns")
@@ -145,8 +170,9 @@ def _mapping_mode(conf) -> str:
     return (conf.get(COLUMN_MAPPING_MODE) or "none").lower()
 
 
-def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage | None = None,
-               keep_identity_values: bool = False) -> WritePlan:
+def plan_write(
+    opts: WriteOptions, data_schema: StructType, *, storage: Storage | None = None, keep_identity_values: bool = False
+) -> WritePlan:
     """Decides a write of data with ``data_schema`` (see the module docstring).
 
     Identity columns the data lacks are generated by the tasks; ``keep_identity_values``
@@ -160,15 +186,23 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
     read_version = snapshot.version if snapshot is not None else -1
     if snapshot is not None:
         if opts.save_mode == "errorifexists":
-            raise TableExistsError(f"a Delta table already exists at {storage.root} (saveMode=errorifexists); "
-                                   "use mode('append') or mode('overwrite') to change it")
+            raise TableExistsError(
+                f"a Delta table already exists at {storage.root} (saveMode=errorifexists); "
+                "use mode('append') or mode('overwrite') to change it"
+            )
         if opts.save_mode == "ignore":
             return WritePlan(opts, storage, read_version, None, skip="the table exists and saveMode=ignore")
         features.check_write(snapshot.protocol)
-        if opts.txn_app_id is not None and \
-                snapshot.app_transactions.get(opts.txn_app_id, -1) >= cast(int, opts.txn_version):  # given together
-            return WritePlan(opts, storage, read_version, None,
-                             skip=f"transaction {opts.txn_app_id} version {opts.txn_version} is already committed")
+        if opts.txn_app_id is not None and snapshot.app_transactions.get(opts.txn_app_id, -1) >= cast(
+            int, opts.txn_version
+        ):  # given together
+            return WritePlan(
+                opts,
+                storage,
+                read_version,
+                None,
+                skip=f"transaction {opts.txn_app_id} version {opts.txn_version} is already committed",
+            )
     validate_properties(opts.table_properties)
     metadata = protocol = None
     if snapshot is None or (opts.overwrite and opts.overwrite_schema):  # replacing the table
@@ -194,16 +228,23 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
         clustering, cluster_domain = _new_clustering(opts, schema, partition_columns, mode, snapshot)
         min_reader = opts.table_properties.get(MIN_READER_VERSION)
         min_writer = opts.table_properties.get(MIN_WRITER_VERSION)
-        protocol = required_protocol(schema, conf, snapshot.protocol if snapshot else None,
-                                     min_reader=int(min_reader) if min_reader else None,
-                                     min_writer=int(min_writer) if min_writer else None,
-                                     extra_features=("clustering", "domainMetadata") if clustering else ())
-        metadata = Metadata(id=snapshot.metadata.id if snapshot else str(uuid.uuid4()),
-                            schema_string=schema.json(), partition_columns=partition_columns,
-                            configuration=conf, created_time=snapshot.metadata.created_time if snapshot
-                            else int(time.time() * 1000),
-                            name=snapshot.metadata.name if snapshot else None,
-                            description=snapshot.metadata.description if snapshot else None)
+        protocol = required_protocol(
+            schema,
+            conf,
+            snapshot.protocol if snapshot else None,
+            min_reader=int(min_reader) if min_reader else None,
+            min_writer=int(min_writer) if min_writer else None,
+            extra_features=("clustering", "domainMetadata") if clustering else (),
+        )
+        metadata = Metadata(
+            id=snapshot.metadata.id if snapshot else str(uuid.uuid4()),
+            schema_string=schema.json(),
+            partition_columns=partition_columns,
+            configuration=conf,
+            created_time=snapshot.metadata.created_time if snapshot else int(time.time() * 1000),
+            name=snapshot.metadata.name if snapshot else None,
+            description=snapshot.metadata.description if snapshot else None,
+        )
         if snapshot is not None and protocol == snapshot.protocol:
             protocol = None
     else:
@@ -211,19 +252,21 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
         mode = snapshot.column_mapping_mode
         check_names(data_schema, column_mapping=mode != "none")
         partition_columns = tuple(snapshot.partition_columns)
-        if opts.partition_by is not None and \
-                [c.lower() for c in opts.partition_by] != [c.lower() for c in partition_columns]:
+        if opts.partition_by is not None and [c.lower() for c in opts.partition_by] != [
+            c.lower() for c in partition_columns
+        ]:
             raise SchemaError(
                 f"option partitionBy ({', '.join(opts.partition_by) or 'none'}) does not match the table's "
                 f"partition columns ({', '.join(partition_columns) or 'none'}); to change the partitioning, "
-                "overwrite with overwriteSchema=true")
-        changed = {k: v for k, v in opts.table_properties.items() if conf.get(k) != v and
-                   k not in PROTOCOL_PROPERTIES}
+                "overwrite with overwriteSchema=true"
+            )
+        changed = {k: v for k, v in opts.table_properties.items() if conf.get(k) != v and k not in PROTOCOL_PROPERTIES}
         if changed:
             raise ValueError(
                 "table properties can only be set when the table is created or replaced with "
-                f"mode('overwrite') and overwriteSchema=true; these differ from the table's: "
-                + ", ".join(f"{k}={v} (table: {conf.get(k)})" for k, v in sorted(changed.items())))
+                "mode('overwrite') and overwriteSchema=true; these differ from the table's: "
+                + ", ".join(f"{k}={v} (table: {conf.get(k)})" for k, v in sorted(changed.items()))
+            )
         clustering = _existing_clustering(opts, snapshot)
         cluster_domain = None
         schema = reconcile(snapshot.schema, data_schema, merge=opts.merge_schema)
@@ -239,13 +282,15 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
     final_protocol = protocol or cast(Snapshot, snapshot).protocol  # no new protocol: the table exists
     features.check_write(final_protocol)
     if opts.overwrite and snapshot is not None and is_true(snapshot.configuration, APPEND_ONLY):
-        raise AppendOnlyError(f"cannot overwrite {storage.root}: the table is append-only "
-                              "(delta.appendOnly=true); only appends are allowed")
+        raise AppendOnlyError(
+            f"cannot overwrite {storage.root}: the table is append-only "
+            "(delta.appendOnly=true); only appends are allowed"
+        )
     logical = logical_arrow_schema(schema)
-    checks = build_checks(schema, conf, [f.name for f in data_schema.fields],
-                          replace_where=opts.replace_where, logical_schema=logical)
-    identity = columns_to_generate(schema, [f.name for f in data_schema.fields],
-                                   keep_values=keep_identity_values)
+    checks = build_checks(
+        schema, conf, [f.name for f in data_schema.fields], replace_where=opts.replace_where, logical_schema=logical
+    )
+    identity = columns_to_generate(schema, [f.name for f in data_schema.fields], keep_values=keep_identity_values)
     replace_node = None
     replace_on_data = False
     if opts.replace_where:
@@ -253,7 +298,8 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
         lowered = {c.lower() for c in partition_columns}
         replace_on_data = any(p[0].lower() not in lowered or len(p) > 1 for p in rule.columns)
         if replace_on_data and snapshot is not None and not opts.overwrite_schema:
-            from delta_pyds.expressions.ast import ExpressionError
+            from delta_pyds.errors import ExpressionError
+
             try:  # the predicate must be evaluable on the table's current rows too
                 evaluate_predicate(rule.node, logical_arrow_schema(snapshot.schema).empty_table())
             except (ExpressionError, KeyError) as exc:
@@ -264,27 +310,47 @@ def plan_write(opts: WriteOptions, data_schema: StructType, *, storage: Storage 
     codec = opts.compression or (conf.get(COMPRESSION_CODEC) or "snappy").lower()
     codec = {"uncompressed": "none", "lz4_raw": "lz4"}.get(codec, codec)
     spec = WriteSpec(
-        storage=storage, table_schema=schema, input_columns=tuple(f.name for f in data_schema.fields),
-        partition_columns=partition_columns, column_mapping_mode=mode,
+        storage=storage,
+        table_schema=schema,
+        input_columns=tuple(f.name for f in data_schema.fields),
+        partition_columns=partition_columns,
+        column_mapping_mode=mode,
         stats_columns=tuple(stats_columns(data_fields, conf, mode, required=clustering)),
         tight_bounds=features.is_enabled(final_protocol, "deletionVectors"),
-        compression=codec, target_file_size=opts.target_file_size,
+        compression=codec,
+        target_file_size=opts.target_file_size,
         max_records_per_file=opts.max_records_per_file,
-        materialize_partition_columns=materialize, checks=checks if checks else None,
-        identity=identity)
-    return WritePlan(opts, storage, read_version, spec, metadata=metadata, protocol=protocol,
-                     partition_columns=partition_columns, table_schema=schema, column_mapping_mode=mode,
-                     replace_where=replace_node, replace_on_data=replace_on_data,
-                     clustering=tuple(clustering),
-                     domains={CLUSTERING_DOMAIN: cluster_domain} if cluster_domain is not None else {})
+        materialize_partition_columns=materialize,
+        checks=checks if checks else None,
+        identity=identity,
+    )
+    return WritePlan(
+        opts,
+        storage,
+        read_version,
+        spec,
+        metadata=metadata,
+        protocol=protocol,
+        partition_columns=partition_columns,
+        table_schema=schema,
+        column_mapping_mode=mode,
+        replace_where=replace_node,
+        replace_on_data=replace_on_data,
+        clustering=tuple(clustering),
+        domains={CLUSTERING_DOMAIN: cluster_domain} if cluster_domain is not None else {},
+    )
 
 
-def _new_clustering(opts: WriteOptions, schema: StructType, partition_columns, mode: str,
-                    snapshot: Snapshot | None) -> tuple[list, str | None]:
+def _new_clustering(
+    opts: WriteOptions, schema: StructType, partition_columns, mode: str, snapshot: Snapshot | None
+) -> tuple[list, str | None]:
     """Clustering of a created or replaced table: the clusterBy option, else (replace)
     the table's own clustering. Returns (logical paths, domain configuration to commit)."""
-    old = table_clustering(snapshot.schema, snapshot.domain_metadata, snapshot.column_mapping_mode) \
-        if snapshot is not None else None
+    old = (
+        table_clustering(snapshot.schema, snapshot.domain_metadata, snapshot.column_mapping_mode)
+        if snapshot is not None
+        else None
+    )
     if opts.cluster_by is not None:
         paths = resolve_clustering(schema, opts.cluster_by, partition_columns)
     elif old:
@@ -293,7 +359,8 @@ def _new_clustering(opts: WriteOptions, schema: StructType, partition_columns, m
             raise SchemaError(
                 f"the table is clustered by {', '.join(dotted(p) for p in old)}; "
                 + (f"the new schema lacks {', '.join(missing)}" if missing else "it cannot also be partitioned")
-                + ": give the new clustering with option clusterBy (an empty value removes it)")
+                + ": give the new clustering with option clusterBy (an empty value removes it)"
+            )
         paths = resolve_clustering(schema, old)
     else:
         return [], None
@@ -311,7 +378,8 @@ def _existing_clustering(opts: WriteOptions, snapshot: Snapshot) -> list:
             raise SchemaError(
                 f"option clusterBy ({', '.join(dotted(p) for p in opts.cluster_by) or 'none'}) does not match "
                 f"the table's clustering columns ({', '.join(dotted(p) for p in current) or 'none'}); to "
-                "change them, overwrite with overwriteSchema=true")
+                "change them, overwrite with overwriteSchema=true"
+            )
     return current
 
 
@@ -331,12 +399,14 @@ def partition_predicate(node, schema: StructType, partition_columns, mode: str):
             arrays.append(parse_partition_values(raw, f.type, column=f.name))
         table = pa.table(arrays, names=[f.name for f in fields])
         return pc.fill_null(evaluate_predicate(node, table), False).to_pylist()
+
     return run
 
 
 def _partition_set_predicate(keys: set, physical: list[str]):
     def run(values: list[dict]) -> list[bool]:
         return [tuple((v or {}).get(p) or None for p in physical) in keys for v in values]
+
     return run
 
 
@@ -346,11 +416,15 @@ def check_overwrite_mode_known(plan: WritePlan, active: pa.Table, adds: list[dic
     mode would delete the partitions this write leaves out, dynamic mode would keep them.
     A write covering every partition the table has is the same in both modes."""
     from delta_pyds.write.options import SESSION_PARTITION_OVERWRITE_MODE
+
     schema = cast(StructType, plan.table_schema)  # planned (not skipped)
     physical = [schema.field(c).physical_name(plan.column_mapping_mode) for c in plan.partition_columns]
     written = {tuple(a["partitionValues"].get(p) or None for p in physical) for a in adds}
-    existing = {tuple((v or {}).get(p) or None for p in physical)
-                for v in active.column("partitionValues").to_pylist()} if active.num_rows else set()
+    existing = (
+        {tuple((v or {}).get(p) or None for p in physical) for v in active.column("partitionValues").to_pylist()}
+        if active.num_rows
+        else set()
+    )
     left_out = existing - written
     if left_out:
         raise ValueError(
@@ -361,18 +435,26 @@ def check_overwrite_mode_known(plan: WritePlan, active: pa.Table, adds: list[dic
             f"data sources). Pass the write option partitionOverwriteMode: "
             f".option('partitionOverwriteMode', 'dynamic') replaces only the partitions written, "
             f"'static' replaces the whole table (in SQL, add partitionOverwriteMode to the "
-            f"temporary view's OPTIONS). The table is unchanged")
+            f"temporary view's OPTIONS). The table is unchanged"
+        )
 
 
-def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = None,
-                 operation: str = "WRITE", identity_marks: dict | None = None) -> CommitResult:
+def commit_write(
+    plan: WritePlan,
+    adds: list[dict],
+    *,
+    num_rows: int | None = None,
+    operation: str = "WRITE",
+    identity_marks: dict | None = None,
+) -> CommitResult:
     """Commits the files of a planned write (see the module docstring);
     ``identity_marks`` are the extreme identity values the tasks generated."""
     opts = plan.opts
     snapshot = Snapshot.load(plan.storage, version=plan.read_version) if plan.read_version >= 0 else None
     txn = Transaction(plan.storage, snapshot)
     txn.create_conflict = {"errorifexists": "error", "ignore": "ignore", "append": "append"}.get(
-        opts.save_mode, "error")
+        opts.save_mode, "error"
+    )
     metadata = plan.metadata
     schema = cast(StructType, plan.table_schema)  # planned (not skipped)
     marked = with_high_water_marks(schema, identity_marks or {})
@@ -386,6 +468,7 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
     replacement = None
     if opts.overwrite and snapshot is not None:
         from delta_pyds.table.state import file_actions
+
         active = file_actions(snapshot).active
         pcols = list(plan.partition_columns)
         if opts.partition_overwrite_mode_unknown and pcols:
@@ -399,13 +482,16 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
             txn.read_partitions(pred, f"the {len(keys)} partition(s) written")
         elif plan.replace_where is not None and plan.replace_on_data and not opts.overwrite_schema:
             from delta_pyds.write.replace_where import replace_matching_rows
-            replacement = replace_matching_rows(snapshot, plan.replace_where, cast(str, opts.replace_where),
-                                                plan.spec)  # parsed from it
+
+            replacement = replace_matching_rows(
+                snapshot, plan.replace_where, cast(str, opts.replace_where), plan.spec
+            )  # parsed from it
             victims = None
             txn.read_whole_table()
         elif plan.replace_where is not None and not opts.overwrite_schema:
-            pred = partition_predicate(plan.replace_where, snapshot.schema, snapshot.partition_columns,
-                                       snapshot.column_mapping_mode)
+            pred = partition_predicate(
+                plan.replace_where, snapshot.schema, snapshot.partition_columns, snapshot.column_mapping_mode
+            )
             pv = active.column("partitionValues").to_pylist()
             victims = active.filter(pa.array(pred(pv), pa.bool_())) if active.num_rows else active
             txn.read_partitions(pred, f"replaceWhere {opts.replace_where}")
@@ -440,18 +526,33 @@ def commit_write(plan: WritePlan, adds: list[dict], *, num_rows: int | None = No
     if opts.overwrite:
         metrics["numRemovedFiles"] = removed
     if replacement is not None:
-        metrics.update(numDeletedRows=replacement.deleted_rows, numCopiedRows=replacement.copied_rows,
-                       numDeletionVectorsAdded=replacement.deletion_vectors)
+        metrics.update(
+            numDeletedRows=replacement.deleted_rows,
+            numCopiedRows=replacement.copied_rows,
+            numDeletionVectorsAdded=replacement.deletion_vectors,
+        )
         try:
-            return txn.commit(operation, params, user_metadata=opts.user_metadata, metrics=metrics,
-                              max_attempts=opts.max_commit_attempts, checkpoint=opts.checkpoint_on_write)
+            return txn.commit(
+                operation,
+                params,
+                user_metadata=opts.user_metadata,
+                metrics=metrics,
+                max_attempts=opts.max_commit_attempts,
+                checkpoint=opts.checkpoint_on_write,
+            )
         except BaseException:
             from delta_pyds.transaction.commit import delete_files
+
             delete_files(plan.storage, replacement.written)
             raise
-    return txn.commit(operation, params, user_metadata=opts.user_metadata, metrics=metrics,
-                      max_attempts=opts.max_commit_attempts, checkpoint=opts.checkpoint_on_write)
-
+    return txn.commit(
+        operation,
+        params,
+        user_metadata=opts.user_metadata,
+        metrics=metrics,
+        max_attempts=opts.max_commit_attempts,
+        checkpoint=opts.checkpoint_on_write,
+    )
 
 
 def write_arrow(path: str, data, *, mode: str = "append", options: dict | None = None) -> CommitResult | None:
@@ -459,9 +560,10 @@ def write_arrow(path: str, data, *, mode: str = "append", options: dict | None =
     one task: ``mode`` is append or overwrite; ``options`` are the ``pydelta`` write
     options (``partitionBy``, ``replaceWhere``, ``delta.*`` ...). Returns the commit
     (None when the plan says to skip)."""
-    from delta_pyds.write.parquet_writer import write_task
-    from delta_pyds.transaction.commit import delete_files
     from delta_pyds.protocol.schema_evolution import from_arrow_schema
+    from delta_pyds.transaction.commit import delete_files
+    from delta_pyds.write.parquet_writer import write_task
+
     if mode not in ("append", "overwrite"):
         raise ValueError(f"mode: expected append or overwrite, got {mode!r}")
     if isinstance(data, pa.RecordBatch):

@@ -25,10 +25,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.protocol import features
 from delta_pyds.errors import DeltaError
 from delta_pyds.expressions.evaluator import evaluate_predicate
 from delta_pyds.expressions.to_predicates import skipping_predicates
+from delta_pyds.protocol import features
 from delta_pyds.protocol.paths import relative_to
 from delta_pyds.protocol.stats import loosen_bounds
 from delta_pyds.protocol.table_properties import ENABLE_CDF, ENABLE_DV, ROW_TRACKING_SUSPENDED, is_true
@@ -49,41 +49,57 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
     """Removes the rows of ``snapshot`` matching ``node`` (the parsed ``text``);
     ``rewrite_spec`` (a WriteSpec for the table) writes copy-on-write rewrites."""
     from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows, store_deletion_vectors
+    from delta_pyds.protocol.schema_evolution import logical_arrow_schema
     from delta_pyds.read.file_reader import ReadSpec, read_file
-    from delta_pyds.write.parquet_writer import write_task
     from delta_pyds.read.scan import FileTask
     from delta_pyds.table.state import file_actions
     from delta_pyds.transaction.commit import delete_files, remove_actions
-    from delta_pyds.protocol.schema_evolution import logical_arrow_schema
+    from delta_pyds.write.parquet_writer import write_task
 
     files = snapshot.files
     preds = skipping_predicates(text, snapshot.schema)
     if preds and files.num_rows:
         from delta_pyds.skipping.files import prune_files
-        files, _ = prune_files(files, preds, schema=snapshot.schema, partition_columns=snapshot.partition_columns,
-                               column_mapping_mode=snapshot.column_mapping_mode)
+
+        files, _ = prune_files(
+            files,
+            preds,
+            schema=snapshot.schema,
+            partition_columns=snapshot.partition_columns,
+            column_mapping_mode=snapshot.column_mapping_mode,
+        )
     out = Replacement()
     if files.num_rows == 0:
         return out
     use_dv = features.is_enabled(snapshot.protocol, "deletionVectors") and is_true(snapshot.configuration, ENABLE_DV)
     schema = snapshot.schema
-    spec = ReadSpec(storage=snapshot.storage, output=schema, arrow_schema=logical_arrow_schema(schema),
-                    partition_columns=tuple(snapshot.partition_columns),
-                    physical_partition_columns=tuple(snapshot.physical_partition_columns),
-                    column_mapping_mode=snapshot.column_mapping_mode, table_schema=schema)
+    spec = ReadSpec(
+        storage=snapshot.storage,
+        output=schema,
+        arrow_schema=logical_arrow_schema(schema),
+        partition_columns=tuple(snapshot.partition_columns),
+        physical_partition_columns=tuple(snapshot.physical_partition_columns),
+        column_mapping_mode=snapshot.column_mapping_mode,
+        table_schema=schema,
+    )
     pcols = list(snapshot.physical_partition_columns)
     removed, dv_rows, rewrites = [], [], []  # paths; (path, bitmap); (path, kept rows table)
     for f in files.to_pylist():
         pv = tuple((f["partition_values"] or {}).get(c) for c in pcols)
-        table = pa.Table.from_batches(list(read_file(spec, FileTask(f["path"], f["size"], pv, None))),
-                                      schema=spec.arrow_schema)
-        hit = pc.fill_null(evaluate_predicate(node, table), False).to_numpy(zero_copy_only=False) \
-            if table.num_rows else np.zeros(0, bool)
+        table = pa.Table.from_batches(
+            list(read_file(spec, FileTask(f["path"], f["size"], pv, None))), schema=spec.arrow_schema
+        )
+        hit = (
+            pc.fill_null(evaluate_predicate(node, table), False).to_numpy(zero_copy_only=False)
+            if table.num_rows
+            else np.zeros(0, bool)
+        )
         live = np.ones(table.num_rows, bool)
         old_dv = f["deletion_vector"]
         if old_dv:
-            deleted = load_deleted_rows(snapshot.storage, DeletionVectorDescriptor.from_dict(old_dv),
-                                        max_rows=table.num_rows)
+            deleted = load_deleted_rows(
+                snapshot.storage, DeletionVectorDescriptor.from_dict(old_dv), max_rows=table.num_rows
+            )
             live[deleted[deleted < table.num_rows].astype(np.int64)] = False
         hit &= live
         n_hit = int(hit.sum())
@@ -110,10 +126,16 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
     try:
         if dv_rows:
             descriptors = store_deletion_vectors(snapshot.storage, [r for _, r in dv_rows])
-            out.written += [{"path": relative_to(cast(str, d.absolute_path(snapshot.storage)),  # not inline
-                                                 snapshot.storage.root)}
-                            for d in descriptors
-                            if d.storage_type != "i"][:1]
+            out.written += [
+                {
+                    "path": relative_to(
+                        cast(str, d.absolute_path(snapshot.storage)),  # not inline
+                        snapshot.storage.root,
+                    )
+                }
+                for d in descriptors
+                if d.storage_type != "i"
+            ][:1]
             for a, d in zip(add_actions(rows([p for p, _ in dv_rows]), data_change=True), descriptors):
                 a["deletionVector"] = d.to_dict()
                 if a.get("stats"):
@@ -145,9 +167,11 @@ def _refuse_rewrites(snapshot) -> None:
             "option replaceWhere: rows matching the predicate share files with other rows, and "
             "rewriting them on a table with delta.enableChangeDataFeed=true needs change data "
             "files delta_pyds does not write for partial overwrites; enable deletion vectors "
-            "(delta.enableDeletionVectors=true) or use DeltaTable.delete before an append")
+            "(delta.enableDeletionVectors=true) or use DeltaTable.delete before an append"
+        )
     if features.is_enabled(snapshot.protocol, "rowTracking") and not is_true(conf, ROW_TRACKING_SUSPENDED):
         raise DeltaError(
             "option replaceWhere: rows matching the predicate share files with other rows, and "
             "rewriting them on a table with row tracking would lose row ids; enable deletion "
-            "vectors (delta.enableDeletionVectors=true) or use DeltaTable.delete before an append")
+            "vectors (delta.enableDeletionVectors=true) or use DeltaTable.delete before an append"
+        )

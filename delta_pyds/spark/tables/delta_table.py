@@ -86,11 +86,13 @@ class DeltaTable:
 
     def _register(self) -> None:
         from delta_pyds.spark import register
+
         register(self._spark)
 
     def _session_time_zone(self) -> str:
         """``spark.sql.session.timeZone``: the zone of timestamps without a UTC offset."""
         from delta_pyds.log.time_travel import SESSION_TIME_ZONE
+
         return self._spark.conf.get(SESSION_TIME_ZONE, None) or "UTC"
 
     # ---------------------------------------------------------------------- reads
@@ -120,26 +122,47 @@ class DeltaTable:
         )
 
         from delta_pyds.log.history import history
+
         records = history(self._storage, limit=limit)
-        schema = StructType([
-            StructField("version", LongType()), StructField("timestamp", TimestampType()),
-            StructField("userId", StringType()), StructField("userName", StringType()),
-            StructField("operation", StringType()),
-            StructField("operationParameters", MapType(StringType(), StringType())),
-            StructField("readVersion", LongType()), StructField("isolationLevel", StringType()),
-            StructField("isBlindAppend", BooleanType()),
-            StructField("operationMetrics", MapType(StringType(), StringType())),
-            StructField("userMetadata", StringType()), StructField("engineInfo", StringType()),
-        ])
+        schema = StructType(
+            [
+                StructField("version", LongType()),
+                StructField("timestamp", TimestampType()),
+                StructField("userId", StringType()),
+                StructField("userName", StringType()),
+                StructField("operation", StringType()),
+                StructField("operationParameters", MapType(StringType(), StringType())),
+                StructField("readVersion", LongType()),
+                StructField("isolationLevel", StringType()),
+                StructField("isBlindAppend", BooleanType()),
+                StructField("operationMetrics", MapType(StringType(), StringType())),
+                StructField("userMetadata", StringType()),
+                StructField("engineInfo", StringType()),
+            ]
+        )
         rows = []
         for r in records:
-            ts = dt.datetime.fromtimestamp(r["timestamp"] / 1000, tz=dt.timezone.utc) \
-                if r.get("timestamp") is not None else None
-            rows.append((r["version"], ts, _str(r.get("userId")), _str(r.get("userName")),
-                         r.get("operation"), _str_map(r.get("operationParameters")),
-                         r.get("readVersion"), r.get("isolationLevel"), r.get("isBlindAppend"),
-                         _str_map(r.get("operationMetrics")), _str(r.get("userMetadata")),
-                         _str(r.get("engineInfo"))))
+            ts = (
+                dt.datetime.fromtimestamp(r["timestamp"] / 1000, tz=dt.timezone.utc)
+                if r.get("timestamp") is not None
+                else None
+            )
+            rows.append(
+                (
+                    r["version"],
+                    ts,
+                    _str(r.get("userId")),
+                    _str(r.get("userName")),
+                    r.get("operation"),
+                    _str_map(r.get("operationParameters")),
+                    r.get("readVersion"),
+                    r.get("isolationLevel"),
+                    r.get("isBlindAppend"),
+                    _str_map(r.get("operationMetrics")),
+                    _str(r.get("userMetadata")),
+                    _str(r.get("engineInfo")),
+                )
+            )
         return self._spark.createDataFrame(rows, schema)
 
     def detail(self):
@@ -154,61 +177,88 @@ class DeltaTable:
             StructType,
             TimestampType,
         )
+
         snap = self._snapshot()
         md, p = snap.metadata, snap.protocol
         files = snap.files
         size = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
         from delta_pyds.log.history import history
+
         last = history(self._storage, limit=1)
         utc = dt.timezone.utc
         created = dt.datetime.fromtimestamp(md.created_time / 1000, tz=utc) if md.created_time else None
         modified = dt.datetime.fromtimestamp(last[0]["timestamp"] / 1000, tz=utc) if last else None
         table_features = sorted(set(features.reader_features(p)) | set(features.writer_features(p)))
         from delta_pyds.protocol.clustering import table_clustering
-        clustering = [".".join(c) for c in
-                      table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode) or []]
-        schema = StructType([
-            StructField("format", StringType()), StructField("id", StringType()),
-            StructField("name", StringType()), StructField("description", StringType()),
-            StructField("location", StringType()), StructField("createdAt", TimestampType()),
-            StructField("lastModified", TimestampType()),
-            StructField("partitionColumns", ArrayType(StringType())),
-            StructField("clusteringColumns", ArrayType(StringType())),
-            StructField("numFiles", LongType()), StructField("sizeInBytes", LongType()),
-            StructField("properties", MapType(StringType(), StringType())),
-            StructField("minReaderVersion", IntegerType()), StructField("minWriterVersion", IntegerType()),
-            StructField("tableFeatures", ArrayType(StringType())),
-            StructField("version", LongType()),
-        ])
-        row = ("delta", md.id, md.name, md.description, snap.table_root, created, modified,
-               list(md.partition_columns), clustering, files.num_rows, size, dict(md.configuration),
-               p.min_reader_version, p.min_writer_version, table_features, snap.version)
+
+        clustering = [
+            ".".join(c) for c in table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode) or []
+        ]
+        schema = StructType(
+            [
+                StructField("format", StringType()),
+                StructField("id", StringType()),
+                StructField("name", StringType()),
+                StructField("description", StringType()),
+                StructField("location", StringType()),
+                StructField("createdAt", TimestampType()),
+                StructField("lastModified", TimestampType()),
+                StructField("partitionColumns", ArrayType(StringType())),
+                StructField("clusteringColumns", ArrayType(StringType())),
+                StructField("numFiles", LongType()),
+                StructField("sizeInBytes", LongType()),
+                StructField("properties", MapType(StringType(), StringType())),
+                StructField("minReaderVersion", IntegerType()),
+                StructField("minWriterVersion", IntegerType()),
+                StructField("tableFeatures", ArrayType(StringType())),
+                StructField("version", LongType()),
+            ]
+        )
+        row = (
+            "delta",
+            md.id,
+            md.name,
+            md.description,
+            snap.table_root,
+            created,
+            modified,
+            list(md.partition_columns),
+            clustering,
+            files.num_rows,
+            size,
+            dict(md.configuration),
+            p.min_reader_version,
+            p.min_writer_version,
+            table_features,
+            snap.version,
+        )
         return self._spark.createDataFrame([row], schema)
 
     # ---------------------------------------------------------------- maintenance
-    def vacuum(self, retentionHours: float | None = None, dryRun: bool = True, *,
-               enforceRetention: bool = True):
+    def vacuum(self, retentionHours: float | None = None, dryRun: bool = True, *, enforceRetention: bool = True):
         """Deletes files no version inside the retention window needs.
 
         SAFE DEFAULT, unlike delta-spark: a dry run unless ``dryRun=False``. Returns a
         DataFrame with one ``path`` column (files deleted, or that would be)."""
         from delta_pyds.operations.vacuum import vacuum
+
         snap = self._snapshot()
         if "vacuumProtocolCheck" in features.writer_features(snap.protocol) or not dryRun:
             features.check_write(snap.protocol)
             features.check_read(snap.protocol)
-        result = vacuum(snap, retention_hours=retentionHours, dry_run=dryRun,
-                        enforce_retention=enforceRetention)
+        result = vacuum(snap, retention_hours=retentionHours, dry_run=dryRun, enforce_retention=enforceRetention)
         self.lastVacuum = result
         return self._spark.createDataFrame([(f,) for f in result.files], "path string")
 
     def setProperties(self, properties: Mapping[str, str]) -> int:
         """Sets table properties (``delta.*`` ones are validated); returns the version."""
         from delta_pyds.operations.properties import set_properties
+
         return set_properties(self._storage, properties)
 
     def upgradeProtocol(self, readerVersion: int, writerVersion: int) -> int:
         from delta_pyds.operations.properties import upgrade_protocol
+
         return upgrade_protocol(self._storage, reader_version=readerVersion, writer_version=writerVersion)
 
     # -------------------------------------------------------------------- restore
@@ -228,15 +278,20 @@ class DeltaTable:
 
     def _restore(self, *, version=None, timestamp=None):
         from delta_pyds.operations.restore import restore
+
         current = self._rewriter.dml_snapshot()
         if timestamp is not None:
             from delta_pyds.log.time_travel import localize
+
             timestamp = localize(timestamp, self._session_time_zone())
         target = Snapshot.load(self._storage, version=version, timestamp=timestamp)
         features.check_read(target.protocol)
         res, metrics = restore(self._storage, current, target, table_path=self._path, timestamp=timestamp)
-        return self._spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics)) \
-            if res else None
+        return (
+            self._spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
+            if res
+            else None
+        )
 
     # ----------------------------------------------------------------------- DML
     @property

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -54,6 +54,7 @@ from delta_pyds.skipping.rules import SkippingReport
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows
+from delta_pyds.write.parquet_writer import WriteSpec
 
 INLINE_DV_CONF = "spark.pydelta.deletionVectors.inlineMaxBytes"
 # columns a scan adds to the table's: the row's file and position in it, and on tracked
@@ -90,33 +91,44 @@ class TableRewriter:
 
         from delta_pyds.read.file_reader import ReadSpec
         from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
+
         schema = drop_void(snap.schema)
         spark_schema = to_spark_schema(schema)
-        spec = ReadSpec(storage=snap.storage, output=schema,
-                        arrow_schema=to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False),
-                        partition_columns=tuple(snap.partition_columns),
-                        physical_partition_columns=tuple(snap.physical_partition_columns),
-                        column_mapping_mode=snap.column_mapping_mode, table_schema=snap.schema)
-        out_schema = spark_schema.add(StructField(SCAN_FILE, StringType(), False)) \
-            .add(StructField(SCAN_ROW, LongType(), False))
+        spec = ReadSpec(
+            storage=snap.storage,
+            output=schema,
+            arrow_schema=to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False),
+            partition_columns=tuple(snap.partition_columns),
+            physical_partition_columns=tuple(snap.physical_partition_columns),
+            column_mapping_mode=snap.column_mapping_mode,
+            table_schema=snap.schema,
+        )
+        out_schema = spark_schema.add(StructField(SCAN_FILE, StringType(), False)).add(
+            StructField(SCAN_ROW, LongType(), False)
+        )
         tracking = row_tracking_columns(snap)
         if tracking:
-            out_schema = out_schema.add(StructField(SCAN_ROW_ID, LongType(), True)) \
-                .add(StructField(SCAN_ROW_VERSION, LongType(), True))
+            out_schema = out_schema.add(StructField(SCAN_ROW_ID, LongType(), True)).add(
+                StructField(SCAN_ROW_VERSION, LongType(), True)
+            )
         out_arrow = to_arrow_schema(out_schema, timezone="UTC", prefers_large_types=False)
         pcols = list(snap.physical_partition_columns)
         pv = files.column("partition_values").to_pylist() if pcols else [None] * files.num_rows
         dvs = files.column("deletion_vector").to_pylist()
         bases = files.column("base_row_id").to_pylist() if tracking else [None] * files.num_rows
         drcvs = files.column("default_row_commit_version").to_pylist() if tracking else [None] * files.num_rows
-        tasks = [(p, int(s), json.dumps([(v or {}).get(c) for c in pcols]), json.dumps(d) if d else None, b, r)
-                 for p, s, v, d, b, r in zip(files.column("path").to_pylist(), files.column("size").to_pylist(),
-                                             pv, dvs, bases, drcvs)]
+        tasks = [
+            (p, int(s), json.dumps([(v or {}).get(c) for c in pcols]), json.dumps(d) if d else None, b, r)
+            for p, s, v, d, b, r in zip(
+                files.column("path").to_pylist(), files.column("size").to_pylist(), pv, dvs, bases, drcvs
+            )
+        ]
 
         def read(batches):
             from delta_pyds.protocol.deletion_vectors import keep_mask
             from delta_pyds.read.file_reader import read_file, task_deleted_rows
             from delta_pyds.read.scan import FileTask
+
             for b in batches:
                 for path, size, pvs, dv, base, drcv in zip(*(b.column(i).to_pylist() for i in range(6))):
                     task = FileTask(path, size, tuple(json.loads(pvs)), json.loads(dv) if dv else None)
@@ -138,8 +150,10 @@ class TableRewriter:
                             yield batch
 
         n = max(1, min(len(tasks), self.parallelism() * 2))
-        tdf = self.spark.createDataFrame(tasks or [("", 0, "[]", None, None, None)],
-                                         "path string, size long, pv string, dv string, base long, drcv long")
+        tdf = self.spark.createDataFrame(
+            tasks or [("", 0, "[]", None, None, None)],
+            "path string, size long, pv string, dv string, base long, drcv long",
+        )
         if not tasks:
             tdf = tdf.limit(0)
         return tdf.repartition(n).mapInArrow(read, out_schema)
@@ -149,9 +163,13 @@ class TableRewriter:
         preds = skipping_predicates(condition, snap.schema) if condition is not None else ()
         if not preds:
             return snap.files
-        files, report = prune_files(snap.files, preds, schema=snap.schema,
-                                    partition_columns=snap.partition_columns,
-                                    column_mapping_mode=snap.column_mapping_mode)
+        files, report = prune_files(
+            snap.files,
+            preds,
+            schema=snap.schema,
+            partition_columns=snap.partition_columns,
+            column_mapping_mode=snap.column_mapping_mode,
+        )
         self.last_skipping = report
         return files
 
@@ -159,6 +177,7 @@ class TableRewriter:
         """Deletion vectors up to this many serialized bytes are stored inline in the log
         (``spark.pydelta.deletionVectors.inlineMaxBytes``, default 64; 0: never)."""
         from delta_pyds.protocol.deletion_vectors import DEFAULT_INLINE_MAX_BYTES
+
         try:
             raw = self.spark.conf.get(INLINE_DV_CONF, None)
         except Exception:  # Spark Connect without the conf
@@ -183,28 +202,40 @@ class TableRewriter:
         from delta_pyds.spark.schema_convert import drop_void
         from delta_pyds.write.options import WriteOptions
         from delta_pyds.write.plan import plan_write
+
         opts = {"path": self.path, **self.options}
         if target_file_size:
             opts["targetFileSize"] = str(target_file_size)
-        plan = plan_write(WriteOptions.parse(opts, overwrite=False), drop_void(snap.schema),
-                          storage=self.storage, keep_identity_values=True)
+        plan = plan_write(
+            WriteOptions.parse(opts, overwrite=False),
+            drop_void(snap.schema),
+            storage=self.storage,
+            keep_identity_values=True,
+        )
         if plan.metadata is not None or plan.protocol is not None:  # pragma: no cover
             raise DeltaError("internal: a rewrite must not change the table's metadata")
+        spec = cast(WriteSpec, plan.spec)  # a write without metadata changes has its spec
         tracking = row_tracking_columns(snap) if row_tracking else None
         if not tracking:
-            return plan.spec
+            return spec
         extra = tuple(_extra_field(name, "long", snap.column_mapping_mode) for name in tracking)
-        schema = plan.spec.table_schema
+        schema = spec.table_schema
         from delta_pyds.protocol.schema import StructType as DeltaStruct
+
         table_schema = DeltaStruct(schema.fields + extra)
-        return replace(plan.spec, table_schema=table_schema,
-                       input_columns=plan.spec.input_columns + tuple(f.name for f in extra), _derived={})
+        return replace(
+            spec,
+            table_schema=table_schema,
+            input_columns=spec.input_columns + tuple(f.name for f in extra),
+            _derived={},
+        )
 
     def tracked(self, snap: Snapshot, df, *, updated=None):
         """``df`` (scan rows, table columns first) with the materialized row tracking columns
         appended when the table tracks rows: row ids kept, commit versions kept except for
         rows where ``updated`` holds (null: they take the commit's version)."""
         from pyspark.sql import functions as F
+
         tracking = row_tracking_columns(snap)
         names = [f"`{f.name}`" for f in snap.schema.fields if f.name in df.columns]
         if not tracking:
@@ -221,6 +252,7 @@ class TableRewriter:
 
         def write(batches):
             from delta_pyds.spark.writer import task_attempt
+
             tid, attempt = task_attempt()
             result = write_task(spec, batches, task_id=tid, attempt=attempt)
             out = []
@@ -244,15 +276,26 @@ class TableRewriter:
 
         from delta_pyds.protocol.schema import StructType as DeltaStruct
         from delta_pyds.spark.schema_convert import drop_void
+
         spec = self.write_spec(snap)
         schema = drop_void(snap.schema)
         table_schema = DeltaStruct(schema.fields + (_extra_field(CHANGE_TYPE, "string", snap.column_mapping_mode),))
-        spec = replace(spec, table_schema=table_schema, input_columns=tuple(table_schema.names),
-                       stats_columns=(), checks=None, directory="_change_data", tight_bounds=False,
-                       target_file_size=None, _derived={})
+        spec = replace(
+            spec,
+            table_schema=table_schema,
+            input_columns=tuple(table_schema.names),
+            stats_columns=(),
+            checks=None,
+            directory="_change_data",
+            tight_bounds=False,
+            target_file_size=None,
+            _derived={},
+        )
         files = self.rewrite(changes.select(*[f"`{n}`" for n in table_schema.names]), spec, False)
-        return [{"path": a["path"], "partitionValues": a["partitionValues"], "size": a["size"],
-                 "dataChange": False} for a in files]
+        return [
+            {"path": a["path"], "partitionValues": a["partitionValues"], "size": a["size"], "dataChange": False}
+            for a in files
+        ]
 
 
 def delete_rows(rw: TableRewriter, condition=None) -> None:
@@ -261,6 +304,7 @@ def delete_rows(rw: TableRewriter, condition=None) -> None:
 
     from delta_pyds.table.state import file_actions
     from delta_pyds.transaction.commit import Transaction, delete_files, remove_actions
+
     snap = rw.dml_snapshot()
     active = file_actions(snap).active
     txn = Transaction(rw.storage, snap)
@@ -270,32 +314,49 @@ def delete_rows(rw: TableRewriter, condition=None) -> None:
         removes = remove_actions(active)
         txn.remove_files(removes)
         rows = num_live_rows(active)
-        txn.commit("DELETE", params, metrics={"numRemovedFiles": len(removes), "numAddedFiles": 0,
-                                              "numDeletedRows": rows if rows is not None else -1,
-                                              "numDeletionVectorsAdded": 0})
+        txn.commit(
+            "DELETE",
+            params,
+            metrics={
+                "numRemovedFiles": len(removes),
+                "numAddedFiles": 0,
+                "numDeletedRows": rows if rows is not None else -1,
+                "numDeletionVectorsAdded": 0,
+            },
+        )
         return
     cond = F.expr(condition) if isinstance(condition, str) else condition
     candidates = rw.candidates(snap, condition)
     record_read(txn, snap, condition, candidates)
     scan = rw.scan(snap, candidates)
-    use_dv = features.is_enabled(snap.protocol, "deletionVectors") and \
-        is_true(snap.configuration, ENABLE_DV)
+    use_dv = features.is_enabled(snap.protocol, "deletionVectors") and is_true(snap.configuration, ENABLE_DV)
     if use_dv:
+
         def to_bitmap(table: pa.Table) -> pa.Table:
             # on executors: the row positions of one file, as DV bitmap bytes
             from delta_pyds.protocol.deletion_vectors import serialize_deleted_rows
+
             rows = table.column(SCAN_ROW).to_numpy()
-            return pa.table({"file": pa.array([table.column(SCAN_FILE)[0].as_py()], pa.string()),
-                             "rows": pa.array([serialize_deleted_rows(rows)], pa.binary())})
-        hits = (scan.where(cond).select(SCAN_FILE, SCAN_ROW).groupBy(SCAN_FILE)
-                .applyInArrow(to_bitmap, "file string, rows binary").collect())
+            return pa.table(
+                {
+                    "file": pa.array([table.column(SCAN_FILE)[0].as_py()], pa.string()),
+                    "rows": pa.array([serialize_deleted_rows(rows)], pa.binary()),
+                }
+            )
+
+        hits = (
+            scan.where(cond)
+            .select(SCAN_FILE, SCAN_ROW)
+            .groupBy(SCAN_FILE)
+            .applyInArrow(to_bitmap, "file string, rows binary")
+            .collect()
+        )
         if not hits:
             return
         by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
         idx = [by_path[h["file"]] for h in hits]
         old = active.take(pa.array(idx, pa.int64()))
-        commit_dv_delete(rw.storage, txn, old, [h["rows"] for h in hits], params,
-                         inline_max_bytes=rw.inline_dv_limit())
+        commit_dv_delete(rw.storage, txn, old, [h["rows"] for h in hits], params, inline_max_bytes=rw.inline_dv_limit())
         return
     matched = [r[SCAN_FILE] for r in scan.where(cond).select(SCAN_FILE).distinct().collect()]
     if not matched:
@@ -314,10 +375,17 @@ def delete_rows(rw: TableRewriter, condition=None) -> None:
         victims = rows_for_paths(active, matched)
         txn.remove_files(remove_actions(victims))
         txn.add_files(adds)
-        txn.commit("DELETE", params, metrics={
-            "numRemovedFiles": victims.num_rows, "numAddedFiles": len(adds),
-            "numDeletedRows": deleted_rows, "numDeletionVectorsAdded": 0,
-            "numCopiedRows": sum(stat_rows(a) for a in adds)})
+        txn.commit(
+            "DELETE",
+            params,
+            metrics={
+                "numRemovedFiles": victims.num_rows,
+                "numAddedFiles": len(adds),
+                "numDeletedRows": deleted_rows,
+                "numDeletionVectorsAdded": 0,
+                "numCopiedRows": sum(stat_rows(a) for a in adds),
+            },
+        )
     except BaseException:
         delete_files(rw.storage, written)
         raise
@@ -330,6 +398,7 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
 
     from delta_pyds.table.state import file_actions
     from delta_pyds.transaction.commit import Transaction, delete_files, remove_actions
+
     if not set:
         raise ValueError("update: set must name at least one column")
     snap = rw.dml_snapshot()
@@ -364,10 +433,10 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
         if rw.writes_changes(snap):
             changed = in_files.where(hit)
             old = [F.col(f"`{f.name}`") for f in snap.schema.fields]
-            new = [exprs[f.name].alias(f.name) if f.name in exprs else F.col(f"`{f.name}`")
-                   for f in snap.schema.fields]
+            new = [exprs[f.name].alias(f.name) if f.name in exprs else F.col(f"`{f.name}`") for f in snap.schema.fields]
             changes = changed.select(*old, F.lit("update_preimage").alias(CHANGE_TYPE)).unionAll(
-                changed.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE)))
+                changed.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE))
+            )
             cdcs = rw.write_changes(snap, changes)
             written += cdcs
             txn.add_cdc_files(cdcs)
@@ -376,10 +445,16 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
         record_read(txn, snap, condition, candidates)
         txn.remove_files(remove_actions(victims))
         txn.add_files(adds)
-        txn.commit("UPDATE", {"predicate": json.dumps([str(condition)] if condition is not None else [])},
-                   metrics={"numRemovedFiles": victims.num_rows, "numAddedFiles": len(adds),
-                            "numUpdatedRows": updated_rows,
-                            "numCopiedRows": sum(stat_rows(a) for a in adds) - updated_rows})
+        txn.commit(
+            "UPDATE",
+            {"predicate": json.dumps([str(condition)] if condition is not None else [])},
+            metrics={
+                "numRemovedFiles": victims.num_rows,
+                "numAddedFiles": len(adds),
+                "numUpdatedRows": updated_rows,
+                "numCopiedRows": sum(stat_rows(a) for a in adds) - updated_rows,
+            },
+        )
     except BaseException:
         delete_files(rw.storage, written)
         raise
@@ -389,13 +464,17 @@ def refuse_identity_updates(snap: Snapshot, exprs: Mapping[str, Any], what: str)
     """Identity columns that generate their values cannot be set by DML (as in delta-spark)."""
     for col in identity_columns(snap.schema):
         if col.name in exprs and not col.allow_explicit_insert:
-            raise ValueError(f"{what}: cannot set identity column {col.name}: the table generates its "
-                             "values (delta.identity.allowExplicitInsert=false)")
+            raise ValueError(
+                f"{what}: cannot set identity column {col.name}: the table generates its "
+                "values (delta.identity.allowExplicitInsert=false)"
+            )
 
 
 def _extra_field(name: str, type_name: str, mode: str):
     """A column beyond the table schema written to files as ``name`` (physical)."""
     from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, PrimitiveType
     from delta_pyds.protocol.schema import StructField as DeltaField
-    return DeltaField(name, PrimitiveType(type_name), True,
-                      {COLUMN_MAPPING_PHYSICAL_NAME: name} if mode != "none" else {})
+
+    return DeltaField(
+        name, PrimitiveType(type_name), True, {COLUMN_MAPPING_PHYSICAL_NAME: name} if mode != "none" else {}
+    )

@@ -54,6 +54,7 @@ _SRC = "__pydelta_src"
 class _MergeScope:
     """What the steps of one MERGE execution share: the snapshot read, the target's
     columns and scan, the source, the join condition and the target-side clauses."""
+
     snap: Snapshot
     tracking: tuple[str, str] | None
     identities: dict
@@ -85,15 +86,18 @@ class _MergeScope:
 
     def tcol(self) -> dict:
         from pyspark.sql import functions as F
+
         return {n: F.col(f"`{self.talias}`.`{n}`") for n in self.names}
 
     def tfile(self):
         from pyspark.sql import functions as F
+
         return F.col(f"`{self.talias}`.{SCAN_FILE}")
 
 
 def _expr(e):
     from pyspark.sql import functions as F
+
     return F.expr(e) if isinstance(e, str) else e
 
 
@@ -116,8 +120,7 @@ class DeltaMergeBuilder:
         self._not_matched_by_source: list = []  # (kind, condition, set)
 
     # -------------------------------------------------------------------- clauses
-    def whenNotMatchedBySourceUpdate(self, condition=None,
-                                     set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+    def whenNotMatchedBySourceUpdate(self, condition=None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
         """Updates target rows no source row matches (``set`` may use target columns only)."""
         if not set:
             raise ValueError("whenNotMatchedBySourceUpdate: set must name at least one column")
@@ -158,14 +161,19 @@ class DeltaMergeBuilder:
         """Runs the MERGE in one commit; returns its metrics as a one-row DataFrame, or
         None when no row changes."""
         if not self._matched and not self._not_matched and not self._not_matched_by_source:
-            raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or "
-                             "whenNotMatchedBySource* clause")
+            raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause")
         scope = self._scope(self._rewriter.dml_snapshot())
-        metrics: dict[str, int] = {"numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0,
-                                   "numTargetRowsInserted": 0, "numTargetRowsMatchedUpdated": 0,
-                                   "numTargetRowsMatchedDeleted": 0, "numTargetRowsNotMatchedBySourceUpdated": 0,
-                                   "numTargetRowsNotMatchedBySourceDeleted": 0, "numTargetFilesRemoved": 0,
-                                   "numTargetFilesAdded": 0}
+        metrics: dict[str, int] = {
+            "numTargetRowsUpdated": 0,
+            "numTargetRowsDeleted": 0,
+            "numTargetRowsInserted": 0,
+            "numTargetRowsMatchedUpdated": 0,
+            "numTargetRowsMatchedDeleted": 0,
+            "numTargetRowsNotMatchedBySourceUpdated": 0,
+            "numTargetRowsNotMatchedBySourceDeleted": 0,
+            "numTargetFilesRemoved": 0,
+            "numTargetFilesAdded": 0,
+        }
         parts: list = []  # DataFrames of the rows to write
         changes: list = []  # DataFrames of change data rows
         touched: list = []
@@ -191,18 +199,26 @@ class DeltaMergeBuilder:
         from pyspark.sql import functions as F
 
         from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
+
         identities = {c.name: c for c in identity_columns(snap.schema)}
         talias = self._target_alias or DEFAULT_TARGET_ALIAS
         # delta-spark allows several source rows to match one target row only when the one
         # matched clause is an unconditional delete (every such pair deletes the same row)
         scope = _MergeScope(
-            snap=snap, tracking=row_tracking_columns(snap), identities=identities,
+            snap=snap,
+            tracking=row_tracking_columns(snap),
+            identities=identities,
             generated_always={n for n, c in identities.items() if not c.allow_explicit_insert},
-            target_schema=to_spark_schema(drop_void(snap.schema)), src=None, src_cols={}, talias=talias,
-            target=None, cond=None,
+            target_schema=to_spark_schema(drop_void(snap.schema)),
+            src=None,
+            src_cols={},
+            talias=talias,
+            target=None,
+            cond=None,
             clauses=[(k, c, st, True) for k, c, st in self._matched]
             + [(k, c, st, False) for k, c, st in self._not_matched_by_source],
-            delete_all_matched=len(self._matched) == 1 and self._matched[0][:2] == ("delete", None))
+            delete_all_matched=len(self._matched) == 1 and self._matched[0][:2] == ("delete", None),
+        )
         for _, _, sets in list(self._matched) + list(self._not_matched_by_source):
             if sets is not None:
                 refuse_identity_updates(snap, {scope.target_name(k): v for k, v in sets.items()}, "merge")
@@ -216,22 +232,30 @@ class DeltaMergeBuilder:
         """Refuses a source where several rows match one target row, unless the only
         matched clause is an unconditional delete."""
         from pyspark.sql import functions as F
+
         if scope.delete_all_matched:
             return
-        dup = scope.target.join(scope.src, scope.cond, "inner") \
-            .groupBy(scope.tfile(), F.col(f"`{scope.talias}`.{SCAN_ROW}")) \
-            .count().where("count > 1").limit(1).collect()
+        dup = (
+            scope.target.join(scope.src, scope.cond, "inner")
+            .groupBy(scope.tfile(), F.col(f"`{scope.talias}`.{SCAN_ROW}"))
+            .count()
+            .where("count > 1")
+            .limit(1)
+            .collect()
+        )
         if dup:
             raise DeltaError(
                 "merge: several source rows matched the same target row and could change it in "
                 "conflicting ways (delta-spark: DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_"
                 "MERGE); deduplicate the source, or make the only whenMatched clause an "
-                "unconditional whenMatchedDelete()")
+                "unconditional whenMatchedDelete()"
+            )
 
     def _target_action(self, scope: _MergeScope):
         """A Spark column over the joined rows: 1 + the index of the first target-side
         clause that applies, 0 when none does."""
         from pyspark.sql import functions as F
+
         matched = F.col(_SRC).isNotNull()
         action = F.lit(0)
         for i in reversed(range(len(scope.clauses))):
@@ -247,14 +271,19 @@ class DeltaMergeBuilder:
         acted = scope.target.join(scope.src, scope.cond, how).withColumn(_ACTION, action)
         return [r[0] for r in acted.where(f"{_ACTION} > 0").select(scope.tfile()).distinct().collect()]
 
-    def _apply_target_clauses(self, scope: _MergeScope, action, touched: list, metrics: dict,
-                              parts: list, changes: list) -> None:
+    def _apply_target_clauses(
+        self, scope: _MergeScope, action, touched: list, metrics: dict, parts: list, changes: list
+    ) -> None:
         """The rows of the touched files after the target-side clauses (appended to
         ``parts``), their change data (to ``changes``) and counts (into ``metrics``)."""
         from pyspark.sql import functions as F
+
         clauses, tracking = scope.clauses, scope.tracking
-        joined = scope.target.where(scope.tfile().isin(touched)).join(scope.src, scope.cond, "left") \
+        joined = (
+            scope.target.where(scope.tfile().isin(touched))
+            .join(scope.src, scope.cond, "left")
             .withColumn(_ACTION, action)
+        )
         if scope.delete_all_matched:  # one row per target row, however many source rows matched it
             joined = joined.dropDuplicates([SCAN_FILE, SCAN_ROW])
         tcol = scope.tcol()
@@ -266,8 +295,9 @@ class DeltaMergeBuilder:
                 if kind != "update":
                     continue
                 if sets is None:
-                    if f.name in scope.generated_always or \
-                            (f.name in scope.identities and f.name.lower() not in scope.src_cols):
+                    if f.name in scope.generated_always or (
+                        f.name in scope.identities and f.name.lower() not in scope.src_cols
+                    ):
                         continue  # updateAll keeps the values the table generated
                     new = scope.source_col(f.name)
                 else:
@@ -281,15 +311,22 @@ class DeltaMergeBuilder:
         updates = [i + 1 for i, c in enumerate(clauses) if c[0] == "update"]
         counts = {r[0]: r[1] for r in joined.groupBy(_ACTION).count().collect()}
         for i, (kind, _, _, on_match) in enumerate(clauses):
-            key = ("numTargetRowsMatched" if on_match else "numTargetRowsNotMatchedBySource") + \
-                ("Deleted" if kind == "delete" else "Updated")
+            key = ("numTargetRowsMatched" if on_match else "numTargetRowsNotMatchedBySource") + (
+                "Deleted" if kind == "delete" else "Updated"
+            )
             metrics[key] += counts.get(i + 1, 0)
             metrics["numTargetRowsDeleted" if kind == "delete" else "numTargetRowsUpdated"] += counts.get(i + 1, 0)
         kept = joined.where(~F.col(_ACTION).isin(deletes)) if deletes else joined
         if tracking:  # row ids kept; updated rows take the commit's version
-            parts.append(kept.select(*cols, F.col(SCAN_ROW_ID).alias(tracking[0]), F.when(
-                F.col(_ACTION).isin(updates), F.lit(None).cast("long"))
-                .otherwise(F.col(SCAN_ROW_VERSION)).alias(tracking[1])))
+            parts.append(
+                kept.select(
+                    *cols,
+                    F.col(SCAN_ROW_ID).alias(tracking[0]),
+                    F.when(F.col(_ACTION).isin(updates), F.lit(None).cast("long"))
+                    .otherwise(F.col(SCAN_ROW_VERSION))
+                    .alias(tracking[1]),
+                )
+            )
         else:
             parts.append(kept.select(*cols))
         if updates:
@@ -297,14 +334,16 @@ class DeltaMergeBuilder:
             changes.append(upd.select(*tcol.values(), F.lit("update_preimage").alias(CHANGE_TYPE)))
             changes.append(upd.select(*cols, F.lit("update_postimage").alias(CHANGE_TYPE)))
         if deletes:
-            changes.append(joined.where(F.col(_ACTION).isin(deletes))
-                           .select(*tcol.values(), F.lit("delete").alias(CHANGE_TYPE)))
+            changes.append(
+                joined.where(F.col(_ACTION).isin(deletes)).select(*tcol.values(), F.lit("delete").alias(CHANGE_TYPE))
+            )
 
     def _insert_rows(self, scope: _MergeScope, metrics: dict, parts: list, changes: list) -> dict:
         """The source rows no target row matches, after the insert clauses (appended to
         ``parts`` and ``changes``, counted into ``metrics``); returns the identity
         high-water marks they need."""
         from pyspark.sql import functions as F
+
         anti = scope.src.join(scope.target, scope.cond, "left_anti")
         action = F.lit(0)
         for i in reversed(range(len(self._not_matched))):
@@ -338,8 +377,9 @@ class DeltaMergeBuilder:
             changes.append(inserts.withColumn(CHANGE_TYPE, F.lit("insert")))
         return marks
 
-    def _write_and_commit(self, scope: _MergeScope, parts: list, changes: list, touched: list, marks: dict,
-                          metrics: dict) -> None:
+    def _write_and_commit(
+        self, scope: _MergeScope, parts: list, changes: list, touched: list, marks: dict, metrics: dict
+    ) -> None:
         """Writes the new files (and change data files) and commits them with the removal
         of the touched files; deletes what it wrote if the commit fails."""
         from delta_pyds.table.state import file_actions
@@ -348,6 +388,7 @@ class DeltaMergeBuilder:
             delete_files,
             remove_actions,
         )
+
         rw, snap = self._rewriter, scope.snap
         out = parts[0]
         for p in parts[1:]:
@@ -371,14 +412,18 @@ class DeltaMergeBuilder:
             txn.remove_files(remove_actions(victims))
             txn.add_files(adds)
             metrics.update(numTargetFilesRemoved=victims.num_rows, numTargetFilesAdded=len(adds))
-            txn.commit("MERGE", {"predicate": json.dumps([str(self._condition)]),
-                                 "matchedPredicates": json.dumps([{"actionType": k} for k, _, _ in self._matched]),
-                                 "notMatchedPredicates": json.dumps([{"actionType": "insert"}
-                                                                     for _ in self._not_matched]),
-                                 "notMatchedBySourcePredicates": json.dumps([{"actionType": k}
-                                                                             for k, _, _ in
-                                                                             self._not_matched_by_source])},
-                       metrics=metrics)
+            txn.commit(
+                "MERGE",
+                {
+                    "predicate": json.dumps([str(self._condition)]),
+                    "matchedPredicates": json.dumps([{"actionType": k} for k, _, _ in self._matched]),
+                    "notMatchedPredicates": json.dumps([{"actionType": "insert"} for _ in self._not_matched]),
+                    "notMatchedBySourcePredicates": json.dumps(
+                        [{"actionType": k} for k, _, _ in self._not_matched_by_source]
+                    ),
+                },
+                metrics=metrics,
+            )
         except BaseException:
             delete_files(rw.storage, written)
             raise
@@ -389,27 +434,35 @@ class DeltaMergeBuilder:
         spaces partitions by 2**33), pinned with a local checkpoint so the data and change
         files see the same values; returns them and the extreme value per column."""
         from pyspark.sql import functions as F
+
         generate = []
         for name, col in identities.items():
-            gives = [(name.lower() in src_cols) if values is None
-                     else name in {target_name(k) for k in values} for _, values in self._not_matched]
+            gives = [
+                (name.lower() in src_cols) if values is None else name in {target_name(k) for k in values}
+                for _, values in self._not_matched
+            ]
             if not any(gives):
                 generate.append(col)
             elif not all(gives):
-                raise ValueError(f"merge: some insert clauses set identity column {name} and others do "
-                                 "not; set it in all of them or in none (then the table generates it)")
+                raise ValueError(
+                    f"merge: some insert clauses set identity column {name} and others do "
+                    "not; set it in all of them or in none (then the table generates it)"
+                )
             elif not col.allow_explicit_insert:
-                raise ValueError(f"merge: cannot insert values into identity column {name}: the table "
-                                 "generates them (delta.identity.allowExplicitInsert=false); leave it out "
-                                 "of the insert clauses (insertAll with a source without the column)")
+                raise ValueError(
+                    f"merge: cannot insert values into identity column {name}: the table "
+                    "generates them (delta.identity.allowExplicitInsert=false); leave it out "
+                    "of the insert clauses (insertAll with a source without the column)"
+                )
         if not generate:
             return inserts, {}
         k = "__pydelta_identity_k"
         out = inserts.withColumn(k, F.monotonically_increasing_id())
         for col in generate:
             dtype = dict(out.dtypes)[col.name]
-            out = out.withColumn(col.name, ((F.lit(col.first_k) + F.col(k)) * F.lit(col.step)
-                                            + F.lit(col.start)).cast(dtype))
+            out = out.withColumn(
+                col.name, ((F.lit(col.first_k) + F.col(k)) * F.lit(col.step) + F.lit(col.start)).cast(dtype)
+            )
         out = out.localCheckpoint()
         top = out.agg(F.max(k)).collect()[0][0]
         if top is None:

@@ -78,6 +78,7 @@ class DeltaOptimizeBuilder:
             delete_files,
             remove_actions,
         )
+
         rw = self._rewriter
         snap = rw.dml_snapshot()
         active = file_actions(snap).active
@@ -87,32 +88,47 @@ class DeltaOptimizeBuilder:
             zorder = zorder_columns(snap, zorder, clustered=clustered)
         if self._where:
             active = in_partitions(active, snap, self._where)
-        bins = compaction_bins(active, target_size=self._target, min_files=self._min_files,
-                               every_file=bool(zorder))
+        bins = compaction_bins(active, target_size=self._target, min_files=self._min_files, every_file=bool(zorder))
         chosen = sorted(i for b in bins for i in b)
-        metrics = {"numFilesAdded": 0, "numFilesRemoved": 0, "filesAdded_totalSize": 0,
-                   "filesRemoved_totalSize": 0, "numBatches": len(bins)}
+        metrics = {
+            "numFilesAdded": 0,
+            "numFilesRemoved": 0,
+            "filesAdded_totalSize": 0,
+            "filesRemoved_totalSize": 0,
+            "numBatches": len(bins),
+        }
         if not chosen:
             return rw.spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
         victims = active.take(pa.array(chosen, pa.int64()))
         victim_paths = set(victims.column("path").to_pylist())
         sel = [p in victim_paths for p in files.column("path").to_pylist()]
         scan_files = files.filter(pa.array(sel, pa.bool_()))
-        adds = rw.rewrite(self._binned_rows(snap, active, scan_files, bins, zorder, clustered),
-                          rw.write_spec(snap, target_file_size=self._target, row_tracking=True), False)
+        adds = rw.rewrite(
+            self._binned_rows(snap, active, scan_files, bins, zorder, clustered),
+            rw.write_spec(snap, target_file_size=self._target, row_tracking=True),
+            False,
+        )
         removes = remove_actions(victims, data_change=False)
         txn = Transaction(rw.storage, snap)
         txn.remove_files(removes)
         txn.add_files(adds)
-        metrics.update(numFilesAdded=len(adds), numFilesRemoved=len(removes),
-                       filesAdded_totalSize=sum(int(a["size"]) for a in adds),
-                       filesRemoved_totalSize=sum_size(victims))
+        metrics.update(
+            numFilesAdded=len(adds),
+            numFilesRemoved=len(removes),
+            filesAdded_totalSize=sum(int(a["size"]) for a in adds),
+            filesRemoved_totalSize=sum_size(victims),
+        )
         try:
-            txn.commit("OPTIMIZE", {"predicate": json.dumps([self._where] if self._where else []),
-                                    "zOrderBy": json.dumps(zorder or []),
-                                    **({"clusterBy": json.dumps([".".join(p) for p in clustered])}
-                                       if clustered else {}),
-                                    "targetFileSize": str(self._target)}, metrics=metrics)
+            txn.commit(
+                "OPTIMIZE",
+                {
+                    "predicate": json.dumps([self._where] if self._where else []),
+                    "zOrderBy": json.dumps(zorder or []),
+                    **({"clusterBy": json.dumps([".".join(p) for p in clustered])} if clustered else {}),
+                    "targetFileSize": str(self._target),
+                },
+                metrics=metrics,
+            )
         except BaseException:
             delete_files(rw.storage, adds)
             raise
@@ -122,17 +138,16 @@ class DeltaOptimizeBuilder:
         """The rows of the files to rewrite, one Spark partition per bin, sorted along the
         Z-order or clustering key; table columns (+ row ids and commit versions, kept)."""
         from pyspark.sql import functions as F
+
         rw = self._rewriter
         # one Spark task per bin: route each file's rows to its bin's task
-        bin_of = {active.column("path")[i].as_py(): b for b, members in enumerate(bins)
-                  for i in members}
+        bin_of = {active.column("path")[i].as_py(): b for b, members in enumerate(bins) for i in members}
         mapping = rw.spark.createDataFrame(list(bin_of.items()), f"{SCAN_FILE} string, __bin int")
         df = rw.scan(snap, scan_files).join(F.broadcast(mapping), SCAN_FILE).repartition(len(bins), "__bin")
         if zorder:
             df = df.withColumn("__z", zorder_key(df, zorder)).sortWithinPartitions("__bin", "__z").drop("__z")
         elif clustered:
-            df = df.withColumn("__z", cluster_key(df, clustered)).sortWithinPartitions("__bin", "__z")\
-                .drop("__z")
+            df = df.withColumn("__z", cluster_key(df, clustered)).sortWithinPartitions("__bin", "__z").drop("__z")
         return rw.tracked(snap, df)  # table columns (+ row ids and commit versions, kept)
 
 
@@ -140,11 +155,15 @@ def cluster_key(df, paths):
     """A sort key clustering rows by the clustering columns: their Z-order code when
     every column is numeric, date or timestamp, else the columns themselves in order."""
     from pyspark.sql import functions as F
+
     if all(len(p) == 1 for p in paths):
         types = dict(df.dtypes)
-        if all(types.get(p[0], "") in ("tinyint", "smallint", "int", "bigint", "float", "double", "date",
-                                       "timestamp", "timestamp_ntz") or types.get(p[0], "").startswith("decimal")
-               for p in paths):
+        if all(
+            types.get(p[0], "")
+            in ("tinyint", "smallint", "int", "bigint", "float", "double", "date", "timestamp", "timestamp_ntz")
+            or types.get(p[0], "").startswith("decimal")
+            for p in paths
+        ):
             return zorder_key(df, [p[0] for p in paths])
     return F.struct(*[F.col(".".join(f"`{x}`" for x in p)) for p in paths])
 
@@ -153,12 +172,12 @@ def zorder_key(df, cols, bits: int = 8):
     """A Spark column: the Morton (bit-interleaved) code of each column's approximate
     quantile bucket (``2**bits`` buckets; nulls in bucket 0)."""
     from pyspark.sql import functions as F
+
     n = 1 << bits
     types = dict(df.dtypes)
     values = [_as_double(c, types.get(c, "")) for c in cols]
     probe = df.select(*[v.alias(f"__q{i}") for i, v in enumerate(values)])
-    quantiles = probe.approxQuantile([f"__q{i}" for i in range(len(cols))],
-                                     [j / n for j in range(1, n)], 0.001)
+    quantiles = probe.approxQuantile([f"__q{i}" for i in range(len(cols))], [j / n for j in range(1, n)], 0.001)
     buckets = []
     for v, bounds in zip(values, quantiles):
         bounds = sorted({b for b in bounds if b is not None})
@@ -176,6 +195,7 @@ def zorder_key(df, cols, bits: int = 8):
 
 def _as_double(c, spark_type: str):
     from pyspark.sql import functions as F
+
     col = F.col(f"`{c}`")
     if spark_type in ("date", "timestamp", "timestamp_ntz"):
         return F.unix_micros(col.cast("timestamp")).cast("double")

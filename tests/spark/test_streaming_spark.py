@@ -1,0 +1,146 @@
+"""Streaming reads through Spark: restarts after crashes deliver every row once, rate
+limits per micro-batch, Trigger.AvailableNow, and clear errors for non-append changes."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections import Counter
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from delta_pyds.cdf.reader import read_changes
+
+
+def _write(path, ids, mode="append", **kwargs):
+    from deltalake import write_deltalake
+
+    write_deltalake(
+        path,
+        pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "v": pa.array([f"v{i}" for i in ids]),
+                "p": pa.array([i % 4 for i in ids], pa.int32()),
+            }
+        ),
+        mode=mode,
+        **kwargs,
+    )
+
+
+class Crash(Exception):
+    pass
+
+
+def _run(spark, path, checkpoint, out, crash_on_call, **options):
+    """One run of the query with Trigger.AvailableNow: each micro-batch is written to
+    out/batch=<id> (overwritten when a batch is replayed); the run crashes on its
+    ``crash_on_call``-th batch, before writing it, as a process dying mid-batch would."""
+    calls = []
+
+    def sink(df, batch_id):
+        calls.append(batch_id)
+        if crash_on_call and len(calls) == crash_on_call:
+            raise Crash(f"simulated crash in batch {batch_id}")
+        df.write.mode("overwrite").parquet(os.path.join(out, f"batch={batch_id}"))
+
+    reader = spark.readStream.format("pydelta")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    query = (
+        reader.load(path)
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    if crash_on_call:
+        with pytest.raises(Exception, match="simulated crash"):
+            query.awaitTermination()
+    else:
+        query.awaitTermination()
+    return calls
+
+
+def _delivered(out, columns):
+    rows = []
+    for f in glob.glob(os.path.join(out, "batch=*", "*.parquet")):
+        t = pq.read_table(f)
+        rows.extend(tuple(r[c] for c in columns) for r in t.to_pylist())
+    return Counter(rows)
+
+
+def test_change_feed_stream_restarted_three_times_delivers_every_change_once(spark, tmp_path):
+    from deltalake import DeltaTable
+
+    path, checkpoint, out = (str(tmp_path / n) for n in ("t", "ck", "out"))
+    _write(
+        path,
+        list(range(100)),
+        mode="overwrite",
+        partition_by=["p"],
+        configuration={"delta.enableChangeDataFeed": "true"},
+    )
+    _write(path, list(range(100, 120)))
+    options = {"readChangeFeed": "true", "startingVersion": "0", "maxFilesPerTrigger": "4"}
+    replayed = []
+    for run, change in enumerate(
+        [
+            lambda: DeltaTable(path).update(predicate="id % 10 = 3", updates={"v": "'u'"}),
+            lambda: DeltaTable(path).delete("id % 7 = 0"),
+            lambda: _write(path, list(range(200, 230))),
+        ]
+    ):
+        calls = _run(spark, path, checkpoint, out, crash_on_call=2 if run else 1, **options)
+        replayed.append(calls)
+        change()  # new commits arrive while the query is down
+    _run(spark, path, checkpoint, out, crash_on_call=None, **options)
+    assert all(calls[0] == prev[-1] for prev, calls in zip(replayed, replayed[1:]))  # the crashed batch re-ran
+    columns = ["id", "v", "p", "_change_type", "_commit_version"]
+    expected = Counter(tuple(r[c] for c in columns) for r in read_changes(path, starting_version=0).to_pylist())
+    assert _delivered(out, columns) == expected
+
+
+@pytest.mark.slow
+def test_append_stream_restarted_three_times_delivers_every_row_once(spark, tmp_path):
+    path, checkpoint, out = (str(tmp_path / n) for n in ("t", "ck", "out"))
+    for k in range(4):
+        _write(path, list(range(10 * k, 10 * k + 10)))
+    for k in range(3):
+        _run(spark, path, checkpoint, out, crash_on_call=2, maxFilesPerTrigger="1")
+        _write(path, list(range(100 + 10 * k, 110 + 10 * k)))
+    _run(spark, path, checkpoint, out, crash_on_call=None, maxFilesPerTrigger="1")
+    expected = list(range(40)) + list(range(100, 130))
+    assert _delivered(out, ["id"]) == Counter((i,) for i in expected)
+
+
+def _memory_stream(spark, path, name, **options):
+    reader = spark.readStream.format("pydelta")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    query = reader.load(path).writeStream.format("memory").queryName(name).trigger(availableNow=True).start()
+    query.awaitTermination()
+    return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+
+
+def test_rate_limits_per_micro_batch(spark, tmp_path):
+    path = str(tmp_path / "t")
+    for k in range(5):
+        _write(path, list(range(10 * k, 10 * k + 10)))  # one 10-row file per commit
+    assert _memory_stream(spark, path, "by_files", maxFilesPerTrigger="2") == [20, 20, 10]
+    assert _memory_stream(spark, path, "by_bytes", maxBytesPerTrigger="1") == [10] * 5
+    assert sorted(r.id for r in spark.sql("select id from by_bytes").collect()) == list(range(50))
+
+
+def test_non_append_change_fails_with_the_option_to_set(spark, tmp_path):
+    from deltalake import DeltaTable
+
+    path = str(tmp_path / "t")
+    _write(path, list(range(10)))
+    DeltaTable(path).delete("id < 3")
+    with pytest.raises(Exception, match="skipChangeCommits=true"):
+        _memory_stream(spark, path, "fails", startingVersion="0")
+    assert _memory_stream(spark, path, "skips", startingVersion="0", skipChangeCommits="true") == [10]
