@@ -92,6 +92,7 @@ _SPARK_WRITER = textwrap.dedent("""
 
 
 @pytest.mark.slow
+@pytest.mark.spark  # spark-submit processes
 def test_concurrent_spark_writers(tmp_path):
     path = str(tmp_path / "t")
     write_arrow(
