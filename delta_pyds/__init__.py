@@ -7,6 +7,7 @@ fsspec and never import pyspark.
 
 from delta_pyds.errors import (
     AppendOnlyError,
+    ArgumentTypeError,
     ChangeDataError,
     ColumnTypeError,
     CommitFailedError,
@@ -20,7 +21,9 @@ from delta_pyds.errors import (
     DeltaError,
     ExpressionError,
     ExternalPathError,
+    FeatureDropError,
     MalformedVariantError,
+    NoCatalogError,
     SchemaError,
     StorageError,
     StreamChangeError,
@@ -64,16 +67,19 @@ __all__ = [
     "ChangeDataError",
     "ExpressionError",
     "MalformedVariantError",
+    "ArgumentTypeError",
+    "FeatureDropError",
+    "NoCatalogError",
 ]
 
 
 def __getattr__(name):
     # DeltaTable lives in the Spark layer: imported on first use, so that importing
     # delta_pyds never imports pyspark
-    if name == "DeltaTable":
-        from delta_pyds.spark.tables import DeltaTable
+    if name in ("DeltaTable", "DeltaTableBuilder", "IdentityGenerator"):
+        from delta_pyds.spark import tables
 
-        return DeltaTable
+        return getattr(tables, name)
     raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
 
 

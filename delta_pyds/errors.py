@@ -67,6 +67,21 @@ class TableExistsError(DeltaError):
     """The table already exists and the write asked for a new one (saveMode=errorifexists)."""
 
 
+class ArgumentTypeError(DeltaError, TypeError, ValueError):
+    """An argument of the wrong type (the message names it and what is accepted). Both a
+    ``TypeError`` and a ``ValueError``: delta-spark's Python API raises either for these."""
+
+
+class FeatureDropError(DeltaError):
+    """A table feature cannot be dropped yet: the table or the history still in its log
+    uses it, or the table does not have it (the message says which and what to do)."""
+
+
+class NoCatalogError(DeltaError):
+    """The call needs a catalog table (``forName``, ``tableName``), which Python data
+    sources cannot have: use the table's path instead."""
+
+
 class AppendOnlyError(DeltaError):
     """The write would remove or change data in a table with delta.appendOnly=true."""
 

@@ -9,16 +9,22 @@ Guarantees:
   first; a bin of one file is rewritten only if that file has a deletion vector;
 * Z-order puts every file of each selected partition in one bin; its columns must be
   numeric, date or timestamp data columns (not partition columns), and a clustered
-  table is never Z-ordered (as in delta-spark). No Spark."""
+  table is never Z-ordered (as in delta-spark);
+* a purge (delta-spark's ``REORG TABLE ... APPLY (PURGE)``) puts each file with a deletion
+  vector in its own bin, and no other file;
+* :func:`optimize_metrics` is delta-spark's ``OptimizeMetrics`` of a run. No Spark."""
 
 from __future__ import annotations
 
 import json
+import time
 
 import pyarrow as pa
 
+from delta_pyds.expressions.ast import columns_of
 from delta_pyds.expressions.parser import parse
 from delta_pyds.protocol.clustering import dotted
+from delta_pyds.protocol.stats import stats_columns
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.plan import partition_predicate
 
@@ -44,7 +50,10 @@ def zorder_columns(snap: Snapshot, cols, *, clustered) -> list[str]:
         if f is None:
             raise ValueError(f"executeZOrderBy: {c} is not a column of the table")
         if c.lower() in pset:
-            raise ValueError(f"executeZOrderBy: {c} is a partition column")
+            raise ValueError(
+                f"executeZOrderBy: {c} is a partition column; Z-ordering can only be performed "
+                "on data columns (delta-spark: DELTA_ZORDERING_ON_PARTITION_COLUMN)"
+            )
         if getattr(f.type, "name", None) not in _ZORDER_TYPES and not str(getattr(f.type, "name", "")).startswith(
             "decimal"
         ):
@@ -57,6 +66,14 @@ def zorder_columns(snap: Snapshot, cols, *, clustered) -> list[str]:
 def in_partitions(active: pa.Table, snap: Snapshot, where: str) -> pa.Table:
     """The rows of ``active`` (file actions) in the partitions the SQL ``where`` selects."""
     node = parse(where)
+    pset = {c.lower() for c in snap.partition_columns}
+    data = sorted(".".join(p) for p in columns_of(node) if p[0].lower() not in pset or len(p) > 1)
+    if data:
+        raise ValueError(
+            f"optimize().where({where!r}): predicate references non-partition column(s) "
+            f"{', '.join(data)}; only the partition columns may be referenced: "
+            f"[{', '.join(snap.partition_columns)}] (delta-spark: DELTA_NON_PARTITION_COLUMN_REFERENCE)"
+        )
     pred = partition_predicate(node, snap.schema, snap.partition_columns, snap.column_mapping_mode)
     keep = pred(active.column("partitionValues").to_pylist()) if active.num_rows else []
     return active.filter(pa.array(keep, pa.bool_())) if active.num_rows else active
@@ -93,3 +110,66 @@ def compaction_bins(active: pa.Table, *, target_size: int, min_files: int, every
     if not every_file:
         bins = [b for b in bins if len(b) >= min_files or any(dvs[i] for i in b)]
     return bins
+
+
+def purge_bins(active: pa.Table) -> list[list[int]]:
+    """One bin per file of ``active`` (file actions) that has a deletion vector."""
+    return [[i] for i, d in enumerate(active.column("deletionVector").to_pylist()) if d]
+
+
+def _size_metrics(sizes: list[int]) -> dict:
+    if not sizes:
+        return {"min": None, "max": None, "avg": 0.0, "totalFiles": 0, "totalSize": 0}
+    return {
+        "min": min(sizes),
+        "max": max(sizes),
+        "avg": sum(sizes) / len(sizes),
+        "totalFiles": len(sizes),
+        "totalSize": sum(sizes),
+    }
+
+
+def optimize_metrics(
+    removed: pa.Table, adds: list[dict], bins: list, considered: int, started_ms: int, zorder, schema
+) -> dict:
+    """delta-spark's ``OptimizeMetrics`` (the ``metrics`` struct OPTIMIZE returns) of a run
+    that rewrote the files ``removed`` (file actions) as ``adds``, in ``bins``."""
+    removed_sizes = [int(s) for s in removed.column("size").to_pylist()] if removed.num_rows else []
+    added_sizes = [int(a["size"]) for a in adds]
+    partitions = (
+        len({json.dumps(v, sort_keys=True) for v in removed.column("partitionValues").to_pylist()})
+        if removed.num_rows
+        else 0
+    )
+    zstats = None
+    if zorder:
+        zstats = {
+            "strategyName": "all",
+            "inputCubeFiles": {"num": 0, "size": 0},
+            "inputOtherFiles": {"num": len(removed_sizes), "size": sum(removed_sizes)},
+            "inputNumCubes": 0,
+            "mergedFiles": {"num": len(removed_sizes), "size": sum(removed_sizes)},
+            "numOutputCubes": partitions,
+            "mergedNumCubes": None,
+        }
+    leaves = stats_columns(schema, {}, "none")
+    return {
+        "numFilesAdded": len(adds),
+        "numFilesRemoved": len(removed_sizes),
+        "filesAdded": _size_metrics(added_sizes),
+        "filesRemoved": _size_metrics(removed_sizes),
+        "partitionsOptimized": partitions,
+        "zOrderStats": zstats,
+        "numBatches": len(bins) if removed_sizes else 0,
+        "totalConsideredFiles": considered,
+        "totalFilesSkipped": considered - len(removed_sizes),
+        "preserveInsertionOrder": False,
+        "numFilesSkippedToReduceWriteAmplification": 0,
+        "numBytesSkippedToReduceWriteAmplification": 0,
+        "startTimeMs": started_ms,
+        "endTimeMs": int(time.time() * 1000),
+        "totalClusterParallelism": 0,
+        "totalScheduledTasks": 0,
+        "numTableColumns": len(schema.fields),
+        "numTableColumnsWithStats": len(leaves),
+    }

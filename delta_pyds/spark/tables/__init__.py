@@ -2,12 +2,16 @@
 
 The facade is :mod:`delta_pyds.spark.tables.delta_table`; delete and update are in
 :mod:`~delta_pyds.spark.tables.dml`, MERGE in :mod:`~delta_pyds.spark.tables.merge`,
-OPTIMIZE in :mod:`~delta_pyds.spark.tables.optimize`; the steps that need no Spark
+OPTIMIZE in :mod:`~delta_pyds.spark.tables.optimize`, the table builder in
+:mod:`~delta_pyds.spark.tables.builder`, VACUUM / CONVERT / GENERATE / table features in
+:mod:`~delta_pyds.spark.tables.maintenance`, argument checks in
+:mod:`~delta_pyds.spark.tables.args`; the steps that need no Spark
 (restore, properties, deletion-vector deletes, row tracking, read sets, optimize plans)
 in :mod:`delta_pyds.operations`."""
 
+from delta_pyds.spark.tables.builder import DeltaTableBuilder, IdentityGenerator
 from delta_pyds.spark.tables.delta_table import DeltaTable
 from delta_pyds.spark.tables.merge import DeltaMergeBuilder
 from delta_pyds.spark.tables.optimize import DeltaOptimizeBuilder
 
-__all__ = ["DeltaMergeBuilder", "DeltaOptimizeBuilder", "DeltaTable"]
+__all__ = ["DeltaMergeBuilder", "DeltaOptimizeBuilder", "DeltaTable", "DeltaTableBuilder", "IdentityGenerator"]

@@ -7,8 +7,9 @@
     dt.delete("country = 'FR' AND day < '2024-01-01'")
     dt.update("id = 3", {"name": "'bob'"})
     dt.optimize().executeCompaction()
-    dt.vacuum()                      # DRY RUN: lists files; dryRun=False deletes
+    dt.vacuum()                      # deletes (as delta-spark); dryRun=True only lists
     dt.restoreToVersion(3)
+    DeltaTable.create(spark).location("/data/new").addColumn("id", "BIGINT").execute()
 
 This module is the facade; each operation's guarantees are stated where it is done:
 delete and update in :mod:`delta_pyds.spark.tables.dml` (deletion vectors:
@@ -30,7 +31,13 @@ properties and protocol in :mod:`delta_pyds.operations.properties`. In short:
   partition (``dataChange=false``, deletion vectors applied, rewritten files have none);
 * copy-on-write DML on a table with ``delta.enableChangeDataFeed=true`` writes change data
   files in the same commit; deletion-vector deletes need none;
-* ``vacuum`` is a DRY RUN unless ``dryRun=False`` is given (delta-spark deletes by default);
+* ``vacuum`` deletes as delta-spark's does (``dryRun=True`` only lists), guarded by the
+  retention check (:mod:`delta_pyds.spark.tables.maintenance`);
+* arguments are checked as delta-spark checks them (:mod:`delta_pyds.spark.tables.args`);
+  every call first makes the table's session the active one of the calling thread;
+* ``create`` / ``createIfNotExists`` / ``replace`` / ``createOrReplace`` return a
+  :class:`~delta_pyds.spark.tables.builder.DeltaTableBuilder`; ``forName`` and
+  ``tableName`` raise :class:`~delta_pyds.errors.NoCatalogError` (no catalog);
 * ``restore`` re-adds the files of the old version and removes the files added since
   (``dataChange=true``); it fails, changing nothing, if a needed file is gone (vacuumed).
 """
@@ -44,8 +51,19 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from delta_pyds.errors import TableNotFoundError
+from delta_pyds.errors import ArgumentTypeError, NoCatalogError, TableNotFoundError
 from delta_pyds.protocol import features
+from delta_pyds.spark.tables import maintenance
+from delta_pyds.spark.tables.args import (
+    activate,
+    check_column_map,
+    check_condition,
+    check_source,
+    check_str,
+    check_timestamp,
+    check_version,
+)
+from delta_pyds.spark.tables.builder import NO_CATALOG, DeltaTableBuilder
 from delta_pyds.spark.tables.dml import TableRewriter, delete_rows, update_rows
 from delta_pyds.spark.tables.merge import DeltaMergeBuilder
 from delta_pyds.spark.tables.optimize import DeltaOptimizeBuilder
@@ -57,6 +75,10 @@ class DeltaTable:
     """A Delta table at a path, for maintenance and DML (see the module docstring)."""
 
     def __init__(self, spark, path: str, storage_options: Mapping[str, str] | None = None):
+        if spark is None:
+            raise ValueError("'sparkSession' cannot be None")
+        check_str(path, "path")
+        activate(spark)
         self._spark = spark
         self._path = path
         self._options = dict(storage_options or {})
@@ -74,7 +96,63 @@ class DeltaTable:
         return table
 
     @classmethod
+    def forName(cls, sparkSession, tableOrViewName: str) -> DeltaTable:
+        """Not available: Python data sources have no catalog (:class:`NoCatalogError`
+        says to use :meth:`forPath`)."""
+        raise NoCatalogError(f"forName({tableOrViewName!r}): {NO_CATALOG}")
+
+    @classmethod
+    def _builder(cls, spark, mode: str) -> DeltaTableBuilder:
+        if spark is None:
+            from pyspark.sql import SparkSession
+
+            spark = SparkSession.getActiveSession()
+            if spark is None:
+                raise ValueError(f"{mode}(): no active SparkSession; pass sparkSession")
+        activate(spark)
+        return DeltaTableBuilder(spark, mode, cls.forPath)
+
+    @classmethod
+    def create(cls, sparkSession=None) -> DeltaTableBuilder:
+        """A builder that creates a table at ``location(path)``; fails if one exists."""
+        return cls._builder(sparkSession, "create")
+
+    @classmethod
+    def createIfNotExists(cls, sparkSession=None) -> DeltaTableBuilder:
+        """A builder that creates a table at ``location(path)`` unless one exists."""
+        return cls._builder(sparkSession, "createIfNotExists")
+
+    @classmethod
+    def replace(cls, sparkSession=None) -> DeltaTableBuilder:
+        """A builder that replaces the table at ``location(path)``; fails if none exists."""
+        return cls._builder(sparkSession, "replace")
+
+    @classmethod
+    def createOrReplace(cls, sparkSession=None) -> DeltaTableBuilder:
+        """A builder that creates or replaces the table at ``location(path)``."""
+        return cls._builder(sparkSession, "createOrReplace")
+
+    @classmethod
+    def convertToDelta(
+        cls,
+        sparkSession,
+        identifier: str,
+        partitionSchema=None,
+        collectStats: bool = True,
+        hadoopConf: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        """Converts the Parquet directory ``parquet.`path``` in place (partition values from
+        ``col=value`` directories typed by ``partitionSchema``, a DDL string or StructType;
+        stats from the footers); an existing Delta table there is returned as is."""
+        if sparkSession is None:
+            raise ValueError("'sparkSession' cannot be None")
+        activate(sparkSession)
+        path = maintenance.convert(sparkSession, identifier, partitionSchema, collectStats, hadoopConf)
+        return cls.forPath(sparkSession, path, hadoopConf)
+
+    @classmethod
     def isDeltaTable(cls, spark, identifier: str, hadoopConf: Mapping[str, str] | None = None) -> bool:
+        check_str(identifier, "identifier")
         try:
             Snapshot.load(Storage(identifier, dict(hadoopConf) if hadoopConf else None))
             return True
@@ -105,6 +183,7 @@ class DeltaTable:
 
     def alias(self, name: str) -> DeltaTable:
         """This table under an alias, for merge conditions (``t.id = s.id``)."""
+        check_str(name, "aliasName")
         other = DeltaTable(self._spark, self._path, self._options)
         other._alias = name
         return other
@@ -123,6 +202,9 @@ class DeltaTable:
 
         from delta_pyds.log.history import history
 
+        activate(self._spark)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise TypeError(f"'limit' must be an int, got {type(limit)}")
         records = history(self._storage, limit=limit)
         schema = StructType(
             [
@@ -235,25 +317,31 @@ class DeltaTable:
         return self._spark.createDataFrame([row], schema)
 
     # ---------------------------------------------------------------- maintenance
-    def vacuum(self, retentionHours: float | None = None, dryRun: bool = True, *, enforceRetention: bool = True):
-        """Deletes files no version inside the retention window needs.
-
-        SAFE DEFAULT, unlike delta-spark: a dry run unless ``dryRun=False``. Returns a
-        DataFrame with one ``path`` column (files deleted, or that would be)."""
-        from delta_pyds.operations.vacuum import vacuum
-
-        snap = self._snapshot()
-        if "vacuumProtocolCheck" in features.writer_features(snap.protocol) or not dryRun:
-            features.check_write(snap.protocol)
-            features.check_read(snap.protocol)
-        result = vacuum(snap, retention_hours=retentionHours, dry_run=dryRun, enforce_retention=enforceRetention)
+    def vacuum(self, retentionHours: float | None = None, dryRun: bool = False, *, enforceRetention=None):
+        """Deletes files no version inside the retention window needs (delta-spark's
+        semantics: see :mod:`delta_pyds.spark.tables.maintenance`). Returns a DataFrame
+        ``path``: the table's path, or with ``dryRun=True`` the files it would delete."""
+        activate(self._spark)
+        if not isinstance(dryRun, bool):
+            raise TypeError(f"'dryRun' must be a bool, got {type(dryRun)}")
+        df, result = maintenance.vacuum(
+            self._spark, self._storage, retentionHours, dry_run=dryRun, enforce_retention=enforceRetention
+        )
         self.lastVacuum = result
-        return self._spark.createDataFrame([(f,) for f in result.files], "path string")
+        return df
+
+    def generate(self, mode: str) -> None:
+        """Writes manifest files; ``mode``: ``"symlink_format_manifest"``."""
+        from delta_pyds.operations.manifest import generate_manifest
+
+        activate(self._spark)
+        generate_manifest(self._snapshot(), mode)
 
     def setProperties(self, properties: Mapping[str, str]) -> int:
         """Sets table properties (``delta.*`` ones are validated); returns the version."""
         from delta_pyds.operations.properties import set_properties
 
+        activate(self._spark)
         return set_properties(self._storage, properties)
 
     def upgradeProtocol(self, readerVersion: int, writerVersion: int) -> int:
@@ -261,24 +349,61 @@ class DeltaTable:
 
         return upgrade_protocol(self._storage, reader_version=readerVersion, writer_version=writerVersion)
 
+    def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
+        """Raises the protocol to at least (``readerVersion``, ``writerVersion``), as
+        delta-spark: versions the table already has or exceeds change nothing."""
+        from delta_pyds.operations.properties import upgrade_protocol
+
+        activate(self._spark)
+        for value, name in ((readerVersion, "readerVersion"), (writerVersion, "writerVersion")):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ArgumentTypeError(f"The {name} needs to be an integer but got '{type(value)}'.")
+        p = self._snapshot().protocol
+        upgrade_protocol(
+            self._storage,
+            reader_version=max(readerVersion, p.min_reader_version),
+            writer_version=max(writerVersion, p.min_writer_version),
+        )
+
+    def addFeatureSupport(self, featureName: str) -> None:
+        """Adds the table feature ``featureName`` to the protocol."""
+        from delta_pyds.operations.feature_support import add_feature_support
+
+        activate(self._spark)
+        check_str(featureName, "featureName")
+        add_feature_support(self._storage, featureName)
+
+    def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
+        """Drops the table feature ``featureName`` (see
+        :mod:`delta_pyds.operations.feature_support` for which and when)."""
+        activate(self._spark)
+        check_str(featureName, "featureName")
+        maintenance.drop_feature(self._rewriter, featureName, truncateHistory)
+
     # -------------------------------------------------------------------- restore
     def restoreToVersion(self, version: int):
-        return self._restore(version=int(version))
+        return self._restore(version=check_version(version))
 
     def restoreToTimestamp(self, timestamp):
         """Restores the version current at ``timestamp``: a string or date without a UTC
         offset is a time in the session time zone (``spark.sql.session.timeZone``), as in
         delta-spark; a naive ``datetime`` is the process's local time, as pyspark reads it."""
+        check_timestamp(timestamp)
         return self._restore(timestamp=timestamp)
 
     def restore(self, version: int | None = None, timestamp=None):
         if (version is None) == (timestamp is None):
             raise ValueError("restore: give exactly one of version or timestamp")
+        if version is not None:
+            check_version(version)
+        else:
+            check_timestamp(timestamp)
         return self._restore(version=version, timestamp=timestamp)
 
     def _restore(self, *, version=None, timestamp=None):
         from delta_pyds.operations.restore import restore
 
+        activate(self._spark)
         current = self._rewriter.dml_snapshot()
         if timestamp is not None:
             from delta_pyds.log.time_travel import localize
@@ -305,21 +430,30 @@ class DeltaTable:
 
     def delete(self, condition=None) -> None:
         """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
+        check_condition(condition)
+        activate(self._spark)
         delete_rows(self._rewriter, condition)
 
     def update(self, condition=None, set: Mapping[str, Any] | None = None) -> None:
         """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
         (copy-on-write: the files holding matching rows are rewritten)."""
-        update_rows(self._rewriter, condition, set)
+        check_condition(condition)
+        sets = check_column_map(set, "set")
+        activate(self._spark)
+        update_rows(self._rewriter, condition, sets)
 
     # ---------------------------------------------------------------------- merge
     def merge(self, source, condition) -> DeltaMergeBuilder:
         """``dt.alias("t").merge(src.alias("s"), "t.id = s.id")`` then ``whenMatched*`` /
         ``whenNotMatched*`` clauses and ``.execute()`` (copy-on-write)."""
+        check_source(source)
+        check_condition(condition, "condition", required=True)
+        activate(self._spark)
         return DeltaMergeBuilder(self._rewriter, source, condition, target_alias=self._alias)
 
     # ------------------------------------------------------------------- optimize
     def optimize(self) -> DeltaOptimizeBuilder:
+        activate(self._spark)
         return DeltaOptimizeBuilder(self._rewriter)
 
 

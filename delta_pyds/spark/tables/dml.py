@@ -193,26 +193,23 @@ class TableRewriter:
         except Exception:  # Spark Connect
             return 2
 
-    def write_spec(self, snap: Snapshot, *, target_file_size: int | None = None, row_tracking: bool = False):
+    def write_spec(
+        self,
+        snap: Snapshot,
+        *,
+        target_file_size: int | None = None,
+        row_tracking: bool = False,
+        evolved_schema=None,
+    ):
         """The spec of files rewritten from the table's rows; with ``row_tracking`` (on a
         tracked table) its input also has the materialized row id and row commit version
-        columns (the physical names the table configures), written as such."""
+        columns (the physical names the table configures), written as such. With
+        ``evolved_schema`` (the table's schema plus new columns: MERGE with schema
+        evolution) the spec writes that schema; :meth:`evolution` gives its metadata."""
         from dataclasses import replace
 
-        from delta_pyds.spark.schema_convert import drop_void
-        from delta_pyds.write.options import WriteOptions
-        from delta_pyds.write.plan import plan_write
-
-        opts = {"path": self.path, **self.options}
-        if target_file_size:
-            opts["targetFileSize"] = str(target_file_size)
-        plan = plan_write(
-            WriteOptions.parse(opts, overwrite=False),
-            drop_void(snap.schema),
-            storage=self.storage,
-            keep_identity_values=True,
-        )
-        if plan.metadata is not None or plan.protocol is not None:  # pragma: no cover
+        plan = self._plan(snap, target_file_size, evolved_schema)
+        if evolved_schema is None and (plan.metadata is not None or plan.protocol is not None):  # pragma: no cover
             raise DeltaError("internal: a rewrite must not change the table's metadata")
         spec = cast(WriteSpec, plan.spec)  # a write without metadata changes has its spec
         tracking = row_tracking_columns(snap) if row_tracking else None
@@ -228,6 +225,30 @@ class TableRewriter:
             table_schema=table_schema,
             input_columns=spec.input_columns + tuple(f.name for f in extra),
             _derived={},
+        )
+
+    def evolution(self, snap: Snapshot, evolved_schema):
+        """``(metadata, protocol)`` to commit for a rewrite into ``evolved_schema`` (either
+        None when unchanged), with the schema as the write path reconciles it (column
+        mapping ids for new columns)."""
+        plan = self._plan(snap, None, evolved_schema)
+        return plan.metadata, plan.protocol
+
+    def _plan(self, snap: Snapshot, target_file_size: int | None, evolved_schema):
+        from delta_pyds.spark.schema_convert import drop_void
+        from delta_pyds.write.options import WriteOptions
+        from delta_pyds.write.plan import plan_write
+
+        opts = {"path": self.path, **self.options}
+        if target_file_size:
+            opts["targetFileSize"] = str(target_file_size)
+        if evolved_schema is not None:
+            opts["mergeSchema"] = "true"
+        return plan_write(
+            WriteOptions.parse(opts, overwrite=False),
+            drop_void(evolved_schema if evolved_schema is not None else snap.schema),
+            storage=self.storage,
+            keep_identity_values=True,
         )
 
     def tracked(self, snap: Snapshot, df, *, updated=None):
@@ -269,7 +290,7 @@ class TableRewriter:
         """Whether a copy-on-write DML commit must carry change data files."""
         return is_true(snap.configuration, ENABLE_CDF)
 
-    def write_changes(self, snap: Snapshot, changes) -> list[dict]:
+    def write_changes(self, snap: Snapshot, changes, *, evolved_schema=None) -> list[dict]:
         """Writes ``changes`` (the table's columns plus ``_change_type``) as change data
         files under ``_change_data`` (partitioned like the table); returns ``cdc`` actions."""
         from dataclasses import replace
@@ -277,8 +298,8 @@ class TableRewriter:
         from delta_pyds.protocol.schema import StructType as DeltaStruct
         from delta_pyds.spark.schema_convert import drop_void
 
-        spec = self.write_spec(snap)
-        schema = drop_void(snap.schema)
+        spec = self.write_spec(snap, evolved_schema=evolved_schema)
+        schema = spec.table_schema if evolved_schema is not None else drop_void(snap.schema)
         table_schema = DeltaStruct(schema.fields + (_extra_field(CHANGE_TYPE, "string", snap.column_mapping_mode),))
         spec = replace(
             spec,

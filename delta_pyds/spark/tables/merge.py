@@ -16,10 +16,16 @@ Guarantees (as delta-spark's MERGE):
   commit moves); explicit values only with ``delta.identity.allowExplicitInsert``;
 * on tables with the change data feed the commit carries change data files (inserts,
   deletes, update pre/post images);
+* ``withSchemaEvolution()``: source columns the table lacks are added to it (at the end,
+  nullable, in the same commit) when ``updateAll`` / ``insertAll`` or a ``set`` / ``values``
+  key names them, as delta-spark's schema evolution does for top-level columns; without
+  it they are ignored by ``*All`` clauses and refused in ``set`` / ``values``;
+* clause arguments are checked as delta-spark checks them (:mod:`delta_pyds.spark.tables.args`);
 * one commit from the version read, reading every target file (a concurrent remove of
   one conflicts) and the partitions the condition's target-side partition conjuncts
-  select; written files are deleted if the commit fails; returns delta-spark's metrics
-  as a one-row DataFrame (None when nothing changes).
+  select; written files are deleted if the commit fails; ``execute()`` returns
+  delta-spark's one-row DataFrame ``num_affected_rows, num_updated_rows,
+  num_deleted_rows, num_inserted_rows`` (zeros, and no commit, when nothing changes).
 """
 
 from __future__ import annotations
@@ -34,6 +40,10 @@ from delta_pyds.errors import DeltaError
 from delta_pyds.operations.read_set import record_read
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.identity import identity_columns, with_high_water_marks
+from delta_pyds.protocol.schema import StructField as DeltaField
+from delta_pyds.protocol.schema import StructType as DeltaStruct
+from delta_pyds.protocol.schema import parse_schema, parse_type
+from delta_pyds.spark.tables.args import check_column_map, check_condition
 from delta_pyds.spark.tables.dml import (
     SCAN_FILE,
     SCAN_ROW,
@@ -67,6 +77,7 @@ class _MergeScope:
     cond: Any  # the join condition
     clauses: list  # (kind, condition, set, on_match): matched ones, then not-matched-by-source ones
     delete_all_matched: bool
+    evolved: Any = None  # the table's Delta schema with the source's new columns (schema evolution)
 
     @property
     def names(self) -> list[str]:
@@ -118,48 +129,65 @@ class DeltaMergeBuilder:
         self._matched: list = []  # (kind, condition, set) kind: update | delete
         self._not_matched: list = []  # (condition, values)
         self._not_matched_by_source: list = []  # (kind, condition, set)
+        self._evolve = False
 
     # -------------------------------------------------------------------- clauses
+    def withSchemaEvolution(self) -> DeltaMergeBuilder:
+        """Adds the source's columns the table lacks to the table (see the module docstring)."""
+        self._evolve = True
+        return self
+
     def whenNotMatchedBySourceUpdate(self, condition=None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
         """Updates target rows no source row matches (``set`` may use target columns only)."""
-        if not set:
+        check_condition(condition)
+        sets = check_column_map(set, "set' in whenNotMatchedBySourceUpdate")
+        if not sets:
             raise ValueError("whenNotMatchedBySourceUpdate: set must name at least one column")
-        self._not_matched_by_source.append(("update", condition, dict(set)))
+        self._not_matched_by_source.append(("update", condition, sets))
         return self
 
     def whenNotMatchedBySourceDelete(self, condition=None) -> DeltaMergeBuilder:
         """Deletes target rows no source row matches."""
+        check_condition(condition)
         self._not_matched_by_source.append(("delete", condition, None))
         return self
 
     def whenMatchedUpdate(self, condition=None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
-        if not set:
+        check_condition(condition)
+        sets = check_column_map(set, "set' in whenMatchedUpdate")
+        if not sets:
             raise ValueError("whenMatchedUpdate: set must name at least one column")
-        self._matched.append(("update", condition, dict(set)))
+        self._matched.append(("update", condition, sets))
         return self
 
     def whenMatchedUpdateAll(self, condition=None) -> DeltaMergeBuilder:
+        check_condition(condition)
         self._matched.append(("update", condition, None))
         return self
 
     def whenMatchedDelete(self, condition=None) -> DeltaMergeBuilder:
+        check_condition(condition)
         self._matched.append(("delete", condition, None))
         return self
 
     def whenNotMatchedInsert(self, condition=None, values: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
-        if not values:
+        check_condition(condition)
+        vals = check_column_map(values, "values' in whenNotMatchedInsert")
+        if not vals:
             raise ValueError("whenNotMatchedInsert: values must name at least one column")
-        self._not_matched.append((condition, dict(values)))
+        self._not_matched.append((condition, vals))
         return self
 
     def whenNotMatchedInsertAll(self, condition=None) -> DeltaMergeBuilder:
+        check_condition(condition)
         self._not_matched.append((condition, None))
         return self
 
     # ------------------------------------------------------------------ execution
     def execute(self):
-        """Runs the MERGE in one commit; returns its metrics as a one-row DataFrame, or
-        None when no row changes."""
+        """Runs the MERGE in one commit; returns delta-spark's one-row DataFrame
+        (``num_affected_rows``, ``num_updated_rows``, ``num_deleted_rows``,
+        ``num_inserted_rows``), zeros when no row changes."""
         if not self._matched and not self._not_matched and not self._not_matched_by_source:
             raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause")
         scope = self._scope(self._rewriter.dml_snapshot())
@@ -187,11 +215,14 @@ class DeltaMergeBuilder:
             self._apply_target_clauses(scope, action, touched, metrics, parts, changes)
         if self._not_matched:
             marks = self._insert_rows(scope, metrics, parts, changes)
-        if not touched and not metrics["numTargetRowsInserted"]:
-            return None
-        self._write_and_commit(scope, parts, changes, touched, marks, metrics)
-        spark = self._rewriter.spark
-        return spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
+        if touched or metrics["numTargetRowsInserted"]:
+            self._write_and_commit(scope, parts, changes, touched, marks, metrics)
+        updated, deleted = metrics["numTargetRowsUpdated"], metrics["numTargetRowsDeleted"]
+        inserted = metrics["numTargetRowsInserted"]
+        return self._rewriter.spark.createDataFrame(
+            [(updated + deleted + inserted, updated, deleted, inserted)],
+            "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long",
+        )
 
     def _scope(self, snap: Snapshot) -> _MergeScope:
         """Plans the clauses against the snapshot read; refuses updates of identity
@@ -202,6 +233,8 @@ class DeltaMergeBuilder:
 
         identities = {c.name: c for c in identity_columns(snap.schema)}
         talias = self._target_alias or DEFAULT_TARGET_ALIAS
+        new_fields = self._new_columns(snap)
+        evolved = DeltaStruct(snap.schema.fields + tuple(new_fields)) if new_fields else None
         # delta-spark allows several source rows to match one target row only when the one
         # matched clause is an unconditional delete (every such pair deletes the same row)
         scope = _MergeScope(
@@ -209,7 +242,7 @@ class DeltaMergeBuilder:
             tracking=row_tracking_columns(snap),
             identities=identities,
             generated_always={n for n, c in identities.items() if not c.allow_explicit_insert},
-            target_schema=to_spark_schema(drop_void(snap.schema)),
+            target_schema=to_spark_schema(drop_void(evolved if evolved is not None else snap.schema)),
             src=None,
             src_cols={},
             talias=talias,
@@ -218,15 +251,41 @@ class DeltaMergeBuilder:
             clauses=[(k, c, st, True) for k, c, st in self._matched]
             + [(k, c, st, False) for k, c, st in self._not_matched_by_source],
             delete_all_matched=len(self._matched) == 1 and self._matched[0][:2] == ("delete", None),
+            evolved=evolved,
         )
         for _, _, sets in list(self._matched) + list(self._not_matched_by_source):
             if sets is not None:
                 refuse_identity_updates(snap, {scope.target_name(k): v for k, v in sets.items()}, "merge")
         scope.src = self._source.withColumn(_SRC, F.lit(True))
         scope.src_cols = {c.lower(): c for c in self._source.columns}
-        scope.target = self._rewriter.scan(snap, snap.files).alias(talias)
+        target = self._rewriter.scan(snap, snap.files)
+        for f in new_fields:  # rows already in the table have no value for a new column
+            target = target.withColumn(f.name, F.lit(None).cast(to_spark_schema(DeltaStruct((f,))).fields[0].dataType))
+        scope.target = target.alias(talias)
         scope.cond = _expr(self._condition)
         return scope
+
+    def _new_columns(self, snap: Snapshot) -> list:
+        """The source's top-level columns the table lacks that the clauses would write
+        (schema evolution; empty without ``withSchemaEvolution()``)."""
+        if not self._evolve:
+            return []
+        existing = {f.name.lower() for f in snap.schema.fields}
+        star = any(sets is None for kind, _, sets in self._matched if kind == "update") or any(
+            values is None for _, values in self._not_matched
+        )
+        named = {
+            k.split(".")[-1].lower()
+            for _, _, sets in list(self._matched) + list(self._not_matched_by_source)
+            if sets
+            for k in sets
+        } | {k.split(".")[-1].lower() for _, values in self._not_matched if values for k in values}
+        out = []
+        for f in self._source.schema.fields:
+            if f.name.lower() in existing or not (star or f.name.lower() in named):
+                continue
+            out.append(DeltaField(f.name, parse_type(f.dataType.jsonValue()), True, {}))
+        return out
 
     def _check_unique_matches(self, scope: _MergeScope) -> None:
         """Refuses a source where several rows match one target row, unless the only
@@ -299,6 +358,8 @@ class DeltaMergeBuilder:
                         f.name in scope.identities and f.name.lower() not in scope.src_cols
                     ):
                         continue  # updateAll keeps the values the table generated
+                    if self._evolve and f.name.lower() not in scope.src_cols:
+                        continue  # schema evolution: a column the source lacks is kept
                     new = scope.source_col(f.name)
                 else:
                     given = {scope.target_name(k): v for k, v in sets.items()}
@@ -359,6 +420,8 @@ class DeltaMergeBuilder:
                 if values is None:
                     if f.name in scope.identities and f.name.lower() not in scope.src_cols:
                         continue  # generated below
+                    if self._evolve and f.name.lower() not in scope.src_cols:
+                        continue  # schema evolution: a column the source lacks is null
                     new = scope.source_col(f.name)
                 else:
                     given = {scope.target_name(k): v for k, v in values.items()}
@@ -393,18 +456,25 @@ class DeltaMergeBuilder:
         out = parts[0]
         for p in parts[1:]:
             out = out.unionByName(p)
-        adds = rw.rewrite(out, rw.write_spec(snap, row_tracking=True), True)
+        adds = rw.rewrite(out, rw.write_spec(snap, row_tracking=True, evolved_schema=scope.evolved), True)
         written = list(adds)
         txn = Transaction(rw.storage, snap)
-        marked = with_high_water_marks(snap.schema, marks)
+        metadata = snap.metadata
+        if scope.evolved is not None:
+            new_metadata, new_protocol = rw.evolution(snap, scope.evolved)
+            metadata = new_metadata or metadata
+            if new_protocol is not None:
+                txn.update_protocol(new_protocol)
+            txn.update_metadata(metadata)
+        marked = with_high_water_marks(parse_schema(metadata.schema_string), marks)
         if marked is not None:
-            txn.update_metadata(replace(snap.metadata, schema_string=marked.json()))
+            txn.update_metadata(replace(metadata, schema_string=marked.json()))
         try:
             if rw.writes_changes(snap) and changes:
                 change_df = changes[0]
                 for c in changes[1:]:
                     change_df = change_df.unionByName(c)
-                cdcs = rw.write_changes(snap, change_df)
+                cdcs = rw.write_changes(snap, change_df, evolved_schema=scope.evolved)
                 written += cdcs
                 txn.add_cdc_files(cdcs)
             victims = rows_for_paths(file_actions(snap).active, touched)

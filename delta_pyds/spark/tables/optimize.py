@@ -11,14 +11,23 @@ Guarantees:
   along a Z-order curve of ``cols`` (each bucketed into 256 approximate quantiles);
 * one Spark task per bin; the rewrite has ``dataChange=false``, applies deletion vectors
   (rewritten files have none) and keeps row ids and commit versions on tracked tables;
+* ``where`` accepts partition columns only and Z-order data columns only, failing with
+  delta-spark's meaning (``DELTA_NON_PARTITION_COLUMN_REFERENCE``,
+  ``DELTA_ZORDERING_ON_PARTITION_COLUMN``);
 * one ``OPTIMIZE`` commit from the version read (a concurrent blind append does not
   conflict; a concurrent change to a rewritten file does); written files are deleted if
-  the commit fails; returns delta-spark's metrics as a one-row DataFrame.
+  the commit fails; returns delta-spark's result: one row with the table ``path`` and a
+  ``metrics`` struct (``numFilesAdded``, ``numFilesRemoved``, ``filesAdded`` /
+  ``filesRemoved`` size metrics, ``partitionsOptimized``, ``zOrderStats``, ``numBatches``,
+  ``totalConsideredFiles``, ``totalFilesSkipped``, ...), also when nothing was rewritten;
+* :func:`purge_deletion_vectors` rewrites exactly the files that have a deletion vector
+  (delta-spark's ``REORG TABLE ... APPLY (PURGE)``), as an ``OPTIMIZE`` commit.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 import pyarrow as pa
 
@@ -26,6 +35,8 @@ from delta_pyds.operations.optimize import (
     DEFAULT_TARGET_FILE_SIZE,
     compaction_bins,
     in_partitions,
+    optimize_metrics,
+    purge_bins,
     zorder_columns,
 )
 from delta_pyds.spark.tables.dml import SCAN_FILE, TableRewriter
@@ -43,6 +54,10 @@ class DeltaOptimizeBuilder:
         self._min_files = 2
 
     def where(self, partitionFilter: str) -> DeltaOptimizeBuilder:
+        """Limits the rewrite to the partitions ``partitionFilter`` (SQL over partition
+        columns only) selects."""
+        if not isinstance(partitionFilter, str):
+            raise TypeError(f"'partitionFilter' must be a str (SQL), found {type(partitionFilter)}")
         self._where = partitionFilter
         return self
 
@@ -70,7 +85,7 @@ class DeltaOptimizeBuilder:
             raise ValueError("executeZOrderBy: give 1 to 7 columns")
         return self._execute(list(cols))
 
-    def _execute(self, zorder):
+    def _execute(self, zorder, *, purge: bool = False):
         from delta_pyds.protocol.clustering import table_clustering
         from delta_pyds.table.state import file_actions
         from delta_pyds.transaction.commit import (
@@ -80,6 +95,7 @@ class DeltaOptimizeBuilder:
         )
 
         rw = self._rewriter
+        started = int(time.time() * 1000)
         snap = rw.dml_snapshot()
         active = file_actions(snap).active
         files = snap.files
@@ -88,17 +104,14 @@ class DeltaOptimizeBuilder:
             zorder = zorder_columns(snap, zorder, clustered=clustered)
         if self._where:
             active = in_partitions(active, snap, self._where)
-        bins = compaction_bins(active, target_size=self._target, min_files=self._min_files, every_file=bool(zorder))
+        if purge:
+            bins = purge_bins(active)
+        else:
+            bins = compaction_bins(active, target_size=self._target, min_files=self._min_files, every_file=bool(zorder))
         chosen = sorted(i for b in bins for i in b)
-        metrics = {
-            "numFilesAdded": 0,
-            "numFilesRemoved": 0,
-            "filesAdded_totalSize": 0,
-            "filesRemoved_totalSize": 0,
-            "numBatches": len(bins),
-        }
+        considered = active.num_rows
         if not chosen:
-            return rw.spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
+            return self._result(snap, optimize_metrics(active, [], bins, considered, started, zorder, snap.schema))
         victims = active.take(pa.array(chosen, pa.int64()))
         victim_paths = set(victims.column("path").to_pylist())
         sel = [p in victim_paths for p in files.column("path").to_pylist()]
@@ -112,12 +125,19 @@ class DeltaOptimizeBuilder:
         txn = Transaction(rw.storage, snap)
         txn.remove_files(removes)
         txn.add_files(adds)
-        metrics.update(
-            numFilesAdded=len(adds),
-            numFilesRemoved=len(removes),
-            filesAdded_totalSize=sum(int(a["size"]) for a in adds),
-            filesRemoved_totalSize=sum_size(victims),
-        )
+        result = optimize_metrics(victims, adds, bins, considered, started, zorder, snap.schema)
+        metrics = {
+            "numFilesAdded": len(adds),
+            "numFilesRemoved": len(removes),
+            "filesAdded_totalSize": sum(int(a["size"]) for a in adds),
+            "filesRemoved_totalSize": sum_size(victims),
+            "numBatches": len(bins),
+            "numRemovedBytes": sum_size(victims),
+            "numAddedBytes": sum(int(a["size"]) for a in adds),
+            "numRemovedFiles": len(removes),
+            "numAddedFiles": len(adds),
+            "numDeletionVectorsRemoved": sum(1 for d in victims.column("deletionVector").to_pylist() if d),
+        }
         try:
             txn.commit(
                 "OPTIMIZE",
@@ -132,7 +152,12 @@ class DeltaOptimizeBuilder:
         except BaseException:
             delete_files(rw.storage, adds)
             raise
-        return rw.spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
+        result["endTimeMs"] = int(time.time() * 1000)
+        return self._result(snap, result)
+
+    def _result(self, snap, metrics: dict):
+        """delta-spark's OPTIMIZE result: ``path`` and the ``metrics`` struct."""
+        return self._rewriter.spark.createDataFrame([(snap.table_root, metrics)], OPTIMIZE_RESULT_SCHEMA)
 
     def _binned_rows(self, snap, active: pa.Table, scan_files: pa.Table, bins: list, zorder, clustered):
         """The rows of the files to rewrite, one Spark partition per bin, sorted along the
@@ -149,6 +174,28 @@ class DeltaOptimizeBuilder:
         elif clustered:
             df = df.withColumn("__z", cluster_key(df, clustered)).sortWithinPartitions("__bin", "__z").drop("__z")
         return rw.tracked(snap, df)  # table columns (+ row ids and commit versions, kept)
+
+
+_SIZE = "struct<min: bigint, max: bigint, avg: double, totalFiles: bigint, totalSize: bigint>"
+_ZSTATS = (
+    "struct<strategyName: string, inputCubeFiles: struct<num: bigint, size: bigint>, "
+    "inputOtherFiles: struct<num: bigint, size: bigint>, inputNumCubes: bigint, "
+    "mergedFiles: struct<num: bigint, size: bigint>, numOutputCubes: bigint, mergedNumCubes: bigint>"
+)
+OPTIMIZE_RESULT_SCHEMA = (
+    f"path string, metrics struct<numFilesAdded: bigint, numFilesRemoved: bigint, filesAdded: {_SIZE}, "
+    f"filesRemoved: {_SIZE}, partitionsOptimized: bigint, zOrderStats: {_ZSTATS}, numBatches: bigint, "
+    "totalConsideredFiles: bigint, totalFilesSkipped: bigint, preserveInsertionOrder: boolean, "
+    "numFilesSkippedToReduceWriteAmplification: bigint, numBytesSkippedToReduceWriteAmplification: bigint, "
+    "startTimeMs: bigint, endTimeMs: bigint, totalClusterParallelism: bigint, totalScheduledTasks: bigint, "
+    "numTableColumns: bigint, numTableColumnsWithStats: bigint>"
+)
+
+
+def purge_deletion_vectors(rewriter: TableRewriter):
+    """Rewrites every file that has a deletion vector (without the deleted rows); returns
+    the OPTIMIZE result DataFrame."""
+    return DeltaOptimizeBuilder(rewriter)._execute(None, purge=True)
 
 
 def cluster_key(df, paths):

@@ -1,0 +1,229 @@
+"""CONVERT TO DELTA: turns a directory of Parquet files into a Delta table in place
+(``DeltaTable.convertToDelta(spark, "parquet.`path`", partitionSchema)``).
+
+Guarantees:
+
+* every Parquet file below the root (hidden names starting with ``_`` or ``.`` skipped,
+  as Spark's file listing skips them) becomes one ``add`` action with its size,
+  modification time and ``dataChange=true``, all in one commit (version 0) with the
+  ``CONVERT`` operation; no data file is rewritten or moved;
+* partition values come from ``col=value`` directories (Hive escaping undone,
+  ``__HIVE_DEFAULT_PARTITION__`` is null), matched to ``partition_schema`` by name: the
+  directory names must be exactly the partition columns, in order, and each value must
+  parse as its column's type, else :class:`SchemaError` names the file; without a
+  partition schema, a ``k=v`` directory is refused (as delta-spark refuses it);
+* the table schema is the files' schema (all files must agree, nullable) followed by the
+  partition columns; statistics come from the Parquet footers (min/max per the rules of
+  :mod:`delta_pyds.protocol.stats`, null counts from the column-chunk statistics; a float
+  column gets no max, since footers do not say whether a NaN is present);
+* a directory that is already a Delta table is returned as is (nothing committed), as
+  delta-spark does; a directory without Parquet files, or with files that are not
+  Parquet, is refused with :class:`DeltaError` naming the file. No Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from typing import cast
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from delta_pyds.errors import DeltaError, SchemaError, TableNotFoundError
+from delta_pyds.log.files import LOG_DIR
+from delta_pyds.protocol.actions import Metadata
+from delta_pyds.protocol.partition_values import parse_partition_values
+from delta_pyds.protocol.schema import StructField, StructType, parse_schema
+from delta_pyds.protocol.schema_evolution import from_arrow_schema
+from delta_pyds.protocol.stats import FileStats, StatsColumn, stats_columns
+from delta_pyds.protocol.table_properties import required_protocol
+from delta_pyds.storage.store import Storage, mtime_ms
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.transaction.commit import CommitResult, Transaction
+from delta_pyds.write.parquet_writer import encode_path
+
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
+
+
+def _hidden(rel: str) -> bool:
+    return any(p.startswith(("_", ".")) for p in rel.split("/"))
+
+
+def parquet_files(storage: Storage) -> list[tuple[str, dict]]:
+    """``(root-relative path, listing info)`` of every visible file below the root."""
+    try:
+        listing = storage.fs.find(storage.root, detail=True)
+    except FileNotFoundError:
+        listing = {}
+    prefix = storage.fs._strip_protocol(storage.root).rstrip("/") + "/"
+    out = []
+    for path, info in sorted(listing.items()):
+        if info.get("type") == "directory" or not path.startswith(prefix):
+            continue
+        rel = path[len(prefix) :]
+        if rel and not _hidden(rel):
+            out.append((rel, info))
+    return out
+
+
+def partition_values(rel: str, partition_schema: StructType | None) -> dict[str, str | None]:
+    """The partition values of the file at ``rel`` from its ``col=value`` directories."""
+    dirs = rel.split("/")[:-1]
+    pairs = []
+    for d in dirs:
+        if "=" not in d:
+            raise SchemaError(f"{rel}: directory {d!r} is not a partition directory (col=value)")
+        k, v = d.split("=", 1)
+        pairs.append((unquote(k), None if v == HIVE_DEFAULT_PARTITION else unquote(v)))
+    want = [f.name for f in partition_schema.fields] if partition_schema is not None else []
+    got = [k for k, _ in pairs]
+    if [k.lower() for k in got] != [k.lower() for k in want]:
+        if not want:
+            raise SchemaError(
+                f"{rel} is in partition directories ({', '.join(got)}) but no partition schema was "
+                'given: pass partitionSchema (e.g. "part int")'
+            )
+        raise SchemaError(
+            f"{rel}: its partition directories ({', '.join(got) or 'none'}) do not match the "
+            f"partition schema ({', '.join(want)})"
+        )
+    out: dict[str, str | None] = {}
+    for f, (_, value) in zip(partition_schema.fields if partition_schema else (), pairs):
+        try:
+            parse_partition_values(pa.array([value], pa.string()), f.type, column=f.name)
+        except (ValueError, pa.ArrowInvalid) as exc:
+            raise SchemaError(f"{rel}: partition value {value!r} is not a {f.type.simple_string()}: {exc}") from None
+        out[f.name] = value
+    return out
+
+
+def _read_footer(storage: Storage, path: str, rel: str):
+    try:
+        with storage.open_input(path) as fh:
+            return pq.read_metadata(fh)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DeltaError(f"cannot convert: {rel} is not a Parquet file ({exc})") from None
+
+
+def footer_stats(columns: Sequence[StatsColumn], metadata) -> str:
+    """A file's ``stats`` JSON from its footer alone (see the module docstring)."""
+    stats = FileStats(columns)
+    stats.num_records = metadata.num_rows
+    index = {c.parquet_path: i for i, c in enumerate(columns)}
+    known = [True] * len(columns)
+    for r in range(metadata.num_row_groups):
+        rg = metadata.row_group(r)
+        for c in range(rg.num_columns):
+            chunk = rg.column(c)
+            i = index.get(chunk.path_in_schema)
+            if i is None:
+                continue
+            s = chunk.statistics
+            if s is None or not s.has_null_count:
+                known[i] = False
+            else:
+                stats.null_counts[i] += s.null_count
+    for i, col in enumerate(columns):
+        if col.kind == "float":
+            stats.has_nan[i] = True  # the footer cannot tell: no max
+    parsed = json.loads(stats.to_json(metadata))
+    for i, col in enumerate(columns):  # a count no footer gave is left out, never guessed
+        if not known[i]:
+            node = parsed["nullCount"]
+            for name in col.physical_path[:-1]:
+                node = node.get(name, {})
+            node.pop(col.physical_path[-1], None)
+            if col.kind:
+                for key in ("minValues", "maxValues"):
+                    node = parsed[key]
+                    for name in col.physical_path[:-1]:
+                        node = node.get(name, {})
+                    node.pop(col.physical_path[-1], None)
+    return json.dumps(parsed, separators=(",", ":"))
+
+
+def file_schema_of(metadata) -> StructType:
+    """A Parquet file's schema as a Delta schema: the Spark schema Spark's writer stores in
+    the footer when there is one (exact types: INT96 is a TIMESTAMP), else the Arrow one."""
+    kv = metadata.metadata or {}
+    spark_schema = kv.get(SPARK_SCHEMA_KEY)
+    if spark_schema:
+        return parse_schema(spark_schema.decode("utf-8"))
+    return from_arrow_schema(metadata.schema.to_arrow_schema())
+
+
+def _nullable(schema: StructType) -> StructType:
+    return StructType(tuple(StructField(f.name, f.type, True, f.metadata) for f in schema.fields))
+
+
+def convert_to_delta(
+    storage: Storage, *, partition_schema: StructType | None = None, collect_stats: bool = True
+) -> CommitResult | None:
+    """Converts the Parquet directory at ``storage`` (see the module docstring); returns
+    the commit, or None when it already is a Delta table."""
+    try:
+        Snapshot.load(storage)
+        return None
+    except TableNotFoundError:
+        pass
+    files = [(rel, info) for rel, info in parquet_files(storage) if not rel.startswith(LOG_DIR + "/")]
+    if not files:
+        raise DeltaError(f"cannot convert {storage.root}: it holds no Parquet files")
+    schema: StructType | None = None
+    rows = []
+    for rel, info in files:
+        md = _read_footer(storage, storage.join(rel), rel)
+        file_schema = _nullable(file_schema_of(md))
+        if schema is None:
+            schema = file_schema
+        elif file_schema != schema:
+            raise SchemaError(
+                f"cannot convert: {rel} has schema {file_schema.simple_string()}, other files "
+                f"{schema.simple_string()}; all files must have the same schema"
+            )
+        rows.append((rel, info, md, partition_values(rel, partition_schema)))
+    data_schema = cast(StructType, schema)  # files exist: a schema was read
+    pfields = tuple(StructField(f.name, f.type, True) for f in (partition_schema.fields if partition_schema else ()))
+    clash = {f.name.lower() for f in pfields} & {f.name.lower() for f in data_schema.fields}
+    if clash:
+        raise SchemaError(f"cannot convert: partition column(s) {', '.join(sorted(clash))} are also in the data files")
+    table_schema = StructType(data_schema.fields + pfields)
+    columns = stats_columns(data_schema, {}, "none") if collect_stats else []
+    adds = []
+    for rel, info, md, pv in rows:
+        add = {
+            "path": encode_path(rel),
+            "partitionValues": pv,
+            "size": int(info.get("size") or 0),
+            "modificationTime": mtime_ms(info),
+            "dataChange": True,
+        }
+        if collect_stats:
+            add["stats"] = footer_stats(columns, md)
+        adds.append(add)
+    metadata = Metadata(
+        id=str(uuid.uuid4()),
+        schema_string=table_schema.json(),
+        partition_columns=tuple(f.name for f in pfields),
+        configuration={},
+        created_time=int(time.time() * 1000),
+    )
+    txn = Transaction(storage, None)
+    txn.update_metadata(metadata)
+    txn.update_protocol(required_protocol(table_schema, {}))
+    txn.add_files(adds)
+    return txn.commit(
+        "CONVERT",
+        {
+            "numFiles": len(adds),
+            "partitionedBy": json.dumps([f.name for f in pfields]),
+            "collectStats": collect_stats,
+            "sourceFormat": "parquet",
+        },
+        metrics={"numConvertedFiles": len(adds)},
+    )

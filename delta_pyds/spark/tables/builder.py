@@ -1,0 +1,194 @@
+"""``DeltaTableBuilder`` and ``IdentityGenerator``: ``DeltaTable.create()`` /
+``createIfNotExists()`` / ``replace()`` / ``createOrReplace()`` as in delta-spark, for
+tables given by ``location(path)``.
+
+Guarantees:
+
+* the builder checks its arguments as delta-spark's does (``TypeError`` naming what was
+  expected); data types are Spark ``DataType`` objects or DDL strings (``"INT"``,
+  ``"decimal(10,2)"``, ``"struct<a: int>"``);
+* ``execute()`` commits the table definition once (:mod:`delta_pyds.operations.create`:
+  no data files; generated and identity columns recorded in field metadata; the protocol
+  the definition needs) and returns a ``DeltaTable`` for the location;
+* ``tableName(...)`` cannot work (a Python data source has no catalog):
+  :class:`NoCatalogError` says to use ``location(path)`` and the path instead; a builder
+  without a location raises the same error at ``execute()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from delta_pyds.errors import NoCatalogError
+from delta_pyds.operations.create import ColumnSpec, Identity, TableDefinition, create_table
+from delta_pyds.protocol.schema import parse_schema, parse_type
+from delta_pyds.spark.tables.args import activate
+from delta_pyds.storage.store import Storage
+
+NO_CATALOG = (
+    "Python data sources have no catalog, so delta_pyds tables have no names: use "
+    "DeltaTable.forPath(spark, path) / .location(path) with the table's path, and "
+    "CREATE TEMPORARY VIEW v USING pydelta OPTIONS (path '...') for SQL"
+)
+
+
+@dataclass(frozen=True)
+class IdentityGenerator:
+    """An identity column's values: ``start`` then every ``step`` (delta-spark's
+    ``delta.tables.IdentityGenerator``). Pass it as ``generatedAlwaysAs`` or
+    ``generatedByDefaultAs`` to ``addColumn``."""
+
+    start: int = 1
+    step: int = 1
+
+
+def _raise_type_error(msg: str, objs) -> None:
+    raise TypeError(msg + "".join(f" Found {o!s} with type {type(o)!s}" for o in objs))
+
+
+def _to_delta_type(data_type):
+    """A Spark DataType or DDL string as a protocol data type."""
+    from pyspark.sql.types import DataType
+
+    if isinstance(data_type, str):
+        try:
+            data_type = DataType.fromDDL(data_type)
+        except Exception as exc:
+            raise ValueError(f"dataType: cannot parse {data_type!r} as a Spark SQL type: {exc}") from None
+    return parse_type(data_type.jsonValue())
+
+
+class DeltaTableBuilder:
+    """Builds a table definition; see the module docstring (made by ``DeltaTable.create``
+    and friends)."""
+
+    def __init__(self, spark, mode: str, open_table):
+        self._spark = spark
+        self._open_table = open_table  # (spark, path, options) -> DeltaTable
+        self._mode = mode
+        self._location: str | None = None
+        self._options: dict[str, str] = {}
+        self._columns: list = []
+        self._partitioned: list[str] = []
+        self._cluster: list[str] | None = None
+        self._properties: dict[str, str] = {}
+        self._comment: str | None = None
+
+    def tableName(self, identifier: str) -> DeltaTableBuilder:
+        if not isinstance(identifier, str):
+            _raise_type_error("Identifier must be str.", [identifier])
+        raise NoCatalogError(f"tableName({identifier!r}): {NO_CATALOG}")
+
+    def location(self, location: str) -> DeltaTableBuilder:
+        if not isinstance(location, str):
+            _raise_type_error("Location must be str.", [location])
+        self._location = location
+        return self
+
+    def option(self, key: str, value: str) -> DeltaTableBuilder:
+        """A storage option (fsspec) for the location, as ``forPath``'s ``hadoopConf``."""
+        self._options[str(key)] = str(value)
+        return self
+
+    def comment(self, comment: str) -> DeltaTableBuilder:
+        if not isinstance(comment, str):
+            _raise_type_error("Table comment must be str.", [comment])
+        self._comment = comment
+        return self
+
+    def addColumn(
+        self,
+        colName: str,
+        dataType: Any,
+        nullable: bool = True,
+        generatedAlwaysAs: str | IdentityGenerator | None = None,
+        generatedByDefaultAs: IdentityGenerator | None = None,
+        comment: str | None = None,
+    ) -> DeltaTableBuilder:
+        from pyspark.sql.types import DataType
+
+        if not isinstance(colName, str):
+            _raise_type_error("Column name must be str.", [colName])
+        if not isinstance(dataType, (str, DataType)):
+            _raise_type_error("Column data type must be str or DataType.", [dataType])
+        if not isinstance(nullable, bool):
+            _raise_type_error("Column nullable must be bool.", [nullable])
+        identity = None
+        expression = None
+        if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
+            raise ValueError(f"column {colName}: give at most one of generatedAlwaysAs and generatedByDefaultAs")
+        if isinstance(generatedAlwaysAs, IdentityGenerator):
+            identity = Identity(generatedAlwaysAs.start, generatedAlwaysAs.step, always=True)
+        elif generatedAlwaysAs is not None:
+            if not isinstance(generatedAlwaysAs, str):
+                _raise_type_error(
+                    "Generated always as expression must be str or IdentityGenerator.", [generatedAlwaysAs]
+                )
+            expression = generatedAlwaysAs
+        if generatedByDefaultAs is not None:
+            if not isinstance(generatedByDefaultAs, IdentityGenerator):
+                _raise_type_error("Generated by default expression must be IdentityGenerator.", [generatedByDefaultAs])
+            identity = Identity(generatedByDefaultAs.start, generatedByDefaultAs.step, always=False)
+        for value, name in ((identity.start, "start"), (identity.step, "step")) if identity else ():
+            if isinstance(value, bool) or not isinstance(value, int):
+                _raise_type_error(f"IdentityGenerator {name} must be int.", [value])
+        if comment is not None and not isinstance(comment, str):
+            _raise_type_error("Column comment must be str.", [comment])
+        self._columns.append(
+            ColumnSpec(colName, _to_delta_type(dataType), nullable, expression, identity, comment).to_field()
+        )
+        return self
+
+    def addColumns(self, cols) -> DeltaTableBuilder:
+        from pyspark.sql.types import StructField, StructType
+
+        if isinstance(cols, list):
+            for c in cols:
+                if not isinstance(c, StructField):
+                    _raise_type_error("Column in existing schema must be StructField.", [c])
+            cols = StructType(cols)
+        if not isinstance(cols, StructType):
+            _raise_type_error("Schema must be StructType or a list of StructField.", [cols])
+        self._columns.extend(parse_schema(cols.json()).fields)
+        return self
+
+    def partitionedBy(self, *cols) -> DeltaTableBuilder:
+        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+            cols = tuple(cols[0])
+        for c in cols:
+            if not isinstance(c, str):
+                _raise_type_error("Partitioning column must be str.", [c])
+        self._partitioned = list(cols)
+        return self
+
+    def clusterBy(self, *cols) -> DeltaTableBuilder:
+        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+            cols = tuple(cols[0])
+        for c in cols:
+            if not isinstance(c, str):
+                _raise_type_error("Clustering column must be str.", [c])
+        self._cluster = list(cols)
+        return self
+
+    def property(self, key: str, value: str) -> DeltaTableBuilder:
+        if not isinstance(key, str) or not isinstance(value, str):
+            _raise_type_error("Key and value of property must be string.", [key, value])
+        self._properties[key] = value
+        return self
+
+    def execute(self):
+        """Creates (or replaces) the table; returns its ``DeltaTable``."""
+        activate(self._spark)
+        if self._location is None:
+            raise NoCatalogError(f"{self._mode}(): give the table's location(path). {NO_CATALOG}")
+        storage = Storage(self._location, self._options or None)
+        definition = TableDefinition(
+            columns=list(self._columns),
+            partition_columns=tuple(self._partitioned),
+            cluster_by=self._cluster,
+            properties=dict(self._properties),
+            description=self._comment,
+        )
+        create_table(storage, definition, mode=self._mode)
+        return self._open_table(self._spark, self._location, self._options or None)
