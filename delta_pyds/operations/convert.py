@@ -33,7 +33,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_pyds.errors import DeltaError, SchemaError, TableNotFoundError
+from delta_pyds.errors import CorruptLogError, DeltaError, SchemaError, TableNotFoundError
 from delta_pyds.log.files import LOG_DIR
 from delta_pyds.protocol.actions import Metadata
 from delta_pyds.protocol.partition_values import parse_partition_values
@@ -96,7 +96,7 @@ def partition_values(rel: str, partition_schema: StructType | None) -> dict[str,
     for f, (_, value) in zip(partition_schema.fields if partition_schema else (), pairs):
         try:
             parse_partition_values(pa.array([value], pa.string()), f.type, column=f.name)
-        except (ValueError, pa.ArrowInvalid) as exc:
+        except (CorruptLogError, ValueError, pa.ArrowInvalid) as exc:
             raise SchemaError(f"{rel}: partition value {value!r} is not a {f.type.simple_string()}: {exc}") from None
         out[f.name] = value
     return out

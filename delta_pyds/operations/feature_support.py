@@ -151,14 +151,12 @@ def _commit_has(data: bytes, feature: str) -> bool:
     return False
 
 
-def _without(snap: Snapshot, feature: str):
-    """The protocol of ``snap`` without ``feature``: the smallest holding the rest."""
+def _without(snap: Snapshot, feature: str, conf: dict):
+    """The protocol of ``snap`` without ``feature``: the smallest holding the rest
+    (``conf``: the configuration the drop commits)."""
     rest = (set(features.writer_features(snap.protocol)) | set(features.reader_features(snap.protocol))) - {feature}
     return required_protocol(
-        snap.schema,
-        {k: v for k, v in snap.configuration.items() if not k.startswith("delta.feature.")},
-        None,
-        extra_features=rest,
+        snap.schema, {k: v for k, v in conf.items() if not k.startswith("delta.feature.")}, None, extra_features=rest
     )
 
 
@@ -246,7 +244,7 @@ def drop_feature_support(
             conf.pop(k, None)
     txn = Transaction(storage, snap)
     txn.update_metadata(replace(snap.metadata, configuration=conf))
-    txn.update_protocol(_without(snap, feature))
+    txn.update_protocol(_without(snap, feature, conf))
     params = {"featureName": feature}
     if truncate_history:
         params["truncateHistory"] = "true"
@@ -267,7 +265,7 @@ def _drop_v2_checkpoint(storage: Storage, snap: Snapshot, truncate_history: bool
             "left the log (delta-spark: DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD)"
         )
     txn = Transaction(storage, snap)
-    txn.update_protocol(_without(snap, "v2Checkpoint"))
+    txn.update_protocol(_without(snap, "v2Checkpoint", dict(snap.configuration)))
     params = {"featureName": "v2Checkpoint"}
     if truncate_history:
         params["truncateHistory"] = "true"

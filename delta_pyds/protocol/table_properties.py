@@ -347,7 +347,7 @@ def required_protocol(
     )
     if legacy_only:
         writer = max([want_writer] + [_LEGACY_WRITER_VERSION[f] for f in used])
-        reader = max(want_reader, 2 if "columnMapping" in needed else 1)
+        reader = max(want_reader, 2 if "columnMapping" in used else 1)  # legacy writer 5+ implies it, unused
         return Protocol(reader, writer)
     # table features: list every feature in use and every feature the current protocol implied
     writer_list = sorted(needed, key=_feature_order)

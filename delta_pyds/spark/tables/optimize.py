@@ -111,7 +111,9 @@ class DeltaOptimizeBuilder:
         chosen = sorted(i for b in bins for i in b)
         considered = active.num_rows
         if not chosen:
-            return self._result(snap, optimize_metrics(active, [], bins, considered, started, zorder, snap.schema))
+            return self._result(
+                snap, optimize_metrics(active.slice(0, 0), [], bins, considered, started, zorder, snap.schema)
+            )
         victims = active.take(pa.array(chosen, pa.int64()))
         victim_paths = set(victims.column("path").to_pylist())
         sel = [p in victim_paths for p in files.column("path").to_pylist()]

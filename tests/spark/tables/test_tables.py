@@ -176,7 +176,8 @@ def test_optimize_then_vacuum(spark, tmp_path, dv_files):
     t.delete("id % 7 = 0")
     before = _agree(spark, path)
     assert Snapshot.load(path).files.num_rows == 150
-    m = t.optimize().executeCompaction().collect()[0]
+    res = t.optimize().executeCompaction().collect()[0]
+    m = res.metrics  # delta-spark's shape: path, metrics struct
     assert m.numFilesRemoved == 150 and m.numFilesAdded == 3
     snap = Snapshot.load(path)
     assert snap.files.num_rows == 3
@@ -188,16 +189,17 @@ def test_optimize_then_vacuum(spark, tmp_path, dv_files):
     log = os.path.join(path, "_delta_log", f"{snap.version:020d}.json")
     actions = [json.loads(line) for line in open(log)]
     assert all(not a[k]["dataChange"] for a in actions for k in ("add", "remove") if k in a)
-    # vacuum: dry run by default, refuses short retention, then deletes the old files
+    # vacuum: refuses short retention, a dry run lists, then it deletes the old files
+    # (behaviour change: vacuum() deletes by default, as delta-spark's does)
     n_files = len(_data_files(path))
-    assert t.vacuum().count() == 0  # everything is inside the default 7 day window
+    assert t.vacuum(dryRun=True).count() == 0  # everything is inside the default 7 day window
     with pytest.raises(ValueError):
         t.vacuum(0)
-    would = t.vacuum(0, enforceRetention=False).collect()
+    would = t.vacuum(0, dryRun=True, enforceRetention=False).collect()
     assert (
         len(would) == 150 + 1 and len(_data_files(path)) == n_files
     )  # 150 data files + 1 DV file; a dry run deletes nothing
-    t.vacuum(0, dryRun=False, enforceRetention=False)
+    t.vacuum(0, enforceRetention=False)
     assert len(_data_files(path)) == 3
     assert not glob.glob(os.path.join(path, "deletion_vector_*.bin"))
     assert _agree(spark, path) == before
@@ -434,7 +436,7 @@ def test_merge_upsert(spark, tmp_path):
         .execute()
         .collect()[0]
     )
-    assert (m.numTargetRowsUpdated, m.numTargetRowsDeleted, m.numTargetRowsInserted) == (2, 1, 1)
+    assert (m.num_updated_rows, m.num_deleted_rows, m.num_inserted_rows, m.num_affected_rows) == (2, 1, 1, 4)
     rows = {r[0]: r for r in _agree(spark, path)}
     assert 6 not in rows and 101 not in rows and len(rows) == 30
     assert rows[5][2:] == ("five", 57.5) and rows[25][2:] == ("x", 13.5) and rows[100][1:] == (1, "new", 9.0)
@@ -496,8 +498,9 @@ def test_restore_to_timestamp_and_vacuum_protocol_check(spark, tmp_path, dv_file
     assert "vacuumProtocolCheck" in snap.protocol.writer_features
     assert "delta.feature.vacuumProtocolCheck" not in snap.configuration
     # restore re-added every data file: only the delete's deletion vector file is garbage
-    would = [r.path for r in t.vacuum(0, enforceRetention=False).collect()]
-    assert len(would) == 1 and would[0].startswith("deletion_vector_")
+    would = [r.path for r in t.vacuum(0, dryRun=True, enforceRetention=False).collect()]
+    assert len(would) == 1 and os.path.basename(would[0]).startswith("deletion_vector_")
+    assert would[0] == "file:" + os.path.join(path, os.path.basename(would[0]))  # full paths, as delta-spark
     assert glob.glob(os.path.join(path, "deletion_vector_*.bin"))  # a dry run
     t.vacuum(0, dryRun=False, enforceRetention=False)
     assert not glob.glob(os.path.join(path, "deletion_vector_*.bin"))
@@ -595,7 +598,7 @@ def test_optimize_zorder_and_where(spark, tmp_path):
         t.optimize().executeZOrderBy("name")
     with pytest.raises(ValueError):
         t.optimize().executeZOrderBy("part")
-    m = t.optimize().where("part = 1").executeZOrderBy("id", "day").collect()[0]
+    m = t.optimize().where("part = 1").executeZOrderBy("id", "day").collect()[0].metrics
     assert m.numFilesRemoved == 6 and m.numFilesAdded == 1
     assert _agree(spark, path) == before
     h = t.history(1).collect()[0]

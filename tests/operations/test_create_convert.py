@@ -1,0 +1,242 @@
+"""CREATE/REPLACE TABLE, CONVERT TO DELTA and symlink manifests without Spark, checked
+against the log bytes and against deltalake (delta-rs)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+
+import deltalake
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from delta_pyds.errors import DeltaError, SchemaError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
+from delta_pyds.operations.convert import convert_to_delta
+from delta_pyds.operations.create import ColumnSpec, Identity, TableDefinition, create_table
+from delta_pyds.operations.manifest import generate_manifest
+from delta_pyds.protocol.schema import PrimitiveType, StructType
+from delta_pyds.storage.store import Storage
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.plan import write_arrow
+
+
+def _log(path, version):
+    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _cols(*specs):
+    return [ColumnSpec(*s).to_field() for s in specs]
+
+
+LONG, INT, STRING = PrimitiveType("long"), PrimitiveType("integer"), PrimitiveType("string")
+
+
+def test_create_writes_metadata_and_protocol_only(tmp_path):
+    path = str(tmp_path / "t")
+    cols = [
+        ColumnSpec("id", LONG, False, identity=Identity(1, 1, always=True)).to_field(),
+        ColumnSpec("v", INT, comment="a value").to_field(),
+        ColumnSpec("v2", INT, generated_always_as="v * 2").to_field(),
+        ColumnSpec("p", STRING).to_field(),
+    ]
+    create_table(
+        Storage(path),
+        TableDefinition(cols, ("p",), properties={"delta.appendOnly": "true", "foo": "bar"}, description="d"),
+    )
+    actions = _log(path, 0)
+    kinds = [next(iter(a)) for a in actions]
+    assert sorted(kinds) == ["commitInfo", "metaData", "protocol"]  # no data file
+    md = next(a["metaData"] for a in actions if "metaData" in a)
+    fields = {f["name"]: f for f in json.loads(md["schemaString"])["fields"]}
+    assert fields["id"]["metadata"] == {
+        "delta.identity.start": 1,
+        "delta.identity.step": 1,
+        "delta.identity.allowExplicitInsert": False,
+    }
+    assert fields["id"]["nullable"] is False
+    assert fields["v"]["metadata"] == {"comment": "a value"}
+    assert fields["v2"]["metadata"] == {"delta.generationExpression": "v * 2"}
+    assert md["partitionColumns"] == ["p"] and md["description"] == "d"
+    assert md["configuration"] == {"delta.appendOnly": "true", "foo": "bar"}
+    proto = next(a["protocol"] for a in actions if "protocol" in a)
+    assert proto == {"minReaderVersion": 1, "minWriterVersion": 6}  # identity columns: legacy writer 6
+    assert next(a["commitInfo"] for a in actions if "commitInfo" in a)["operation"] == "CREATE TABLE"
+    # deltalake reads the empty table with the same schema
+    dl = deltalake.DeltaTable(path)
+    assert dl.to_pyarrow_table().num_rows == 0
+    assert [f.name for f in dl.schema().fields] == ["id", "v", "v2", "p"]
+    # a write generates the identity and the generated column
+    write_arrow(path, pa.table({"v": pa.array([1, 2], pa.int32()), "p": ["a", "b"]}))
+    rows = sorted(deltalake.DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda r: r["v"])
+    assert [(r["id"], r["v"], r["v2"]) for r in rows] == [(1, 1, 2), (2, 2, 4)]
+
+
+def test_create_modes(tmp_path):
+    path = str(tmp_path / "t")
+    storage = Storage(path)
+    definition = TableDefinition(_cols(("a", LONG), ("b", STRING)))
+    with pytest.raises(TableNotFoundError):
+        create_table(storage, definition, mode="replace")
+    create_table(storage, definition, mode="createIfNotExists")
+    assert create_table(storage, definition, mode="createIfNotExists") is None  # exists: nothing committed
+    with pytest.raises(TableExistsError):
+        create_table(storage, definition, mode="create")
+    write_arrow(path, pa.table({"a": pa.array([1, 2], pa.int64()), "b": ["x", "y"]}))
+    table_id = Snapshot.load(path).metadata.id
+    create_table(storage, TableDefinition(_cols(("c", INT))), mode="replace")
+    snap = Snapshot.load(path)
+    assert snap.files.num_rows == 0 and snap.schema.names == ["c"] and snap.metadata.id == table_id
+    assert _log(path, snap.version)[0]["commitInfo"]["operation"] == "REPLACE TABLE"
+    create_table(storage, TableDefinition(_cols(("d", INT))), mode="createOrReplace")
+    assert Snapshot.load(path).schema.names == ["d"]
+    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 0
+    with pytest.raises(ValueError):
+        create_table(storage, definition, mode="upsert")
+
+
+def test_create_validates_before_committing(tmp_path):
+    path = str(tmp_path / "t")
+    storage = Storage(path)
+    with pytest.raises(SchemaError):  # identity columns are bigint
+        ColumnSpec("id", INT, identity=Identity()).to_field()
+    with pytest.raises(SchemaError):
+        ColumnSpec("id", LONG, identity=Identity(1, 0)).to_field()
+    with pytest.raises(SchemaError):
+        create_table(storage, TableDefinition(_cols(("a", LONG)), ("nope",)))
+    with pytest.raises(SchemaError):  # cannot partition by every column
+        create_table(storage, TableDefinition(_cols(("a", LONG)), ("a",)))
+    with pytest.raises(SchemaError):
+        create_table(storage, TableDefinition(_cols(("a", LONG), ("b", LONG)), ("a",), cluster_by=("b",)))
+    with pytest.raises(ValueError):
+        create_table(storage, TableDefinition(_cols(("a", LONG)), properties={"delta.appendOnly": "maybe"}))
+    with pytest.raises(DeltaError):  # a generation expression outside the SQL subset
+        create_table(storage, TableDefinition([ColumnSpec("a", LONG, generated_always_as="no_such_fn(a)").to_field()]))
+    assert not os.path.exists(os.path.join(path, "_delta_log"))
+
+
+def test_create_clustered_with_features(tmp_path):
+    path = str(tmp_path / "t")
+    create_table(
+        Storage(path),
+        TableDefinition(
+            _cols(("a", LONG), ("b", STRING)),
+            cluster_by=("a",),
+            properties={"delta.enableDeletionVectors": "true", "delta.feature.v2Checkpoint": "supported"},
+        ),
+    )
+    snap = Snapshot.load(path)
+    assert json.loads(snap.domain_metadata["delta.clustering"]) == {"clusteringColumns": [["a"]]}
+    p = snap.protocol
+    assert (p.min_reader_version, p.min_writer_version) == (3, 7)
+    assert {"deletionVectors", "v2Checkpoint"} <= set(p.reader_features)
+    assert {"clustering", "domainMetadata", "deletionVectors"} <= set(p.writer_features)
+    assert "delta.feature.v2Checkpoint" not in snap.configuration
+
+
+# ------------------------------------------------------------------------- convert
+def _parquet_dir(root, partitioned=True):
+    os.makedirs(root, exist_ok=True)
+    for part, day in (("a", "2024-01-01"), ("b", "2024-01-02"), (None, "2024-01-03")):
+        t = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["x", None, "z"], "f": [0.5, 1.5, None]})
+        if partitioned:
+            d = os.path.join(root, f"p={part if part else '__HIVE_DEFAULT_PARTITION__'}", f"day={day}")
+            os.makedirs(d, exist_ok=True)
+            pq.write_table(t, os.path.join(d, "part-0.parquet"))
+        else:
+            pq.write_table(t, os.path.join(root, f"part-{day}.parquet"))
+    return root
+
+
+def test_convert_partitioned_parquet_directory(tmp_path):
+    root = _parquet_dir(str(tmp_path / "pq"))
+    os.makedirs(os.path.join(root, "_SUCCESS_dir"))  # hidden: skipped
+    from delta_pyds.protocol.schema import StructField
+
+    schema = StructType((StructField("p", STRING), StructField("day", PrimitiveType("date"))))
+    convert_to_delta(Storage(root), partition_schema=schema)
+    snap = Snapshot.load(root)
+    assert snap.version == 0 and snap.files.num_rows == 3
+    assert list(snap.partition_columns) == ["p", "day"]
+    assert snap.schema.names == ["id", "name", "f", "p", "day"]
+    actions = _log(root, 0)
+    assert actions[0]["commitInfo"]["operation"] == "CONVERT"
+    adds = [a["add"] for a in actions if "add" in a]
+    by_day = {a["partitionValues"]["day"]: a for a in adds}
+    assert by_day["2024-01-03"]["partitionValues"]["p"] is None
+    stats = json.loads(by_day["2024-01-01"]["stats"])
+    assert stats["numRecords"] == 3
+    assert stats["minValues"] == {"id": 1, "name": "x", "f": 0.5} and stats["maxValues"] == {"id": 3, "name": "z"}
+    assert stats["nullCount"] == {"id": 0, "name": 1, "f": 1}
+    # deltalake reads the converted table the same way
+    dl = deltalake.DeltaTable(root).to_pyarrow_table()
+    assert dl.num_rows == 9
+    got = sorted((r["p"] or "", r["day"], r["id"], r["name"] or "") for r in dl.to_pylist())
+    assert got[0] == ("", datetime.date(2024, 1, 3), 1, "x")
+    assert got[3:6] == [("a", datetime.date(2024, 1, 1), i, n) for i, n in ((1, "x"), (2, ""), (3, "z"))]
+    assert sum(1 for r in dl.to_pylist() if r["p"] is None) == 3
+    # converting again returns the table as is
+    assert convert_to_delta(Storage(root), partition_schema=schema) is None
+    assert Snapshot.load(root).version == 0
+
+
+def test_convert_refuses_what_it_cannot_convert(tmp_path):
+    root = _parquet_dir(str(tmp_path / "pq"))
+    with pytest.raises(SchemaError, match="partition schema"):
+        convert_to_delta(Storage(root))
+    from delta_pyds.protocol.schema import StructField
+
+    with pytest.raises(SchemaError, match="do not match"):
+        convert_to_delta(Storage(root), partition_schema=StructType((StructField("p", STRING),)))
+    bad_type = StructType((StructField("p", INT), StructField("day", PrimitiveType("date"))))
+    with pytest.raises(SchemaError, match="is not a"):
+        convert_to_delta(Storage(root), partition_schema=bad_type)
+    flat = _parquet_dir(str(tmp_path / "flat"), partitioned=False)
+    with open(os.path.join(flat, "notes.csv"), "w") as f:
+        f.write("a,b\n")
+    with pytest.raises(DeltaError, match="notes.csv is not a Parquet file"):
+        convert_to_delta(Storage(flat))
+    os.remove(os.path.join(flat, "notes.csv"))
+    pq.write_table(pa.table({"other": [1]}), os.path.join(flat, "z.parquet"))
+    with pytest.raises(SchemaError, match="same schema"):
+        convert_to_delta(Storage(flat))
+    with pytest.raises(DeltaError, match="no Parquet files"):
+        convert_to_delta(Storage(str(tmp_path / "empty")))
+    for p in (root, flat):
+        assert not os.path.exists(os.path.join(p, "_delta_log"))
+
+
+# ------------------------------------------------------------------------ manifest
+def test_symlink_manifest_per_partition(tmp_path):
+    path = str(tmp_path / "t")
+    write_arrow(path, pa.table({"id": [1, 2, 3], "p": ["a", "b", None]}), options={"partitionBy": "p"})
+    write_arrow(path, pa.table({"id": [4], "p": ["a"]}))
+    written = generate_manifest(Snapshot.load(path), "SYMLINK_FORMAT_MANIFEST")
+    assert sorted(written) == [
+        "_symlink_format_manifest/p=__HIVE_DEFAULT_PARTITION__/manifest",
+        "_symlink_format_manifest/p=a/manifest",
+        "_symlink_format_manifest/p=b/manifest",
+    ]
+    with open(os.path.join(path, "_symlink_format_manifest/p=a/manifest")) as f:
+        lines = f.read().split()
+    files = deltalake.DeltaTable(path).file_uris()
+    expected = sorted("file:" + p.removeprefix("file://") for p in files if "/p=a/" in p)
+    assert sorted(lines) == expected and len(lines) == 2
+    # a partition that lost its files loses its manifest
+    write_arrow(path, pa.table({"id": [9], "p": ["a"]}), mode="overwrite")
+    written = generate_manifest(Snapshot.load(path))
+    assert written == ["_symlink_format_manifest/p=a/manifest"]
+    assert not os.path.exists(os.path.join(path, "_symlink_format_manifest/p=b/manifest"))
+    with pytest.raises(ValueError):
+        generate_manifest(Snapshot.load(path), "hive")
+
+
+def test_symlink_manifest_refuses_deletion_vectors_and_column_mapping(copy_table, tmp_path):
+    with pytest.raises(UnsupportedFeatureError, match="deletion vectors"):
+        generate_manifest(Snapshot.load(copy_table("delta-rs/table-with-dv-small")))
+    path = str(tmp_path / "cm")
+    write_arrow(path, pa.table({"id": [1]}), options={"delta.columnMapping.mode": "name"})
+    with pytest.raises(UnsupportedFeatureError, match="column mapping"):
+        generate_manifest(Snapshot.load(path))

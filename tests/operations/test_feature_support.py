@@ -1,0 +1,131 @@
+"""Adding and dropping table features without Spark (delta_pyds.operations.feature_support),
+checked on the log and with deltalake (delta-rs)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import deltalake
+import pyarrow as pa
+import pytest
+
+from delta_pyds.errors import FeatureDropError, UnsupportedFeatureError
+from delta_pyds.operations.feature_support import add_feature_support, drop_feature_support
+from delta_pyds.operations.properties import set_properties
+from delta_pyds.protocol import features
+from delta_pyds.storage.store import Storage
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.plan import write_arrow
+
+
+def _table(path, **options):
+    write_arrow(path, pa.table({"id": pa.array([1, 2, 3], pa.int64())}), options=options or None)
+    return path
+
+
+def _protocol(path):
+    p = Snapshot.load(path).protocol
+    return p.min_reader_version, p.min_writer_version, set(p.reader_features or ()), set(p.writer_features or ())
+
+
+def test_add_feature_support_upgrades_legacy_protocol(tmp_path):
+    path = _table(str(tmp_path / "t"))
+    assert _protocol(path)[:2] == (1, 2)
+    v = add_feature_support(Storage(path), "DELETIONVECTORS")  # case-insensitive, as delta-spark
+    r, w, rf, wf = _protocol(path)
+    assert (r, w) == (3, 7) and rf == {"deletionVectors"}
+    assert {"appendOnly", "invariants", "deletionVectors"} <= wf  # legacy (1, 2) features kept
+    assert add_feature_support(Storage(path), "deletionVectors") == v  # already there: no commit
+    add_feature_support(Storage(path), "changeDataFeed")  # a writer feature
+    assert "changeDataFeed" in _protocol(path)[3]
+    with pytest.raises(UnsupportedFeatureError, match="noSuchFeature"):
+        add_feature_support(Storage(path), "noSuchFeature")
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
+        add_feature_support(Storage(path), "icebergCompatV1")  # delta_pyds cannot write it
+    assert Snapshot.load(path).files.num_rows == 1
+
+
+def test_drop_writer_features(tmp_path):
+    props = {"delta.enableChangeDataFeed": "true", "delta.enableInCommitTimestamps": "true"}
+    path = _table(str(tmp_path / "t"), **props)
+    set_properties(Storage(path), {"delta.constraints.pos": "id > 0"})
+    assert {"changeDataFeed", "inCommitTimestamp", "checkConstraints"} <= _protocol(path)[3]
+    with pytest.raises(FeatureDropError, match="pos"):
+        drop_feature_support(Storage(path), "checkConstraints")
+    drop_feature_support(Storage(path), "changeDataFeed")
+    snap = Snapshot.load(path)
+    assert not features.is_enabled(snap.protocol, "changeDataFeed")
+    assert "delta.enableChangeDataFeed" not in snap.configuration
+    drop_feature_support(Storage(path), "inCommitTimestamp")
+    snap = Snapshot.load(path)
+    assert not features.is_enabled(snap.protocol, "inCommitTimestamp")
+    ict_keys = ("delta.inCommitTimestamp", "delta.enableInCommitTimestamps")
+    assert not any(k.startswith(ict_keys) for k in snap.configuration)
+    with open(os.path.join(path, "_delta_log", f"{snap.version:020d}.json")) as f:
+        info = json.loads(f.readline())["commitInfo"]
+    assert info["operation"] == "DROP FEATURE" and info["operationParameters"]["featureName"] == "inCommitTimestamp"
+    with pytest.raises(FeatureDropError, match="does not have"):
+        drop_feature_support(Storage(path), "changeDataFeed")
+    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
+        add_feature_support(Storage(path), "rowTracking")
+        drop_feature_support(Storage(path), "rowTracking")
+    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 3
+
+
+def test_drop_deletion_vectors_never_used_is_immediate(tmp_path):
+    path = _table(str(tmp_path / "t"), **{"delta.enableDeletionVectors": "true"})
+    drop_feature_support(Storage(path), "deletionVectors")
+    snap = Snapshot.load(path)
+    assert not features.is_enabled(snap.protocol, "deletionVectors")
+    assert snap.configuration.get("delta.enableDeletionVectors") == "false"
+    assert (snap.protocol.min_reader_version, snap.protocol.min_writer_version) == (1, 2)  # legacy again
+    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 3
+
+
+def test_drop_deletion_vectors_with_history_waits(copy_table):
+    path = copy_table("delta-rs/table-with-dv-small")
+    with pytest.raises(FeatureDropError, match="files with deletion vectors remain"):
+        drop_feature_support(Storage(path), "deletionVectors")  # no purge given: nothing can rewrite
+    purged = []
+
+    def purge(snap):  # what the Spark layer does: rewrite the files with DVs (here: drop them)
+        from delta_pyds.table.state import file_actions
+        from delta_pyds.transaction.commit import Transaction, remove_actions
+
+        purged.append(snap.version)
+        txn = Transaction(Storage(path), snap)
+        txn.remove_files(remove_actions(file_actions(snap).active, data_change=False))
+        txn.commit("OPTIMIZE", {})
+
+    with pytest.raises(FeatureDropError, match="truncateHistory=True"):
+        drop_feature_support(Storage(path), "deletionVectors", purge=purge)
+    snap = Snapshot.load(path)
+    assert purged and features.is_enabled(snap.protocol, "deletionVectors")  # still listed: history uses it
+    assert snap.configuration.get("delta.enableDeletionVectors") == "false"
+
+
+def test_drop_v2_checkpoint_writes_a_classic_checkpoint_first(copy_table):
+    path = copy_table("delta-rs/checkpoint-v2-table")
+    with pytest.raises(FeatureDropError, match="V2 checkpoints remain"):
+        drop_feature_support(Storage(path), "v2Checkpoint")
+    snap = Snapshot.load(path)
+    assert os.path.exists(os.path.join(path, "_delta_log", f"{snap.version:020d}.checkpoint.parquet"))
+    assert snap.configuration.get("delta.checkpointPolicy") is None
+    # once the V2 checkpoints left the log (metadata cleanup), the drop goes through
+    log = os.path.join(path, "_delta_log")
+    for name in os.listdir(log):
+        if ".checkpoint." in name and name.endswith(".json"):
+            os.remove(os.path.join(log, name))
+    drop_feature_support(Storage(path), "v2Checkpoint", truncate_history=True)
+    assert not features.is_enabled(Snapshot.load(path).protocol, "v2Checkpoint")
+
+
+def test_drop_refuses_unsafe_and_unknown(tmp_path):
+    path = _table(str(tmp_path / "cm"), **{"delta.columnMapping.mode": "name"})
+    with pytest.raises(UnsupportedFeatureError, match="columnMapping"):
+        drop_feature_support(Storage(path), "columnMapping")
+    with pytest.raises(UnsupportedFeatureError, match="noSuch"):
+        drop_feature_support(Storage(path), "noSuch")
+    with pytest.raises(TypeError):
+        drop_feature_support(Storage(path), None)  # type: ignore[arg-type]

@@ -1,0 +1,287 @@
+"""delta-spark parity of ``DeltaTable``: argument checking, the result shapes of merge,
+optimize and vacuum, merge schema evolution, upgradeTableProtocol, add/dropFeatureSupport,
+convertToDelta, generate and calls from other threads — written as a delta-spark user
+calls them, checked on the log and with deltalake (delta-rs)."""
+
+from __future__ import annotations
+
+import datetime
+import glob
+import os
+import threading
+
+import deltalake
+import pyarrow as pa
+import pytest
+from pyspark.sql import functions as F
+
+from delta_pyds import DeltaTable
+from delta_pyds.errors import FeatureDropError, UnsupportedFeatureError
+from delta_pyds.protocol import features
+from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.plan import write_arrow
+
+
+def _table(path, n=10, files=1, **options):
+    for i in range(files):
+        ids = list(range(i * n, (i + 1) * n))
+        write_arrow(
+            path,
+            pa.table({"id": pa.array(ids, pa.int64()), "p": pa.array([j % 2 for j in ids], pa.int64())}),
+            options={"partitionBy": "p", **options},
+        )
+    return path
+
+
+def _ids(spark, path):
+    return sorted(r.id for r in spark.read.format("pydelta").load(path).collect())
+
+
+# --------------------------------------------------------------- argument checks
+def test_argument_checks_like_delta_spark(spark, tmp_path):
+    dt = DeltaTable.forPath(spark, _table(str(tmp_path / "t")))
+    src = spark.createDataFrame([(1, 0)], "id long, p long")
+    with pytest.raises(TypeError, match="condition"):
+        dt.delete(1)
+    with pytest.raises(TypeError, match="condition"):
+        dt.update(1, {"id": "1"})
+    with pytest.raises(ValueError, match="'set' cannot be None"):
+        dt.update("id = 1")
+    with pytest.raises(TypeError, match="set"):
+        dt.update(set=["id"])
+    with pytest.raises(TypeError, match="set"):
+        dt.update(set={"id": 1})  # values must be Column or SQL strings, as in delta-spark
+    with pytest.raises(TypeError, match="set"):
+        dt.update(set={1: "1"})
+    with pytest.raises(ValueError, match="'source' in merge cannot be None"):
+        dt.merge(None, "t.id = s.id")
+    with pytest.raises(TypeError, match="source"):
+        dt.merge([(1, 0)], "t.id = s.id")
+    with pytest.raises(ValueError, match="'condition'"):
+        dt.merge(src, None)
+    with pytest.raises(TypeError, match="condition"):
+        dt.merge(src, 1)
+    builder = dt.alias("t").merge(src.alias("s"), "t.id = s.id")
+    with pytest.raises(TypeError, match="set"):
+        builder.whenMatchedUpdate(set={"id": 1})
+    with pytest.raises(ValueError, match="cannot be None"):
+        builder.whenMatchedUpdate()
+    with pytest.raises(TypeError, match="values"):
+        builder.whenNotMatchedInsert(values={"id": 2})
+    with pytest.raises(TypeError, match="condition"):
+        builder.whenMatchedDelete(condition=5)
+    with pytest.raises(TypeError, match="version"):
+        dt.restoreToVersion("0")
+    with pytest.raises(ValueError, match="version"):  # delta-spark raises ValueError here: both hold
+        dt.restoreToVersion("0")
+    with pytest.raises(TypeError, match="timestamp"):
+        dt.restoreToTimestamp(12342323232)
+    with pytest.raises(ValueError, match="readerVersion"):
+        dt.upgradeTableProtocol("1", 2)
+    with pytest.raises(TypeError):
+        dt.optimize().where(1)
+    with pytest.raises(TypeError):
+        dt.vacuum("1")
+    assert Snapshot.load(dt._path).version == 0  # nothing was committed
+    # Columns are accepted wherever SQL strings are
+    dt.update(F.col("id") == 1, {"id": F.lit(100)})
+    dt.delete(F.col("id") == 2)
+    assert _ids(spark, dt._path) == [0, 3, 4, 5, 6, 7, 8, 9, 100]
+
+
+# ------------------------------------------------------------------------- merge
+def test_merge_returns_delta_spark_metrics_and_evolves_schema(spark, tmp_path):
+    path = _table(str(tmp_path / "t"))
+    dt = DeltaTable.forPath(spark, path)
+    src = spark.createDataFrame([(1, 1, "one"), (2, 0, "two"), (50, 0, "new")], "id long, p long, tag string")
+    res = dt.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    assert res.columns == ["num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows"]
+    assert tuple(res.collect()[0]) == (3, 2, 0, 1)
+    assert spark.read.format("pydelta").load(path).columns == ["id", "p"]  # no evolution: tag ignored
+    # nothing changes: zeros, and no commit
+    v = Snapshot.load(path).version
+    none = dt.alias("t").merge(src.alias("s"), "t.id = s.id and s.id < 0").whenMatchedDelete().execute()
+    assert tuple(none.collect()[0]) == (0, 0, 0, 0) and Snapshot.load(path).version == v
+    # withSchemaEvolution: the new source column is added, old rows get null
+    res = (
+        dt.alias("t")
+        .merge(src.alias("s"), "t.id = s.id")
+        .withSchemaEvolution()
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    assert tuple(res.collect()[0]) == (3, 3, 0, 0)
+    df = spark.read.format("pydelta").load(path)
+    assert df.columns == ["id", "p", "tag"]
+    tags = {r.id: r.tag for r in df.collect()}
+    assert tags[1] == "one" and tags[50] == "new" and tags[3] is None and len(tags) == 11
+    dl = deltalake.DeltaTable(path).to_pyarrow_table()
+    assert dict(zip(dl.column("id").to_pylist(), dl.column("tag").to_pylist())) == tags
+    # explicit set of a new column with evolution; without it the column is unknown
+    src2 = spark.createDataFrame([(3, 1, 7)], "id long, p long, score int")
+    with pytest.raises(ValueError, match="score"):
+        dt.alias("t").merge(src2.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"score": "s.score"}).execute()
+    dt.alias("t").merge(src2.alias("s"), "t.id = s.id").withSchemaEvolution().whenMatchedUpdate(
+        set={"score": "s.score"}
+    ).execute()
+    scores = {r.id: r.score for r in spark.read.format("pydelta").load(path).collect()}
+    assert scores[3] == 7 and scores[1] is None
+
+
+# ---------------------------------------------------------------------- optimize
+def test_optimize_result_shape_and_errors(spark, tmp_path):
+    path = _table(str(tmp_path / "t"), n=4, files=3)
+    dt = DeltaTable.forPath(spark, path)
+    with pytest.raises(ValueError, match="non-partition column"):
+        dt.optimize().where("id = 1").executeCompaction()
+    with pytest.raises(ValueError, match="partition column"):
+        dt.optimize().executeZOrderBy("p")
+    res = dt.optimize().where("p = 0").executeCompaction()
+    assert res.columns == ["path", "metrics"]
+    row = res.collect()[0]
+    assert row.path == Snapshot.load(path).table_root
+    m = row.metrics
+    assert (m.numFilesAdded, m.numFilesRemoved, m.partitionsOptimized, m.totalConsideredFiles) == (1, 3, 1, 3)
+    assert m.filesRemoved.totalFiles == 3 and m.filesAdded.totalFiles == 1 and m.zOrderStats is None
+    assert m.filesRemoved.totalSize > 0 and m.filesAdded.min == m.filesAdded.max
+    assert m.numBatches == 1 and m.startTimeMs <= m.endTimeMs
+    # nothing to do: the same shape, zero counts
+    again = dt.optimize().where("p = 0").executeCompaction().collect()[0].metrics
+    assert (again.numFilesAdded, again.numFilesRemoved, again.numBatches) == (0, 0, 0)
+    z = dt.optimize().executeZOrderBy("id").collect()[0].metrics
+    assert z.zOrderStats is not None and z.zOrderStats.strategyName == "all" and z.numFilesRemoved == 4
+    assert _ids(spark, path) == list(range(12))
+
+
+# ------------------------------------------------------------------------ vacuum
+def test_vacuum_deletes_by_default_with_the_retention_check(spark, tmp_path):
+    path = _table(str(tmp_path / "t"), n=4, files=3)
+    dt = DeltaTable.forPath(spark, path)
+    dt.optimize().executeCompaction()
+    data = lambda: sorted(glob.glob(os.path.join(path, "p=*", "*.parquet")))  # noqa: E731
+    assert len(data()) == 8
+    with pytest.raises(ValueError, match="retentionDurationCheck"):
+        dt.vacuum(0)
+    dry = dt.vacuum(0, dryRun=True, enforceRetention=False).collect()
+    assert len(dry) == 6 and all(r.path.startswith("file:" + path) for r in dry) and len(data()) == 8
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        res = dt.vacuum(0)  # delta-spark's call: deletes
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    assert res.columns == ["path"] and [r.path for r in res.collect()] == ["file:" + Snapshot.load(path).table_root]
+    assert len(data()) == 2
+    ops = [r.operation for r in dt.history(2).collect()]
+    assert ops == ["VACUUM END", "VACUUM START"]
+    assert _ids(spark, path) == list(range(12))
+    assert sorted(deltalake.DeltaTable(path).to_pyarrow_table().column("id").to_pylist()) == list(range(12))
+
+
+# ------------------------------------------------------------ protocol, features
+def test_upgrade_table_protocol_like_delta_spark(spark, tmp_path):
+    path = _table(str(tmp_path / "t"))
+    dt = DeltaTable.forPath(spark, path)
+    assert dt.upgradeTableProtocol(1, 3) is None
+    p = Snapshot.load(path).protocol
+    assert (p.min_reader_version, p.min_writer_version) == (1, 3)
+    v = Snapshot.load(path).version
+    dt.upgradeTableProtocol(1, 2)  # lower than the table's: a no-op, not an error
+    dt.upgradeTableProtocol(1, 3)
+    assert Snapshot.load(path).version == v
+    dt.upgradeTableProtocol(2, 5)
+    p = Snapshot.load(path).protocol
+    assert (p.min_reader_version, p.min_writer_version) == (2, 5)
+
+
+def test_add_and_drop_feature_support(spark, tmp_path):
+    path = _table(str(tmp_path / "t"), n=6, files=2)
+    dt = DeltaTable.forPath(spark, path)
+    dt.addFeatureSupport("deletionVectors")
+    snap = Snapshot.load(path)
+    assert "deletionVectors" in snap.protocol.reader_features and snap.protocol.min_reader_version == 3
+    with pytest.raises(UnsupportedFeatureError, match="madeUpFeature"):
+        dt.addFeatureSupport("madeUpFeature")
+    with pytest.raises(TypeError):
+        dt.dropFeatureSupport("deletionVectors", truncateHistory="yes")
+    dt.setProperties({"delta.enableDeletionVectors": "true"})
+    dt.delete("id = 3")
+    assert any(Snapshot.load(path).files.column("deletion_vector").to_pylist())
+    # first call: DVs turned off and purged, but the history still has them
+    with pytest.raises(FeatureDropError, match="truncateHistory=True"):
+        dt.dropFeatureSupport("deletionVectors")
+    snap = Snapshot.load(path)
+    assert not any(snap.files.column("deletion_vector").to_pylist())
+    assert snap.configuration["delta.enableDeletionVectors"] == "false"
+    assert features.is_enabled(snap.protocol, "deletionVectors")
+    assert _ids(spark, path) == [i for i in range(12) if i != 3]
+    # a writer feature drops at once
+    dt.addFeatureSupport("changeDataFeed")
+    dt.dropFeatureSupport("changeDataFeed")
+    assert not features.is_enabled(Snapshot.load(path).protocol, "changeDataFeed")
+    with pytest.raises(FeatureDropError, match="does not have"):
+        dt.dropFeatureSupport("changeDataFeed")
+
+
+# -------------------------------------------------------------- convert, generate
+def test_convert_spark_written_parquet_to_delta(spark, tmp_path):
+    root = str(tmp_path / "pq")
+    df = spark.createDataFrame(
+        [(1, "a", datetime.datetime(2024, 1, 1, 12, 0), 0), (2, None, None, 1), (3, "c", None, 1)],
+        "id long, name string, ts timestamp, part int",
+    )
+    df.write.partitionBy("part").parquet(root)  # Spark's own Parquet, INT96 timestamps
+    dt = DeltaTable.convertToDelta(spark, f"parquet.`{root}`", "part int")
+    assert isinstance(dt, DeltaTable)
+    out = spark.read.format("pydelta").load(root)
+    assert sorted(tuple(r) for r in out.select("id", "name", "ts", "part").collect()) == sorted(
+        tuple(r) for r in df.collect()
+    )
+    assert dict(out.dtypes)["ts"] == "timestamp"
+    assert dt.history(1).collect()[0].operation == "CONVERT"
+    dl = deltalake.DeltaTable(root).to_pyarrow_table()
+    assert sorted(dl.column("id").to_pylist()) == [1, 2, 3]
+    # an existing Delta table is returned as is; other formats and names are refused
+    v = Snapshot.load(root).version
+    DeltaTable.convertToDelta(spark, f"parquet.`{root}`", "part int")
+    assert Snapshot.load(root).version == v
+    with pytest.raises(ValueError, match="parquet"):
+        DeltaTable.convertToDelta(spark, f"orc.`{root}`")
+    with pytest.raises(ValueError, match="parquet.`path`"):
+        DeltaTable.convertToDelta(spark, "some_table")
+
+
+def test_generate_symlink_manifest(spark, tmp_path):
+    path = _table(str(tmp_path / "t"))
+    DeltaTable.forPath(spark, path).generate("symlink_format_manifest")
+    manifests = sorted(glob.glob(os.path.join(path, "_symlink_format_manifest", "p=*", "manifest")))
+    assert [os.path.basename(os.path.dirname(m)) for m in manifests] == ["p=0", "p=1"]
+    listed = sorted(line for m in manifests for line in open(m).read().split())
+    files = sorted("file:" + p for p in glob.glob(os.path.join(path, "p=*", "*.parquet")))
+    assert listed == files
+    # Spark reads exactly the table's rows through the manifest's files
+    assert sorted(r.id for r in spark.read.parquet(*[x[len("file:") :] for x in listed]).collect()) == list(range(10))
+    with pytest.raises(ValueError, match="symlink_format_manifest"):
+        DeltaTable.forPath(spark, path).generate("hive")
+
+
+# -------------------------------------------------------------------- threads
+def test_calls_from_another_thread_run_under_the_tables_session(spark, tmp_path):
+    path = _table(str(tmp_path / "t"))
+    other = spark.newSession()
+    dt = DeltaTable.forPath(other, path)
+    seen = {}
+
+    def work():
+        jvm = spark._jvm.SparkSession
+        before = jvm.getActiveSession()
+        seen["before"] = before.get() if before.isDefined() else None
+        dt.delete("id = 0")
+        seen["after"] = jvm.getActiveSession().get()
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert seen["before"] is None or not seen["before"].equals(other._jsparkSession)
+    assert seen["after"].equals(other._jsparkSession)
+    assert _ids(spark, path) == list(range(1, 10))
