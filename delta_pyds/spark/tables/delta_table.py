@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -77,6 +79,7 @@ class DeltaTable:
     def __init__(self, spark, path: str, storage_options: Mapping[str, str] | None = None):
         if spark is None:
             raise ValueError("'sparkSession' cannot be None")
+        path = os.fspath(path) if isinstance(path, os.PathLike) else path
         check_str(path, "path")
         activate(spark)
         self._spark = spark
@@ -411,12 +414,10 @@ class DeltaTable:
             timestamp = localize(timestamp, self._session_time_zone())
         target = Snapshot.load(self._storage, version=version, timestamp=timestamp)
         features.check_read(target.protocol)
-        res, metrics = restore(self._storage, current, target, table_path=self._path, timestamp=timestamp)
-        return (
-            self._spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{k} long" for k in metrics))
-            if res
-            else None
-        )
+        _, metrics = restore(self._storage, current, target, table_path=self._path, timestamp=timestamp)
+        # delta-spark's result: the commit's metrics in snake_case
+        names = [re.sub(r"(?<!^)(?=[A-Z])", "_", k).lower() for k in metrics]
+        return self._spark.createDataFrame([tuple(metrics.values())], ", ".join(f"{n} long" for n in names))
 
     # ----------------------------------------------------------------------- DML
     @property

@@ -285,3 +285,22 @@ def test_calls_from_another_thread_run_under_the_tables_session(spark, tmp_path)
     assert seen["before"] is None or not seen["before"].equals(other._jsparkSession)
     assert seen["after"].equals(other._jsparkSession)
     assert _ids(spark, path) == list(range(1, 10))
+
+
+def test_restore_returns_delta_spark_metrics(spark, tmp_path):
+    path = _table(str(tmp_path / "t"))
+    dt = DeltaTable.forPath(spark, path)
+    dt.delete("id < 5")
+    res = dt.restoreToVersion(0)
+    assert res.columns == [
+        "table_size_after_restore",
+        "num_of_files_after_restore",
+        "num_removed_files",
+        "num_restored_files",
+        "removed_files_size",
+        "restored_files_size",
+    ]
+    row = res.collect()[0]
+    assert (row.num_of_files_after_restore, row.num_restored_files) == (2, 2)
+    assert _ids(spark, path) == list(range(10))
+    assert dt.history(1).collect()[0].operationMetrics["numRestoredFiles"] == "2"
