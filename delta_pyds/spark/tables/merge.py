@@ -456,16 +456,18 @@ class DeltaMergeBuilder:
         out = parts[0]
         for p in parts[1:]:
             out = out.unionByName(p)
-        adds = rw.rewrite(out, rw.write_spec(snap, row_tracking=True, evolved_schema=scope.evolved), True)
-        written = list(adds)
         txn = Transaction(rw.storage, snap)
         metadata = snap.metadata
-        if scope.evolved is not None:
-            new_metadata, new_protocol = rw.evolution(snap, scope.evolved)
+        evolved = scope.evolved
+        if evolved is not None:  # planned once: new columns keep one physical name everywhere
+            new_metadata, new_protocol = rw.evolution(snap, evolved)
             metadata = new_metadata or metadata
+            evolved = parse_schema(metadata.schema_string)
             if new_protocol is not None:
                 txn.update_protocol(new_protocol)
             txn.update_metadata(metadata)
+        adds = rw.rewrite(out, rw.write_spec(snap, row_tracking=True, evolved_schema=evolved), True)
+        written = list(adds)
         marked = with_high_water_marks(parse_schema(metadata.schema_string), marks)
         if marked is not None:
             txn.update_metadata(replace(metadata, schema_string=marked.json()))
@@ -474,7 +476,7 @@ class DeltaMergeBuilder:
                 change_df = changes[0]
                 for c in changes[1:]:
                     change_df = change_df.unionByName(c)
-                cdcs = rw.write_changes(snap, change_df, evolved_schema=scope.evolved)
+                cdcs = rw.write_changes(snap, change_df, evolved_schema=evolved)
                 written += cdcs
                 txn.add_cdc_files(cdcs)
             victims = rows_for_paths(file_actions(snap).active, touched)

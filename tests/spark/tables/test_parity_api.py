@@ -304,3 +304,32 @@ def test_restore_returns_delta_spark_metrics(spark, tmp_path):
     assert (row.num_of_files_after_restore, row.num_restored_files) == (2, 2)
     assert _ids(spark, path) == list(range(10))
     assert dt.history(1).collect()[0].operationMetrics["numRestoredFiles"] == "2"
+
+
+def test_merge_schema_evolution_with_column_mapping_and_change_feed(spark, tmp_path):
+    path = _table(str(tmp_path / "t"), **{"delta.columnMapping.mode": "name", "delta.enableChangeDataFeed": "true"})
+    dt = DeltaTable.forPath(spark, path)
+    src = spark.createDataFrame([(1, 1, "one"), (70, 0, "new")], "id long, p long, tag string")
+    res = (
+        dt.alias("t")
+        .merge(src.alias("s"), "t.id = s.id")
+        .withSchemaEvolution()
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    assert tuple(res.collect()[0]) == (2, 1, 0, 1)
+    snap = Snapshot.load(path)
+    tag = snap.schema.field("tag")
+    assert tag.metadata.get("delta.columnMapping.physicalName")  # a mapped new column
+    rows = {r.id: r.tag for r in spark.read.format("pydelta").load(path).collect()}
+    assert rows[1] == "one" and rows[70] == "new" and rows[2] is None and len(rows) == 11
+    changes = (
+        spark.read.format("pydelta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", snap.version)
+        .load(path)
+        .collect()
+    )
+    kinds = sorted((r.id, r._change_type, r.tag) for r in changes)
+    assert kinds == [(1, "update_postimage", "one"), (1, "update_preimage", None), (70, "insert", "new")]
