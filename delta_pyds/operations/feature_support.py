@@ -21,9 +21,12 @@ Guarantees:
     latest version (``delta.enableDeletionVectors=false`` and files with deletion vectors
     rewritten by the caller; ``delta.checkpointPolicy=classic`` and a classic checkpoint;
     ``delta.enableTypeWidening=false``); the feature leaves the protocol only once no
-    commit or checkpoint left in ``_delta_log`` carries a trace, else
-    :class:`FeatureDropError` says which versions do and to run again with
-    ``truncateHistory=True`` once they expired (``delta.logRetentionDuration``).
+    log entry left in ``_delta_log`` that a reconstructable version needs carries a trace,
+    else :class:`FeatureDropError` says which versions do. ``truncateHistory=True`` first
+    truncates the history as delta-spark's ``TRUNCATE HISTORY`` does: a checkpoint at the
+    latest version, then the log entries older than 24 hours below it are deleted (the
+    log still starts at a checkpoint); so the drop goes through 24 hours after the
+    first step.
     ``typeWidening`` with recorded type changes and ``columnMapping`` with mode ``name`` /
     ``id`` need a rewrite of every file: refused by name;
   - any other feature is refused by name; a feature the table does not have raises
@@ -64,6 +67,7 @@ from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import Transaction
 
 CHECKPOINT_POLICY = "delta.checkpointPolicy"
+TRUNCATE_HISTORY_RETENTION = "interval 24 hours"
 WRITER_DROPPABLE = ("checkConstraints", "changeDataFeed", "inCommitTimestamp", "appendOnly")
 READER_DROPPABLE = ("deletionVectors", "v2Checkpoint", "typeWidening", "typeWidening-preview", "columnMapping")
 DROPPABLE = WRITER_DROPPABLE + READER_DROPPABLE
@@ -103,33 +107,57 @@ def _type_changes(dtype) -> bool:
 
 
 def _history_traces(storage: Storage, feature: str) -> list[int]:
-    """Versions of the commits and checkpoints left in ``_delta_log`` that hold a trace
-    of the reader-writer ``feature``."""
-    log_dir = storage.join(LOG_DIR)
-    try:
-        names = sorted(storage.fs.ls(log_dir, detail=False))
-    except FileNotFoundError:
-        return []
+    """Versions of the log entries left in ``_delta_log`` that a reader of some version
+    still reconstructable from them needs ``feature`` for: checkpoints, and commits above
+    the oldest version the log can start at (commit 0 when it is there, else the oldest
+    checkpoint, whose commit is covered by the checkpoint)."""
+    listing = [
+        f for path in sorted(_list(storage)) if (f := parse_log_file_name(path.rsplit("/", 1)[-1], path)) is not None
+    ]
+    has_zero = any(f.kind == "commit" and f.version == 0 for f in listing)
+    checkpoints = [f.version for f in listing if f.kind == "checkpoint"]
+    start = -1 if has_zero or not checkpoints else min(checkpoints)
     found = []
-    for path in names:
-        f = parse_log_file_name(path.rsplit("/", 1)[-1], path)
-        if f is None:
-            continue
+    for f in listing:
         if feature == "v2Checkpoint":
             if f.kind == "checkpoint" and f.checkpoint_kind == "v2":
                 found.append(f.version)
             continue
-        if f.kind == "commit":
-            if _commit_has(storage.read_bytes(path), feature):
+        if f.kind == "commit" and f.version > start:
+            if _commit_has(storage.read_bytes(f.path), feature):
                 found.append(f.version)
         elif f.kind == "checkpoint" and f.file_format == "parquet" and feature == "deletionVectors":
-            with storage.open_input(path) as fh:
+            with storage.open_input(f.path) as fh:
                 table = pq.read_table(fh, columns=["add"])
             adds = table.column("add").combine_chunks()
             if "deletionVector" in [adds.type.field(i).name for i in range(adds.type.num_fields)]:
                 if adds.field("deletionVector").null_count < len(adds):
                     found.append(f.version)
     return sorted(set(found))
+
+
+def _list(storage: Storage) -> list[str]:
+    try:
+        return list(storage.fs.ls(storage.join(LOG_DIR), detail=False))
+    except FileNotFoundError:
+        return []
+
+
+def truncate_history_of(storage: Storage, snap: Snapshot) -> None:
+    """delta-spark's ``TRUNCATE HISTORY``: a checkpoint at the latest version, then the
+    log entries older than 24 hours below it are deleted (metadata cleanup with
+    ``delta.logRetentionDuration`` of 24 hours; the log still starts at a checkpoint)."""
+    from delta_pyds.log.cleanup import LOG_RETENTION, cleanup_expired_logs
+    from delta_pyds.transaction.checkpoint_writer import write_checkpoint
+
+    write_checkpoint(storage, snap.version)
+    cleanup_expired_logs(
+        storage,
+        {**snap.configuration, LOG_RETENTION: TRUNCATE_HISTORY_RETENTION},
+        up_to=snap.version,
+        protocol=snap.protocol,
+        force=True,
+    )
 
 
 def _commit_has(data: bytes, feature: str) -> bool:
@@ -213,11 +241,11 @@ def drop_feature_support(
         "v2Checkpoint": (CHECKPOINT_POLICY,),
     }.get(feature, ())
     if feature in READER_DROPPABLE:
-        if any(k in conf for k in off):
-            for k in off:
-                conf.pop(k, None)
-            if feature == "deletionVectors":
-                conf[ENABLE_DV] = "false"
+        target = {k: v for k, v in conf.items() if k not in off}
+        if feature == "deletionVectors":
+            target[ENABLE_DV] = "false"
+        if target != conf:
+            conf = target
             txn = Transaction(storage, snap)
             txn.update_metadata(replace(snap.metadata, configuration=conf))
             txn.commit("SET TBLPROPERTIES", {"properties": {k: conf.get(k, "") for k in off}})
@@ -230,14 +258,18 @@ def drop_feature_support(
         if feature == "v2Checkpoint":
             return _drop_v2_checkpoint(storage, snap, truncate_history)
         traces = _history_traces(storage, feature)
+        if traces and truncate_history:
+            truncate_history_of(storage, snap)
+            snap = Snapshot.load(storage)  # the old one may read entries the truncation deleted
+            traces = _history_traces(storage, feature)
         if traces:
             raise FeatureDropError(
                 f"dropFeatureSupport({feature}): the feature is off and the latest version no longer "
                 f"uses it, but log entries still in _delta_log do (versions {traces[0]}..{traces[-1]}); "
-                "readers of those versions need the feature. Run dropFeatureSupport again with "
-                "truncateHistory=True once they left the log (delta.logRetentionDuration, then a "
-                "checkpoint) (delta-spark: DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD / "
-                "DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST)"
+                "readers of those versions need the feature. Wait 24 hours, then run "
+                "dropFeatureSupport again with truncateHistory=True: it checkpoints and deletes the "
+                "log entries older than 24 hours (delta-spark: DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD"
+                " / DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST)"
             )
     else:
         for k in off:
@@ -255,14 +287,18 @@ def _drop_v2_checkpoint(storage: Storage, snap: Snapshot, truncate_history: bool
     from delta_pyds.transaction.checkpoint_writer import write_checkpoint
 
     traces = _history_traces(storage, "v2Checkpoint")
+    if traces and truncate_history:
+        truncate_history_of(storage, snap)
+        snap = Snapshot.load(storage)  # the old one may read entries the truncation deleted
+        traces = _history_traces(storage, "v2Checkpoint")
     if traces:
         # a classic checkpoint first, so that readers never need the v2 ones again
         write_checkpoint(storage, snap.version)
         raise FeatureDropError(
             f"dropFeatureSupport(v2Checkpoint): checkpointPolicy is now classic and version "
             f"{snap.version} has a classic checkpoint, but V2 checkpoints remain in _delta_log "
-            f"(versions {', '.join(map(str, traces))}); run again with truncateHistory=True once they "
-            "left the log (delta-spark: DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD)"
+            f"(versions {', '.join(map(str, traces))}); wait 24 hours, then run again with "
+            "truncateHistory=True (delta-spark: DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD)"
         )
     txn = Transaction(storage, snap)
     txn.update_protocol(_without(snap, "v2Checkpoint", dict(snap.configuration)))

@@ -24,6 +24,22 @@ def _table(path, **options):
     return path
 
 
+def _age_log(path, days):
+    """Makes every log entry ``days`` old, as if that much time had passed."""
+    import time
+
+    old = time.time() - days * 86400
+    log = os.path.join(path, "_delta_log")
+    for root, _, names in os.walk(log):
+        for n in names:
+            os.utime(os.path.join(root, n), (old, old))
+
+
+def min_log_version(path):
+    names = os.listdir(os.path.join(path, "_delta_log"))
+    return min(int(n[:20]) for n in names if n.endswith(".json") and n[:20].isdigit())
+
+
 def _protocol(path):
     p = Snapshot.load(path).protocol
     return p.min_reader_version, p.min_writer_version, set(p.reader_features or ()), set(p.writer_features or ())
@@ -103,6 +119,19 @@ def test_drop_deletion_vectors_with_history_waits(copy_table):
     snap = Snapshot.load(path)
     assert purged and features.is_enabled(snap.protocol, "deletionVectors")  # still listed: history uses it
     assert snap.configuration.get("delta.enableDeletionVectors") == "false"
+    # truncateHistory=True right away: the entries are younger than 24 hours, nothing goes
+    with pytest.raises(FeatureDropError, match="Wait 24 hours"):
+        drop_feature_support(Storage(path), "deletionVectors", truncate_history=True)
+    assert features.is_enabled(Snapshot.load(path).protocol, "deletionVectors")
+    # 24 hours later (log entries aged): the history is truncated and the feature dropped
+    _age_log(path, days=3)
+    drop_feature_support(Storage(path), "deletionVectors", truncate_history=True)
+    snap = Snapshot.load(path)
+    assert not features.is_enabled(snap.protocol, "deletionVectors")
+    assert not os.path.exists(os.path.join(path, "_delta_log", "00000000000000000000.json"))  # truncated
+    assert snap.files.num_rows == 0 and min_log_version(path) > 0  # the log starts at a checkpoint now
+    with open(os.path.join(path, "_delta_log", f"{snap.version:020d}.json")) as f:
+        assert json.loads(f.readline())["commitInfo"]["operationParameters"]["truncateHistory"] == "true"
 
 
 def test_drop_v2_checkpoint_writes_a_classic_checkpoint_first(copy_table):
@@ -112,13 +141,17 @@ def test_drop_v2_checkpoint_writes_a_classic_checkpoint_first(copy_table):
     snap = Snapshot.load(path)
     assert os.path.exists(os.path.join(path, "_delta_log", f"{snap.version:020d}.checkpoint.parquet"))
     assert snap.configuration.get("delta.checkpointPolicy") is None
-    # once the V2 checkpoints left the log (metadata cleanup), the drop goes through
-    log = os.path.join(path, "_delta_log")
-    for name in os.listdir(log):
-        if ".checkpoint." in name and name.endswith(".json"):
-            os.remove(os.path.join(log, name))
+    rows = Snapshot.load(path).files.num_rows
+    # 24 hours later, truncateHistory=True deletes the old entries (the V2 checkpoints too)
+    _age_log(path, days=3)
     drop_feature_support(Storage(path), "v2Checkpoint", truncate_history=True)
-    assert not features.is_enabled(Snapshot.load(path).protocol, "v2Checkpoint")
+    snap = Snapshot.load(path)
+    assert not features.is_enabled(snap.protocol, "v2Checkpoint")
+    assert not [n for n in os.listdir(os.path.join(path, "_delta_log")) if ".checkpoint." in n and n.endswith(".json")]
+    assert snap.files.num_rows == rows
+    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == sum(
+        json.loads(s)["numRecords"] for s in snap.files.column("stats").to_pylist()
+    )
 
 
 def test_drop_refuses_unsafe_and_unknown(tmp_path):
