@@ -105,15 +105,14 @@ def check_str(value: Any, name: str, *, optional: bool = False) -> None:
 
 
 def activate(spark) -> None:
-    """Makes ``spark`` the active session of this thread (Python and JVM sides), so that
-    Spark resolves the ``pydelta`` source for work started from this thread."""
+    """Makes ``spark`` the active session of this thread (in the JVM), so that Spark
+    resolves the ``pydelta`` source for work started from this thread."""
     try:
-        from pyspark.sql import SparkSession
-
         jvm_session = getattr(spark, "_jsparkSession", None)
         if jvm_session is None:  # Spark Connect: the server resolves sources per session
             return
-        SparkSession._activeSession = spark
+        # the JVM's active session is per thread (Spark resolves sources through it); the
+        # Python-side SparkSession._activeSession is process-wide, so it is left alone
         spark._jvm.SparkSession.setActiveSession(jvm_session)
     except Exception:  # pragma: no cover - a platform that forbids it keeps its own session
         pass

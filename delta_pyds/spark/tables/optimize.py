@@ -83,6 +83,9 @@ class DeltaOptimizeBuilder:
             cols = tuple(cols[0])
         if not cols or len(cols) > 7:
             raise ValueError("executeZOrderBy: give 1 to 7 columns")
+        for c in cols:
+            if not isinstance(c, str):
+                raise TypeError(f"executeZOrderBy: column names must be str, found {c!r} of type {type(c)}")
         return self._execute(list(cols))
 
     def _execute(self, zorder, *, purge: bool = False):
