@@ -269,21 +269,28 @@ def test_generate_symlink_manifest(spark, tmp_path):
 def test_calls_from_another_thread_run_under_the_tables_session(spark, tmp_path):
     path = _table(str(tmp_path / "t"))
     other = spark.newSession()
-    dt = DeltaTable.forPath(other, path)
+    jvm = spark._jvm.SparkSession
     seen = {}
 
+    def active():
+        a = jvm.getActiveSession()
+        return a.get() if a.isDefined() else None
+
     def work():
-        jvm = spark._jvm.SparkSession
-        before = jvm.getActiveSession()
-        seen["before"] = before.get() if before.isDefined() else None
+        seen["start"] = active()  # a new thread has no active session
+        dt = DeltaTable.forPath(other, path)  # no Spark job: only the call itself can set it
+        seen["forPath"] = active()
+        dt.upgradeTableProtocol(1, 3)
+        seen["upgrade"] = active()
+        seen["ids"] = sorted(r.id for r in other.read.format("pydelta").load(path).collect())
         dt.delete("id = 0")
-        seen["after"] = jvm.getActiveSession().get()
 
     t = threading.Thread(target=work)
     t.start()
     t.join()
-    assert seen["before"] is None or not seen["before"].equals(other._jsparkSession)
-    assert seen["after"].equals(other._jsparkSession)
+    assert seen["start"] is None
+    assert seen["forPath"].equals(other._jsparkSession) and seen["upgrade"].equals(other._jsparkSession)
+    assert seen["ids"] == list(range(10))
     assert _ids(spark, path) == list(range(1, 10))
 
 
