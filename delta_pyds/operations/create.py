@@ -19,7 +19,8 @@ Guarantees:
   rules); a failure leaves the storage untouched;
 * ``create`` refuses an existing table (:class:`TableExistsError`), ``replace`` a missing
   one (:class:`TableNotFoundError`); ``createIfNotExists`` on an existing table commits
-  nothing. No Spark.
+  nothing; a location that holds files but no Delta table is refused
+  (:class:`TableExistsError`: its files would be ignored, then vacuumed). No Spark.
 """
 
 from __future__ import annotations
@@ -192,6 +193,17 @@ def create_table(
         )
     if not definition.columns:
         raise SchemaError("a table needs at least one column: call addColumn() or addColumns()")
+    if snapshot is None:
+        from delta_pyds.operations.convert import parquet_files
+
+        existing = parquet_files(storage)
+        if existing:
+            raise TableExistsError(
+                f"cannot create a table at {storage.root}: the location is not empty and not a Delta "
+                f"table (e.g. {existing[0][0]}); its files would be ignored and later vacuumed. Use "
+                "DeltaTable.convertToDelta for a Parquet directory, or an empty location "
+                "(delta-spark: DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION)"
+            )
     if snapshot is not None:
         features.check_write(snapshot.protocol)
     props = _properties(definition.properties)
@@ -236,7 +248,10 @@ def create_table(
     txn.update_protocol(protocol)
     if clustering is not None:
         txn.set_domain_metadata(CLUSTERING_DOMAIN, domain_config(schema, clustering, mode_cm))
-    elif snapshot is not None and table_clustering(snapshot.schema, snapshot.domain_metadata, "none") is not None:
+    elif (
+        snapshot is not None
+        and table_clustering(snapshot.schema, snapshot.domain_metadata, snapshot.column_mapping_mode) is not None
+    ):
         txn.set_domain_metadata(CLUSTERING_DOMAIN, None)
     if snapshot is not None:
         from delta_pyds.table.state import file_actions

@@ -115,6 +115,12 @@ def test_create_validates_before_committing(tmp_path):
     with pytest.raises(DeltaError):  # a generation expression outside the SQL subset
         create_table(storage, TableDefinition([ColumnSpec("a", LONG, generated_always_as="no_such_fn(a)").to_field()]))
     assert not os.path.exists(os.path.join(path, "_delta_log"))
+    # a location with files but no table: refused (its files would be vacuumed later)
+    os.makedirs(path)
+    pq.write_table(pa.table({"a": [1]}), os.path.join(path, "part-0.parquet"))
+    with pytest.raises(TableExistsError, match="convertToDelta"):
+        create_table(storage, TableDefinition(_cols(("a", LONG))), mode="createOrReplace")
+    assert not os.path.exists(os.path.join(path, "_delta_log"))
 
 
 def test_create_clustered_with_features(tmp_path):
