@@ -241,6 +241,10 @@ def test_convert_spark_written_parquet_to_delta(spark, tmp_path):
     assert dt.history(1).collect()[0].operation == "CONVERT"
     dl = deltalake.DeltaTable(root).to_pyarrow_table()
     assert sorted(dl.column("id").to_pylist()) == [1, 2, 3]
+    # the converted table takes writes like any other
+    spark.createDataFrame([(4, "d", None, 0)], df.schema).write.format("pydelta").mode("append").save(root)
+    assert sorted(r.id for r in spark.read.format("pydelta").load(root).collect()) == [1, 2, 3, 4]
+    assert sorted(deltalake.DeltaTable(root).to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3, 4]
     # an existing Delta table is returned as is; other formats and names are refused
     v = Snapshot.load(root).version
     DeltaTable.convertToDelta(spark, f"parquet.`{root}`", "part int")
