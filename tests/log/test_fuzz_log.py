@@ -610,7 +610,7 @@ def test_random_protocol_and_metadata(schema, partition_columns, reader_features
 def test_random_checkpoint_names_cost_nothing_and_never_break_the_load(names):
     """Stray checkpoint files (any part counts, mostly incomplete, 4 bytes each) next to a
     good log: the load gives the reference answer or a DeltaError, within 256 MiB."""
-    from test_bad_input import memory_cap
+    from table_files import memory_cap
 
     root = tempfile.mkdtemp(prefix="fuzzcpname-")
     try:

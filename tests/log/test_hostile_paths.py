@@ -16,7 +16,7 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_bad_input import edit_actions, log_file, read_rows
+from table_files import edit_actions, log_file, read_rows
 
 from delta_pyds.errors import CorruptLogError, DataFileError, DeletionVectorError, ExternalPathError
 from delta_pyds.log.cleanup import cleanup_expired_logs

@@ -522,7 +522,7 @@ def test_the_row_cap_applies_only_when_the_file_row_count_is_unknown(tmp_path, m
     """A deletion vector larger than DEFAULT_MAX_DV_ROWS is fine wherever the data file's
     row count is known (reads, replaceWhere, the change data feed): the cap guards only
     vectors of unknown files. The cap is lowered here so a small table exercises it."""
-    from test_bad_input import read_rows
+    from table_files import read_rows
 
     import delta_pyds.protocol.deletion_vectors as dvmod
     from delta_pyds.cdf.reader import read_changes

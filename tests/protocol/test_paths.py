@@ -20,7 +20,7 @@ import pytest
 from helpers import deltalake_table
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_bad_input import read_rows
+from table_files import read_rows
 
 from delta_pyds.protocol.paths import canonical, canonical_array, decode
 from delta_pyds.table.snapshot import Snapshot

@@ -10,7 +10,7 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 from helpers import deltalake_table
-from test_bad_input import read_rows
+from table_files import read_rows
 
 from delta_pyds import DeltaTable
 from delta_pyds.table.snapshot import Snapshot
