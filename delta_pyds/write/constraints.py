@@ -95,17 +95,19 @@ class WriteChecks:
             try:
                 ok = evaluate_predicate(rule.node, batch)
             except ExpressionError as exc:
-                raise ConstraintViolationError(f"cannot evaluate {_describe(rule)}: {exc}") from None
+                raise ConstraintViolationError(f"cannot evaluate {describe_rule(rule)}: {exc}") from None
             good = pc.fill_null(ok, False)
             if not pc.all(good).as_py():
                 row = pc.index(good, False).as_py()
                 raise ConstraintViolationError(
-                    f"{_describe(rule)} violated by row with values:" + _row_text(batch, rule.columns, row, bullet=True)
+                    f"{describe_rule(rule)} violated by row with values:"
+                    + _row_text(batch, rule.columns, row, bullet=True)
                 )
         return batch
 
 
-def _describe(rule: _Rule) -> str:
+def describe_rule(rule: _Rule) -> str:
+    """How an error names a row rule (CHECK constraint, invariant, replaceWhere)."""
     if rule.kind == "check":
         return f"CHECK constraint {rule.name} ({rule.text})"
     if rule.kind == "invariant":
