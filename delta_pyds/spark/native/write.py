@@ -114,7 +114,7 @@ def write_delta(
     staged = prepare(df, plan)
     staging = staging_name()
     try:
-        _spark_write(staged, plan, staging)
+        write_staged(staged, plan, staging)
     except BaseException as exc:
         discard(plan.storage, staging)
         violation = _violation(exc)
@@ -301,11 +301,11 @@ def prepare(df: DataFrame, plan: WritePlan) -> DataFrame:
     partitions = []
     for c in plan.partition_columns:
         f = schema.field(c)
-        serialized, bad = _serialized(_ident(f.name), f.type)
-        if bad is not None:
+        serialized, refused = _serialized(_ident(f.name), f.type)
+        if refused is not None:
             violations.append(
                 (
-                    bad,
+                    refused,
                     _message(
                         f"partition column {f.name}: the value {HIVE_DEFAULT_PARTITION} cannot be written "
                         "(its directory name means null)"
@@ -412,7 +412,9 @@ def spark_location(plan: WritePlan, relative: str) -> str:
     return "file://" + full if storage.protocol == "file" else full
 
 
-def _spark_write(staged: DataFrame, plan: WritePlan, staging: str) -> None:
+def write_staged(staged: DataFrame, plan: WritePlan, staging: str) -> None:
+    """Spark writes ``staged`` (from :func:`prepare`) as Parquet under ``staging`` (a
+    directory name under the table root), partitioned by the physical partition names."""
     spec = cast(WriteSpec, plan.spec)
     protocol = plan.protocol or _table_protocol(plan)
     session = staged.sparkSession
