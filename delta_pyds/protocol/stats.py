@@ -249,18 +249,21 @@ def stats_from_footer(metadata: Any, columns: Sequence[StatsColumn], *, tight_bo
     ``numRecords`` is the footer's row count. ``nullCount`` comes from the footer's null
     counts, so it is recorded only for columns that are one Parquet leaf (primitive
     columns and struct fields; arrays, maps and variants get none) whose every row
-    group records it. Bounds follow the rules of the module docstring; a float column's
-    footer max is NaN when the column holds a NaN (Parquet orders NaN last), which
-    :func:`footer_bounds` passes on and the encoding drops (no max), as Spark's NaN
-    ordering requires. A column without a null count gets no bounds."""
+    group records it. Bounds follow the rules of the module docstring. Float columns: a
+    NaN sorts above every number in Spark, so a max is kept only when the footer shows
+    it would have been NaN — files by parquet-mr (Spark's writer) order NaN last in their
+    min/max, and :func:`footer_bounds` keeps a NaN max, which the encoding drops; other
+    writers (pyarrow) leave NaN out of min/max, so their float columns get no max. A
+    column without a null count gets no bounds."""
     counts = footer_null_counts(metadata)
     nulls = [counts.get(col.parquet_path) for col in columns]
+    nan_ordered = "parquet-mr" in str(getattr(metadata, "created_by", "") or "")
     return _stats_json(
         metadata,
         columns,
         int(metadata.num_rows),
         nulls,
-        no_max=[False] * len(columns),
+        no_max=[col.kind == "float" and not nan_ordered for col in columns],
         tight_bounds=tight_bounds,
     )
 
