@@ -425,3 +425,45 @@ def test_materialized_partition_columns_are_refused_by_name(spark, tmp_path):
             **{"delta.feature.materializePartitionColumns": "supported"},
         )
     assert not os.path.exists(path) or os.listdir(path) == []
+
+
+def test_defaults_generated_columns_and_empty_writes(spark, tmp_path):
+    path = str(tmp_path / "t")
+    os.makedirs(os.path.join(path, "_delta_log"))
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "n", "type": "integer", "nullable": True, "metadata": {"CURRENT_DEFAULT": "42"}},
+            {"name": "s", "type": "string", "nullable": True, "metadata": {"CURRENT_DEFAULT": "'a' || 'bc'"}},
+            {"name": "g", "type": "integer", "nullable": True, "metadata": {"delta.generationExpression": "n + 1"}},
+        ],
+    }
+    protocol = {
+        "minReaderVersion": 1,
+        "minWriterVersion": 7,
+        "writerFeatures": ["allowColumnDefaults", "generatedColumns"],
+    }
+    metadata = {
+        "id": "t",
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": json.dumps(schema),
+        "partitionColumns": [],
+        "configuration": {},
+        "createdTime": 1,
+    }
+    with open(os.path.join(path, "_delta_log", f"{0:020d}.json"), "w") as out:
+        out.write(json.dumps({"protocol": protocol}) + "\n" + json.dumps({"metaData": metadata}) + "\n")
+    write_delta(spark.range(1, 3), path)
+    write_delta(spark.createDataFrame([(3, 7, None)], "id long, n int, s string"), path)
+    expected = [(1, 42, "abc", 43), (2, 42, "abc", 43), (3, 7, None, 8)]
+    assert spark_rows(read(spark, path)) == expected
+    assert arrow_rows(deltalake_table(path), ["id", "n", "s", "g"]) == expected
+    # an empty append commits no file; an empty overwrite removes every file
+    write_delta(spark.range(0), path)
+    assert version(path) == 3 and adds(path) == [] and read(spark, path).count() == 3
+    write_delta(spark.range(0), path, mode="overwrite")
+    assert version(path) == 4 and read(spark, path).count() == 0 and deltalake_table(path).num_rows == 0
+    new = str(tmp_path / "new")
+    write_delta(spark.range(0).selectExpr("id", "'x' s"), new, partitionBy="s")
+    assert Snapshot.load(new).partition_columns == ["s"] and read(spark, new).columns == ["id", "s"]
