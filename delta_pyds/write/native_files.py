@@ -225,12 +225,17 @@ def collect_staged(
 
 def discard(storage: Storage, staging: str, moved: Iterable[str] = ()) -> None:
     """Deletes ``moved`` files and the staging directory (best effort, never raises)."""
+    delete_moved(storage, moved)
+    remove_staging(storage, staging)
+
+
+def delete_moved(storage: Storage, moved: Iterable[str]) -> None:
+    """Deletes files moved into the table that will not be committed (best effort)."""
     for path in moved:
         try:
             storage.delete(path)
         except Exception:  # pragma: no cover - best effort
             log.warning("pydelta: could not delete uncommitted file %s", path)
-    remove_staging(storage, staging)
 
 
 def remove_staging(storage: Storage, staging: str) -> None:

@@ -16,9 +16,9 @@ from helpers import arrow_rows, deltalake_table, spark_rows
 
 from delta_pyds import write_delta
 from delta_pyds.errors import ConcurrentModificationError, ConstraintViolationError, UnsupportedFeatureError
-from delta_pyds.spark.native.write import commit_staged, prepare, write_staged
+from delta_pyds.spark.native.write import commit_files, write_files
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.native_files import STAGING_PREFIX, staging_name
+from delta_pyds.write.native_files import STAGING_PREFIX
 from delta_pyds.write.options import WriteOptions
 from delta_pyds.write.plan import plan_write
 
@@ -382,37 +382,64 @@ def test_variants_are_written_unshredded_and_read_back(spark, tmp_path):
 
 
 def test_concurrent_commit_between_plan_and_commit(spark, tmp_path):
+    from delta_pyds.protocol.schema_evolution import from_spark_json
+
     path = str(tmp_path / "t")
     write_delta(spark.range(4).selectExpr("id", "cast(id % 2 as int) p"), path, partitionBy="p")
 
-    def staged(df, overwrite, **options):
+    def planned_and_written(df, overwrite, **options):
         opts = WriteOptions.parse({"path": path, **options}, overwrite=overwrite)
-        from delta_pyds.protocol.schema_evolution import from_spark_json
-
         plan = plan_write(opts, from_spark_json(df.schema.jsonValue()))
-        staging = staging_name()
-        write_staged(prepare(df, plan), plan, staging)
-        return plan, staging
+        return plan, write_files(df, plan.spec)
 
     # append vs a concurrent append: no conflict, rebased and retried
-    plan, staging = staged(spark.range(10, 12).selectExpr("id", "0 p"), False)
+    plan, files = planned_and_written(spark.range(10, 12).selectExpr("id", "0 p"), False)
     ds_write(spark.range(20, 21).selectExpr("id", "1 p"), path)
-    result = commit_staged(plan, staging)
+    result = commit_files(plan, files)
     assert result.version == 2 and result.attempts == 2
     assert read(spark, path).count() == 7
     # overwrite of partition 0 vs a concurrent overwrite of it (the files it read are gone):
     # conflict, and nothing of this write is left
-    before = files_on_disk(path)
-    plan, staging = staged(spark.range(30, 31).selectExpr("id", "0 p"), True, replaceWhere="p = 0")
+    before = set(files_on_disk(path))
+    plan, files = planned_and_written(spark.range(30, 31).selectExpr("id", "0 p"), True, replaceWhere="p = 0")
+    mine = {a["path"] for a in files.adds}
+    assert mine and mine <= set(files_on_disk(path))  # in place, not committed
     ds_write(spark.range(40, 41).selectExpr("id", "0 p"), path, "overwrite", replaceWhere="p = 0")
-    staged_files = {f for f in files_on_disk(path) if f.startswith(STAGING_PREFIX)}
-    added = set(files_on_disk(path)) - set(before) - staged_files
-    assert staged_files and added
+    added = set(files_on_disk(path)) - before - mine
+    assert added
     with pytest.raises(ConcurrentModificationError):
-        commit_staged(plan, staging)
-    assert version(path) == 3 and set(files_on_disk(path)) == set(before) | added
+        commit_files(plan, files)
+    assert version(path) == 3 and set(files_on_disk(path)) == before | added
     assert [n for n in os.listdir(path) if n.startswith(STAGING_PREFIX)] == []
     assert arrow_rows(deltalake_table(path), ["id"]) == spark_rows(read(spark, path).select("id"))
+
+
+def test_write_files_rewrites_a_table_without_data_change(spark, tmp_path):
+    """The building block for DML/OPTIMIZE rewrites: rows of the table written again
+    (identity values kept), committed with the removes of the old files."""
+    from delta_pyds.protocol.schema_evolution import from_spark_json
+    from delta_pyds.table.state import file_actions
+    from delta_pyds.transaction.commit import Transaction, remove_actions
+
+    path = str(tmp_path / "t")
+    df = spark.range(20, numPartitions=4).selectExpr("id", "cast(id % 2 as int) p", "named_struct('a', id) st")
+    write_delta(df, path, partitionBy="p", **{"delta.columnMapping.mode": "name"})
+    snap = Snapshot.load(path)
+    assert snap.num_files == 8
+    rows = read(spark, path)
+    plan = plan_write(
+        WriteOptions.parse({"path": path}, overwrite=False),
+        from_spark_json(rows.schema.jsonValue()),
+        keep_identity_values=True,
+    )
+    files = write_files(rows.coalesce(1), plan.spec, data_change=False)
+    assert len(files.adds) == 2 and all(a["dataChange"] is False for a in files.adds)
+    txn = Transaction(snap.storage, snap)
+    txn.remove_files(remove_actions(file_actions(snap).active, data_change=False))
+    txn.add_files(files.adds)
+    txn.commit("OPTIMIZE", {})
+    assert Snapshot.load(path).num_files == 2
+    assert_same_everywhere(spark, path, df)
 
 
 def test_materialized_partition_columns_are_refused_by_name(spark, tmp_path):

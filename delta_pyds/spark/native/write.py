@@ -51,10 +51,13 @@ from delta_pyds.protocol import features
 from delta_pyds.protocol.identity import IdentityColumn
 from delta_pyds.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructField, StructType
 from delta_pyds.protocol.schema_evolution import from_spark_json
+from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.commit import CommitResult
 from delta_pyds.write.constraints import WriteChecks, describe_rule
 from delta_pyds.write.native_files import (
+    StagedResult,
     collect_staged,
+    delete_moved,
     discard,
     is_void,
     physical_schema,
@@ -104,56 +107,72 @@ def write_delta(
     if plan.skip:
         log.info("pydelta: nothing written to %s: %s", plan.storage.root, plan.skip)
         return None
-    spec = cast(WriteSpec, plan.spec)  # not skipped
+    files = write_files(df, cast(WriteSpec, plan.spec), variant_shredding=_shredding_allowed(plan))  # not skipped
+    return commit_files(plan, files)
+
+
+def write_files(
+    df: DataFrame, spec: WriteSpec, *, data_change: bool = True, variant_shredding: bool = False
+) -> StagedResult:
+    """Writes ``df`` as data files of the table ``spec`` describes (Spark writes, every
+    rule checked, statistics from the footers) and moves them into the table; nothing is
+    committed. The caller commits ``result.adds`` or, on failure, deletes
+    ``result.moved`` (:func:`~delta_pyds.write.native_files.discard`). Any failure here
+    deletes what was written; a rule violation raises ``ConstraintViolationError``.
+
+    This is the building block of :func:`write_delta`, and the native counterpart of
+    executors running :func:`~delta_pyds.write.parquet_writer.write_task` (e.g. for DML
+    rewrites: ``data_change=False`` marks the adds of a rearrangement)."""
     if spec.materialize_partition_columns:
         raise UnsupportedFeatureError(
             "the native writer cannot write tables with the materializePartitionColumns feature "
             "(Spark's writer leaves partition columns out of the files); use df.write.format('pydelta')",
             ("materializePartitionColumns",),
         )
-    staged = prepare(df, plan)
+    if spec.directory:
+        raise ValueError("write_files: spec.directory is not supported (data files go under the table root)")
+    staged = prepare(df, spec)
     staging = staging_name()
     try:
-        write_staged(staged, plan, staging)
+        write_staged(staged, spec, staging, variant_shredding=variant_shredding)
     except BaseException as exc:
-        discard(plan.storage, staging)
+        discard(spec.storage, staging)
         violation = _violation(exc)
         if violation is not None:
             raise ConstraintViolationError(violation) from None
         raise
-    return commit_staged(plan, staging)
-
-
-def commit_staged(plan: WritePlan, staging: str) -> CommitResult:
-    """Moves the files Spark wrote under ``staging`` into the table and commits them (one
-    commit, with the plan's conflict checks and retries); on any failure deletes them."""
-    spec = cast(WriteSpec, plan.spec)  # not skipped
-    schema = cast(StructType, plan.table_schema)
-    mode = plan.column_mapping_mode
-    physical = [schema.field(c).physical_name(mode) for c in plan.partition_columns]
+    schema, mode = spec.table_schema, spec.column_mapping_mode
+    physical = [schema.field(c).physical_name(mode) for c in spec.partition_columns]
     identity = [(col, schema.field(col.name).physical_name(mode)) for col in spec.identity]
-    moved: list[str] = []
     try:
-        try:
-            result = collect_staged(
-                plan.storage,
-                staging,
-                physical_partition_names=physical,
-                stats_columns=spec.stats_columns,
-                tight_bounds=spec.tight_bounds,
-                identity=identity,
-            )
-        except BaseException as exc:
-            moved = list(getattr(getattr(exc, "result", None), "moved", []))
-            raise
-        moved = result.moved
-        remove_staging(plan.storage, staging)
-        commit = commit_write(plan, result.adds, num_rows=result.num_rows, identity_marks=result.identity)
+        result = collect_staged(
+            spec.storage,
+            staging,
+            physical_partition_names=physical,
+            stats_columns=spec.stats_columns,
+            tight_bounds=spec.tight_bounds,
+            identity=identity,
+        )
+    except BaseException as exc:
+        discard(spec.storage, staging, getattr(getattr(exc, "result", None), "moved", []))
+        raise
+    remove_staging(spec.storage, staging)
+    if not data_change:
+        for a in result.adds:
+            a["dataChange"] = False
+    return result
+
+
+def commit_files(plan: WritePlan, files: StagedResult) -> CommitResult:
+    """Commits the files :func:`write_files` wrote for ``plan`` (one commit, with the
+    plan's conflict checks and retries); on a failure or a skipped commit deletes them."""
+    try:
+        commit = commit_write(plan, files.adds, num_rows=files.num_rows, identity_marks=files.identity)
     except BaseException:
-        discard(plan.storage, staging, moved)
+        delete_moved(plan.storage, files.moved)
         raise
     if commit.skipped:
-        discard(plan.storage, staging, moved)
+        delete_moved(plan.storage, files.moved)
         log.info("pydelta: write to %s skipped (already committed or table created concurrently)", plan.storage.root)
     return commit
 
@@ -247,12 +266,11 @@ def _message(*parts: Column | str) -> Column:
 
 
 # ----------------------------------------------------------------- projection
-def prepare(df: DataFrame, plan: WritePlan) -> DataFrame:
+def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
     """The DataFrame Spark writes: physical data columns plus serialized partition
     columns (named by their physical names), every row rule checked."""
-    spec = cast(WriteSpec, plan.spec)  # not skipped
-    schema = cast(StructType, plan.table_schema)
-    mode = plan.column_mapping_mode
+    schema = spec.table_schema
+    mode = spec.column_mapping_mode
     checks = spec.checks if spec.checks else WriteChecks()
     identity = {c.name.lower(): c for c in spec.identity}
     computed = {name.lower() for name, _, provided in checks.generated if not provided}
@@ -299,7 +317,7 @@ def prepare(df: DataFrame, plan: WritePlan) -> DataFrame:
             parts += [f"\n - {'.'.join(cpath)} : ", _text(_ident(*cpath))]
         violations.append((~F.coalesce(F.expr(rule.text).cast("boolean"), F.lit(False)), _message(*parts)))
     partitions = []
-    for c in plan.partition_columns:
+    for c in spec.partition_columns:
         f = schema.field(c)
         serialized, refused = _serialized(_ident(f.name), f.type)
         if refused is not None:
@@ -318,7 +336,7 @@ def prepare(df: DataFrame, plan: WritePlan) -> DataFrame:
         for cond, msg in violations[1:]:
             guard = guard.when(cond, F.raise_error(msg))
         frame = frame.where(guard.otherwise(F.lit(True)).cast("boolean"))
-    pset = {c.lower() for c in plan.partition_columns}
+    pset = {c.lower() for c in spec.partition_columns}
     data_fields = [f for f in schema.fields if f.name.lower() not in pset and not is_void(f)]
     physical = physical_schema(data_fields, mode)
     out = []
@@ -405,27 +423,30 @@ def _utc_text(micros: Column) -> Column:
 
 
 # ----------------------------------------------------------------- writing
-def spark_location(plan: WritePlan, relative: str) -> str:
-    """Where Spark writes ``relative`` (under the table root) : a ``file:`` URI locally."""
-    storage = plan.storage
+def spark_location(storage: Storage, relative: str) -> str:
+    """Where Spark writes ``relative`` (under the table root): a ``file:`` URI locally."""
     full = storage.join(relative)
     return "file://" + full if storage.protocol == "file" else full
 
 
-def write_staged(staged: DataFrame, plan: WritePlan, staging: str) -> None:
+def _shredding_allowed(plan: WritePlan) -> bool:
+    protocol = plan.protocol
+    if protocol is None and plan.read_version >= 0:
+        from delta_pyds.table.snapshot import Snapshot
+
+        protocol = Snapshot.load(plan.storage, version=plan.read_version).protocol
+    return protocol is not None and (
+        features.is_enabled(protocol, "variantShredding") or features.is_enabled(protocol, "variantShredding-preview")
+    )
+
+
+def write_staged(staged: DataFrame, spec: WriteSpec, staging: str, *, variant_shredding: bool = False) -> None:
     """Spark writes ``staged`` (from :func:`prepare`) as Parquet under ``staging`` (a
-    directory name under the table root), partitioned by the physical partition names."""
-    spec = cast(WriteSpec, plan.spec)
-    protocol = plan.protocol or _table_protocol(plan)
+    directory name under the table root), partitioned by the physical partition names.
+    Variants are written unshredded unless ``variant_shredding`` (the table allows it)."""
     session = staged.sparkSession
     confs: dict[str, str] = {}
-    if _has_variant(cast(StructType, plan.table_schema)) and not (
-        protocol is not None
-        and (
-            features.is_enabled(protocol, "variantShredding")
-            or features.is_enabled(protocol, "variantShredding-preview")
-        )
-    ):
+    if _has_variant(spec.table_schema) and not variant_shredding:
         confs["spark.sql.variant.writeShredding.enabled"] = "false"
     writer = (
         staged.write.mode("errorifexists")
@@ -439,31 +460,20 @@ def write_staged(staged: DataFrame, plan: WritePlan, staging: str) -> None:
     )
     if spec.max_records_per_file:
         writer = writer.option("maxRecordsPerFile", str(spec.max_records_per_file))
-    names = [
-        cast(StructType, plan.table_schema).field(c).physical_name(plan.column_mapping_mode)
-        for c in plan.partition_columns
-    ]
+    names = [spec.table_schema.field(c).physical_name(spec.column_mapping_mode) for c in spec.partition_columns]
     if names:
         writer = writer.partitionBy(*names)
     previous = {k: session.conf.get(k, None) for k in confs}
     for k, v in confs.items():
         session.conf.set(k, v)
     try:
-        writer.parquet(spark_location(plan, staging))
+        writer.parquet(spark_location(spec.storage, staging))
     finally:
         for k, old in previous.items():
             if old is None:
                 session.conf.unset(k)
             else:
                 session.conf.set(k, old)
-
-
-def _table_protocol(plan: WritePlan):
-    from delta_pyds.table.snapshot import Snapshot
-
-    if plan.read_version < 0:
-        return None
-    return Snapshot.load(plan.storage, version=plan.read_version).protocol
 
 
 def _has_variant(dtype: DataType) -> bool:
