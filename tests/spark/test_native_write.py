@@ -464,27 +464,35 @@ def test_defaults_generated_columns_and_empty_writes(spark, tmp_path):
             {"name": "n", "type": "integer", "nullable": True, "metadata": {"CURRENT_DEFAULT": "42"}},
             {"name": "s", "type": "string", "nullable": True, "metadata": {"CURRENT_DEFAULT": "'a' || 'bc'"}},
             {"name": "g", "type": "integer", "nullable": True, "metadata": {"delta.generationExpression": "n + 1"}},
+            {"name": "u", "type": "string", "nullable": True, "metadata": {"CURRENT_DEFAULT": "uuid()"}},
         ],
     }
     protocol = {
         "minReaderVersion": 1,
         "minWriterVersion": 7,
-        "writerFeatures": ["allowColumnDefaults", "generatedColumns"],
+        "writerFeatures": ["allowColumnDefaults", "generatedColumns", "checkConstraints"],
     }
     metadata = {
         "id": "t",
         "format": {"provider": "parquet", "options": {}},
         "schemaString": json.dumps(schema),
         "partitionColumns": [],
-        "configuration": {},
+        "configuration": {"delta.constraints.starts": "s rlike '^a' or s is null"},
         "createdTime": 1,
     }
     with open(os.path.join(path, "_delta_log", f"{0:020d}.json"), "w") as out:
         out.write(json.dumps({"protocol": protocol}) + "\n" + json.dumps({"metaData": metadata}) + "\n")
+    # rlike and uuid() are outside the data source writer's evaluator; Spark SQL evaluates them
+    with pytest.raises(Exception, match="cannot be evaluated by delta_pyds"):
+        ds_write(spark.range(1, 3), path)
     write_delta(spark.range(1, 3), path)
-    write_delta(spark.createDataFrame([(3, 7, None)], "id long, n int, s string"), path)
+    write_delta(spark.createDataFrame([(3, 7, None, "x")], "id long, n int, s string, u string"), path)
+    with pytest.raises(ConstraintViolationError, match=r"CHECK constraint starts (.|\n)* - s : zzz"):
+        write_delta(spark.createDataFrame([(4, "zzz")], "id long, s string"), path)
+    uuids = [r["u"] for r in read(spark, path).where("id < 3").collect()]
+    assert len(set(uuids)) == 2 and all(len(u) == 36 for u in uuids)
     expected = [(1, 42, "abc", 43), (2, 42, "abc", 43), (3, 7, None, 8)]
-    assert spark_rows(read(spark, path)) == expected
+    assert spark_rows(read(spark, path).select("id", "n", "s", "g")) == expected
     assert arrow_rows(deltalake_table(path), ["id", "n", "s", "g"]) == expected
     # an empty append commits no file; an empty overwrite removes every file
     write_delta(spark.range(0), path)

@@ -29,7 +29,8 @@ staged and moved files and leaves the log unchanged; a rule violation raises
 :class:`~delta_pyds.errors.ConstraintViolationError` naming the rule. Refused by name:
 ``targetFileSize`` (Spark rolls files by ``maxRecordsPerFile`` only) and tables with the
 ``materializePartitionColumns`` feature. Expressions (constraints, generated columns,
-defaults) are evaluated by Spark in the session time zone, as delta-spark does. A string
+defaults) are evaluated by Spark in the session time zone, as delta-spark does, so any
+Spark SQL expression works (the plan keeps ones outside the core's evaluator as text). A string
 partition value equal to ``__HIVE_DEFAULT_PARTITION__`` is refused (its directory
 would name the null partition).
 """
@@ -103,7 +104,7 @@ def write_delta(
     ``spark.sql.sources.partitionOverwriteMode`` applies. Returns the commit, or None
     when nothing was written (``ignore`` on an existing table, a txn already committed)."""
     opts = _parse_options(df, path, mode, partitionBy, options)
-    plan = plan_write(opts, from_spark_json(df.schema.jsonValue()))
+    plan = plan_write(opts, from_spark_json(df.schema.jsonValue()), spark_sql_rules=True)
     if plan.skip:
         log.info("pydelta: nothing written to %s: %s", plan.storage.root, plan.skip)
         return None
@@ -313,7 +314,7 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
         violations.append((bad, _message(f"NOT NULL constraint violated for column: {'.'.join(path)}")))
     for rule in checks.rules:
         parts: list[Column | str] = [f"{describe_rule(rule)} violated by row with values:"]
-        for cpath in rule.columns:
+        for cpath in rule.columns or _mentioned_columns(rule.text, schema):
             parts += [f"\n - {'.'.join(cpath)} : ", _text(_ident(*cpath))]
         violations.append((~F.coalesce(F.expr(rule.text).cast("boolean"), F.lit(False)), _message(*parts)))
     partitions = []
@@ -348,6 +349,12 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
         else:
             out.append(e.alias(pf.name))
     return frame.select(*out, *partitions)
+
+
+def _mentioned_columns(text: str, schema: StructType) -> list[tuple[str, ...]]:
+    """Top-level columns named in an expression this package cannot parse (for messages)."""
+    words = {w.lower() for w in re.findall(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)", text) for w in w if w}
+    return [(f.name,) for f in schema.fields if f.name.lower() in words]
 
 
 def _has_struct(dtype: DataType) -> bool:
