@@ -121,7 +121,8 @@ class StagedResult:
 
 def _walk(storage: Storage, directory: str) -> list[tuple[str, int]]:
     """(path relative to ``directory``, size) of every ``.parquet`` data file below it
-    (hidden ``.``/``_`` names, such as checksum files and markers, are skipped)."""
+    (hidden names are skipped as Spark skips them: ``.``/``_`` files such as checksums and
+    markers, ``.`` directories and ``_`` directories without ``=``)."""
     fs = storage.fs
     try:
         found = fs.find(directory, detail=True)
@@ -136,9 +137,11 @@ def _walk(storage: Storage, directory: str) -> list[tuple[str, int]]:
         rel = name[len(base) :] if name.startswith(base) else None
         if rel is None:
             continue
-        leaf = posixpath.basename(rel)
+        *dirs, leaf = rel.split("/")
         if leaf.startswith((".", "_")) or not leaf.endswith(".parquet"):
             continue
+        if any(d.startswith(".") or (d.startswith("_") and "=" not in d) for d in dirs):
+            continue  # Spark's hidden directories (_temporary); partition dirs hold "="
         out.append((rel, int(info.get("size") or 0)))
     out.sort()
     return out

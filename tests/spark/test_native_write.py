@@ -203,8 +203,13 @@ def test_save_modes_and_bad_options(spark, tmp_path):
         write_delta(spark.range(1), path, targetFileSize="1m")
     with pytest.raises(TypeError, match="partitionBy"):
         write_delta(spark.range(1), str(tmp_path / "u"), partitionBy=[1])
-    write_delta(spark.range(10).repartition(1), str(tmp_path / "m"), maxRecordsPerFile=3, compression="zstd")
-    files = adds(str(tmp_path / "m"))
+    odd = str(tmp_path / "a dir é")  # a location Spark and fsspec must both spell right
+    write_delta(spark.range(10).repartition(1), odd, maxRecordsPerFile=3, compression="zstd")
+    assert_same_everywhere(spark, odd, spark.range(10))
+    files = adds(odd)
+    percent = str(tmp_path / "p%41q")  # Spark must not decode %41 (deltalake does: not used here)
+    write_delta(spark.range(3), percent)
+    assert spark_rows(read(spark, percent)) == [(0,), (1,), (2,)] and os.listdir(str(tmp_path / "p%41q"))
     assert len(files) == 4 and all(".zstd." in a["path"] for a in files)
 
 

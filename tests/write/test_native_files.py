@@ -113,6 +113,8 @@ def test_staged_files_move_into_place_and_empty_files_are_dropped(tmp_path):
     pq.write_table(pa.table({"x": [3, 1]}), os.path.join(d, "part-0.parquet"))
     pq.write_table(pa.table({"x": pa.array([], pa.int64())}), os.path.join(d, "part-1.parquet"))
     open(os.path.join(d, ".part-0.parquet.crc"), "w").close()
+    os.makedirs(os.path.join(root, staging, "_temporary", "0"))
+    pq.write_table(pa.table({"x": [9]}), os.path.join(root, staging, "_temporary", "0", "part-9.parquet"))
     cols = stats_columns(_schema(("x", PrimitiveType("long"))), {}, "none")
     result = collect_staged(storage, staging, physical_partition_names=["p"], stats_columns=cols)
     assert [a["path"] for a in result.adds] == ["p=a%252Fb/part-0.parquet"]
@@ -121,3 +123,14 @@ def test_staged_files_move_into_place_and_empty_files_are_dropped(tmp_path):
     assert os.path.exists(os.path.join(root, "p=a%2Fb", "part-0.parquet"))
     discard(storage, staging, result.moved)
     assert os.listdir(root) == ["p=a%2Fb"] and os.listdir(os.path.join(root, "p=a%2Fb")) == []
+
+
+def test_partition_columns_starting_with_an_underscore_are_collected(tmp_path):
+    root = str(tmp_path / "t")
+    storage = Storage(root)
+    staging = staging_name()
+    d = os.path.join(root, staging, "_p=1")
+    os.makedirs(d)
+    pq.write_table(pa.table({"x": [1]}), os.path.join(d, "part-0.parquet"))
+    result = collect_staged(storage, staging, physical_partition_names=["_p"], stats_columns=[])
+    assert [a["partitionValues"] for a in result.adds] == [{"_p": "1"}]
