@@ -305,14 +305,14 @@ def test_column_mapping_physical_names_field_ids_and_nested_structs(spark, tmp_p
     assert phys_id in stats["minValues"] and list(a["partitionValues"]) == [fields["my part"].physical_name("id")]
 
 
-def _identity_log(path, *, start, step, hwm=None):
+def _identity_log(path, *, start, step, hwm=None, type_name="long"):
     meta = {"delta.identity.start": start, "delta.identity.step": step, "delta.identity.allowExplicitInsert": False}
     if hwm is not None:
         meta["delta.identity.highWaterMark"] = hwm
     schema = {
         "type": "struct",
         "fields": [
-            {"name": "id", "type": "long", "nullable": False, "metadata": meta},
+            {"name": "id", "type": type_name, "nullable": False, "metadata": meta},
             {"name": "v", "type": "string", "nullable": True, "metadata": {}},
         ],
     }
@@ -350,6 +350,16 @@ def test_identity_columns_are_generated_by_spark(spark, tmp_path, step):
         write_delta(spark.createDataFrame([(1, "x")], "id long, v string"), path)
 
 
+def test_identity_values_that_overflow_the_column_type_fail_the_write(spark, tmp_path):
+    path = str(tmp_path / "t")
+    _identity_log(path, start=2**31 - 11, step=5, type_name="integer")
+    write_delta(spark.createDataFrame([("a",), ("b",)], "v string").coalesce(1), path)
+    assert sorted(r["id"] for r in read(spark, path).collect()) == [2**31 - 11, 2**31 - 6]
+    with pytest.raises(ConstraintViolationError, match="identity column id overflows its type integer"):
+        write_delta(spark.createDataFrame([("c",), ("d",)], "v string").coalesce(1), path)
+    assert version(path) == 1 and len(files_on_disk(path)) == 1
+
+
 def test_row_tracking_in_commit_timestamps_clustering_and_checkpoints(spark, tmp_path):
     path = str(tmp_path / "t")
     df = spark.range(6).selectExpr("id", "cast(id % 3 as string) k")
@@ -357,6 +367,7 @@ def test_row_tracking_in_commit_timestamps_clustering_and_checkpoints(spark, tmp
         "delta.enableRowTracking": "true",
         "delta.enableInCommitTimestamps": "true",
         "delta.checkpointInterval": "2",
+        "delta.enableDeletionVectors": "true",
     }
     write_delta(df, path, clusterBy="k", **props)
     write_delta(df, path)
@@ -370,6 +381,7 @@ def test_row_tracking_in_commit_timestamps_clustering_and_checkpoints(spark, tmp
     assert "inCommitTimestamp" in info
     assert os.path.exists(os.path.join(path, "_delta_log", f"{2:020d}.checkpoint.parquet"))
     assert all("k" in json.loads(a["stats"])["minValues"] for a in adds(path, 1))
+    assert all(json.loads(a["stats"])["tightBounds"] is True for a in adds(path, 1))
     assert_same_everywhere(spark, path, df.union(df).union(df))
 
 
