@@ -239,10 +239,17 @@ class Suite:
             "timestamp_seconds(id) as ts",
         )
         a_path, b_path = os.path.join(DATA, "wr-pydelta"), os.path.join(DATA, "wr-parquet")
+        c_path = os.path.join(DATA, "wr-native")
 
         def a():
             shutil.rmtree(a_path, ignore_errors=True)
             df.write.format("pydelta").mode("overwrite").save(a_path)
+
+        def native():
+            from delta_pyds import write_delta
+
+            shutil.rmtree(c_path, ignore_errors=True)
+            write_delta(df, c_path, mode="overwrite")
 
         def b():
             shutil.rmtree(b_path, ignore_errors=True)
@@ -251,10 +258,13 @@ class Suite:
         def floor():
             df.write.format("noop_arrow").mode("append").save()
 
-        r = alternate({"pydelta": a, "parquet": b, "python-floor": floor}, self.reps)
-        got = self.spark.read.format("pydelta").load(a_path).count()
-        if got != n:
-            raise SystemExit(f"pydelta wrote {got} rows, expected {n}")
+        r = alternate({"pydelta": a, "native": native, "parquet": b, "python-floor": floor}, self.reps)
+        for name, path in (("pydelta", a_path), ("native", c_path)):
+            got = self.spark.read.format("pydelta").load(path).count()
+            if got != n:
+                raise SystemExit(f"{name} wrote {got} rows, expected {n}")
+        # the Spark-native writer (delta_pyds.write_delta): Spark's Parquet writer + a Delta commit
+        self.record("write", f"native write {n} rows", "native", "parquet", r["native"][0], r["parquet"][0], 1.10)
         self.record("write", f"write {n} rows", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0], 1.5)
         self.record(
             "write",

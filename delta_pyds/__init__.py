@@ -40,6 +40,7 @@ from delta_pyds.version import __version__
 __all__ = [
     "register",
     "explain_scan",
+    "write_delta",
     "DeltaTable",
     "__version__",
     "DeltaError",
@@ -80,6 +81,10 @@ def __getattr__(name):
         from delta_pyds.spark import tables
 
         return getattr(tables, name)
+    if name == "write_delta":
+        from delta_pyds.spark.native.write import write_delta
+
+        return write_delta
     raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
 
 

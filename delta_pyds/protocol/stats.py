@@ -177,28 +177,95 @@ class FileStats:
 
     def to_json(self, metadata: Any) -> str:
         """The ``stats`` string, given the written file's ``pyarrow.parquet.FileMetaData``."""
-        bounds = _footer_bounds(metadata, {c.parquet_path: c.kind for c in self.columns if c.kind})
-        mins: dict[str, Any] = {}
-        maxs: dict[str, Any] = {}
-        nulls: dict[str, Any] = {}
-        for i, col in enumerate(self.columns):
-            _put(nulls, col.physical_path, self.null_counts[i])
-            if col.kind is None or self.null_counts[i] >= self.num_records:
-                continue
-            raw = bounds.get(col.parquet_path)
-            if raw is None:
-                continue
-            lo, hi = _encode(col, raw[0], "min"), _encode(col, raw[1], "max")
-            if col.kind == "float" and self.has_nan[i]:
-                hi = None
-            if lo is not None:
-                _put(mins, col.physical_path, lo)
-            if hi is not None:
-                _put(maxs, col.physical_path, hi)
-        out: dict[str, Any] = {"numRecords": self.num_records, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
-        if self.tight_bounds:
-            out["tightBounds"] = True
-        return dumps(out)
+        return _stats_json(
+            metadata,
+            self.columns,
+            self.num_records,
+            list(self.null_counts),
+            no_max=[col.kind == "float" and nan for col, nan in zip(self.columns, self.has_nan)],
+            tight_bounds=self.tight_bounds,
+        )
+
+
+def _stats_json(
+    metadata: Any,
+    columns: Sequence[StatsColumn],
+    num_records: int,
+    null_counts: Sequence[int | None],
+    *,
+    no_max: Sequence[bool],
+    tight_bounds: bool,
+) -> str:
+    bounds = footer_bounds(metadata, {c.parquet_path: c.kind for c in columns if c.kind})
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    nulls: dict[str, Any] = {}
+    for i, col in enumerate(columns):
+        count = null_counts[i]
+        if count is not None:
+            _put(nulls, col.physical_path, count)
+        if col.kind is None or count is None or count >= num_records:
+            continue
+        raw = bounds.get(col.parquet_path)
+        if raw is None:
+            continue
+        lo, hi = _encode(col, raw[0], "min"), _encode(col, raw[1], "max")
+        if no_max[i]:
+            hi = None
+        if lo is not None:
+            _put(mins, col.physical_path, lo)
+        if hi is not None:
+            _put(maxs, col.physical_path, hi)
+    out: dict[str, Any] = {"numRecords": num_records, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+    if tight_bounds:
+        out["tightBounds"] = True
+    return dumps(out)
+
+
+def footer_null_counts(metadata: Any) -> dict[str, int | None]:
+    """path_in_schema -> null count over all row groups (None when a row group does not
+    record it). A Parquet null count counts a leaf as null wherever it or a parent
+    struct is null, the Delta ``nullCount`` convention for nested fields."""
+    out: dict[str, int | None] = {}
+    for r in range(metadata.num_row_groups):
+        rg = metadata.row_group(r)
+        for c in range(rg.num_columns):
+            chunk = rg.column(c)
+            path = chunk.path_in_schema
+            s = chunk.statistics
+            count = s.null_count if s is not None and s.has_null_count else None
+            if path in out:
+                prev = out[path]
+                out[path] = None if prev is None or count is None else prev + count
+            else:
+                out[path] = count
+    return out
+
+
+def stats_from_footer(metadata: Any, columns: Sequence[StatsColumn], *, tight_bounds: bool = False) -> str:
+    """The ``stats`` string of a Parquet file some other writer (Spark) wrote, from its
+    footer alone (``pyarrow.parquet.FileMetaData``, physical column names).
+
+    ``numRecords`` is the footer's row count. ``nullCount`` comes from the footer's null
+    counts, so it is recorded only for columns that are one Parquet leaf (primitive
+    columns and struct fields; arrays, maps and variants get none) whose every row
+    group records it. Bounds follow the rules of the module docstring. Float columns: a
+    NaN sorts above every number in Spark, so a max is kept only when the footer shows
+    it would have been NaN — files by parquet-mr (Spark's writer) order NaN last in their
+    min/max, and :func:`footer_bounds` keeps a NaN max, which the encoding drops; other
+    writers (pyarrow) leave NaN out of min/max, so their float columns get no max. A
+    column without a null count gets no bounds."""
+    counts = footer_null_counts(metadata)
+    nulls = [counts.get(col.parquet_path) for col in columns]
+    nan_ordered = "parquet-mr" in str(getattr(metadata, "created_by", "") or "")
+    return _stats_json(
+        metadata,
+        columns,
+        int(metadata.num_rows),
+        nulls,
+        no_max=[col.kind == "float" and not nan_ordered for col in columns],
+        tight_bounds=tight_bounds,
+    )
 
 
 def _leaf_array(batch: pa.RecordBatch, path: tuple[str, ...]) -> pa.Array | None:
@@ -220,9 +287,11 @@ def _put(target: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     target[path[-1]] = value
 
 
-def _footer_bounds(metadata: Any, paths: dict[str, str]) -> dict[str, tuple[Any, ...]]:
-    """path_in_schema -> (min_raw, max_raw) over all row groups; a column some row group
-    with values has no statistics for is left out."""
+def footer_bounds(metadata: Any, paths: dict[str, str]) -> dict[str, tuple[Any, ...]]:
+    """The min/max raw values of a Parquet file's columns from its footer:
+    path_in_schema -> (min_raw, max_raw) over all row groups; a column some row group
+    with values has no statistics for is left out. A float column's NaN max (Parquet
+    orders NaN last) is kept, so the caller can drop the max."""
     out: dict[str, list[Any]] = {}
     broken: set[str] = set()
     for r in range(metadata.num_row_groups):
@@ -247,7 +316,7 @@ def _footer_bounds(metadata: Any, paths: dict[str, str]) -> dict[str, tuple[Any,
             else:
                 if lo < cur[0]:
                     cur[0] = lo
-                if hi > cur[1]:
+                if hi != hi or (cur[1] == cur[1] and hi > cur[1]):  # a NaN max (float) sticks
                     cur[1] = hi
     return {p: tuple(v) for p, v in out.items() if p not in broken}
 

@@ -95,17 +95,19 @@ class WriteChecks:
             try:
                 ok = evaluate_predicate(rule.node, batch)
             except ExpressionError as exc:
-                raise ConstraintViolationError(f"cannot evaluate {_describe(rule)}: {exc}") from None
+                raise ConstraintViolationError(f"cannot evaluate {describe_rule(rule)}: {exc}") from None
             good = pc.fill_null(ok, False)
             if not pc.all(good).as_py():
                 row = pc.index(good, False).as_py()
                 raise ConstraintViolationError(
-                    f"{_describe(rule)} violated by row with values:" + _row_text(batch, rule.columns, row, bullet=True)
+                    f"{describe_rule(rule)} violated by row with values:"
+                    + _row_text(batch, rule.columns, row, bullet=True)
                 )
         return batch
 
 
-def _describe(rule: _Rule) -> str:
+def describe_rule(rule: _Rule) -> str:
+    """How an error names a row rule (CHECK constraint, invariant, replaceWhere)."""
     if rule.kind == "check":
         return f"CHECK constraint {rule.name} ({rule.text})"
     if rule.kind == "invariant":
@@ -142,18 +144,27 @@ def _row_text(batch, columns, row: int, bullet: bool = False) -> str:
 
 
 # ------------------------------------------------------------------------ planning
-def _compile(kind: str, name: str, text: str, empty: pa.Table, table_feature: str) -> _Rule:
+def _compile(kind: str, name: str, text: str, empty: pa.Table, table_feature: str, spark_sql: bool = False) -> _Rule:
     try:
         node = parse(text)
         evaluate_predicate(node, empty) if kind not in ("generated", "default") else None
     except ExpressionError as exc:
         if kind == "replaceWhere":
             raise ValueError(f"option replaceWhere: {exc}") from None
+        if spark_sql:  # Spark evaluates it: only the referenced columns (for messages) are wanted
+            return _Rule(kind, name, text, None, _columns_if_parsed(text))
         raise UnsupportedFeatureError(
             f"cannot write to this table: {_WHAT[kind].format(name)} ({text}) cannot be evaluated by delta_pyds: {exc}",
             (table_feature,),
         ) from None
     return _Rule(kind, name, text, node, tuple(sorted(columns_of(node))))
+
+
+def _columns_if_parsed(text: str) -> tuple:
+    try:
+        return tuple(sorted(columns_of(parse(text))))
+    except ExpressionError:
+        return ()
 
 
 _WHAT = {
@@ -164,13 +175,25 @@ _WHAT = {
 }
 
 
-def _value_rule(kind: str, name: str, text: str, arrow_schema: pa.Schema, table_feature: str, hint: str = "") -> _Rule:
+def _value_rule(
+    kind: str,
+    name: str,
+    text: str,
+    arrow_schema: pa.Schema,
+    table_feature: str,
+    hint: str = "",
+    spark_sql: bool = False,
+) -> _Rule:
     """A rule whose value fills column ``name``: parsed, and tried on an empty batch."""
     empty = arrow_schema.empty_table()
-    rule = _compile(kind, name, text, empty, table_feature)
+    rule = _compile(kind, name, text, empty, table_feature, spark_sql)
+    if rule.node is None:
+        return rule
     try:
         evaluate_value(rule.node, empty, arrow_schema.field(name).type)
     except ExpressionError as exc:
+        if spark_sql:
+            return _Rule(kind, name, text, None, rule.columns)
         raise UnsupportedFeatureError(
             f"cannot write to this table: {_WHAT[kind].format(name)} ({rule.text}) cannot be evaluated "
             f"by delta_pyds: {exc}{hint}",
@@ -186,8 +209,13 @@ def build_checks(
     *,
     replace_where: str | None = None,
     logical_schema: pa.Schema | None = None,
+    spark_sql: bool = False,
 ) -> WriteChecks:
-    """The rules for a write of a DataFrame with ``input_columns`` into ``schema``."""
+    """The rules for a write of a DataFrame with ``input_columns`` into ``schema``.
+
+    ``spark_sql``: Spark SQL will evaluate the rules (the native writer), so an expression
+    outside this package's evaluator is kept as text (``node`` None) instead of refusing the
+    write; such checks cannot be :meth:`WriteChecks.apply`-ed."""
     from delta_pyds.protocol.schema_evolution import logical_arrow_schema
 
     arrow_schema = logical_schema or logical_arrow_schema(schema)
@@ -218,6 +246,7 @@ def build_checks(
                 arrow_schema,
                 "allowColumnDefaults",
                 "; provide the column in the DataFrame",
+                spark_sql,
             )
             defaults.append((f.name, rule, False))
         if INVARIANTS in meta:
@@ -229,12 +258,14 @@ def build_checks(
                     f"read: {meta[INVARIANTS]!r}",
                     ("invariants",),
                 ) from None
-            rules.append(_compile("invariant", f.name, text, empty, "invariants"))
+            rules.append(_compile("invariant", f.name, text, empty, "invariants", spark_sql))
         if GENERATION_EXPRESSION in meta:
-            rule = _value_rule("generated", f.name, meta[GENERATION_EXPRESSION], arrow_schema, "generatedColumns")
+            rule = _value_rule(
+                "generated", f.name, meta[GENERATION_EXPRESSION], arrow_schema, "generatedColumns", spark_sql=spark_sql
+            )
             generated.append((f.name, rule, f.name.lower() in provided))
     for name, text in sorted(constraints_of(configuration).items()):
-        rules.append(_compile("check", name, text, empty, "checkConstraints"))
+        rules.append(_compile("check", name, text, empty, "checkConstraints", spark_sql))
     if replace_where:
         rules.append(_compile("replaceWhere", "replaceWhere", replace_where, empty, ""))
     return WriteChecks(tuple(not_null), tuple(rules), tuple(defaults + generated))

@@ -1,0 +1,506 @@
+"""The Spark-native write: Spark's own Parquet writer writes the data, the core commits it.
+
+``delta_pyds.write_delta(df, path, mode=..., partitionBy=..., **options)`` writes a
+DataFrame into a Delta table with the guarantees of ``df.write.format("pydelta")`` (same
+option names, :mod:`delta_pyds.write.options`), without sending any row through a Python
+worker:
+
+1. :func:`~delta_pyds.write.plan.plan_write` decides the write on the driver (save mode,
+   schema evolution, partitioning, column mapping, protocol and metadata, replaceWhere,
+   constraints), before any data moves;
+2. one Spark projection brings the DataFrame to the table's logical columns (by name,
+   nested structs included; missing columns null, defaults, generated columns and
+   identity values computed by Spark SQL), checks every row rule with Spark SQL
+   (``raise_error``: NOT NULL, invariants, CHECK constraints, provided generated
+   columns, the replaceWhere predicate, identity overflow), renames to physical names with
+   Parquet field ids under column mapping, and adds each partition column serialized as
+   the log stores it (so the directory Spark names from it is Delta's);
+3. Spark writes Parquet (INT64 microsecond timestamps, so the footers have statistics;
+   the table's codec; no ``_SUCCESS``; unshredded variants unless the table allows
+   shredding) into a fresh ``_``-prefixed staging directory inside the root;
+4. :func:`~delta_pyds.write.native_files.collect_staged` reads the footers, moves the
+   files to Delta's partition paths and builds the add actions with statistics;
+5. :func:`~delta_pyds.write.plan.commit_write` commits once (overwrite / replaceWhere /
+   dynamic partition overwrite removes, conflict detection and retry, row tracking, ICT,
+   txn idempotency, checkpoints).
+
+Guarantees: any failure (a violated rule, a Spark error, a lost conflict) deletes the
+staged and moved files and leaves the log unchanged; a rule violation raises
+:class:`~delta_pyds.errors.ConstraintViolationError` naming the rule. Refused by name:
+``targetFileSize`` (Spark rolls files by ``maxRecordsPerFile`` only) and tables with the
+``materializePartitionColumns`` feature. Expressions (constraints, generated columns,
+defaults) are evaluated by Spark in the session time zone, as delta-spark does, so any
+Spark SQL expression works (the plan keeps ones outside the core's evaluator as text). A string
+partition value equal to ``__HIVE_DEFAULT_PARTITION__`` is refused (its directory
+would name the null partition).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from delta_pyds.errors import ConstraintViolationError, UnsupportedFeatureError
+from delta_pyds.protocol import features
+from delta_pyds.protocol.identity import IdentityColumn
+from delta_pyds.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructField, StructType
+from delta_pyds.protocol.schema_evolution import from_spark_json
+from delta_pyds.storage.store import Storage
+from delta_pyds.transaction.commit import CommitResult
+from delta_pyds.write.constraints import WriteChecks, describe_rule
+from delta_pyds.write.native_files import (
+    StagedResult,
+    collect_staged,
+    delete_moved,
+    discard,
+    is_void,
+    physical_schema,
+    remove_staging,
+    staging_name,
+)
+from delta_pyds.write.options import SESSION_PARTITION_OVERWRITE_MODE, WriteOptions
+from delta_pyds.write.parquet_writer import HIVE_DEFAULT_PARTITION, WriteSpec
+from delta_pyds.write.plan import WritePlan, commit_write, plan_write
+
+log = logging.getLogger(__name__)
+
+_MARK, _END = "<<pydelta-violation:", ":pydelta-violation>>"
+_MARK_RE = re.compile(re.escape(_MARK) + "(.*?)" + re.escape(_END), re.DOTALL)
+_MODES = {
+    "append": (False, None),
+    "overwrite": (True, None),
+    "error": (False, "errorifexists"),
+    "errorifexists": (False, "errorifexists"),
+    "default": (False, "errorifexists"),
+    "ignore": (False, "ignore"),
+}
+_SPARK_CODECS = {"none": "none", "lz4": "lz4_raw"}
+_INT_RANGES = {
+    "byte": (-(1 << 7), (1 << 7) - 1),
+    "short": (-(1 << 15), (1 << 15) - 1),
+    "integer": (-(1 << 31), (1 << 31) - 1),
+}
+_DAY_MICROS = 86_400_000_000
+
+
+def write_delta(
+    df: DataFrame, path: str, *, mode: str = "append", partitionBy: str | Iterable[str] | None = None, **options: Any
+) -> CommitResult | None:
+    """Writes ``df`` into the Delta table at ``path`` with Spark's Parquet writer.
+
+    ``mode``: append (default), overwrite, error / errorifexists, ignore. ``partitionBy``:
+    a column name or names (a new table's partitioning). ``options``: the ``pydelta``
+    write options (``replaceWhere``, ``partitionOverwriteMode``, ``mergeSchema``,
+    ``overwriteSchema``, ``txnAppId``/``txnVersion``, ``userMetadata``,
+    ``maxRecordsPerFile``, ``compression``, ``delta.*`` table properties, ``storage.*``
+    ...). Without a ``partitionOverwriteMode`` option, the session's
+    ``spark.sql.sources.partitionOverwriteMode`` applies. Returns the commit, or None
+    when nothing was written (``ignore`` on an existing table, a txn already committed)."""
+    opts = _parse_options(df, path, mode, partitionBy, options)
+    plan = plan_write(opts, from_spark_json(df.schema.jsonValue()), spark_sql_rules=True)
+    if plan.skip:
+        log.info("pydelta: nothing written to %s: %s", plan.storage.root, plan.skip)
+        return None
+    files = write_files(df, cast(WriteSpec, plan.spec), variant_shredding=_shredding_allowed(plan))  # not skipped
+    return commit_files(plan, files)
+
+
+def write_files(
+    df: DataFrame, spec: WriteSpec, *, data_change: bool = True, variant_shredding: bool = False
+) -> StagedResult:
+    """Writes ``df`` as data files of the table ``spec`` describes (Spark writes, every
+    rule checked, statistics from the footers) and moves them into the table; nothing is
+    committed. The caller commits ``result.adds`` or, on failure, deletes
+    ``result.moved`` (:func:`~delta_pyds.write.native_files.discard`). Any failure here
+    deletes what was written; a rule violation raises ``ConstraintViolationError``.
+
+    This is the building block of :func:`write_delta`, and the native counterpart of
+    executors running :func:`~delta_pyds.write.parquet_writer.write_task` (e.g. for DML
+    rewrites: ``data_change=False`` marks the adds of a rearrangement)."""
+    if spec.materialize_partition_columns:
+        raise UnsupportedFeatureError(
+            "the native writer cannot write tables with the materializePartitionColumns feature "
+            "(Spark's writer leaves partition columns out of the files); use df.write.format('pydelta')",
+            ("materializePartitionColumns",),
+        )
+    if spec.directory:
+        raise ValueError("write_files: spec.directory is not supported (data files go under the table root)")
+    staged = prepare(df, spec)
+    staging = staging_name()
+    try:
+        write_staged(staged, spec, staging, variant_shredding=variant_shredding)
+    except BaseException as exc:
+        discard(spec.storage, staging)
+        violation = _violation(exc)
+        if violation is not None:
+            raise ConstraintViolationError(violation) from None
+        raise
+    schema, mode = spec.table_schema, spec.column_mapping_mode
+    physical = [schema.field(c).physical_name(mode) for c in spec.partition_columns]
+    identity = [(col, schema.field(col.name).physical_name(mode)) for col in spec.identity]
+    try:
+        result = collect_staged(
+            spec.storage,
+            staging,
+            physical_partition_names=physical,
+            stats_columns=spec.stats_columns,
+            tight_bounds=spec.tight_bounds,
+            identity=identity,
+        )
+    except BaseException as exc:
+        discard(spec.storage, staging, getattr(getattr(exc, "result", None), "moved", []))
+        raise
+    remove_staging(spec.storage, staging)
+    if not data_change:
+        for a in result.adds:
+            a["dataChange"] = False
+    return result
+
+
+def commit_files(plan: WritePlan, files: StagedResult) -> CommitResult:
+    """Commits the files :func:`write_files` wrote for ``plan`` (one commit, with the
+    plan's conflict checks and retries); on a failure or a skipped commit deletes them."""
+    try:
+        commit = commit_write(plan, files.adds, num_rows=files.num_rows, identity_marks=files.identity)
+    except BaseException:
+        delete_moved(plan.storage, files.moved)
+        raise
+    if commit.skipped:
+        delete_moved(plan.storage, files.moved)
+        log.info("pydelta: write to %s skipped (already committed or table created concurrently)", plan.storage.root)
+    return commit
+
+
+def _parse_options(df: DataFrame, path: str, mode: str, partition_by, options: Mapping[str, Any]) -> WriteOptions:
+    if not isinstance(mode, str) or mode.strip().lower() not in _MODES:
+        raise ValueError(f"mode: expected append, overwrite, error, errorifexists or ignore, got {mode!r}")
+    overwrite, save_mode = _MODES[mode.strip().lower()]
+    raw = {str(k): _option_text(v) for k, v in options.items()}
+    if any(k.lower() == "targetfilesize" for k in raw):
+        raise ValueError(
+            "option targetFileSize: not supported by the native writer (Spark's Parquet writer rolls "
+            "files by maxRecordsPerFile only); use maxRecordsPerFile, or df.write.format('pydelta')"
+        )
+    if save_mode is not None and not any(k.lower() in ("savemode", "mode") for k in raw):
+        raw["saveMode"] = save_mode
+    if partition_by is not None:
+        names = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+        if not all(isinstance(n, str) for n in names):
+            raise TypeError(f"partitionBy: expected a column name or a list of names, got {partition_by!r}")
+        raw["partitionBy"] = json.dumps(names)
+    raw["path"] = path
+    session_mode = df.sparkSession.conf.get(SESSION_PARTITION_OVERWRITE_MODE, "static")
+    return WriteOptions.parse(raw, overwrite=overwrite, session_partition_overwrite_mode=session_mode)
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+# ----------------------------------------------------------------- Spark types
+def spark_type(dtype: DataType) -> T.DataType:
+    """A Delta type (field metadata kept: ``parquet.field.id``) as a Spark type."""
+    wrapped = {"type": "struct", "fields": [{"name": "x", "type": dtype.to_json(), "nullable": True, "metadata": {}}]}
+    return T.StructType.fromJson(wrapped).fields[0].dataType
+
+
+def _logical_type(dtype: DataType) -> DataType:
+    """The type without field metadata (Delta-internal keys stay out of Spark's plan)."""
+    if isinstance(dtype, StructType):
+        return StructType(tuple(StructField(f.name, _logical_type(f.type), f.nullable, {}) for f in dtype.fields))
+    if isinstance(dtype, ArrayType):
+        return ArrayType(_logical_type(dtype.element_type), dtype.contains_null)
+    if isinstance(dtype, MapType):
+        return MapType(_logical_type(dtype.key_type), _logical_type(dtype.value_type), dtype.value_contains_null)
+    return dtype
+
+
+def _same(src: T.DataType, target: DataType) -> bool:
+    return bool(src.simpleString() == spark_type(_logical_type(target)).simpleString())
+
+
+def conform(expr: Column, src: T.DataType, target: DataType) -> Column:
+    """``expr`` of Spark type ``src`` as the table's logical ``target`` type: struct fields
+    matched by name (case-insensitive; missing ones null), arrays and maps element-wise,
+    other types cast."""
+    if _same(src, target):
+        return expr
+    if isinstance(target, StructType) and isinstance(src, T.StructType):
+        by_name = {f.name.lower(): f for f in src.fields}
+        parts = []
+        for f in target.fields:
+            sf = by_name.get(f.name.lower())
+            if sf is None:
+                parts.append(F.lit(None).cast(spark_type(_logical_type(f.type))).alias(f.name))
+            else:
+                parts.append(conform(expr.getField(sf.name), sf.dataType, f.type).alias(f.name))
+        return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*parts))
+    if isinstance(target, ArrayType) and isinstance(src, T.ArrayType):
+        element, tgt = src.elementType, target.element_type
+        return F.transform(expr, lambda x: conform(x, element, tgt))
+    if isinstance(target, MapType) and isinstance(src, T.MapType):
+        kt, vt, ktgt, vtgt = src.keyType, src.valueType, target.key_type, target.value_type
+        out = expr if _same(kt, ktgt) else F.transform_keys(expr, lambda k, _v: conform(k, kt, ktgt))
+        return out if _same(vt, vtgt) else F.transform_values(out, lambda _k, v: conform(v, vt, vtgt))
+    return expr.cast(spark_type(_logical_type(target)))
+
+
+def _ident(*path: str) -> Column:
+    return F.col(".".join(f"`{p.replace('`', '``')}`" for p in path))
+
+
+def _text(expr: Column) -> Column:
+    return F.coalesce(expr.cast("string"), F.lit("None"))
+
+
+def _message(*parts: Column | str) -> Column:
+    return F.concat(F.lit(_MARK), *[F.lit(p) if isinstance(p, str) else p for p in parts], F.lit(_END))
+
+
+# ----------------------------------------------------------------- projection
+def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
+    """The DataFrame Spark writes: physical data columns plus serialized partition
+    columns (named by their physical names), every row rule checked."""
+    schema = spec.table_schema
+    mode = spec.column_mapping_mode
+    checks = spec.checks if spec.checks else WriteChecks()
+    identity = {c.name.lower(): c for c in spec.identity}
+    computed = {name.lower() for name, _, provided in checks.generated if not provided}
+    src = {f.name.lower(): f for f in df.schema.fields}
+    columns = []
+    for f in schema.fields:
+        if is_void(f):
+            continue
+        s = src.get(f.name.lower())
+        if s is not None:
+            e = conform(_ident(s.name), s.dataType, f.type)
+        elif f.name.lower() in identity:
+            e = _identity_values(identity[f.name.lower()], f)
+        else:  # null, or computed below (defaults, generated columns)
+            e = F.lit(None).cast(spark_type(_logical_type(f.type)))
+        columns.append(e.alias(f.name))
+    frame = df.select(*columns)
+    violations: list[tuple[Column, Column]] = []
+    for name, rule, provided in checks.generated:
+        target = spark_type(_logical_type(schema.field(name).type))
+        value = F.expr(rule.text).cast(target)
+        if not provided and name.lower() in computed:
+            frame = frame.withColumn(name, value)
+        elif provided:
+            violations.append(
+                (
+                    ~_ident(name).eqNullSafe(value),
+                    _message(
+                        f"generated column {name} must equal {rule.text}, but a row has {name} = ",
+                        _text(_ident(name)),
+                        " where the expression gives ",
+                        _text(value),
+                    ),
+                )
+            )
+    for path in checks.not_null:
+        bad = _ident(*path).isNull()
+        for i in range(1, len(path)):
+            bad = bad & _ident(*path[:i]).isNotNull()
+        violations.append((bad, _message(f"NOT NULL constraint violated for column: {'.'.join(path)}")))
+    for rule in checks.rules:
+        parts: list[Column | str] = [f"{describe_rule(rule)} violated by row with values:"]
+        for cpath in rule.columns or _mentioned_columns(rule.text, schema):
+            parts += [f"\n - {'.'.join(cpath)} : ", _text(_ident(*cpath))]
+        violations.append((~F.coalesce(F.expr(rule.text).cast("boolean"), F.lit(False)), _message(*parts)))
+    partitions = []
+    for c in spec.partition_columns:
+        f = schema.field(c)
+        serialized, refused = _serialized(_ident(f.name), f.type)
+        if refused is not None:
+            violations.append(
+                (
+                    refused,
+                    _message(
+                        f"partition column {f.name}: the value {HIVE_DEFAULT_PARTITION} cannot be written "
+                        "(its directory name means null)"
+                    ),
+                )
+            )
+        partitions.append(serialized.alias(f.physical_name(mode)))
+    if violations:
+        guard = F.when(violations[0][0], F.raise_error(violations[0][1]))
+        for cond, msg in violations[1:]:
+            guard = guard.when(cond, F.raise_error(msg))
+        frame = frame.where(guard.otherwise(F.lit(True)).cast("boolean"))
+    pset = {c.lower() for c in spec.partition_columns}
+    data_fields = [f for f in schema.fields if f.name.lower() not in pset and not is_void(f)]
+    physical = physical_schema(data_fields, mode)
+    out = []
+    for f, pf in zip(data_fields, physical.fields):
+        e = _ident(f.name)
+        if mode in ("name", "id"):
+            e = e.cast(spark_type(pf.type)) if _has_struct(f.type) else e
+            out.append(e.alias(pf.name, metadata=dict(pf.metadata)))
+        else:
+            out.append(e.alias(pf.name))
+    return frame.select(*out, *partitions)
+
+
+def _mentioned_columns(text: str, schema: StructType) -> list[tuple[str, ...]]:
+    """Top-level columns named in an expression this package cannot parse (for messages)."""
+    words = {w.lower() for w in re.findall(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)", text) for w in w if w}
+    return [(f.name,) for f in schema.fields if f.name.lower() in words]
+
+
+def _has_struct(dtype: DataType) -> bool:
+    if isinstance(dtype, StructType):
+        return True
+    if isinstance(dtype, ArrayType):
+        return _has_struct(dtype.element_type)
+    if isinstance(dtype, MapType):
+        return _has_struct(dtype.key_type) or _has_struct(dtype.value_type)
+    return False
+
+
+def _identity_values(col: IdentityColumn, f: StructField) -> Column:
+    """``start + step * (k0 + monotonically_increasing_id())``: unique across tasks (the
+    id holds the partition index above bit 33, the spacing of the DS writer), beyond the
+    high-water mark; a value that overflows the column's type fails the write."""
+    k = F.try_add(F.lit(col.first_k).cast("long"), F.monotonically_increasing_id())
+    value = F.try_add(F.lit(col.start).cast("long"), F.try_multiply(F.lit(col.step).cast("long"), k))
+    type_name = f.type.name if isinstance(f.type, PrimitiveType) else "long"
+    bounds = _INT_RANGES.get(type_name)
+    ok = value.isNotNull() if bounds is None else value.between(bounds[0], bounds[1])
+    msg = _message(
+        f"identity column {col.name} overflows its type {type_name}: the next value would exceed it "
+        f"(start {col.start}, step {col.step}, high-water mark {col.high_water_mark})"
+    )
+    return F.when(ok, value).otherwise(F.raise_error(msg)).cast(spark_type(f.type))
+
+
+def _serialized(expr: Column, dtype: DataType) -> tuple[Column, Column | None]:
+    """A partition column's value as ``partitionValues`` stores it (null stays null), and
+    for strings the condition that refuses the default partition name."""
+    if isinstance(dtype, PrimitiveType):
+        name = dtype.name
+        if name == "string":
+            return F.when(expr == F.lit(""), F.lit(None)).otherwise(expr), expr == F.lit(HIVE_DEFAULT_PARTITION)
+        if name == "timestamp":
+            micros = F.unix_micros(expr)
+            return _utc_text(micros), None
+        if name == "timestamp_ntz":
+            text = expr.cast("string")
+            whole = F.substring_index(text, ".", 1)
+            frac = F.when(F.instr(text, ".") > 0, F.substring_index(text, ".", -1)).otherwise(F.lit(""))
+            return F.concat(whole, F.lit("."), F.rpad(frac, 6, "0")), None
+        if name == "binary":
+            return F.decode(expr, "ISO-8859-1"), None
+    if isinstance(dtype, DecimalType) or isinstance(dtype, PrimitiveType):
+        return expr.cast("string"), None
+    raise UnsupportedFeatureError(f"cannot partition by a column of type {dtype.simple_string()}")
+
+
+def _utc_text(micros: Column) -> Column:
+    """Microseconds since the epoch as ``yyyy-MM-ddTHH:mm:ss.ffffffZ`` in UTC, computed
+    without the session time zone (``date_format`` applies it even to TIMESTAMP_NTZ)."""
+    rest = F.pmod(micros, F.lit(_DAY_MICROS))
+    days = ((micros - rest) / F.lit(_DAY_MICROS)).cast("int")
+    seconds = (rest / F.lit(1_000_000)).cast("long")
+
+    def two(x: Column) -> Column:
+        return F.lpad(x.cast("string"), 2, "0")
+
+    return F.concat(
+        F.date_from_unix_date(days).cast("string"),
+        F.lit("T"),
+        two((seconds / 3600).cast("long")),
+        F.lit(":"),
+        two(F.pmod((seconds / 60).cast("long"), F.lit(60))),
+        F.lit(":"),
+        two(F.pmod(seconds, F.lit(60))),
+        F.lit("."),
+        F.lpad(F.pmod(rest, F.lit(1_000_000)).cast("string"), 6, "0"),
+        F.lit("Z"),
+    )
+
+
+# ----------------------------------------------------------------- writing
+def spark_location(storage: Storage, relative: str) -> str:
+    """Where Spark writes ``relative`` (under the table root): a ``file:`` URI locally."""
+    full = storage.join(relative)
+    return "file://" + full if storage.protocol == "file" else full
+
+
+def _shredding_allowed(plan: WritePlan) -> bool:
+    protocol = plan.protocol
+    if protocol is None and plan.read_version >= 0:
+        from delta_pyds.table.snapshot import Snapshot
+
+        protocol = Snapshot.load(plan.storage, version=plan.read_version).protocol
+    return protocol is not None and (
+        features.is_enabled(protocol, "variantShredding") or features.is_enabled(protocol, "variantShredding-preview")
+    )
+
+
+def write_staged(staged: DataFrame, spec: WriteSpec, staging: str, *, variant_shredding: bool = False) -> None:
+    """Spark writes ``staged`` (from :func:`prepare`) as Parquet under ``staging`` (a
+    directory name under the table root), partitioned by the physical partition names.
+    Variants are written unshredded unless ``variant_shredding`` (the table allows it)."""
+    session = staged.sparkSession
+    confs: dict[str, str] = {}
+    if _has_variant(spec.table_schema) and not variant_shredding:
+        confs["spark.sql.variant.writeShredding.enabled"] = "false"
+    writer = (
+        staged.write.mode("errorifexists")
+        .option("compression", _SPARK_CODECS.get(spec.compression, spec.compression))
+        .option("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        .option("spark.sql.parquet.fieldId.write.enabled", "true")
+        .option("spark.sql.parquet.datetimeRebaseModeInWrite", "CORRECTED")
+        .option("spark.sql.parquet.int96RebaseModeInWrite", "CORRECTED")
+        .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+        .option("parquet.enable.summary-metadata", "false")
+    )
+    if spec.max_records_per_file:
+        writer = writer.option("maxRecordsPerFile", str(spec.max_records_per_file))
+    names = [spec.table_schema.field(c).physical_name(spec.column_mapping_mode) for c in spec.partition_columns]
+    if names:
+        writer = writer.partitionBy(*names)
+    previous = {k: session.conf.get(k, None) for k in confs}
+    for k, v in confs.items():
+        session.conf.set(k, v)
+    try:
+        writer.parquet(spark_location(spec.storage, staging))
+    finally:
+        for k, old in previous.items():
+            if old is None:
+                session.conf.unset(k)
+            else:
+                session.conf.set(k, old)
+
+
+def _has_variant(dtype: DataType) -> bool:
+    if isinstance(dtype, StructType):
+        return any(_has_variant(f.type) for f in dtype.fields)
+    if isinstance(dtype, ArrayType):
+        return _has_variant(dtype.element_type)
+    if isinstance(dtype, MapType):
+        return _has_variant(dtype.key_type) or _has_variant(dtype.value_type)
+    return isinstance(dtype, PrimitiveType) and dtype.name == "variant"
+
+
+def _violation(exc: BaseException) -> str | None:
+    """The rule message of a ``raise_error`` this writer planted, if ``exc`` carries one."""
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 10:
+        m = _MARK_RE.search(str(current))
+        if m:
+            return m.group(1)
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
