@@ -415,9 +415,23 @@ def partition_predicate(node, schema: StructType, partition_columns, mode: str):
     return run
 
 
-def _partition_set_predicate(keys: set, physical: list[str]):
+def partition_keys(values: list[dict], fields: list[StructField], physical: list[str]) -> list[tuple]:
+    """The typed partition tuple of each ``partitionValues`` dict: different spellings of one
+    value (``1.0E10`` and ``10000000000.0``, a timestamp with or without ``T``/``Z``, ``""`` and
+    null) give the same key, so partitions written by other engines compare equal to ours."""
+    if not values:
+        return []
+    columns = []
+    for f, phys in zip(fields, physical):
+        raw = pa.array([(v or {}).get(phys) for v in values], pa.string())
+        typed = parse_partition_values(raw, f.type, column=f.name).to_pylist()
+        columns.append(["NaN" if isinstance(x, float) and x != x else x for x in typed])
+    return list(zip(*columns))
+
+
+def _partition_set_predicate(keys: set, fields: list[StructField], physical: list[str]):
     def run(values: list[dict]) -> list[bool]:
-        return [tuple((v or {}).get(p) or None for p in physical) in keys for v in values]
+        return [k in keys for k in partition_keys(values, fields, physical)]
 
     return run
 
@@ -430,10 +444,11 @@ def check_overwrite_mode_known(plan: WritePlan, active: pa.Table, adds: list[dic
     from delta_pyds.write.options import SESSION_PARTITION_OVERWRITE_MODE
 
     schema = cast(StructType, plan.table_schema)  # planned (not skipped)
-    physical = [schema.field(c).physical_name(plan.column_mapping_mode) for c in plan.partition_columns]
-    written = {tuple(a["partitionValues"].get(p) or None for p in physical) for a in adds}
+    fields = [schema.field(c) for c in plan.partition_columns]
+    physical = [f.physical_name(plan.column_mapping_mode) for f in fields]
+    written = set(partition_keys([a["partitionValues"] for a in adds], fields, physical))
     existing = (
-        {tuple((v or {}).get(p) or None for p in physical) for v in active.column("partitionValues").to_pylist()}
+        set(partition_keys(active.column("partitionValues").to_pylist(), fields, physical))
         if active.num_rows
         else set()
     )
@@ -486,9 +501,10 @@ def commit_write(
         if opts.partition_overwrite_mode_unknown and pcols:
             check_overwrite_mode_known(plan, active, adds)
         if opts.dynamic_partition_overwrite and pcols and not opts.overwrite_schema:
-            physical = [schema.field(c).physical_name(plan.column_mapping_mode) for c in pcols]
-            keys = {tuple(a["partitionValues"].get(p) or None for p in physical) for a in adds}
-            pred = _partition_set_predicate(keys, physical)
+            fields = [schema.field(c) for c in pcols]
+            physical = [f.physical_name(plan.column_mapping_mode) for f in fields]
+            keys = set(partition_keys([a["partitionValues"] for a in adds], fields, physical))
+            pred = _partition_set_predicate(keys, fields, physical)
             pv = active.column("partitionValues").to_pylist()
             victims = active.filter(pa.array(pred(pv), pa.bool_())) if active.num_rows else active
             txn.read_partitions(pred, f"the {len(keys)} partition(s) written")

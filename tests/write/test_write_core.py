@@ -691,3 +691,23 @@ def test_checkpoint_keeps_typed_stats_of_rows_whose_bounds_fit_the_type(tmp_path
 
     report = delta_pyds.explain_scan(path, [EqualTo("d", decimal.Decimal(2))])
     assert "kept 1 of 3" in str(report)
+
+
+def test_dynamic_partition_overwrite_matches_partitions_spelled_by_other_engines(tmp_path):
+    # delta-spark spells a double partition 1.0E10 and a timestamp "2021-01-01 00:00:00"
+    # (UTC); ours differ. Dynamic overwrite must replace the partition whatever the spelling.
+    path = str(tmp_path / "t")
+    ts = dt.datetime(2021, 1, 1, tzinfo=dt.timezone.utc)
+    old = pa.table({"d": pa.array([1e10], pa.float64()), "t": pa.array([ts], pa.timestamp("us", "UTC")), "v": [1]})
+    write_arrow(path, old, options={"partitionBy": "d,t"})
+    log = os.path.join(path, "_delta_log", f"{0:020d}.json")
+    actions = [json.loads(line) for line in open(log)]
+    for a in actions:
+        if "add" in a:
+            a["add"]["partitionValues"] = {"d": "1.0E10", "t": "2021-01-01 00:00:00"}
+    with open(log, "w") as f:
+        f.write("\n".join(json.dumps(a) for a in actions) + "\n")
+    new = pa.table({"d": pa.array([1e10], pa.float64()), "t": pa.array([ts], pa.timestamp("us", "UTC")), "v": [2]})
+    write_arrow(path, new, mode="overwrite", options={"partitionOverwriteMode": "dynamic"})
+    assert Snapshot.load(path).num_files == 1
+    assert deltalake_table(path).column("v").to_pylist() == [2]
