@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from delta_pyds.errors import DeltaError
+from delta_pyds.log.files import LOG_DIR, commit_name
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.options import ReadOptions
 from delta_pyds.read.scan import iter_tasks, plan_partitions
@@ -32,8 +34,22 @@ _CACHE_SECONDS = 60.0
 def cached_snapshot(storage: Storage, version: int) -> Snapshot:
     """A snapshot of a pinned version, shared by reader() and partitions() when Spark
     runs both in one planning worker (a version's log never changes once written).
-    Entries live a minute; the cache is module state, never pickled to executors."""
-    key = (storage.root, tuple(sorted(storage.options.items())), storage.allow_external_paths, version)
+    Entries live a minute and are keyed by the size and modification time of the version's
+    commit file too, so a table deleted and created again at the same path is never served
+    from the old one's entry; when that file cannot be inspected nothing is cached.
+    The cache is module state, never pickled to executors."""
+    try:
+        entry = storage.info(storage.join(LOG_DIR, commit_name(version)))
+    except (OSError, DeltaError):
+        return Snapshot.load(storage, version=version)
+    key = (
+        storage.root,
+        tuple(sorted(storage.options.items())),
+        storage.allow_external_paths,
+        version,
+        entry.size,
+        entry.modification_time,
+    )
     now = time.monotonic()
     for k in [k for k, (t, _) in _CACHE.items() if now - t > _CACHE_SECONDS]:
         del _CACHE[k]
