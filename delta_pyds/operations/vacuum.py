@@ -11,7 +11,8 @@ Guarantees (as delta-spark's VacuumCommand):
   modification time is also older than the window (files being written by an ongoing
   transaction are younger);
 * ``_delta_log`` and other hidden paths (a component starting with ``_`` or ``.``, except
-  ``_change_data``) are never touched;
+  ``_change_data``, ``_``-named partition directories and the native writer's
+  ``_pydelta_staging-*`` directories, see :func:`hidden_path`) are never touched;
 * a retention shorter than the table's ``delta.deletedFileRetentionDuration`` (default
   7 days) is refused unless ``enforce_retention=False``; the default is a dry run.
 * tables with the ``vacuumProtocolCheck`` feature (and any table, before deleting) must
@@ -37,6 +38,8 @@ from delta_pyds.protocol.paths import relative_to
 from delta_pyds.protocol.table_properties import deleted_file_retention_ms
 from delta_pyds.storage.store import mtime_ms
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.native_files import STAGING_PREFIX
+from delta_pyds.write.parquet_writer import escape_path_name
 
 CHANGE_DATA_DIR = "_change_data"
 
@@ -66,11 +69,24 @@ def _dv_paths(snapshot: Snapshot, dvs: Iterable) -> set[str]:
     return out
 
 
-def _hidden(rel: str) -> bool:
+def hidden_path(rel: str, partition_dirs: tuple[str, ...] = ()) -> bool:
+    """Whether VACUUM leaves ``rel`` alone, as delta-spark's ``isHiddenDirectory``: a file
+    name starting with ``_`` or ``.``, or a directory starting with them, except
+    ``_change_data`` at the root, partition directories of columns whose (escaped) name starts
+    with ``_`` (``partition_dirs`` holds the ``name=`` prefixes), and the native writer's
+    staging directories (what a failed driver left there is old and unreferenced)."""
     parts = rel.split("/")
-    return any(
-        p.startswith((".", "_")) and not (i == 0 and p == CHANGE_DATA_DIR) for i, p in enumerate(parts[:-1])
-    ) or parts[-1].startswith((".", "_"))
+    if parts[-1].startswith((".", "_")):
+        return True
+    for i, p in enumerate(parts[:-1]):
+        if not p.startswith((".", "_")):
+            continue
+        if i == 0 and (p == CHANGE_DATA_DIR or p.startswith(STAGING_PREFIX)):
+            continue
+        if p.startswith(partition_dirs):
+            continue
+        return True
+    return False
 
 
 def referenced_paths(snapshot: Snapshot, threshold_ms: int) -> set[str]:
@@ -124,12 +140,13 @@ def vacuum(
     # listed: never re-resolved, so a name that looks like a URI or an absolute path
     # ("file:/elsewhere", "s3://other-bucket/k") only ever names an object below the root
     prefix = storage.fs._strip_protocol(storage.root).rstrip("/") + "/"
+    partition_dirs = tuple(escape_path_name(c) + "=" for c in snapshot.physical_partition_columns)
     candidates = []
     for path, info in sorted(listing.items()):
         if info.get("type") == "directory" or not path.startswith(prefix):
             continue
         rel = path[len(prefix) :]
-        if not rel or _hidden(rel) or rel in keep:
+        if not rel or hidden_path(rel, partition_dirs) or rel in keep:
             continue
         if mtime_ms(info) >= threshold:
             continue

@@ -124,3 +124,39 @@ def test_cli_commands():
     assert out.returncode == 0 and "would delete" in out.stderr
     out = run("files", "/nonexistent/table")
     assert out.returncode == 1 and out.stderr.startswith("error: no Delta table")
+
+
+def test_vacuum_enters_underscore_partitions_and_stale_staging_but_not_hidden_dirs(tmp_path):
+    # as delta-spark's isHiddenDirectory: a partition column named "_p" is data, not hidden;
+    # a native write's staging directory left by a dead driver is cleaned once old
+    import pyarrow as pa
+
+    from delta_pyds.write.plan import write_arrow
+
+    path = str(tmp_path / "t")
+    write_arrow(path, pa.table({"_p": ["a", "b"], "v": [1, 2]}), options={"partitionBy": "_p"})
+    write_arrow(path, pa.table({"_p": ["a"], "v": [3]}), mode="overwrite")  # tombstones _p=b
+    orphans = [
+        os.path.join(path, "_p=a", "orphan.parquet"),
+        os.path.join(path, "_pydelta_staging-dead", "_p=a", "part-0.parquet"),
+    ]
+    kept = [
+        os.path.join(path, "_other", "x.parquet"),
+        os.path.join(path, ".hidden", "x.parquet"),
+        os.path.join(path, "_p=a", "_SUCCESS"),
+    ]
+    for f in orphans + kept:
+        os.makedirs(os.path.dirname(f), exist_ok=True)
+        open(f, "wb").write(b"x")
+    import time
+
+    snap = Snapshot.load(path)
+    active = set(snap.files.column("path").to_pylist())
+    later = int((time.time() + 40 * 86400) * 1000)  # the tombstones are past the 7 days then
+    result = vacuum(snap, dry_run=False, log_commits=False, now_ms=later)
+    assert {os.path.join(path, r) for r in result.files} >= set(orphans)
+    assert not any(os.path.exists(f) for f in orphans)
+    assert all(os.path.exists(f) for f in kept)
+    assert all(os.path.exists(os.path.join(path, p)) for p in active)
+    assert not any(r.startswith("_p=b/") for r in active)
+    assert any(r.startswith("_p=b/") for r in result.files)  # the tombstoned partition's files
