@@ -36,6 +36,7 @@ from delta_pyds.version import __version__
 
 __all__ = [
     "register",
+    "read_delta",
     "explain_scan",
     "DeltaTable",
     "__version__",
@@ -75,6 +76,15 @@ def __getattr__(name):
 
         return DeltaTable
     raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
+
+
+def read_delta(spark, path, **options):
+    """The Delta table at ``path`` as a DataFrame read by Spark's own Parquet reader, with the
+    options of the ``pydelta`` source and an optional ``where`` SQL condition (see
+    :mod:`delta_pyds.spark.native.read`)."""
+    from delta_pyds.spark.native.read import read_delta as _read_delta
+
+    return _read_delta(spark, path, **options)
 
 
 def explain_scan(path, predicates=(), **kwargs):

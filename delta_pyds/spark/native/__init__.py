@@ -1,0 +1,2 @@
+"""The Spark-native data path: Delta's log planned in Python, the data read and written by
+Spark's own Parquet format (see :mod:`delta_pyds.spark.native.read`)."""
