@@ -32,6 +32,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -43,7 +44,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType as SparkStructType
 
-from delta_pyds.errors import UnsupportedFeatureError
+from delta_pyds.errors import DataFileError, UnsupportedFeatureError
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
 from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, plan_native_scan
@@ -189,6 +190,7 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
         return spark.createDataFrame([], output_schema)
     read_schema = SparkStructType.fromJson(plan.read_schema.to_json())
     base = spark.read.schema(read_schema).option("recursiveFileLookup", "true").parquet(location.load_path)
+    check_listed(plan, listed_files(base))
     has_dv = plan.files.column(HAS_DV)
     dv_count = pc.sum(has_dv).as_py() or 0
     plain_files = plan.files.filter(pc.invert(has_dv)) if dv_count else plan.files
@@ -215,6 +217,36 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
             expr = F.col(_quote(col.physical or col.name))
         selected.append(expr.cast(target.dataType).alias(col.name, metadata=target.metadata))
     return df.select(*selected)
+
+
+def listed_files(df: DataFrame) -> pa.Array:
+    """The files Spark listed for a file-source DataFrame (``inputFiles``), spelled as
+    ``_metadata.file_path`` (``inputFiles`` says ``file:///`` where it says ``file:/``).
+    In classic PySpark the array crosses py4j as one JSON string (element by element it
+    would cost one round trip per file); under Connect it is one request."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is not None:
+        jvm = df.sparkSession._jvm
+        assert jvm is not None
+        text = jvm.com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(jdf.inputFiles())
+        listed = pa.array(json.loads(text), pa.string())
+    else:
+        listed = pa.array(df.inputFiles(), pa.string())
+    return pc.replace_substring_regex(listed, "^file:///", "file:/")
+
+
+def check_listed(plan: NativePlan, listed: pa.Array) -> None:
+    """Raises :class:`DataFileError` naming a live file that Spark's listing did not find
+    (a file deleted by VACUUM or outside Delta): the file filter would silently skip it."""
+    paths = plan.files.column(FILE_PATH)
+    found = pc.is_in(paths, value_set=listed)
+    if pc.all(found).as_py():
+        return
+    missing = paths.filter(pc.invert(found))
+    raise DataFileError(
+        f"data file {missing[0].as_py()} is referenced by the table log but is missing "
+        f"({len(missing)} file(s) missing); it may have been deleted by VACUUM or outside Delta"
+    )
 
 
 def _logical_fields(plan: NativePlan) -> list[StructField]:
