@@ -159,6 +159,32 @@ class NativePlan:
         )
 
 
+def deleted_row_count(plan: NativePlan) -> int:
+    """Rows the plan's deletion vectors delete (their cardinalities, from the log)."""
+    if not plan.files.num_rows or "deletion_vector" not in plan.files.column_names:
+        return 0
+    dv = plan.files.column("deletion_vector").combine_chunks()
+    if dv.null_count == len(dv):
+        return 0
+    return int(pc.sum(pc.struct_field(dv, "cardinality")).as_py() or 0)
+
+
+def deleted_rows(plan: NativePlan, storage: Any) -> pa.Table:
+    """Every (file URI, row index) the plan's deletion vectors delete, as an Arrow table
+    with columns ``file_path`` (string) and ``row_index`` (int64); each vector is read and
+    verified (:func:`delta_pyds.protocol.deletion_vectors.load_deleted_rows`)."""
+    from delta_pyds.protocol.deletion_vectors import load_deleted_rows
+
+    paths, rows = [], []
+    for uri, descriptor in plan.dv_descriptors.items():
+        deleted = load_deleted_rows(storage, descriptor)
+        rows.append(pa.array(deleted.astype(np.int64)))
+        paths.append(pa.repeat(pa.scalar(uri, pa.string()), len(deleted)))
+    if not rows:
+        return pa.table({FILE_PATH: pa.array([], pa.string()), "row_index": pa.array([], pa.int64())})
+    return pa.table({FILE_PATH: pa.concat_arrays(paths), "row_index": pa.concat_arrays(rows)})
+
+
 def plan_native_scan(
     snapshot: Snapshot,
     *,

@@ -153,12 +153,33 @@ def test_deletion_vectors_only_dv_files_pay(spark):
     native = read_delta(spark, path)
     same(native, spark.read.format("pydelta").load(path))
     plan = native._jdf.queryExecution().optimizedPlan().toString()
-    assert "row_index" in plan
+    assert "row_index" in plan and "leftanti" in plan.lower()  # deleted rows anti-joined
     # the version before the deletion vector was added reads no row index at all
     v0 = read_delta(spark, path, versionAsOf=0)
     assert "row_index" not in v0._jdf.queryExecution().optimizedPlan().toString()
     same(v0, spark.read.format("pydelta").option("versionAsOf", 0).load(path))
     assert native.count() == v0.count() - 2
+
+
+@pytest.mark.parametrize(
+    "name", ["delta-rs/table-with-dv-small", "kernel-rs/cdf-table-with-dv", "kernel-rs/with-short-dv"]
+)
+@pytest.mark.parametrize("how", ["udf", "pairs"])
+def test_deletion_vectors_other_strategies(spark, monkeypatch, name, how):
+    """Beyond MAX_JOINED_DELETED_ROWS the vectors are applied by an Arrow UDF in the tasks;
+    beyond MAX_KEYED_DV_FILES the anti-join is keyed by (file path, row index)."""
+    import delta_pyds.spark.native.read as native_read
+
+    if how == "udf":
+        monkeypatch.setattr(native_read, "MAX_JOINED_DELETED_ROWS", 0)
+    else:
+        monkeypatch.setattr(native_read, "MAX_KEYED_DV_FILES", 0)
+    path = table_path(name)
+    native = read_delta(spark, path, native="require")
+    plan = native._jdf.queryExecution().optimizedPlan().toString().lower()
+    if "row_index" in plan:  # the version read has deletion vectors
+        assert ("leftanti" in plan) is (how == "pairs") and ("__pydelta_dv_path" in plan) is (how == "pairs")
+    same(native, spark.read.format("pydelta").load(path))
 
 
 @pytest.mark.parametrize("mode", ["id", "name", "none"])

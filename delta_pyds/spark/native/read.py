@@ -19,8 +19,9 @@ Guarantees:
   off); column mapping reads physical names, and Parquet field ids in ``id`` mode (the
   session conf ``spark.sql.parquet.fieldId.read.enabled`` is set to true);
 * only files with a deletion vector read ``_metadata.row_index``; their deleted rows are
-  dropped by an Arrow UDF that loads each file's vector (two small columns cross into
-  Python); files without one are pure Spark;
+  dropped by an anti-join with the (file, row) pairs the vectors delete, read and verified on
+  the driver (broadcast when small), or, beyond :data:`MAX_JOINED_DELETED_ROWS`, by an Arrow
+  UDF that loads each file's vector in the tasks; files without one are pure Spark;
 * ``where`` prunes files with Delta statistics and partition values (conservatively) and is
   also applied by Spark to the rows, so results never depend on skipping; nothing depends
   on Spark reusing a plan;
@@ -47,7 +48,14 @@ from pyspark.sql.types import StructType as SparkStructType
 from delta_pyds.errors import DataFileError, UnsupportedFeatureError
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
-from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, plan_native_scan
+from delta_pyds.read.native_plan import (
+    FILE_PATH,
+    HAS_DV,
+    NativePlan,
+    deleted_row_count,
+    deleted_rows,
+    plan_native_scan,
+)
 from delta_pyds.read.options import ReadOptions, get_option, read_change_feed
 from delta_pyds.spark.native.locations import SparkLocation, spark_location
 from delta_pyds.spark.schema_convert import to_spark_schema
@@ -59,6 +67,12 @@ log = logging.getLogger(__name__)
 FIELD_ID_CONF = "spark.sql.parquet.fieldId.read.enabled"
 # up to this many distinct partition value tuples become literals (CASE WHEN), else a join
 MAX_LITERAL_PARTITIONS = 16
+# deleted rows up to this many are anti-joined (broadcast up to the second bound); more are
+# filtered by an Arrow UDF that loads each file's deletion vector in the tasks
+MAX_JOINED_DELETED_ROWS = 20_000_000
+MAX_BROADCAST_DELETED_ROWS = 2_000_000
+# files with deletion vectors up to this many get a numeric join key (a CASE over their paths)
+MAX_KEYED_DV_FILES = 64
 
 
 class NativeReadUnavailable(UnsupportedFeatureError):
@@ -203,10 +217,13 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
         )
     if dv_count:
         dv_files = plan.files.filter(has_dv)
-        keep = _dv_filter(plan.dv_descriptors, storage)
-        dv_df = base.where(file_filter(dv_files.column(FILE_PATH).to_pylist())).where(
-            keep(F.col("_metadata.file_path"), F.col("_metadata.row_index"))
-        )
+        dv_df = base.where(file_filter(dv_files.column(FILE_PATH).to_pylist()))
+        if deleted_row_count(plan) <= MAX_JOINED_DELETED_ROWS:
+            # the deleted (file, row) pairs, read on the driver, anti-joined in the JVM
+            dv_df = _anti_join_deleted(spark, dv_df, deleted_rows(plan, storage), deleted_row_count(plan))
+        else:  # too many to ship: each task loads its files' vectors
+            keep = _dv_filter(plan.dv_descriptors, storage)
+            dv_df = dv_df.where(keep(F.col("_metadata.file_path"), F.col("_metadata.row_index")))
         parts.append(_with_partitions(spark, dv_df, plan, dv_files))
     df = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     selected = []
@@ -321,6 +338,32 @@ def partition_text(values: pa.Array) -> pa.Array:
             text = pc.if_else(pc.equal(text, a), pa.scalar(b), text)
         return text
     return values.cast(pa.string())
+
+
+def _anti_join_deleted(spark, df: DataFrame, deleted: pa.Table, count: int) -> DataFrame:
+    """``df`` without the rows named by ``deleted`` (file_path, row_index). With few files
+    the key is one long (file number << 40 | row index: a long-keyed hash join, about twice
+    as fast as a string and long key); with many, (file path, row index)."""
+    uris = pc.unique(deleted.column(FILE_PATH).combine_chunks())
+    hint = F.broadcast if count <= MAX_BROADCAST_DELETED_ROWS else (lambda d: d)
+    if len(uris) <= MAX_KEYED_DV_FILES:
+        number = pc.index_in(deleted.column(FILE_PATH), value_set=uris).cast(pa.int64())
+        key = pc.add(pc.shift_left(number, 40), deleted.column("row_index"))
+        keys = hint(spark.createDataFrame(pa.table({"__pydelta_dv_key": key})))
+        case = " ".join(f"WHEN {_sql_string(u)} THEN {i}L" for i, u in enumerate(uris.to_pylist()))
+        keyed = df.withColumn(
+            "__pydelta_dv_key", F.expr(f"shiftleft(CASE _metadata.file_path {case} END, 40) + _metadata.row_index")
+        )
+        return keyed.join(keys, keyed["__pydelta_dv_key"] == keys["__pydelta_dv_key"], "left_anti").drop(
+            "__pydelta_dv_key"
+        )
+    pairs = hint(spark.createDataFrame(deleted.rename_columns(["__pydelta_dv_path", "__pydelta_dv_row"])))
+    return df.join(
+        pairs,
+        (F.col("_metadata.file_path") == pairs["__pydelta_dv_path"])
+        & (F.col("_metadata.row_index") == pairs["__pydelta_dv_row"]),
+        "left_anti",
+    )
 
 
 def _dv_filter(descriptors: dict[str, dict], storage: Storage):
