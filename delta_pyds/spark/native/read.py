@@ -226,6 +226,8 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
             dv_df = dv_df.where(keep(F.col("_metadata.file_path"), F.col("_metadata.row_index")))
         parts.append(_with_partitions(spark, dv_df, plan, dv_files))
     df = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+    if read_schema == output_schema:  # physical = logical (no partition column selected)
+        return df
     selected = []
     for col, target in zip(plan.output, output_schema.fields, strict=True):
         if col.partition:
