@@ -359,3 +359,18 @@ def test_spark_connect_client_plans_and_reads(tmp_path):
         entry = got[table_path(name)]
         assert entry == {"same_rows": True, "rows": entry["rows"], "types": True, "native": True}, name
         assert entry["rows"] > 0
+
+
+def test_missing_data_file_is_an_error_not_fewer_rows(spark, tmp_path):
+    """A live file Spark's listing does not find would silently drop out of the file
+    filter: it is a DataFileError naming the file, as on the data source path."""
+    from delta_pyds.errors import DataFileError
+
+    path = shutil.copytree(table_path("delta-rs/simple_table"), tmp_path / "t")
+    from delta_pyds.table.snapshot import Snapshot
+
+    victim = Snapshot.load(str(path)).files.column("path")[0].as_py()
+    assert read_delta(spark, str(path)).count() == 3
+    os.remove(path / victim)
+    with pytest.raises(DataFileError, match=victim.replace(".", r"\.")):
+        read_delta(spark, str(path))
