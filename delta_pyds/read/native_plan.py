@@ -145,6 +145,9 @@ class NativePlan:
     column_mapping_mode: str
     report: SkippingReport | None = None
     unsupported: list[str] = field(default_factory=list)
+    # physical partition column -> StructField, when every live file sits in the Hive
+    # directories Spark's partition discovery reads back to the log's values (else empty)
+    directory_partitions: list[StructField] = field(default_factory=list)
 
     @property
     def dv_descriptors(self) -> dict[str, dict[str, Any]]:
@@ -240,6 +243,7 @@ def plan_native_scan(
         column_mapping_mode=mode,
         report=report,
         unsupported=unsupported,
+        directory_partitions=_directory_partitions(snapshot, files) if not unsupported else [],
     )
 
 
@@ -286,6 +290,59 @@ def unreadable_type_changes(schema: StructType, prefix: str = "") -> list[str]:
         if isinstance(inner, StructType):
             found.extend(unreadable_type_changes(inner, name + "."))
     return found
+
+
+# characters Spark's ExternalCatalogUtils.escapePathName escapes in partition directory names
+_PARTITION_ESCAPED = "%" + "".join(chr(c) for c in range(1, 32)) + "\"#'*/:=?\\\x7f{[]^"
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+# partition types Spark's partition discovery casts from a directory name exactly as the log's
+# value parses (timestamps depend on the session zone, floats and binary on spelling: joined)
+_DIRECTORY_TYPES = {"string", "byte", "short", "integer", "long", "date", "boolean"}
+
+
+def escape_partition_text(values: pa.Array) -> pa.Array:
+    """Serialized partition values as Spark escapes them in a directory name (``%XX``), nulls
+    and empty strings as ``__HIVE_DEFAULT_PARTITION__``."""
+    out = values.cast(pa.string())
+    for ch in _PARTITION_ESCAPED:
+        out = pc.replace_substring(out, ch, f"%{ord(ch):02X}")
+    out = pc.if_else(pc.equal(out, ""), pa.scalar(None, pa.string()), out)
+    return pc.fill_null(out, HIVE_NULL)
+
+
+def _directory_partitions(snapshot: Snapshot, files: pa.Table) -> list[StructField]:
+    """The physical partition fields when every file path is exactly
+    ``<p1>=<escaped v1>/.../<pn>=<escaped vn>/<file name>`` with the log's values (what
+    delta-spark and delta-rs write without column mapping), so that Spark's partition
+    discovery gives the log's values; [] otherwise (the caller joins the values instead)."""
+    columns = snapshot.partition_columns
+    if not columns or not files.num_rows:
+        return []
+    mode = snapshot.column_mapping_mode
+    fields = [snapshot.schema.field(c) for c in columns]
+    from delta_pyds.protocol.schema import DecimalType
+
+    for f in fields:
+        if not (
+            isinstance(f.type, DecimalType) or (isinstance(f.type, PrimitiveType) and f.type.name in _DIRECTORY_TYPES)
+        ):
+            return []
+    physical = [f.physical_name(mode) for f in fields]
+    if len({p.lower() for p in physical}) != len(physical) or any(_HIDDEN_NAME.match(p) for p in physical):
+        return []
+    pv = files.column("partition_values").combine_chunks()
+    paths = files.column("path").combine_chunks()
+    parts = []
+    for name in physical:
+        parts.append(pc.binary_join_element_wise(name + "=", escape_partition_text(pc.struct_field(pv, name)), ""))
+    base = pc.extract_regex(paths, r"(?P<name>[^/]+)$").field("name")
+    expected = pc.binary_join_element_wise(*parts, base, "/")
+    if not pc.all(pc.fill_null(pc.equal(paths, expected), False)).as_py():
+        return []
+    return [StructField(p, f.type, True, {}) for p, f in zip(physical, fields, strict=True)]
+
+
+_HIDDEN_NAME = re.compile(r"^[_.]")
 
 
 def _unsupported(files: pa.Table) -> list[str]:

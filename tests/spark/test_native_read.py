@@ -216,6 +216,19 @@ def test_hostile_partition_values(spark, tmp_path):
     same(read_delta(spark, path, where="p = 'a b'"), source.where("p = 'a b'"))
 
 
+def test_hive_directories_use_spark_partition_discovery(spark):
+    """Partition directories that read back to the log's values: Spark's partition discovery
+    supplies them (no per-row lookup); other layouts join the log's values."""
+    path = table_path("delta-rs/delta-0.8.0-partitioned")
+    plan = read_delta(spark, path)._jdf.queryExecution().optimizedPlan().toString()
+    assert "__pydelta_partition" not in plan and "CASE WHEN" not in plan
+    other = table_path("delta-rs/delta-0.8.0-special-partition")
+    # 'x=B%20B': an escaped space Spark would decode differently from the log's value
+    assert "CASE WHEN" in read_delta(spark, other)._jdf.queryExecution().optimizedPlan().toString()
+    dv_partitioned = table_path("kernel-rs/partition_cm/none")
+    same(read_delta(spark, dv_partitioned), spark.read.format("pydelta").load(dv_partitioned))
+
+
 def test_many_partition_values_are_joined(spark, tmp_path):
     path = str(tmp_path / "many")
     df = spark.range(0, 60).selectExpr("id", "cast(id % 30 as int) p", "timestamp_seconds(id * 86400) ts")

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -203,8 +204,10 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
     if plan.files.num_rows == 0:
         return spark.createDataFrame([], output_schema)
     read_schema = SparkStructType.fromJson(plan.read_schema.to_json())
-    base = spark.read.schema(read_schema).option("recursiveFileLookup", "true").parquet(location.load_path)
+    base, by_directory = _scan(spark, plan, location, read_schema)
     check_listed(plan, listed_files(base))
+    if by_directory:
+        plan = replace(plan, output=[replace(c, physical=_directory_name(plan, c.name)) for c in plan.output])
     has_dv = plan.files.column(HAS_DV)
     dv_count = pc.sum(has_dv).as_py() or 0
     plain_files = plan.files.filter(pc.invert(has_dv)) if dv_count else plan.files
@@ -224,13 +227,13 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
         else:  # too many to ship: each task loads its files' vectors
             keep = _dv_filter(plan.dv_descriptors, storage)
             dv_df = dv_df.where(keep(F.col("_metadata.file_path"), F.col("_metadata.row_index")))
-        parts.append(_with_partitions(spark, dv_df, plan, dv_files))
+        parts.append(_with_partitions(spark, dv_df, plan, dv_files, by_directory))
     df = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-    if read_schema == output_schema:  # physical = logical (no partition column selected)
+    if read_schema == output_schema and not by_directory:  # physical = logical, no partition column
         return df
     selected = []
     for col, target in zip(plan.output, output_schema.fields, strict=True):
-        if col.partition:
+        if col.partition and not by_directory:
             expr = F.col(_quote(_partition_alias(col.name)))
         else:
             expr = F.col(_quote(col.physical or col.name))
@@ -288,12 +291,48 @@ def _partition_alias(name: str) -> str:
     return f"__pydelta_partition_{name}"
 
 
-def _with_partitions(spark, df: DataFrame, plan: NativePlan, files: pa.Table) -> DataFrame:
+def _scan(spark, plan: NativePlan, location: SparkLocation, read_schema: SparkStructType) -> tuple[DataFrame, bool]:
+    """Spark's Parquet scan of the table root, and whether partition values come from Spark's
+    partition discovery (the plan's ``directory_partitions``: Hive directories that read back
+    to the log's values; a listing Spark cannot discover partitions in, e.g. deletion
+    vector files beside the partition directories, falls back to a recursive scan whose
+    partition values are joined from the log)."""
+    if plan.directory_partitions:
+        schema = SparkStructType.fromJson(
+            {
+                "type": "struct",
+                "fields": [f.to_json() for f in plan.read_schema.fields]
+                + [f.to_json() for f in plan.directory_partitions],
+            }
+        )
+        try:
+            df = spark.read.schema(schema).option("basePath", location.load_path).parquet(location.load_path)
+            discovered = [f.name.lower() for f in df.schema.fields[len(plan.read_schema.fields) :]]
+            if discovered == [f.name.lower() for f in plan.directory_partitions]:
+                return df, True
+        except Exception as exc:  # conflicting directory structures: join the values instead
+            log.debug("pydelta: no partition discovery for %s: %s", location.load_path, str(exc)[:200])
+    df = spark.read.schema(read_schema).option("recursiveFileLookup", "true").parquet(location.load_path)
+    return df, False
+
+
+def _directory_name(plan: NativePlan, name: str) -> str | None:
+    """The column Spark's scan holds output column ``name`` in (partition directory key or
+    physical data column)."""
+    lowered = name.lower()
+    for c in plan.output:
+        if c.name.lower() == lowered and not c.partition:
+            return c.physical
+    lowered_partitions = [c.lower() for c in plan.partition_columns]
+    return plan.directory_partitions[lowered_partitions.index(lowered)].name
+
+
+def _with_partitions(spark, df: DataFrame, plan: NativePlan, files: pa.Table, by_directory: bool = False) -> DataFrame:
     """``df`` plus one column per selected partition column, values from the log: literals
     when the files share few value tuples, else a broadcast join on the file path. Values
     travel as text that Spark's cast parses back exactly (timestamps with their UTC offset)."""
     wanted = [c for c in plan.output if c.partition]
-    if not wanted:
+    if not wanted or by_directory:
         return df
     names = [c.name for c in wanted]
     text = pa.table(
