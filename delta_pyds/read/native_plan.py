@@ -8,7 +8,9 @@ the log in Python. This module computes everything that path needs, without Spar
   the URI Hadoop's ``Path.toUri()`` gives: ``file:/t/a%20b.parquet``; ``%``, space, ``#``,
   ``?`` and the other characters a URI path may not hold are percent-encoded, non-ASCII
   letters and ``=`` are kept), in Arrow, with no Python object per file on the hot path;
-* each file's typed partition values, from the log (never from directory names);
+* each file's typed partition values, from the log, and whether Spark's partition discovery
+  would give exactly those values (every path ``<col>=<escaped value>/.../<file>`` for
+  string, integer, date, boolean and decimal columns: :func:`escape_partition_text`);
 * which files have a deletion vector (only those pay for reading ``_metadata.row_index``);
 * the physical read schema (physical names under column mapping, Parquet field ids in
   ``id`` mode) and, for every output column, its physical source or partition column;

@@ -134,10 +134,23 @@ def test_where_prunes_files_and_still_filters_rows(spark, caplog):
     expected = source.where("year = '2021' and value > '4'")
     same(native, expected)
     assert native.count() > 0
-    plan = native._jdf.queryExecution().optimizedPlan().toString()
-    assert len(set(re.findall(r"part-[^,)]*\.parquet", plan))) == 3  # the kept files only
+    # a glob of the kept files' names: Spark lists exactly them, and needs no per-row filter
+    assert len(native.inputFiles()) == 3
+    assert "file_path" not in native._jdf.queryExecution().optimizedPlan().toString()
     # a Column condition is applied by Spark only
     same(read_delta(spark, path, where=F.col("value") == "5"), source.where("value = '5'"))
+
+
+def test_large_tables_keep_the_per_row_file_filter(spark, monkeypatch):
+    """Beyond MAX_GLOB_FILES the listing is pruned (and rows filtered) by _metadata.file_path."""
+    import delta_pyds.spark.native.read as native_read
+
+    monkeypatch.setattr(native_read, "MAX_GLOB_FILES", 0)
+    path = table_path("delta-rs/delta-0.8.0-partitioned")
+    native = read_delta(spark, path, where="year = '2021'")
+    plan = native._jdf.queryExecution().optimizedPlan().toString()
+    assert len(set(re.findall(r"part-[^,)]*\.parquet", plan))) == 3  # the kept files only
+    same(native, spark.read.format("pydelta").load(path).where("year = '2021'"))
 
 
 def test_where_with_statistics_keeps_only_matching_rows(spark):

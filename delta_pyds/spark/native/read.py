@@ -15,9 +15,13 @@ Guarantees:
 * the rows and column types are those of ``spark.read.format("pydelta")`` on the same
   version (columns are nullable, as in every Spark file source);
 * the version is pinned when the DataFrame is made: later commits are not seen;
-* partition values come from the log, never from directory names (partition discovery is
-  off); column mapping reads physical names, and Parquet field ids in ``id`` mode (the
-  session conf ``spark.sql.parquet.fieldId.read.enabled`` is set to true);
+* partition values are the log's: Spark's partition discovery supplies them only when every
+  live file sits in Hive directories checked (in Arrow, before Spark runs) to read back to
+  exactly the log's values (:attr:`NativePlan.directory_partitions`); otherwise partition
+  discovery is off and the values are joined from the log (literals, ``CASE`` over a few
+  file sets, or a broadcast join on ``_metadata.file_path``); column mapping reads physical
+  names, and Parquet field ids in ``id`` mode (the session conf
+  ``spark.sql.parquet.fieldId.read.enabled`` is set to true);
 * only files with a deletion vector read ``_metadata.row_index``; their deleted rows are
   dropped by an anti-join with the (file, row) pairs the vectors delete, read and verified on
   the driver (broadcast when small), or, beyond :data:`MAX_JOINED_DELETED_ROWS`, by an Arrow
@@ -74,6 +78,8 @@ MAX_JOINED_DELETED_ROWS = 20_000_000
 MAX_BROADCAST_DELETED_ROWS = 2_000_000
 # files with deletion vectors up to this many get a numeric join key (a CASE over their paths)
 MAX_KEYED_DV_FILES = 64
+# tables of up to this many live files are listed through a pathGlobFilter of their names
+MAX_GLOB_FILES = 1000
 
 
 class NativeReadUnavailable(UnsupportedFeatureError):
@@ -204,20 +210,21 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
     if plan.files.num_rows == 0:
         return spark.createDataFrame([], output_schema)
     read_schema = SparkStructType.fromJson(plan.read_schema.to_json())
-    base, by_directory = _scan(spark, plan, location, read_schema)
-    check_listed(plan, listed_files(base))
-    if by_directory:
-        plan = replace(plan, output=[replace(c, physical=_directory_name(plan, c.name)) for c in plan.output])
     has_dv = plan.files.column(HAS_DV)
     dv_count = pc.sum(has_dv).as_py() or 0
+    glob = name_glob(plan.files.column(FILE_PATH)) if dv_count == 0 else None
+    base, by_directory = _scan(spark, plan, location, read_schema, glob)
+    listed = listed_files(base)
+    check_listed(plan, listed)
+    # the glob admitted exactly the live files: no per-row file filter is needed
+    exact = glob is not None and len(pc.unique(listed)) == plan.files.num_rows
+    if by_directory:
+        plan = replace(plan, output=[replace(c, physical=_directory_name(plan, c.name)) for c in plan.output])
     plain_files = plan.files.filter(pc.invert(has_dv)) if dv_count else plan.files
     parts = []
     if plain_files.num_rows:
-        parts.append(
-            _with_partitions(
-                spark, base.where(file_filter(plain_files.column(FILE_PATH).to_pylist())), plan, plain_files
-            )
-        )
+        plain_df = base if exact else base.where(file_filter(plain_files.column(FILE_PATH).to_pylist()))
+        parts.append(_with_partitions(spark, plain_df, plan, plain_files, by_directory))
     if dv_count:
         dv_files = plan.files.filter(has_dv)
         dv_df = base.where(file_filter(dv_files.column(FILE_PATH).to_pylist()))
@@ -291,7 +298,25 @@ def _partition_alias(name: str) -> str:
     return f"__pydelta_partition_{name}"
 
 
-def _scan(spark, plan: NativePlan, location: SparkLocation, read_schema: SparkStructType) -> tuple[DataFrame, bool]:
+def name_glob(uris: pa.ChunkedArray | pa.Array) -> str | None:
+    """A ``pathGlobFilter`` admitting exactly these files' names (``{n1,n2,...}``), when there
+    are at most :data:`MAX_GLOB_FILES`, their names are unique and plain (letters, digits,
+    ``._=-``); None otherwise. Spark applies it per listed file, never per row."""
+    if len(uris) == 0 or len(uris) > MAX_GLOB_FILES:
+        return None
+    if isinstance(uris, pa.ChunkedArray):
+        uris = uris.combine_chunks()
+    names = pc.struct_field(pc.extract_regex(uris, r"(?P<name>[^/]+)$"), "name")
+    if not pc.all(pc.match_substring_regex(names, r"^[A-Za-z0-9._=\-]+$")).as_py():
+        return None
+    if len(pc.unique(names)) != len(names):
+        return None
+    return "{" + ",".join(names.to_pylist()) + "}"
+
+
+def _scan(
+    spark, plan: NativePlan, location: SparkLocation, read_schema: SparkStructType, glob: str | None = None
+) -> tuple[DataFrame, bool]:
     """Spark's Parquet scan of the table root, and whether partition values come from Spark's
     partition discovery (the plan's ``directory_partitions``: Hive directories that read back
     to the log's values; a listing Spark cannot discover partitions in, e.g. deletion
@@ -306,14 +331,19 @@ def _scan(spark, plan: NativePlan, location: SparkLocation, read_schema: SparkSt
             }
         )
         try:
-            df = spark.read.schema(schema).option("basePath", location.load_path).parquet(location.load_path)
+            reader = spark.read.schema(schema).option("basePath", location.load_path)
+            if glob is not None:
+                reader = reader.option("pathGlobFilter", glob)
+            df = reader.parquet(location.load_path)
             discovered = [f.name.lower() for f in df.schema.fields[len(plan.read_schema.fields) :]]
             if discovered == [f.name.lower() for f in plan.directory_partitions]:
                 return df, True
         except Exception as exc:  # conflicting directory structures: join the values instead
             log.debug("pydelta: no partition discovery for %s: %s", location.load_path, str(exc)[:200])
-    df = spark.read.schema(read_schema).option("recursiveFileLookup", "true").parquet(location.load_path)
-    return df, False
+    reader = spark.read.schema(read_schema).option("recursiveFileLookup", "true")
+    if glob is not None:
+        reader = reader.option("pathGlobFilter", glob)
+    return reader.parquet(location.load_path), False
 
 
 def _directory_name(plan: NativePlan, name: str) -> str | None:
