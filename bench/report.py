@@ -73,6 +73,13 @@ How to read it:
   auto* is what a plain `load()` does on Spark 4.1-4.3, where file skipping is off by
   default because Spark reuses a filtered query's planned scan for later unfiltered queries
   of the same DataFrame (see docs/reading.md, "Data skipping").
+- **native** rows are `delta_pyds.read_delta` (Spark's own Parquet reader; see
+  docs/reading.md, "Two read paths"): each measurement includes loading the log, planning
+  and creating the DataFrame. *predicate given up front* passes the condition as
+  `where=` (files pruned with Delta statistics), *filter on the DataFrame* filters the
+  returned DataFrame (Spark prunes row groups only). *native load + plan* is the log replay,
+  the Spark-spelled file list and the `_metadata.file_path` filter expression (the bench logs
+  have no data files for Spark to list).
 - **plan** loads the log and plans the scan vs `deltalake` opening the table and listing its
   files; peak memory is VmHWM of a fresh process planning the largest log.
 - **write** is `df.write.format("pydelta")` vs `df.write.parquet` of the same DataFrame;

@@ -94,18 +94,24 @@ class Suite:
         from pyspark.sql import functions as F
         from tables import scan_table
 
+        from delta_pyds import read_delta
+
         p = scan_table(self.scale)
         q = lambda df: df.agg(F.sum(F.xxhash64(*df.columns) % 1000)).collect()[0][0]  # noqa: E731
         ddl = "id long, i int, x double, s string, d date, ts timestamp"
         r = alternate(
             {
                 "pydelta": lambda: q(self.spark.read.format("pydelta").load(p)),
+                "native": lambda: q(read_delta(self.spark, p)),
                 "parquet": lambda: q(self.spark.read.parquet(p)),
                 "python-floor": lambda: q(self.spark.read.format("plainpq").schema(ddl).load(p)),
             },
             self.reps,
         )
         self.check_same("full", r)
+        self.record(
+            "full", "native: full scan, every column", "native", "parquet", r["native"][0], r["parquet"][0], 1.05
+        )
         self.record("full", "full scan, every column", "pydelta", "parquet", r["pydelta"][0], r["parquet"][0], 1.25)
         self.record(
             "full",
@@ -123,12 +129,15 @@ class Suite:
         from pyspark.sql import functions as F
         from tables import wide_table
 
+        from delta_pyds import read_delta
+
         p = wide_table(self.scale)
         q = lambda df: df.agg(F.sum("c1"), F.max("id")).collect()[0]  # noqa: E731
         r = alternate(
             {
                 "columns": lambda: q(self.spark.read.format("pydelta").option("columns", "id,c1").load(p)),
                 "all": lambda: q(self.spark.read.format("pydelta").load(p)),
+                "native": lambda: q(read_delta(self.spark, p)),
                 "parquet": lambda: q(self.spark.read.parquet(p).select("id", "c1")),
             },
             self.reps,
@@ -136,9 +145,14 @@ class Suite:
         self.check_same("narrow", r)
         self.record("narrow", "2 of 61 columns, columns option vs none", "columns", "all", r["columns"][0], r["all"][0])
         self.record("narrow", "2 of 61 columns vs parquet", "columns", "parquet", r["columns"][0], r["parquet"][0])
+        self.record(
+            "narrow", "native: 2 of 61 columns, no option", "native", "parquet", r["native"][0], r["parquet"][0], 1.15
+        )
 
     def selective(self):
         from tables import skip_table
+
+        from delta_pyds import read_delta
 
         p = skip_table(self.scale)
         rows = max(1000, int(50_000 * self.scale))
@@ -152,6 +166,8 @@ class Suite:
                         self.spark.read.format("pydelta").option("filterPushdown", "true").load(p).where(cond).count()
                     ),
                     "pydelta-auto": lambda cond=cond: self.spark.read.format("pydelta").load(p).where(cond).count(),
+                    "native-where": lambda cond=cond: read_delta(self.spark, p, where=cond).count(),
+                    "native": lambda cond=cond: read_delta(self.spark, p).where(cond).count(),
                     "parquet": lambda cond=cond: self.spark.read.parquet(p).where(cond).count(),
                 },
                 self.reps,
@@ -163,6 +179,24 @@ class Suite:
             )
             self.record(
                 "selective", f"{label} (default auto)", "pydelta-auto", "parquet", r["pydelta-auto"][0], r["parquet"][0]
+            )
+            self.record(
+                "selective",
+                f"native: {label}, predicate given up front",
+                "native-where",
+                "parquet",
+                r["native-where"][0],
+                r["parquet"][0],
+                target,
+            )
+            self.record(
+                "selective",
+                f"native: {label}, filter on the DataFrame",
+                "native",
+                "parquet",
+                r["native"][0],
+                r["parquet"][0],
+                1.15 if label == "point lookup" else None,
             )
 
     def plan(self):
@@ -179,15 +213,31 @@ class Suite:
         logs.append(
             (f"{n // 10} adds over 3000 commits (long JSON tail)", generated_log(n // 10, 3000, 4, checkpoint=False))
         )
+
+        def native_plan(p):
+            # the native path's planning: log replay, the Spark-spelled file list and the
+            # file filter expression (the bench logs have no data files for Spark to list)
+            from delta_pyds.read.native_plan import plan_native_scan
+            from delta_pyds.spark.native.read import file_filter
+            from delta_pyds.table.snapshot import Snapshot
+
+            plan = plan_native_scan(Snapshot.load(p))
+            file_filter(plan.files.column("file_path").to_pylist())
+            return plan.files.num_rows
+
         for label, p in logs:
             r = alternate(
                 {
+                    "native": lambda p=p: native_plan(p),
                     "pydelta": lambda p=p: self.spark.read.format("pydelta").load(p).rdd.getNumPartitions(),
                     "deltalake": lambda p=p: len(DeltaTable(p).file_uris()),
                 },
                 self.reps,
             )
             target = 1.0 if "shared" in label else None
+            self.record(
+                "plan", f"native load + plan: {label}", "native", "deltalake", r["native"][0], r["deltalake"][0], target
+            )
             self.record(
                 "plan", f"load + plan: {label}", "pydelta", "deltalake", r["pydelta"][0], r["deltalake"][0], target
             )
@@ -302,12 +352,27 @@ class Suite:
 
         with_dv, without = make_dv_pair(self.spark, os.path.join(DATA, "dv"), self.scale)
         q = lambda df: df.agg(F.sum(F.xxhash64(*df.columns) % 1000), F.count("*")).collect()[0]  # noqa: E731
+        from delta_pyds import read_delta
+
         r = alternate(
             {
                 "dv": lambda: q(self.spark.read.format("pydelta").load(with_dv)),
                 "plain": lambda: q(self.spark.read.format("pydelta").load(without)),
+                "native-dv": lambda: q(read_delta(self.spark, with_dv)),
+                "native-plain": lambda: q(read_delta(self.spark, without)),
             },
             self.reps,
+        )
+        if r["native-dv"][1] != r["dv"][1]:
+            raise SystemExit(f"dv: native and data source results differ: {r['native-dv'][1]} != {r['dv'][1]}")
+        self.record(
+            "dv",
+            "native: scan with 10% rows deleted by DVs vs without",
+            "native-dv",
+            "native-plain",
+            r["native-dv"][0],
+            r["native-plain"][0],
+            1.15,
         )
         self.record(
             "dv", "scan with 10% rows deleted by DVs vs without", "dv", "plain", r["dv"][0], r["plain"][0], 1.10

@@ -39,6 +39,7 @@ from delta_pyds.version import __version__
 
 __all__ = [
     "register",
+    "read_delta",
     "explain_scan",
     "write_delta",
     "DeltaTable",
@@ -86,6 +87,15 @@ def __getattr__(name):
 
         return write_delta
     raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
+
+
+def read_delta(spark, path, **options):
+    """The Delta table at ``path`` as a DataFrame read by Spark's own Parquet reader, with the
+    options of the ``pydelta`` source and an optional ``where`` SQL condition (see
+    :mod:`delta_pyds.spark.native.read`)."""
+    from delta_pyds.spark.native.read import read_delta as _read_delta
+
+    return _read_delta(spark, path, **options)
 
 
 def explain_scan(path, predicates=(), **kwargs):

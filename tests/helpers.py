@@ -10,6 +10,8 @@ def normalize(value, source="arrow"):
     """A comparable, hashable form of a value from Spark Rows (source="spark") or Arrow
     ``to_pylist()`` (source="arrow"): structs become sorted (name, value) tuples, maps
     ("map", sorted pairs), timestamps naive UTC, NaN a string."""
+    if type(value).__name__ == "VariantVal":  # compared by value (its JSON), not identity
+        return ("variant", value.toJson())
     if hasattr(value, "asDict"):  # Spark struct
         return tuple(sorted((k, normalize(v, source)) for k, v in value.asDict(recursive=False).items()))
     if isinstance(value, dict):

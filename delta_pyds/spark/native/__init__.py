@@ -1,2 +1,3 @@
-"""The Spark-native data path: Spark's own Parquet reader and writer move the data, the
-core handles the Delta log (see the design notes, section 2c)."""
+"""The Spark-native data path: Delta's log planned in Python, the data read and written by
+Spark's own Parquet format (see :mod:`delta_pyds.spark.native.read` and
+:mod:`delta_pyds.spark.native.write`, and the design notes, section 2c)."""

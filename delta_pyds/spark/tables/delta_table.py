@@ -178,11 +178,14 @@ class DeltaTable:
 
     # ---------------------------------------------------------------------- reads
     def toDF(self):
-        self._register()
-        reader = self._spark.read.format("pydelta").option("timeZone", self._session_time_zone())
-        for k, v in self._options.items():
-            reader = reader.option(k, v)
-        return reader.load(self._path)
+        """The table's current version as a DataFrame read by Spark's own Parquet reader
+        (:func:`delta_pyds.read_delta`; it falls back to the ``pydelta`` data source, with a
+        logged notice, where Spark cannot read the table natively)."""
+        from delta_pyds.spark.native.read import read_delta
+
+        # hadoopConf holds storage options: read options take them as storage.<key>
+        options = {k if k.lower().startswith("storage.") else f"storage.{k}": v for k, v in self._options.items()}
+        return read_delta(self._spark, self._path, **options)
 
     def alias(self, name: str) -> DeltaTable:
         """This table under an alias, for merge conditions (``t.id = s.id``)."""

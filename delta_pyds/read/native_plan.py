@@ -1,0 +1,396 @@
+"""Planning a Spark-native scan of a snapshot: what Spark's own Parquet reader must read.
+
+The Spark-native read path (:mod:`delta_pyds.spark.native.read`) lets Spark read the data
+files with its Parquet format (column pruning, row-group filtering, codegen) and keeps only
+the log in Python. This module computes everything that path needs, without Spark:
+
+* the live files as Spark spells ``_metadata.file_path`` for them (:func:`spark_file_uri`:
+  the URI Hadoop's ``Path.toUri()`` gives: ``file:/t/a%20b.parquet``; ``%``, space, ``#``,
+  ``?`` and the other characters a URI path may not hold are percent-encoded, non-ASCII
+  letters and ``=`` are kept), in Arrow, with no Python object per file on the hot path;
+* each file's typed partition values, from the log, and whether Spark's partition discovery
+  would give exactly those values (every path ``<col>=<escaped value>/.../<file>`` for
+  string, integer, date, boolean and decimal columns: :func:`escape_partition_text`);
+* which files have a deletion vector (only those pay for reading ``_metadata.row_index``);
+* the physical read schema (physical names under column mapping, Parquet field ids in
+  ``id`` mode) and, for every output column, its physical source or partition column;
+* why a snapshot cannot be served natively (:attr:`NativePlan.unsupported`): files outside
+  the table root, files Spark's listing hides (a path segment starting with ``_`` or ``.``),
+  type changes Spark's Parquet reader cannot widen (:func:`unreadable_type_changes`: an
+  integer read as a decimal with fewer integer digits than the Parquet physical type holds).
+  The caller then uses the data source path.
+
+With ``predicates`` the files are pruned by partition values and statistics
+(:func:`delta_pyds.skipping.files.prune_files`, conservative): callers must still apply the
+filter to the rows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_pyds.protocol.partition_values import parse_partition_values
+from delta_pyds.protocol.paths import is_absolute
+from delta_pyds.protocol.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+)
+from delta_pyds.skipping.files import SkippingReport, prune_files
+from delta_pyds.table.snapshot import Snapshot
+
+# the column of NativePlan.files holding Spark's spelling of each file's path
+FILE_PATH = "file_path"
+HAS_DV = "has_dv"
+# the field metadata key Spark reads and writes Parquet field ids from
+SPARK_FIELD_ID = "parquet.field.id"
+
+# characters java.net.URI quotes in a path component (what Hadoop's Path.toUri() gives),
+# besides ASCII controls; '%' first so that the escapes added later stay intact
+_QUOTED_ASCII = '% "#<>?[\\]^`{|}'
+# non-ASCII characters java.net.URI also quotes: ISO controls and Unicode space characters
+_QUOTED_UNICODE = re.compile(r"[\x80-\x9f\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# the same, as an RE2 pattern for Arrow
+_RARE = r"[\x00-\x1f\x7f\x{80}-\x{9f}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
+
+
+def spark_path_encode(path: str) -> str:
+    """One path (the part after the scheme and authority) as java.net.URI spells it."""
+    out = []
+    for ch in path:
+        if ch in _QUOTED_ASCII or _CONTROL.match(ch) or _QUOTED_UNICODE.match(ch):
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8")))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def spark_path_encode_array(paths: pa.Array) -> pa.Array:
+    """:func:`spark_path_encode` of every path, vectorised (Python only for the rare paths
+    with controls or non-ASCII space characters)."""
+    out = paths
+    for ch in _QUOTED_ASCII:
+        out = pc.replace_substring(out, ch, f"%{ord(ch):02X}")
+    rare = pc.match_substring_regex(paths, _RARE)
+    if pc.any(rare).as_py():
+        values = out.to_pylist()
+        raw = paths.to_pylist()
+        for i in np.flatnonzero(rare.to_numpy(zero_copy_only=False)):
+            values[i] = spark_path_encode(raw[i])
+        out = pa.array(values, pa.string())
+    return out
+
+
+def spark_root_uri(root_url: str) -> str:
+    """The table root as Spark spells it in ``_metadata.file_path`` (``file:/t`` for a local
+    root, ``scheme://authority/path`` otherwise), path percent-encoded, no trailing ``/``."""
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.\-]+)://([^/]*)(.*)$", root_url)
+    if m is None:  # a local path
+        path = root_url
+        prefix = "file:"
+    else:
+        scheme, authority, path = m.group(1), m.group(2), m.group(3)
+        prefix = f"{scheme}:" if scheme == "file" and authority in ("", "localhost") else f"{scheme}://{authority}"
+    path = re.sub("/+", "/", path).rstrip("/")
+    return prefix + spark_path_encode(path)
+
+
+def spark_file_uri(root_uri: str, relative: str) -> str:
+    """One root-relative canonical path as Spark spells it under ``root_uri``."""
+    return root_uri + "/" + spark_path_encode(re.sub("/+", "/", relative).strip("/"))
+
+
+def hidden_by_listing(relative: str) -> bool:
+    """Whether Spark's file listing skips this root-relative path: a segment starting with
+    ``.``, or with ``_`` and holding no ``=`` (InMemoryFileIndex.shouldFilterOutPathName)."""
+    for seg in relative.split("/"):
+        if seg.startswith(".") or (seg.startswith("_") and "=" not in seg) or seg.endswith("._COPYING_"):
+            return True
+    return False
+
+
+_HIDDEN = r"(^|/)(\.|_[^=/]*(/|$))|\._COPYING_(/|$)"
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    """One output column: logical name and type, and where it comes from."""
+
+    name: str
+    type: DataType
+    nullable: bool
+    physical: str | None  # the data file column (physical name); None for a partition column
+    partition: bool = False
+
+
+@dataclass
+class NativePlan:
+    """What the Spark-native path reads (see the module docstring)."""
+
+    version: int
+    root_uri: str  # the table root as Spark spells it
+    files: pa.Table  # file_path, has_dv, deletion_vector, one typed column per partition column
+    read_schema: StructType  # physical data columns to read, with field ids in id mode
+    output: list[OutputColumn]
+    partition_columns: list[str]  # logical names (the file table's partition columns)
+    column_mapping_mode: str
+    report: SkippingReport | None = None
+    unsupported: list[str] = field(default_factory=list)
+    # physical partition column -> StructField, when every live file sits in the Hive
+    # directories Spark's partition discovery reads back to the log's values (else empty)
+    directory_partitions: list[StructField] = field(default_factory=list)
+
+    @property
+    def dv_descriptors(self) -> dict[str, dict[str, Any]]:
+        """file URI -> deletion vector descriptor (camelCase), for the files that have one."""
+        if not self.files.num_rows:
+            return {}
+        dv_files = self.files.filter(self.files.column(HAS_DV))
+        if not dv_files.num_rows:
+            return {}
+        return dict(
+            zip(dv_files.column(FILE_PATH).to_pylist(), dv_files.column("deletion_vector").to_pylist(), strict=True)
+        )
+
+
+def deleted_row_count(plan: NativePlan) -> int:
+    """Rows the plan's deletion vectors delete (their cardinalities, from the log)."""
+    if not plan.files.num_rows or "deletion_vector" not in plan.files.column_names:
+        return 0
+    dv = plan.files.column("deletion_vector").combine_chunks()
+    if dv.null_count == len(dv):
+        return 0
+    return int(pc.sum(pc.struct_field(dv, "cardinality")).as_py() or 0)
+
+
+def deleted_rows(plan: NativePlan, storage: Any) -> pa.Table:
+    """Every (file URI, row index) the plan's deletion vectors delete, as an Arrow table
+    with columns ``file_path`` (string) and ``row_index`` (int64); each vector is read and
+    verified (:func:`delta_pyds.protocol.deletion_vectors.load_deleted_rows`)."""
+    from delta_pyds.protocol.deletion_vectors import load_deleted_rows
+
+    paths, rows = [], []
+    for uri, descriptor in plan.dv_descriptors.items():
+        deleted = load_deleted_rows(storage, descriptor)
+        rows.append(pa.array(deleted.astype(np.int64)))
+        paths.append(pa.repeat(pa.scalar(uri, pa.string()), len(deleted)))
+    if not rows:
+        return pa.table({FILE_PATH: pa.array([], pa.string()), "row_index": pa.array([], pa.int64())})
+    return pa.table({FILE_PATH: pa.concat_arrays(paths), "row_index": pa.concat_arrays(rows)})
+
+
+def plan_native_scan(
+    snapshot: Snapshot,
+    *,
+    columns: Sequence[str] | None = None,
+    predicates: Sequence[Any] = (),
+    root_uri: str | None = None,
+) -> NativePlan:
+    """The native scan of ``snapshot``: output ``columns`` (default: all but ``void``
+    columns, in table order), files pruned with ``predicates``; ``root_uri`` overrides the
+    root as Spark spells it (e.g. ``s3a://`` for an ``s3://`` table)."""
+    schema = snapshot.schema
+    mode = snapshot.column_mapping_mode
+    partition_columns = snapshot.partition_columns
+    part_lower = {c.lower() for c in partition_columns}
+    fields = [f for f in schema.fields if not (isinstance(f.type, PrimitiveType) and f.type.name == "void")]
+    if columns:
+        wanted = [c.lower() for c in columns]
+        by_name = {f.name.lower(): f for f in fields}
+        missing = [c for c in columns if c.lower() not in by_name]
+        if missing:
+            raise ValueError(
+                f"option columns: {', '.join(missing)} not in the table; available: {', '.join(f.name for f in fields)}"
+            )
+        fields = [by_name[c] for c in wanted]
+    output: list[OutputColumn] = []
+    read_fields: list[StructField] = []
+    for f in fields:
+        if f.name.lower() in part_lower:
+            output.append(OutputColumn(f.name, f.type, f.nullable, None, partition=True))
+            continue
+        physical = f.physical_name(mode)
+        output.append(OutputColumn(f.name, f.type, f.nullable, physical))
+        read_fields.append(physical_field(f, mode))
+    root = root_uri if root_uri is not None else spark_root_uri(snapshot.storage.root_url)
+    files = snapshot.files
+    report = None
+    if predicates:
+        files, report = prune_files(
+            files, predicates, schema=schema, partition_columns=partition_columns, column_mapping_mode=mode
+        )
+    unsupported = _unsupported(files)
+    changes = unreadable_type_changes(StructType(tuple(f for f in fields if f.name.lower() not in part_lower)))
+    if changes:
+        unsupported.append("type changes Spark's Parquet reader cannot widen: " + ", ".join(changes))
+    table = _file_table(snapshot, files, root) if not unsupported else _empty_file_table(snapshot)
+    return NativePlan(
+        version=snapshot.version,
+        root_uri=root,
+        files=table,
+        read_schema=StructType(tuple(read_fields)),
+        output=output,
+        partition_columns=list(partition_columns),
+        column_mapping_mode=mode,
+        report=report,
+        unsupported=unsupported,
+        directory_partitions=_directory_partitions(snapshot, files) if not unsupported else [],
+    )
+
+
+def physical_field(f: StructField, mode: str) -> StructField:
+    """``f`` as the data files hold it: physical names all the way down; in ``id`` mode
+    every struct field carries its Parquet field id (``parquet.field.id``), which Spark
+    matches when ``spark.sql.parquet.fieldId.read.enabled`` is true."""
+    meta: dict[str, Any] = {}
+    if mode == "id" and f.field_id is not None:
+        meta[SPARK_FIELD_ID] = f.field_id
+    return StructField(f.physical_name(mode), _physical_type(f.type, mode), f.nullable, meta)
+
+
+def _physical_type(dtype: DataType, mode: str) -> DataType:
+    if isinstance(dtype, StructType):
+        return StructType(tuple(physical_field(f, mode) for f in dtype.fields))
+    if isinstance(dtype, ArrayType):
+        return ArrayType(_physical_type(dtype.element_type, mode), dtype.contains_null)
+    if isinstance(dtype, MapType):
+        return MapType(
+            _physical_type(dtype.key_type, mode), _physical_type(dtype.value_type, mode), dtype.value_contains_null
+        )
+    return dtype
+
+
+_INT_DIGITS = {"byte": 10, "short": 10, "integer": 10, "long": 20}  # Parquet INT32 / INT64
+
+
+def unreadable_type_changes(schema: StructType, prefix: str = "") -> list[str]:
+    """The columns whose ``delta.typeChanges`` history includes a widening Spark 4.3's Parquet
+    reader refuses (measured): an integer read as ``decimal(p, s)`` with ``p - s`` below the
+    digits of its Parquet physical type (10 for byte/short/int stored as INT32, 20 for long)."""
+    found = []
+    for f in schema.fields:
+        name = prefix + f.name
+        for change in f.metadata.get("delta.typeChanges") or ():
+            src = str(change.get("fromType", ""))
+            m = re.match(r"decimal\((\d+),\s*(\d+)\)", str(change.get("toType", "")))
+            if src in _INT_DIGITS and m and int(m.group(1)) - int(m.group(2)) < _INT_DIGITS[src]:
+                found.append(f"{name} ({src} -> {change.get('toType')})")
+        inner = f.type
+        while isinstance(inner, (ArrayType, MapType)):
+            inner = inner.element_type if isinstance(inner, ArrayType) else inner.value_type
+        if isinstance(inner, StructType):
+            found.extend(unreadable_type_changes(inner, name + "."))
+    return found
+
+
+# characters Spark's ExternalCatalogUtils.escapePathName escapes in partition directory names
+_PARTITION_ESCAPED = "%" + "".join(chr(c) for c in range(1, 32)) + "\"#'*/:=?\\\x7f{[]^"
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+# partition types Spark's partition discovery casts from a directory name exactly as the log's
+# value parses (timestamps depend on the session zone, floats and binary on spelling: joined)
+_DIRECTORY_TYPES = {"string", "byte", "short", "integer", "long", "date", "boolean"}
+
+
+def escape_partition_text(values: pa.Array) -> pa.Array:
+    """Serialized partition values as Spark escapes them in a directory name (``%XX``), nulls
+    and empty strings as ``__HIVE_DEFAULT_PARTITION__``."""
+    out = values.cast(pa.string())
+    for ch in _PARTITION_ESCAPED:
+        out = pc.replace_substring(out, ch, f"%{ord(ch):02X}")
+    out = pc.if_else(pc.equal(out, ""), pa.scalar(None, pa.string()), out)
+    return pc.fill_null(out, HIVE_NULL)
+
+
+def _directory_partitions(snapshot: Snapshot, files: pa.Table) -> list[StructField]:
+    """The physical partition fields when every file path is exactly
+    ``<p1>=<escaped v1>/.../<pn>=<escaped vn>/<file name>`` with the log's values (what
+    delta-spark and delta-rs write without column mapping), so that Spark's partition
+    discovery gives the log's values; [] otherwise (the caller joins the values instead)."""
+    columns = snapshot.partition_columns
+    if not columns or not files.num_rows:
+        return []
+    mode = snapshot.column_mapping_mode
+    fields = [snapshot.schema.field(c) for c in columns]
+    from delta_pyds.protocol.schema import DecimalType
+
+    for f in fields:
+        if not (
+            isinstance(f.type, DecimalType) or (isinstance(f.type, PrimitiveType) and f.type.name in _DIRECTORY_TYPES)
+        ):
+            return []
+    physical = [f.physical_name(mode) for f in fields]
+    if len({p.lower() for p in physical}) != len(physical) or any(_HIDDEN_NAME.match(p) for p in physical):
+        return []
+    pv = files.column("partition_values").combine_chunks()
+    paths = files.column("path").combine_chunks()
+    parts = []
+    for name in physical:
+        parts.append(pc.binary_join_element_wise(name + "=", escape_partition_text(pc.struct_field(pv, name)), ""))
+    base = pc.extract_regex(paths, r"(?P<name>[^/]+)$").field("name")
+    expected = pc.binary_join_element_wise(*parts, base, "/")
+    if not pc.all(pc.fill_null(pc.equal(paths, expected), False)).as_py():
+        return []
+    return [StructField(p, f.type, True, {}) for p, f in zip(physical, fields, strict=True)]
+
+
+_HIDDEN_NAME = re.compile(r"^[_.]")
+
+
+def _unsupported(files: pa.Table) -> list[str]:
+    """Why Spark's listing of the table root cannot serve these files (empty when it can)."""
+    if not files.num_rows:
+        return []
+    paths = files.column("path").combine_chunks()
+    reasons = []
+    absolute = pc.match_substring_regex(paths, r"^/|^[A-Za-z][A-Za-z0-9+.\-]+:")
+    if pc.any(absolute).as_py():
+        example = paths.filter(absolute)[0].as_py()
+        if is_absolute(example):
+            reasons.append(f"{pc.sum(absolute).as_py()} file(s) outside the table root (e.g. {example!r})")
+    hidden = pc.match_substring_regex(paths, _HIDDEN)
+    if pc.any(hidden).as_py():
+        example = paths.filter(hidden)[0].as_py()
+        reasons.append(
+            f"{pc.sum(hidden).as_py()} file(s) in paths Spark's listing skips (a name starting with "
+            f"'_' or '.', e.g. {example!r})"
+        )
+    return reasons
+
+
+def _file_table(snapshot: Snapshot, files: pa.Table, root: str) -> pa.Table:
+    n = files.num_rows
+    paths = files.column("path").combine_chunks() if n else pa.array([], pa.string())
+    rel = pc.replace_substring_regex(paths, "/+", "/") if n else paths
+    uris = pc.binary_join_element_wise(root + "/", spark_path_encode_array(rel), "") if n else paths
+    if "deletion_vector" in files.column_names:
+        dv = files.column("deletion_vector").combine_chunks()
+        has_dv = pc.is_valid(dv)
+    else:
+        from delta_pyds.protocol.actions import DV_TYPE
+
+        dv = pa.nulls(n, DV_TYPE)
+        has_dv = pa.array(np.zeros(n, dtype=bool))
+    cols: dict[str, Any] = {FILE_PATH: uris, HAS_DV: has_dv, "deletion_vector": dv}
+    mode = snapshot.column_mapping_mode
+    if snapshot.partition_columns:
+        pv = files.column("partition_values").combine_chunks() if n else None
+        for name in snapshot.partition_columns:
+            f = snapshot.schema.field(name)
+            raw = pc.struct_field(pv, f.physical_name(mode)) if pv is not None else pa.array([], pa.string())
+            cols[name] = parse_partition_values(raw, f.type, column=name)
+    return pa.table(cols)
+
+
+def _empty_file_table(snapshot: Snapshot) -> pa.Table:
+    return pa.table({FILE_PATH: pa.array([], pa.string()), HAS_DV: pa.array([], pa.bool_())})
