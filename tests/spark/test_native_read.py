@@ -336,6 +336,10 @@ def test_object_store_without_hadoop_connector_falls_back(spark, s3_server, capl
     assert rows == spark_rows(local)
     assert "through the data source" in caplog.text and "s3a" in caplog.text
     assert s3_server.options["secret"] not in caplog.text
+    # the credentials went with that read only, never into the session's conf
+    bucket = url.split("/")[2]
+    assert spark.conf.get(f"fs.s3a.bucket.{bucket}.secret.key", None) is None
+    assert s3_server.options["secret"] not in spark.conf.getAll.values()
 
 
 CONNECT_SCRIPT = """

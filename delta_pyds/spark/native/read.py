@@ -203,8 +203,9 @@ def file_filter(paths: list[str]):
 def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: Storage) -> DataFrame:
     """The DataFrame of ``plan`` (see the module docstring; no ``where`` applied)."""
     output_schema = to_spark_schema(StructType(tuple(_logical_fields(plan))))
-    for key, value in location.hadoop_conf.items():
-        spark.conf.set(key, value)
+    # the storage options' Hadoop settings go with this read only (DataFrameReader options
+    # reach the Hadoop configuration of its listing and scan), never into the session conf,
+    # where credentials would outlive the read and be visible to every query of the session
     if plan.column_mapping_mode == "id":
         spark.conf.set(FIELD_ID_CONF, "true")
     if plan.files.num_rows == 0:
@@ -331,7 +332,7 @@ def _scan(
             }
         )
         try:
-            reader = spark.read.schema(schema).option("basePath", location.load_path)
+            reader = spark.read.schema(schema).options(**location.hadoop_conf).option("basePath", location.load_path)
             if glob is not None:
                 reader = reader.option("pathGlobFilter", glob)
             df = reader.parquet(location.load_path)
@@ -340,7 +341,7 @@ def _scan(
                 return df, True
         except Exception as exc:  # conflicting directory structures: join the values instead
             log.debug("pydelta: no partition discovery for %s: %s", location.load_path, str(exc)[:200])
-    reader = spark.read.schema(read_schema).option("recursiveFileLookup", "true")
+    reader = spark.read.schema(read_schema).options(**location.hadoop_conf).option("recursiveFileLookup", "true")
     if glob is not None:
         reader = reader.option("pathGlobFilter", glob)
     return reader.parquet(location.load_path), False
