@@ -36,7 +36,8 @@ from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import Metadata
 from delta_pyds.protocol.clustering import CLUSTERING_DOMAIN, domain_config, resolve, table_clustering
 from delta_pyds.protocol.identity import ALLOW_EXPLICIT_INSERT, START, STEP
-from delta_pyds.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType
+from delta_pyds.protocol.partition_values import partition_field
+from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
 from delta_pyds.protocol.schema_evolution import assign_column_mapping, check_names
 from delta_pyds.protocol.table_properties import (
     COLUMN_MAPPING_MAX_ID,
@@ -149,15 +150,7 @@ def _properties(raw: Mapping[str, str]) -> dict[str, str]:
 def _partition_columns(schema: StructType, names: Sequence[str]) -> tuple[str, ...]:
     out = []
     for name in names:
-        f = schema.get(name)
-        if f is None:
-            raise SchemaError(
-                f"partitionedBy: {name!r} is not a column of the table (columns: {', '.join(schema.names)})"
-            )
-        if isinstance(f.type, (StructType, ArrayType, MapType)) or (
-            isinstance(f.type, PrimitiveType) and f.type.name in ("variant", "void")
-        ):
-            raise SchemaError(f"partitionedBy: column {f.name} has type {f.type.simple_string()}, not a partition type")
+        f = partition_field(schema, name, argument="partitionedBy", missing="the table")
         if any(k.startswith("delta.identity.") for k in f.metadata):
             raise SchemaError(
                 f"partitionedBy: identity column {f.name} cannot be a partition column "

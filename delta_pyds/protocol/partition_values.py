@@ -18,8 +18,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.errors import CorruptLogError
-from delta_pyds.protocol.schema import DataType, DecimalType, PrimitiveType, to_arrow_type
+from delta_pyds.errors import CorruptLogError, SchemaError
+from delta_pyds.protocol.schema import (
+    ArrayType,
+    DataType,
+    DecimalType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+    to_arrow_type,
+)
 
 _OFFSET_RE = r"(Z|z|[+-]\d\d(:?\d\d)?)$"
 
@@ -120,3 +129,19 @@ def serialize_partition_value(value: Any, dtype: DataType) -> str | None:
     if isinstance(dtype, DecimalType):
         return format(decimal.Decimal(value), "f")
     return str(value)
+
+
+def partition_field(schema: StructType, name: str, *, argument: str, missing: str) -> StructField:
+    """The field of ``schema`` a partition column ``name`` names; a :class:`SchemaError`
+    naming ``argument`` when there is none (``missing`` says what was searched) or when its
+    type cannot be a partition column (struct, array, map, variant, void)."""
+    f = schema.get(name)
+    if f is None:
+        raise SchemaError(f"{argument}: column {name!r} is not in {missing} (columns: {', '.join(schema.names)})")
+    if isinstance(f.type, (StructType, ArrayType, MapType)) or (
+        isinstance(f.type, PrimitiveType) and f.type.name in ("variant", "void")
+    ):
+        raise SchemaError(
+            f"{argument}: column {f.name} has type {f.type.simple_string()}, which cannot be a partition column"
+        )
+    return f

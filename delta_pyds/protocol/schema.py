@@ -366,6 +366,18 @@ def physical_type(dtype: DataType, mode: str) -> DataType:
     return dtype
 
 
+def nullable_type(dtype: DataType) -> DataType:
+    """``dtype`` with every nested field, element and value nullable (how Spark's file
+    sources read a schema, and what a new table gets from a DataFrame)."""
+    if isinstance(dtype, StructType):
+        return StructType(tuple(StructField(f.name, nullable_type(f.type), True, f.metadata) for f in dtype.fields))
+    if isinstance(dtype, ArrayType):
+        return ArrayType(nullable_type(dtype.element_type), True)
+    if isinstance(dtype, MapType):
+        return MapType(nullable_type(dtype.key_type), nullable_type(dtype.value_type), True)
+    return dtype
+
+
 def leaf_paths(schema: StructType, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], StructField]]:
     """Every leaf column (nested struct fields flattened) with its logical path."""
     for f in schema.fields:

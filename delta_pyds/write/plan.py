@@ -39,8 +39,8 @@ from delta_pyds.protocol.clustering import CLUSTERING_DOMAIN, dotted, table_clus
 from delta_pyds.protocol.clustering import domain_config as clustering_domain_config
 from delta_pyds.protocol.clustering import resolve as resolve_clustering
 from delta_pyds.protocol.identity import columns_to_generate, with_high_water_marks
-from delta_pyds.protocol.partition_values import parse_partition_values
-from delta_pyds.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType
+from delta_pyds.protocol.partition_values import parse_partition_values, partition_field
+from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType, nullable_type
 from delta_pyds.protocol.schema_evolution import (
     assign_column_mapping,
     check_names,
@@ -106,16 +106,6 @@ def _load(storage: Storage) -> Snapshot | None:
         return None
 
 
-def _nullable(dtype):
-    if isinstance(dtype, StructType):
-        return StructType(tuple(StructField(f.name, _nullable(f.type), True, f.metadata) for f in dtype.fields))
-    if isinstance(dtype, ArrayType):
-        return ArrayType(_nullable(dtype.element_type), True)
-    if isinstance(dtype, MapType):
-        return MapType(_nullable(dtype.key_type), _nullable(dtype.value_type), True)
-    return dtype
-
-
 def _refuse_void(schema: StructType, existing: StructType | None, prefix: str = "") -> None:
     """New columns of Spark's NullType cannot be stored (existing void columns are kept)."""
     for f in schema.fields:
@@ -136,18 +126,7 @@ def _refuse_void(schema: StructType, existing: StructType | None, prefix: str = 
 def _partition_columns(schema: StructType, names) -> tuple[str, ...]:
     out = []
     for name in names:
-        f = schema.get(name)
-        if f is None:
-            raise SchemaError(
-                f"option partitionBy: column {name!r} is not in the DataFrame (columns: {', '.join(schema.names)})"
-            )
-        if isinstance(f.type, (StructType, ArrayType, MapType)) or (
-            isinstance(f.type, PrimitiveType) and f.type.name in ("variant", "void")
-        ):
-            raise SchemaError(
-                f"option partitionBy: column {f.name} has type {f.type.simple_string()}, "
-                "which cannot be a partition column"
-            )
+        f = partition_field(schema, name, argument="option partitionBy", missing="the DataFrame")
         out.append(f.name)
     if out and len(out) == len(schema.fields):
         raise SchemaError("option partitionBy: a table cannot be partitioned by all of its columns")
@@ -219,7 +198,7 @@ def plan_write(
             conf[COLUMN_MAPPING_MODE] = snapshot.column_mapping_mode
             mode = snapshot.column_mapping_mode
         check_names(data_schema, column_mapping=mode != "none")
-        schema = _nullable(data_schema)
+        schema = cast(StructType, nullable_type(data_schema))
         if snapshot is not None:
             schema = replace_schema(schema, snapshot.schema)
         if opts.partition_by is not None:

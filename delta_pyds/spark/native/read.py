@@ -52,7 +52,7 @@ from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.errors import DataFileError, UnsupportedFeatureError
 from delta_pyds.expressions.to_predicates import skipping_predicates
-from delta_pyds.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
+from delta_pyds.protocol.schema import StructField, StructType, nullable_type
 from delta_pyds.read.native_plan import (
     FILE_PATH,
     HAS_DV,
@@ -282,17 +282,6 @@ def check_listed(plan: NativePlan, listed: pa.Array) -> None:
 def _logical_fields(plan: NativePlan) -> list[StructField]:
     """The output columns, nullable all the way down (as Spark's file sources read them)."""
     return [StructField(c.name, nullable_type(c.type), True, {}) for c in plan.output]
-
-
-def nullable_type(dtype: DataType) -> DataType:
-    """``dtype`` with every nested field, element and value nullable."""
-    if isinstance(dtype, StructType):
-        return StructType(tuple(StructField(f.name, nullable_type(f.type), True, f.metadata) for f in dtype.fields))
-    if isinstance(dtype, ArrayType):
-        return ArrayType(nullable_type(dtype.element_type), True)
-    if isinstance(dtype, MapType):
-        return MapType(nullable_type(dtype.key_type), nullable_type(dtype.value_type), True)
-    return dtype
 
 
 def _partition_alias(name: str) -> str:
