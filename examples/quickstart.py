@@ -55,4 +55,11 @@ df.groupBy("country").count().orderBy("country").show()
 v1 = spark.read.format("pydelta").option("versionAsOf", 1).load(path)
 print("rows at version 1:", v1.count())
 
+# the Spark-native path: the log planned in Python, the data moved by Spark's own Parquet
+# reader and writer (same rows as the data source)
+delta_pyds.write_delta(events.limit(3), path, mode="append")  # v3
+native = delta_pyds.read_delta(spark, path, where="country = 1")
+print("rows of country 1 (native read):", native.count())
+assert sorted(native.collect()) == sorted(spark.read.format("pydelta").load(path).where("country = 1").collect())
+
 spark.stop()
