@@ -65,3 +65,21 @@ def deltalake_table(path, version=None):
     dt = DeltaTable(path, version=version) if version is not None else DeltaTable(path)
     result = QueryBuilder().register("t", dt).execute("SELECT * FROM t")
     return pa.table(result.read_all())
+
+
+def pydelta_write(df, path, mode="append", **options):
+    """``df.write.format("pydelta")`` with ``options`` (the data source writer)."""
+    w = df.write.format("pydelta").mode(mode)
+    for k, v in options.items():
+        w = w.option(k, v)
+    w.save(path)
+
+
+def pydelta_read(spark, path):
+    return spark.read.format("pydelta").load(path)
+
+
+def table_version(path):
+    from delta_pyds.table.snapshot import Snapshot
+
+    return Snapshot.load(path).version

@@ -13,6 +13,9 @@ import os
 import pyarrow.parquet as pq
 import pytest
 from helpers import arrow_rows, deltalake_table, spark_rows
+from helpers import pydelta_read as read
+from helpers import pydelta_write as ds_write
+from helpers import table_version as version
 
 from delta_pyds import write_delta
 from delta_pyds.errors import ConcurrentModificationError, ConstraintViolationError, UnsupportedFeatureError
@@ -32,21 +35,6 @@ ALL_TYPES = """select cast(1 as tinyint) b, cast(2 as smallint) s, 3 i, cast(4 a
   select null, null, null, null, cast('nan' as float), cast('-inf' as double), null, null, null, null, null,
     null, null, timestamp'1969-12-31 23:59:59.999999', null, null, null, named_struct('x', null, 'y', null),
     null, null, 'a'"""
-
-
-def ds_write(df, path, mode="append", **options):
-    w = df.write.format("pydelta").mode(mode)
-    for k, v in options.items():
-        w = w.option(k, v)
-    w.save(path)
-
-
-def read(spark, path):
-    return spark.read.format("pydelta").load(path)
-
-
-def version(path):
-    return Snapshot.load(path).version
 
 
 def adds(path, v=None):

@@ -11,6 +11,9 @@ import os
 import pyarrow as pa
 import pytest
 from helpers import arrow_rows, deltalake_table, spark_rows
+from helpers import pydelta_read as read
+from helpers import pydelta_write as write
+from helpers import table_version as version
 
 from delta_pyds.table.snapshot import Snapshot
 
@@ -23,21 +26,6 @@ ALL_TYPES = """select cast(1 as tinyint) b, cast(2 as smallint) s, 3 i, cast(4 a
   union all
   select null, null, null, null, cast('nan' as float), cast('-inf' as double), null, null, null, null, null,
     null, null, null, null, null, null, null, null"""
-
-
-def write(df, path, mode="append", **options):
-    w = df.write.format("pydelta").mode(mode)
-    for k, v in options.items():
-        w = w.option(k, v)
-    w.save(path)
-
-
-def read(spark, path):
-    return spark.read.format("pydelta").load(path)
-
-
-def version(path):
-    return Snapshot.load(path).version
 
 
 def error_text(excinfo) -> str:
