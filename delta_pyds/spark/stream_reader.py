@@ -5,7 +5,9 @@ A ``DataSourceStreamReader`` with admission control over
 
 * offsets are delta-spark-shaped dicts ``{sourceVersion, reservoirId, reservoirVersion,
   index, isStartingVersion}``; Spark checkpoints them, so a restarted query resumes right
-  after the last committed one and re-plans an uncommitted batch identically;
+  after the last committed one and re-plans an uncommitted batch identically (batch 0
+  too: ``initialOffset`` is a marker derived from the options, and batch 0's start is
+  read back from the end offset Spark logged, see :mod:`delta_pyds.streaming.offsets`);
 * ``maxFilesPerTrigger`` (default 1000) is the default read limit and
   ``maxBytesPerTrigger`` is applied with it (the Python API has no composite limit);
   ``ReadAllAvailable`` (e.g. ``Trigger.Once``) ignores both;

@@ -9,6 +9,13 @@ then path); index ``-1`` (``BASE_INDEX``) stands before the first file of a vers
 An offset means "everything up to and including this (version, index) was delivered", so
 a restarted query resumes exactly after it.
 
+The first batch's start is not a position: Spark asks the source for it again whenever it
+replays an uncommitted batch 0, possibly after the table moved on, so
+:data:`UNRESOLVED` (version ``-1``) marks "the query's start, as the options define it".
+The version that start resolves to is recorded once, in batch 0's end offset
+(``queryStartVersion``), and a replay of batch 0 starts from there: a replayed batch is
+planned from logged offsets only.
+
 Guarantees:
 
 * :func:`next_offset` moves to ``(version + 1, -1)`` after the last file of a version,
@@ -26,12 +33,13 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from delta_pyds.errors import StreamChangeError, StreamingError
 
 BASE_INDEX = -1
+UNRESOLVED = -1  # the version of the start marker: "where the options say the query starts"
 SOURCE_VERSION = 1
 
 
@@ -41,15 +49,25 @@ class StreamOffset:
     index: int
     is_starting_version: bool = False
     table_id: str = ""
+    # batch 0's end only: the version the query's start resolved to (see the module doc)
+    query_start_version: int | None = field(default=None, compare=False)
+
+    @property
+    def unresolved(self) -> bool:
+        """Whether this is the start marker (not a position in the table)."""
+        return self.version == UNRESOLVED
 
     def to_dict(self) -> dict:
-        return {
+        d = {
             "sourceVersion": SOURCE_VERSION,
             "reservoirId": self.table_id,
             "reservoirVersion": self.version,
             "index": self.index,
             "isStartingVersion": self.is_starting_version,
         }
+        if self.query_start_version is not None:
+            d["queryStartVersion"] = self.query_start_version
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], table_id: str | None = None) -> StreamOffset:
@@ -60,6 +78,7 @@ class StreamOffset:
                 int(d["index"]),
                 bool(d.get("isStartingVersion", False)),
                 str(d.get("reservoirId") or ""),
+                None if d.get("queryStartVersion") is None else int(d["queryStartVersion"]),
             )
         except (KeyError, TypeError, ValueError):
             raise StreamingError(f"not a pydelta stream offset: {dict(d)!r}") from None

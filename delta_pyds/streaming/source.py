@@ -13,7 +13,9 @@ numbering files as :mod:`delta_pyds.streaming.offsets` describes. Two flavours:
   its add/remove files when it has deletion vectors, are admitted to a batch together.
 
 Guarantees: the entries between two offsets are a pure function of the log and the
-options, so re-planning a batch after a restart reads the same rows; offsets never pass
+options, so re-planning a batch after a restart reads the same rows, batch 0 included
+(its start is resolved once and recorded in its end offset, so new commits, or a
+``startingTimestamp`` or ``latest`` that would resolve differently now, do not move it); offsets never pass
 the ``Trigger.AvailableNow`` target once it is set; a commit whose schema the stream's
 schema cannot read (a column added, dropped, renamed or retyped after the stream
 started) stops the stream with :class:`streaming.StreamingError` asking for a restart;
@@ -23,7 +25,7 @@ commits gone from the log raise :class:`VersionNotFoundError`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 import pyarrow as pa
@@ -40,6 +42,7 @@ from delta_pyds.read.scan import FileTask
 from delta_pyds.storage.store import Storage
 from delta_pyds.streaming.offsets import (
     BASE_INDEX,
+    UNRESOLVED,
     AdmissionLimits,
     ChangePolicy,
     IndexedFile,
@@ -77,26 +80,59 @@ class StreamSource:
         self._available_now = False
         self._snapshot_files: tuple[int, pa.Table, list[str]] | None = None
         self._metadata_after: dict[int, Metadata] = {}
+        self._resolved_start: StreamOffset | None = None
 
     # ------------------------------------------------------------------- offsets
     def initial_offset(self) -> StreamOffset:
+        """Spark's start of batch 0, asked again at every restart that replays batch 0, so a
+        function of the options only: ``startingVersion=N`` is its own position; the other
+        modes (the snapshot, ``latest``, ``startingTimestamp``) depend on the table's state
+        and give the :data:`UNRESOLVED` marker, resolved by :meth:`latest_offset` once."""
+        start = self.options.start
+        if start.version is not None and not start.latest:
+            self._check_starting_version(start.version)
+            return StreamOffset(start.version, BASE_INDEX, False, self.table_id)
+        return StreamOffset(UNRESOLVED, BASE_INDEX, not start.given, self.table_id)
+
+    def _check_starting_version(self, version: int) -> None:
+        log = CommitLog(self.storage)
+        if version > log.latest_version:
+            raise VersionNotFoundError(
+                f"option startingVersion: version {version} does not exist; the latest version "
+                f"of the table is {log.latest_version} (use 'latest' to read only new commits)"
+            )
+        log.require(version)
+
+    def _resolve_start(self) -> StreamOffset:
+        """Where the query starts, from the options and the table now (once per query)."""
+        if self._resolved_start is not None:
+            return self._resolved_start
         start = self.options.start
         if not start.given:
-            return StreamOffset(self.read_version, BASE_INDEX, True, self.table_id)
-        log = CommitLog(self.storage)
-        if start.latest:
-            version = log.latest_version + 1
+            version = self.read_version
+        elif start.latest:
+            version = CommitLog(self.storage).latest_version + 1
         elif start.timestamp is not None:
-            version = log.version_at_or_after(start.timestamp, option="startingTimestamp")
+            version = CommitLog(self.storage).version_at_or_after(start.timestamp, option="startingTimestamp")
         else:
-            version = cast(int, start.version)  # given, and neither latest nor a timestamp
-            if version > log.latest_version:
-                raise VersionNotFoundError(
-                    f"option startingVersion: version {version} does not exist; the latest version "
-                    f"of the table is {log.latest_version} (use 'latest' to read only new commits)"
-                )
-            log.require(version)
-        return StreamOffset(version, BASE_INDEX, False, self.table_id)
+            version = cast(int, start.version)
+        self._resolved_start = StreamOffset(version, BASE_INDEX, not start.given, self.table_id)
+        return self._resolved_start
+
+    def first_batch_start(self, end: StreamOffset) -> StreamOffset:
+        """The start of batch 0 when Spark hands the marker with batch 0's logged ``end``."""
+        snapshot = not self.options.start.given
+        if end.query_start_version is not None:
+            return StreamOffset(end.query_start_version, BASE_INDEX, snapshot, self.table_id)
+        # an end offset logged before delta_pyds recorded the start
+        if snapshot:  # delta-spark's rule: a snapshot that ends at (or within) end's version
+            if end.is_starting_version:
+                return StreamOffset(end.version, BASE_INDEX, True, self.table_id)
+            return StreamOffset(max(end.version - 1, 0), BASE_INDEX, True, self.table_id)
+        resolved = self._resolve_start()
+        if resolved.position() > (end.version, BASE_INDEX):
+            return StreamOffset(end.version, BASE_INDEX, False, self.table_id)
+        return resolved
 
     def prepare_available_now(self) -> None:
         """Trigger.AvailableNow: the target is fixed at the first latest_offset call."""
@@ -104,10 +140,15 @@ class StreamSource:
         self.available_now_bound = None
 
     def latest_offset(self, start: StreamOffset, limits: AdmissionLimits | None) -> StreamOffset:
+        """The end of the next batch; from the marker, batch 0's end records the start."""
         log = CommitLog(self.storage)
+        first = start.unresolved
+        if first:
+            start = self._resolve_start()
         if self._available_now and self.available_now_bound is None:
             self.available_now_bound = self._scan(start, None, log, None)
-        return self._scan(start, limits, log, self.available_now_bound)
+        end = self._scan(start, limits, log, self.available_now_bound)
+        return replace(end, query_start_version=start.version) if first else end
 
     def _scan(self, start: StreamOffset, limits, log: CommitLog, bound: StreamOffset | None) -> StreamOffset:
         last = None
@@ -118,6 +159,8 @@ class StreamSource:
     # -------------------------------------------------------------------- batches
     def batch_files(self, start: StreamOffset, end: StreamOffset) -> list:
         """What the batch (start, end] reads: FileTasks (plain) or ChangeFiles (change feed)."""
+        if start.unresolved:
+            start = self.first_batch_start(end)
         if end.position() <= start.position():
             return []
         log = CommitLog(self.storage)

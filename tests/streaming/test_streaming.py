@@ -195,6 +195,65 @@ def test_batch_replanned_after_a_crash_reads_the_same_rows(tmp_path):
     assert s.rows(s.source.batch_files(start, end)) == first
 
 
+START_MODES = {
+    "snapshot": {},
+    "startingVersion=1": {"startingVersion": 1},
+    "latest": {"startingVersion": "latest"},
+    "startingTimestamp": {"startingTimestamp": "2023-11-14T22:14:30Z"},  # version 1
+}
+
+
+def _four_commits(path):
+    for k in range(4):
+        _append(path, list(range(10 * k, 10 * k + 10)))
+    for v in range(4):  # commit times 100 s apart
+        os.utime(os.path.join(path, "_delta_log", f"{v:020d}.json"), (1_700_000_000 + 100 * v,) * 2)
+
+
+@pytest.mark.parametrize("mode", list(START_MODES))
+@pytest.mark.parametrize("max_files", [1, 1000])
+def test_uncommitted_batch_0_replays_identically_after_new_commits(tmp_path, mode, max_files):
+    """Issue 24.1: Spark replays an uncommitted batch 0 from initialOffset() of the restarted
+    query; new commits in between must not change what batch 0 reads."""
+    path = str(tmp_path / "t")
+    _four_commits(path)
+    s = Stream(path, maxFilesPerTrigger=max_files, **START_MODES[mode])
+    marker = s.offset
+    end = json.loads(json.dumps(s.source.latest_offset(marker, s.limits()).to_dict()))  # as Spark logs it
+    first = s.rows(s.source.batch_files(marker, StreamOffset.from_dict(end)))
+    _append(path, list(range(100, 110)))  # the table moves on while the query is down
+    s.restart()
+    replay_start = s.source.initial_offset()  # what Spark hands a restarted query for batch 0
+    assert replay_start.to_dict() == marker.to_dict()
+    assert s.rows(s.source.batch_files(replay_start, StreamOffset.from_dict(end))) == first
+    s.offset = StreamOffset.from_dict(end)
+    s.batches = [s.source.batch_files(replay_start, s.offset)]
+    s.drain()
+    expected = {
+        "snapshot": range(40),
+        "startingVersion=1": range(10, 40),
+        "latest": range(0),  # batch 0 is empty: only commits after the start
+        "startingTimestamp": range(10, 40),
+    }[mode]
+    assert Counter(r[0] for r in s.all_rows()) == Counter([*expected, *range(100, 110)])
+
+
+def test_batch_0_logged_by_older_versions_replays_from_its_end(tmp_path):
+    """Offsets written before queryStartVersion existed: the snapshot is the one the end
+    offset lies in (delta-spark's rule), so the replayed batch 0 loses no row."""
+    path = str(tmp_path / "t")
+    _four_commits(path)
+    s = Stream(path, maxFilesPerTrigger=2)
+    end = s.source.latest_offset(s.offset, s.limits()).to_dict()
+    del end["queryStartVersion"]
+    _append(path, list(range(100, 110)))
+    s.restart()
+    s.offset = StreamOffset.from_dict(end)
+    s.batches = [s.source.batch_files(s.source.initial_offset(), s.offset)]
+    s.drain()
+    assert Counter(r[0] for r in s.all_rows()) == Counter([*range(40), *range(100, 110)])
+
+
 def test_initial_snapshot_applies_deletion_vectors():
     path = table_path("kernel-rs/table-with-dv-small")
     s = Stream(path)
@@ -211,7 +270,7 @@ def test_starting_version_and_latest(tmp_path):
     assert sorted(r[0] for r in s.all_rows()) == [1, 2]
     latest = Stream(path, startingVersion="latest")
     latest.drain()
-    assert latest.batches == []
+    assert latest.all_rows() == []  # batch 0 is empty (it records where the query starts)
     _append(path, [9])
     latest.drain()
     assert latest.all_rows() == [(9, 1)]
