@@ -407,6 +407,20 @@ def test_change_feed_stream_starts_with_the_snapshot_as_inserts():
     assert {(r[1], r[2]) for r in rows} == {("insert", 6)}
 
 
+def test_change_feed_stream_replays_uncommitted_batch_0_identically(tmp_path):
+    path = str(tmp_path / "t")
+    _append(path, list(range(10)), configuration={"delta.enableChangeDataFeed": "true"})
+    _append(path, list(range(10, 20)))
+    s = Stream(path, readChangeFeed="true", maxFilesPerTrigger=1)
+    marker = s.offset
+    end = StreamOffset.from_dict(json.loads(json.dumps(s.source.latest_offset(marker, s.limits()).to_dict())))
+    first = s.rows(s.source.batch_files(marker, end))
+    _append(path, list(range(100, 110)))
+    s.restart()
+    assert first and s.rows(s.source.batch_files(s.source.initial_offset(), end)) == first
+    assert {r[3] for r in first} == {1}  # the snapshot's version, as inserts
+
+
 def test_cdc_commit_is_delivered_in_one_batch():
     path = table_path("delta-rs/cdf-table")
     s = Stream(path, readChangeFeed="true", startingVersion=1, maxFilesPerTrigger=1)
