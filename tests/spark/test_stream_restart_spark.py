@@ -136,6 +136,11 @@ def test_batch_failed_once_is_replayed_to_the_same_rows_after_a_new_commit(
         assert batches[fail_batch], "the replayed batch must not be empty"
 
 
+def _run_sink(spark, path, checkpoint, target, options):
+    writer = _reader(spark, path, options).writeStream.format("pydelta").option("checkpointLocation", checkpoint)
+    writer.trigger(availableNow=True).start(target).awaitTermination()
+
+
 def _target_ids(target):
     from deltalake import DeltaTable
 
@@ -161,12 +166,11 @@ def test_crash_after_the_sink_commit_before_commits_n(spark, tmp_path, mode, lim
     _source(path)
     options, expected = MODES[mode]
     options = {**options, **limits}
-    writer = _reader(spark, path, options).writeStream.format("pydelta").option("checkpointLocation", checkpoint)
-    writer.trigger(availableNow=True).start(target).awaitTermination()
+    _run_sink(spark, path, checkpoint, target, options)
     last = _remove_last_commit_log(checkpoint)
     assert last == (3 if limits else 0)
     _write(path, NEW)
-    writer.trigger(availableNow=True).start(target).awaitTermination()
+    _run_sink(spark, path, checkpoint, target, options)  # a new DataFrame, as a new process has
     assert _target_ids(target) == Counter([*expected, *NEW])
 
 
@@ -179,14 +183,13 @@ def test_sink_check_constraint_failing_batch_0_once(spark, tmp_path):
     _source(path)
     write_deltalake(target, pa.table({"id": pa.array([], pa.int64()), "v": pa.array([], pa.string())}))
     DeltaTable(target).alter.add_constraint({"neg": "id < 0"})
-    writer = _reader(spark, path, {}).writeStream.format("pydelta").option("checkpointLocation", checkpoint)
     with pytest.raises(Exception, match="(?i)constraint"):
-        writer.trigger(availableNow=True).start(target).awaitTermination()
+        _run_sink(spark, path, checkpoint, target, {})
     assert os.path.exists(os.path.join(checkpoint, "offsets", "0"))
     assert not os.path.exists(os.path.join(checkpoint, "commits", "0"))
     _write(path, NEW)
     DeltaTable(target).alter.drop_constraint("neg")
-    writer.trigger(availableNow=True).start(target).awaitTermination()
+    _run_sink(spark, path, checkpoint, target, {})  # a new DataFrame, as a new process has
     assert _target_ids(target) == Counter([*range(40), *NEW])
 
 
