@@ -1,5 +1,5 @@
 """MERGE: ``DeltaMergeBuilder``, the clauses of ``DeltaTable.merge`` and their execution
-(copy-on-write).
+(copy-on-write, or deletion vectors when the table enables them).
 
 Guarantees (as delta-spark's MERGE):
 
@@ -9,8 +9,14 @@ Guarantees (as delta-spark's MERGE):
 * a target row matched by several source rows is an error
   (``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE``) unless the only matched
   clause is an unconditional ``whenMatchedDelete()``;
+* only target files that can hold a matching row are read: without a
+  ``whenNotMatchedBySource`` clause the target is pruned by the condition's target-side
+  conjuncts and by the source's join-key ranges against file statistics and partition
+  values (:mod:`delta_pyds.spark.tables.merge_pruning`; ``numTargetFilesAfterSkipping``);
 * only files holding a row some clause changes are rewritten (row ids kept on tracked
-  tables; changed rows take the commit's version); inserted rows go to new files;
+  tables; changed rows take the commit's version); inserted rows go to new files; with
+  ``delta.enableDeletionVectors=true`` (as delta-spark) no file is rewritten: the changed
+  rows are marked deleted in the files' merged vectors and only updated rows are written;
 * identity columns the table generates cannot be updated; inserts without a value for
   an identity column get generated values (unique, beyond the high-water mark, which the
   commit moves); explicit values only with ``delta.identity.allowExplicitInsert``;
@@ -37,6 +43,7 @@ from typing import Any
 
 from delta_pyds.cdf.plan import CHANGE_TYPE
 from delta_pyds.errors import DeltaError
+from delta_pyds.operations.dv_delete import stage_dv_marks
 from delta_pyds.operations.read_set import record_read
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.identity import identity_columns, with_high_water_marks
@@ -52,6 +59,7 @@ from delta_pyds.spark.tables.dml import (
     TableRewriter,
     refuse_identity_updates,
 )
+from delta_pyds.spark.tables.dv_marks import dv_hits, writes_dvs
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.file_actions import rows_for_paths
 
@@ -78,6 +86,8 @@ class _MergeScope:
     clauses: list  # (kind, condition, set, on_match): matched ones, then not-matched-by-source ones
     delete_all_matched: bool
     evolved: Any = None  # the table's Delta schema with the source's new columns (schema evolution)
+    files_after_skipping: int = 0  # target files left by pruning (partitions, stats, source keys)
+    marked: Any = None  # with deletion vectors: the target rows a clause changes (to mark deleted)
 
     @property
     def names(self) -> list[str]:
@@ -202,6 +212,8 @@ class DeltaMergeBuilder:
             "numTargetFilesRemoved": 0,
             "numTargetFilesAdded": 0,
         }
+        metrics["numTargetFilesBeforeSkipping"] = scope.snap.files.num_rows
+        metrics["numTargetFilesAfterSkipping"] = scope.files_after_skipping
         parts: list = []  # DataFrames of the rows to write
         changes: list = []  # DataFrames of change data rows
         touched: list = []
@@ -258,7 +270,17 @@ class DeltaMergeBuilder:
                 refuse_identity_updates(snap, {scope.target_name(k): v for k, v in sets.items()}, "merge")
         scope.src = self._source.withColumn(_SRC, F.lit(True))
         scope.src_cols = {c.lower(): c for c in self._source.columns}
-        target = self._rewriter.scan(snap, snap.files)
+        files = snap.files
+        if not self._not_matched_by_source:  # else every target row is needed
+            from delta_pyds.spark.tables.merge_pruning import target_filter
+
+            pruning = target_filter(self._condition, talias, scope.target_schema, self._source)
+            if pruning == "FALSE":
+                files = files.slice(0, 0)
+            elif pruning is not None:
+                files = self._rewriter.candidates(snap, pruning)
+        scope.files_after_skipping = files.num_rows
+        target = self._rewriter.scan(snap, files)
         for f in new_fields:  # rows already in the table have no value for a new column
             target = target.withColumn(f.name, F.lit(None).cast(to_spark_schema(DeltaStruct((f,))).fields[0].dataType))
         scope.target = target.alias(talias)
@@ -377,7 +399,11 @@ class DeltaMergeBuilder:
             )
             metrics[key] += counts.get(i + 1, 0)
             metrics["numTargetRowsDeleted" if kind == "delete" else "numTargetRowsUpdated"] += counts.get(i + 1, 0)
-        kept = joined.where(~F.col(_ACTION).isin(deletes)) if deletes else joined
+        if writes_dvs(scope.snap):  # changed rows are marked deleted; only updated rows are written
+            scope.marked = joined.where(F.col(_ACTION) > 0)
+            kept = joined.where(F.col(_ACTION).isin(updates))
+        else:
+            kept = joined.where(~F.col(_ACTION).isin(deletes)) if deletes else joined
         if tracking:  # row ids kept; updated rows take the commit's version
             parts.append(
                 kept.select(
@@ -479,11 +505,26 @@ class DeltaMergeBuilder:
                 cdcs = rw.write_changes(snap, change_df, evolved_schema=evolved)
                 written += cdcs
                 txn.add_cdc_files(cdcs)
-            victims = rows_for_paths(file_actions(snap).active, touched)
             record_read(txn, snap, self._condition, snap.files, alias=scope.talias)
-            txn.remove_files(remove_actions(victims))
+            active = file_actions(snap).active
+            if scope.marked is not None:
+                from pyspark.sql import functions as F
+
+                old, bitmaps = dv_hits(scope.marked, F.lit(True), active)
+                dv = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
+                metrics.update(
+                    numTargetFilesRemoved=dv.files_removed,
+                    numTargetRowsCopied=0,
+                    numTargetDeletionVectorsAdded=dv.vectors_added,
+                    numTargetDeletionVectorsUpdated=dv.vectors_updated,
+                    numTargetDeletionVectorsRemoved=dv.files_removed,
+                )
+            else:
+                victims = rows_for_paths(active, touched)
+                txn.remove_files(remove_actions(victims))
+                metrics.update(numTargetFilesRemoved=victims.num_rows)
             txn.add_files(adds)
-            metrics.update(numTargetFilesRemoved=victims.num_rows, numTargetFilesAdded=len(adds))
+            metrics.update(numTargetFilesAdded=len(adds))
             txn.commit(
                 "MERGE",
                 {
