@@ -404,7 +404,7 @@ def delete_rows(rw: TableRewriter, condition=None) -> None:
     matched, deleted_rows = matching_files(scan, cond)
     if not matched:
         return
-    in_files = scan.where(F.col(SCAN_FILE).isin(matched))
+    in_files = rw.scan(snap, only_files(candidates, matched))  # Spark then reads only these
     hit = F.coalesce(cond, F.lit(False))
     spec = rw.write_spec(snap, row_tracking=True)
     adds = rw.rewrite(rw.tracked(snap, in_files.where(~hit)), spec, True)
@@ -466,7 +466,7 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
             cols.append(F.when(hit, exprs[f.name]).otherwise(F.col(f"`{f.name}`")).alias(f.name))
         else:
             cols.append(F.col(f"`{f.name}`"))
-    in_files = scan.where(F.col(SCAN_FILE).isin(matched))
+    in_files = rw.scan(snap, only_files(candidates, matched))  # Spark then reads only these
     spec = rw.write_spec(snap, row_tracking=True)
     extra = [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
     flagged = in_files.withColumn("__pydelta_hit", hit).select(*cols, *extra, "__pydelta_hit")
@@ -553,6 +553,13 @@ def _update_with_dvs(rw: TableRewriter, snap: Snapshot, condition, candidates: p
     except BaseException:
         delete_files(rw.storage, written)
         raise
+
+
+def only_files(files: pa.Table, paths: list[str]) -> pa.Table:
+    """The rows of ``files`` (snapshot file rows) whose path is in ``paths``."""
+    import pyarrow.compute as pc
+
+    return files.filter(pc.is_in(files.column("path"), value_set=pa.array(paths, pa.string())))
 
 
 def refuse_identity_updates(snap: Snapshot, exprs: Mapping[str, Any], what: str) -> None:
