@@ -220,9 +220,8 @@ class DeltaMergeBuilder:
         marks: dict = {}
         action = None
         if scope.clauses:
-            self._check_unique_matches(scope)
             action = self._target_action(scope)
-            touched = self._touched_files(scope, action)
+            touched = self._touched_files(scope, action)  # also refuses several matches per row
         if touched:
             self._apply_target_clauses(scope, action, touched, metrics, parts, changes)
         if self._not_matched:
@@ -309,29 +308,6 @@ class DeltaMergeBuilder:
             out.append(DeltaField(f.name, parse_type(f.dataType.jsonValue()), True, {}))
         return out
 
-    def _check_unique_matches(self, scope: _MergeScope) -> None:
-        """Refuses a source where several rows match one target row, unless the only
-        matched clause is an unconditional delete."""
-        from pyspark.sql import functions as F
-
-        if scope.delete_all_matched:
-            return
-        dup = (
-            scope.target.join(scope.src, scope.cond, "inner")
-            .groupBy(scope.tfile(), F.col(f"`{scope.talias}`.{SCAN_ROW}"))
-            .count()
-            .where("count > 1")
-            .limit(1)
-            .collect()
-        )
-        if dup:
-            raise DeltaError(
-                "merge: several source rows matched the same target row and could change it in "
-                "conflicting ways (delta-spark: DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_"
-                "MERGE); deduplicate the source, or make the only whenMatched clause an "
-                "unconditional whenMatchedDelete()"
-            )
-
     def _target_action(self, scope: _MergeScope):
         """A Spark column over the joined rows: 1 + the index of the first target-side
         clause that applies, 0 when none does."""
@@ -347,10 +323,26 @@ class DeltaMergeBuilder:
         return action
 
     def _touched_files(self, scope: _MergeScope, action) -> list:
-        """The target files holding a row some target-side clause changes."""
+        """The target files holding a row some target-side clause changes (one Spark job,
+        which also refuses a source where several rows match one target row, unless the
+        only matched clause is an unconditional delete)."""
+        from pyspark.sql import functions as F
+
         how = "left" if self._not_matched_by_source else "inner"
         acted = scope.target.join(scope.src, scope.cond, how).withColumn(_ACTION, action)
-        return [r[0] for r in acted.where(f"{_ACTION} > 0").select(scope.tfile()).distinct().collect()]
+        per_row = acted.groupBy(scope.tfile().alias("__f"), F.col(f"`{scope.talias}`.{SCAN_ROW}")).agg(
+            F.count(F.col(_SRC)).alias("__matches"), F.max(F.col(_ACTION)).alias("__act")
+        )
+        per_file = per_row.groupBy("__f").agg(F.max("__matches").alias("__matches"), F.max("__act").alias("__act"))
+        rows = per_file.where("__matches > 1 OR __act > 0").collect()
+        if not scope.delete_all_matched and any(r["__matches"] > 1 for r in rows):
+            raise DeltaError(
+                "merge: several source rows matched the same target row and could change it in "
+                "conflicting ways (delta-spark: DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_"
+                "MERGE); deduplicate the source, or make the only whenMatched clause an "
+                "unconditional whenMatchedDelete()"
+            )
+        return [r["__f"] for r in rows if r["__act"] > 0]
 
     def _apply_target_clauses(
         self, scope: _MergeScope, action, touched: list, metrics: dict, parts: list, changes: list
@@ -360,13 +352,17 @@ class DeltaMergeBuilder:
         from pyspark.sql import functions as F
 
         clauses, tracking = scope.clauses, scope.tracking
+        dv = writes_dvs(scope.snap)
+        # with deletion vectors only the rows a clause changes matter: matched rows need an
+        # inner join (a left join only for whenNotMatchedBySource clauses)
+        how = "inner" if dv and not self._not_matched_by_source else "left"
         joined = (
-            scope.target.where(scope.tfile().isin(touched))
-            .join(scope.src, scope.cond, "left")
-            .withColumn(_ACTION, action)
+            scope.target.where(scope.tfile().isin(touched)).join(scope.src, scope.cond, how).withColumn(_ACTION, action)
         )
         if scope.delete_all_matched:  # one row per target row, however many source rows matched it
             joined = joined.dropDuplicates([SCAN_FILE, SCAN_ROW])
+        if dv:  # the changed rows, computed once: counted, marked and written from the same rows
+            joined = joined.where(F.col(_ACTION) > 0).localCheckpoint()
         tcol = scope.tcol()
         cols = []
         for f in scope.target_schema.fields:
@@ -399,8 +395,8 @@ class DeltaMergeBuilder:
             )
             metrics[key] += counts.get(i + 1, 0)
             metrics["numTargetRowsDeleted" if kind == "delete" else "numTargetRowsUpdated"] += counts.get(i + 1, 0)
-        if writes_dvs(scope.snap):  # changed rows are marked deleted; only updated rows are written
-            scope.marked = joined.where(F.col(_ACTION) > 0)
+        if dv:  # changed rows are marked deleted; only updated rows are written
+            scope.marked = joined
             kept = joined.where(F.col(_ACTION).isin(updates))
         else:
             kept = joined.where(~F.col(_ACTION).isin(deletes)) if deletes else joined
