@@ -62,7 +62,7 @@ def plot(rows, out):
     return True
 
 
-MODE_ORDER = ["full", "narrow", "selective", "plan", "write", "commit", "dv", "concurrent"]
+MODE_ORDER = ["full", "narrow", "selective", "plan", "write", "commit", "dv", "dml", "concurrent"]
 
 NOTES = """\
 How to read it:
@@ -96,6 +96,12 @@ How to read it:
   target, no Python data source can meet it; *vs the API floor* is pydelta's own cost.
 - **dv** scans a table with 10% of its rows deleted through deletion vectors vs the same
   rows without; **concurrent** runs 4 appending processes (no commit may be lost).
+- **dml** (`bench/dml.py`) runs `DeltaTable.delete` / `update` / `merge` / `optimize` on
+  fresh copies of a 4M-row, 40-file table written by deltalake (1% of the rows of every file
+  changed; a 200k-row upsert, half matched; 400 small files compacted) against the Spark
+  floor of the same rewrite (`spark.read.parquet(files)` ... `.write.parquet`) and
+  deltalake's own operation (its time is in `bench/results/dml.json`); the 40k-row rows are
+  latencies (target in seconds, ratio against deltalake).
 """
 
 

@@ -2,7 +2,7 @@
 
     python bench/run.py [MODE ...] [--scale S] [--reps N]
 
-Modes (default: all): full, narrow, selective, plan, write, commit, dv, concurrent.
+Modes (default: all): full, narrow, selective, plan, write, commit, dv, dml, concurrent.
 Each measurement alternates the contenders ``--reps`` times (the first pair warms up and
 is dropped) and reports the ratio of medians. Results (with the machine description
 and the command line) are written to bench/results/<mode>.json; bench/report.py turns
@@ -378,6 +378,12 @@ class Suite:
             "dv", "scan with 10% rows deleted by DVs vs without", "dv", "plain", r["dv"][0], r["plain"][0], 1.10
         )
 
+    def dml(self):
+        """DELETE / UPDATE / MERGE / OPTIMIZE vs the Spark floor and deltalake (bench/dml.py)."""
+        import dml
+
+        dml.run(self)
+
     def concurrent(self):
         from concurrent_writers import run_appenders
         from tables import DATA
@@ -387,7 +393,7 @@ class Suite:
         self.rows.append({"mode": "concurrent", "label": "4 appenders", **stats})
 
 
-MODES = ["full", "narrow", "selective", "plan", "write", "commit", "dv", "concurrent"]
+MODES = ["full", "narrow", "selective", "plan", "write", "commit", "dv", "dml", "concurrent"]
 
 
 def main(argv=None):

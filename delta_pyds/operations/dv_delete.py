@@ -1,4 +1,6 @@
-"""The commit of a DELETE by deletion vectors: no data file is rewritten.
+"""Deletion vectors marking rows of existing files: the commit of a DELETE by deletion
+vectors (no data file is rewritten), and the marks UPDATE and MERGE stage beside the new
+files holding the changed rows.
 
 Guarantees:
 
@@ -16,6 +18,7 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -34,18 +37,24 @@ from delta_pyds.transaction.commit import Transaction, remove_actions
 from delta_pyds.transaction.file_actions import add_actions, stat_rows
 
 
-def commit_dv_delete(
-    storage: Storage,
-    txn: Transaction,
-    old: pa.Table,
-    new_bitmaps: list,
-    params: Mapping[str, Any],
-    *,
-    inline_max_bytes: int,
-) -> None:
-    """Commits deletion vectors on the files ``old`` (active file actions): ``new_bitmaps``
-    (serialized, one per row of ``old``) hold the rows deleted now, merged with each file's
-    existing vector; vectors up to ``inline_max_bytes`` serialized bytes go inline."""
+@dataclass
+class DvMarks:
+    """What :func:`stage_dv_marks` added to a transaction."""
+
+    deleted_now: int  # rows newly deleted (not already in the files' vectors)
+    vectors_added: int  # files re-added with a (new or merged) vector
+    vectors_updated: int  # of those, files that had a vector before
+    files_removed: int  # files whose every row is now deleted (removed)
+
+
+def stage_dv_marks(
+    storage: Storage, txn: Transaction, old: pa.Table, new_bitmaps: list, *, inline_max_bytes: int
+) -> DvMarks:
+    """Adds to ``txn`` (not committed) the removes of ``old`` (active file actions) and
+    their re-adds with deletion vectors: ``new_bitmaps`` (serialized, one per row of
+    ``old``) hold the rows marked now, merged with each file's existing vector; vectors up
+    to ``inline_max_bytes`` serialized bytes go inline. Used by DELETE, and by UPDATE and
+    MERGE, which also add the changed rows as new files."""
     olds = add_actions(old, data_change=True)
     bitmaps, dv_files, full_files = [], [], []
     deleted_now = 0
@@ -83,15 +92,36 @@ def commit_dv_delete(
         new_adds.append(a)
     txn.remove_files(remove_actions(old))
     txn.add_files(new_adds)
+    return DvMarks(
+        deleted_now=deleted_now,
+        vectors_added=len(new_adds),
+        vectors_updated=sum(1 for a in dv_files if a.get("deletionVector")),
+        files_removed=len(full_files),
+    )
+
+
+def commit_dv_delete(
+    storage: Storage,
+    txn: Transaction,
+    old: pa.Table,
+    new_bitmaps: list,
+    params: Mapping[str, Any],
+    *,
+    inline_max_bytes: int,
+) -> None:
+    """Commits deletion vectors on the files ``old`` (active file actions): ``new_bitmaps``
+    (serialized, one per row of ``old``) hold the rows deleted now, merged with each file's
+    existing vector; vectors up to ``inline_max_bytes`` serialized bytes go inline."""
+    marks = stage_dv_marks(storage, txn, old, new_bitmaps, inline_max_bytes=inline_max_bytes)
     txn.commit(
         "DELETE",
         params,
         metrics={
-            "numRemovedFiles": len(full_files),
+            "numRemovedFiles": marks.files_removed,
             "numAddedFiles": 0,
-            "numDeletedRows": deleted_now,
-            "numDeletionVectorsAdded": len(new_adds),
-            "numDeletionVectorsUpdated": sum(1 for a in dv_files if a.get("deletionVector")),
+            "numDeletedRows": marks.deleted_now,
+            "numDeletionVectorsAdded": marks.vectors_added,
+            "numDeletionVectorsUpdated": marks.vectors_updated,
             "numCopiedRows": 0,
         },
     )

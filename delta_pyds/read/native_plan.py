@@ -196,10 +196,14 @@ def plan_native_scan(
     columns: Sequence[str] | None = None,
     predicates: Sequence[Any] = (),
     root_uri: str | None = None,
+    files: pa.Table | None = None,
 ) -> NativePlan:
     """The native scan of ``snapshot``: output ``columns`` (default: all but ``void``
     columns, in table order), files pruned with ``predicates``; ``root_uri`` overrides the
-    root as Spark spells it (e.g. ``s3a://`` for an ``s3://`` table)."""
+    root as Spark spells it (e.g. ``s3a://`` for an ``s3://`` table). ``files``: a subset
+    of the snapshot's live files (rows of ``snapshot.files``, e.g. a rewrite's candidates)
+    to plan instead of all of them. The plan's file table keeps each file's log ``path``,
+    and on tracked tables its ``base_row_id`` and ``default_row_commit_version``."""
     schema = snapshot.schema
     mode = snapshot.column_mapping_mode
     partition_columns = snapshot.partition_columns
@@ -224,7 +228,7 @@ def plan_native_scan(
         output.append(OutputColumn(f.name, f.type, f.nullable, physical))
         read_fields.append(physical_field(f, mode))
     root = root_uri if root_uri is not None else spark_root_uri(snapshot.storage.root_url)
-    files = snapshot.files
+    files = snapshot.files if files is None else files
     report = None
     if predicates:
         files, report = prune_files(
@@ -381,7 +385,10 @@ def _file_table(snapshot: Snapshot, files: pa.Table, root: str) -> pa.Table:
 
         dv = pa.nulls(n, DV_TYPE)
         has_dv = pa.array(np.zeros(n, dtype=bool))
-    cols: dict[str, Any] = {FILE_PATH: uris, HAS_DV: has_dv, "deletion_vector": dv}
+    cols: dict[str, Any] = {FILE_PATH: uris, HAS_DV: has_dv, "deletion_vector": dv, "path": paths}
+    for name in ("base_row_id", "default_row_commit_version"):
+        if name in files.column_names:
+            cols[name] = files.column(name)
     mode = snapshot.column_mapping_mode
     if snapshot.partition_columns:
         pv = files.column("partition_values").combine_chunks() if n else None

@@ -17,8 +17,13 @@ Guarantees:
   feature and ``delta.enableDeletionVectors=true``; otherwise matching files are
   rewritten without the deleted rows (copy-on-write). Files whose rows are all deleted
   are removed;
-* ``update`` rewrites the files holding matching rows (copy-on-write, existing deletion
-  vectors applied); identity columns the table generates cannot be set;
+* ``update`` with deletion vectors on (as ``delete``) marks the matching rows deleted in
+  their files' merged vectors and writes only the updated rows as new files; otherwise it
+  rewrites the files holding matching rows (copy-on-write, existing deletion vectors
+  applied); identity columns the table generates cannot be set;
+* rows are read by Spark's Parquet reader and written by Spark's Parquet writer
+  (:mod:`delta_pyds.spark.tables.native_rows`), or, where Spark's reader cannot serve the
+  table, by pyarrow in Python workers (logged; ``TableRewriter.engine`` says which);
 * rewrites keep every row's row id and commit version on tracked tables (rows an
   operation changes take the commit's version: :mod:`delta_pyds.operations.row_tracking`);
 * copy-on-write DML on a table with ``delta.enableChangeDataFeed=true`` writes change data
@@ -30,6 +35,7 @@ Guarantees:
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -48,21 +54,19 @@ from delta_pyds.operations.row_tracking import (
 )
 from delta_pyds.protocol import features
 from delta_pyds.protocol.identity import identity_columns
-from delta_pyds.protocol.table_properties import ENABLE_CDF, ENABLE_DV, is_true
+from delta_pyds.protocol.table_properties import ENABLE_CDF, is_true
 from delta_pyds.skipping.files import prune_files
 from delta_pyds.skipping.rules import SkippingReport
+from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
+from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows
 from delta_pyds.write.parquet_writer import WriteSpec
 
+log = logging.getLogger(__name__)
+
 INLINE_DV_CONF = "spark.pydelta.deletionVectors.inlineMaxBytes"
-# columns a scan adds to the table's: the row's file and position in it, and on tracked
-# tables its row id and commit version
-SCAN_FILE = "__pydelta_file"
-SCAN_ROW = "__pydelta_row_index"
-SCAN_ROW_ID = "__pydelta_row_id"
-SCAN_ROW_VERSION = "__pydelta_row_version"
 
 
 class TableRewriter:
@@ -75,6 +79,10 @@ class TableRewriter:
         self.options = dict(options)
         self.storage = storage
         self.last_skipping: SkippingReport | None = None  # the report of the last pruned scan
+        # which engine the last scan / rewrite ran on: "native" (Spark's Parquet reader and
+        # writer) or "python" (pyarrow in Python workers), and why not native
+        self.engine: str | None = None
+        self.fallback_reason: str | None = None
 
     def dml_snapshot(self) -> Snapshot:
         """The latest snapshot, after the writer protocol check (and the row tracking one)."""
@@ -85,7 +93,35 @@ class TableRewriter:
 
     def scan(self, snap: Snapshot, files: pa.Table):
         """A DataFrame of the live rows of ``files`` with the file path and the row's
-        position in the file (columns ``__pydelta_file``, ``__pydelta_row_index``)."""
+        position in the file (columns ``__pydelta_file``, ``__pydelta_row_index``).
+        Read by Spark's Parquet reader (:mod:`delta_pyds.spark.tables.native_rows`), or
+        by pyarrow in Python workers where Spark's reader cannot serve the table."""
+        from delta_pyds.spark.tables.native_rows import NativeReadUnavailable, dml_engine, native_rows
+
+        engine = dml_engine(self.spark)
+        if engine != "python":
+            df, reason = native_rows(
+                self.spark,
+                snap,
+                files,
+                file_col=SCAN_FILE,
+                row_col=SCAN_ROW,
+                tracking=row_tracking_columns(snap),
+                row_id_col=SCAN_ROW_ID,
+                row_version_col=SCAN_ROW_VERSION,
+            )
+            if df is not None:
+                self.engine, self.fallback_reason = "native", None
+                log.info("pydelta DML on %s v%s: Spark's Parquet reader and writer", self.path, snap.version)
+                return df
+            if engine == "native":
+                raise NativeReadUnavailable(f"pydelta: Spark's reader cannot serve {self.path}: {reason}")
+            log.warning("pydelta DML on %s: rows through Python workers: %s", self.path, reason)
+            self.fallback_reason = reason
+        self.engine = "python"
+        return self._python_scan(snap, files)
+
+    def _python_scan(self, snap: Snapshot, files: pa.Table):
         from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark.sql.types import LongType, StringType, StructField
 
@@ -268,7 +304,16 @@ class TableRewriter:
 
     def rewrite(self, df, spec, data_change: bool) -> list[dict]:
         """Writes the rows of ``df`` (table columns) as new files on executors; returns
-        their add actions."""
+        their add actions. Spark's Parquet writer writes them when the last scan ran on
+        Spark's reader (and the spec allows: no ``directory``, no materialized partition
+        columns), else Python workers with pyarrow."""
+        if self.engine == "native" and not spec.directory and not spec.materialize_partition_columns:
+            from delta_pyds.spark.native.write import write_files
+
+            return write_files(df, spec, data_change=data_change).adds
+        return self._python_rewrite(df, spec, data_change)
+
+    def _python_rewrite(self, df, spec, data_change: bool) -> list[dict]:
         from delta_pyds.write.parquet_writer import write_task
 
         def write(batches):
@@ -350,40 +395,16 @@ def delete_rows(rw: TableRewriter, condition=None) -> None:
     candidates = rw.candidates(snap, condition)
     record_read(txn, snap, condition, candidates)
     scan = rw.scan(snap, candidates)
-    use_dv = features.is_enabled(snap.protocol, "deletionVectors") and is_true(snap.configuration, ENABLE_DV)
-    if use_dv:
-
-        def to_bitmap(table: pa.Table) -> pa.Table:
-            # on executors: the row positions of one file, as DV bitmap bytes
-            from delta_pyds.protocol.deletion_vectors import serialize_deleted_rows
-
-            rows = table.column(SCAN_ROW).to_numpy()
-            return pa.table(
-                {
-                    "file": pa.array([table.column(SCAN_FILE)[0].as_py()], pa.string()),
-                    "rows": pa.array([serialize_deleted_rows(rows)], pa.binary()),
-                }
-            )
-
-        hits = (
-            scan.where(cond)
-            .select(SCAN_FILE, SCAN_ROW)
-            .groupBy(SCAN_FILE)
-            .applyInArrow(to_bitmap, "file string, rows binary")
-            .collect()
-        )
-        if not hits:
+    if writes_dvs(snap):
+        old, bitmaps = dv_hits(scan, cond, active)
+        if not bitmaps:
             return
-        by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
-        idx = [by_path[h["file"]] for h in hits]
-        old = active.take(pa.array(idx, pa.int64()))
-        commit_dv_delete(rw.storage, txn, old, [h["rows"] for h in hits], params, inline_max_bytes=rw.inline_dv_limit())
+        commit_dv_delete(rw.storage, txn, old, bitmaps, params, inline_max_bytes=rw.inline_dv_limit())
         return
-    matched = [r[SCAN_FILE] for r in scan.where(cond).select(SCAN_FILE).distinct().collect()]
+    matched, deleted_rows = matching_files(scan, cond)
     if not matched:
         return
-    deleted_rows = scan.where(cond).count()
-    in_files = scan.where(F.col(SCAN_FILE).isin(matched))
+    in_files = rw.scan(snap, only_files(candidates, matched))  # Spark then reads only these
     hit = F.coalesce(cond, F.lit(False))
     spec = rw.write_spec(snap, row_tracking=True)
     adds = rw.rewrite(rw.tracked(snap, in_files.where(~hit)), spec, True)
@@ -430,20 +451,22 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
     cond = F.lit(True) if condition is None else (F.expr(condition) if isinstance(condition, str) else condition)
     candidates = rw.candidates(snap, condition)
     scan = rw.scan(snap, candidates)
-    matched = [r[SCAN_FILE] for r in scan.where(cond).select(SCAN_FILE).distinct().collect()]
-    if not matched:
-        return
-    updated_rows = scan.where(cond).count()
     hit = F.coalesce(cond, F.lit(False))
     exprs = {names[k.lower()]: (F.expr(v) if isinstance(v, str) else v) for k, v in set.items()}
     refuse_identity_updates(snap, exprs, "update")
+    if writes_dvs(snap):
+        _update_with_dvs(rw, snap, condition, candidates, scan, hit, exprs)
+        return
+    matched, updated_rows = matching_files(scan, cond)
+    if not matched:
+        return
     cols = []
     for f in snap.schema.fields:
         if f.name in exprs:
             cols.append(F.when(hit, exprs[f.name]).otherwise(F.col(f"`{f.name}`")).alias(f.name))
         else:
             cols.append(F.col(f"`{f.name}`"))
-    in_files = scan.where(F.col(SCAN_FILE).isin(matched))
+    in_files = rw.scan(snap, only_files(candidates, matched))  # Spark then reads only these
     spec = rw.write_spec(snap, row_tracking=True)
     extra = [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
     flagged = in_files.withColumn("__pydelta_hit", hit).select(*cols, *extra, "__pydelta_hit")
@@ -479,6 +502,64 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
     except BaseException:
         delete_files(rw.storage, written)
         raise
+
+
+def _update_with_dvs(rw: TableRewriter, snap: Snapshot, condition, candidates: pa.Table, scan, hit, exprs) -> None:
+    """UPDATE as delta-spark does with deletion vectors on: the matching rows are marked
+    deleted in their files' (merged) vectors and written, updated, as new files."""
+    from pyspark.sql import functions as F
+
+    from delta_pyds.operations.dv_delete import stage_dv_marks
+    from delta_pyds.table.state import file_actions
+    from delta_pyds.transaction.commit import Transaction, delete_files
+
+    active = file_actions(snap).active
+    old, bitmaps = dv_hits(scan, hit, active)
+    if not bitmaps:
+        return
+    changed = scan.where(hit)
+    new = [exprs[f.name].alias(f.name) if f.name in exprs else F.col(f"`{f.name}`") for f in snap.schema.fields]
+    new = [c for c, f in zip(new, snap.schema.fields) if f.name in changed.columns]
+    extra = [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
+    spec = rw.write_spec(snap, row_tracking=True)
+    adds = rw.rewrite(rw.tracked(snap, changed.select(*new, *extra), updated=F.lit(True)), spec, True)
+    written = list(adds)
+    txn = Transaction(rw.storage, snap)
+    try:
+        if rw.writes_changes(snap):
+            olds = [F.col(f"`{f.name}`") for f in snap.schema.fields if f.name in changed.columns]
+            changes = changed.select(*olds, F.lit("update_preimage").alias(CHANGE_TYPE)).unionAll(
+                changed.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE))
+            )
+            cdcs = rw.write_changes(snap, changes)
+            written += cdcs
+            txn.add_cdc_files(cdcs)
+        record_read(txn, snap, condition, candidates)
+        marks = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
+        txn.add_files(adds)
+        txn.commit(
+            "UPDATE",
+            {"predicate": json.dumps([str(condition)] if condition is not None else [])},
+            metrics={
+                "numRemovedFiles": marks.files_removed,
+                "numAddedFiles": len(adds),
+                "numUpdatedRows": marks.deleted_now,
+                "numCopiedRows": 0,
+                "numDeletionVectorsAdded": marks.vectors_added,
+                "numDeletionVectorsUpdated": marks.vectors_updated,
+                "numDeletionVectorsRemoved": marks.files_removed,
+            },
+        )
+    except BaseException:
+        delete_files(rw.storage, written)
+        raise
+
+
+def only_files(files: pa.Table, paths: list[str]) -> pa.Table:
+    """The rows of ``files`` (snapshot file rows) whose path is in ``paths``."""
+    import pyarrow.compute as pc
+
+    return files.filter(pc.is_in(files.column("path"), value_set=pa.array(paths, pa.string())))
 
 
 def refuse_identity_updates(snap: Snapshot, exprs: Mapping[str, Any], what: str) -> None:

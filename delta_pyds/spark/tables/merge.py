@@ -1,5 +1,5 @@
 """MERGE: ``DeltaMergeBuilder``, the clauses of ``DeltaTable.merge`` and their execution
-(copy-on-write).
+(copy-on-write, or deletion vectors when the table enables them).
 
 Guarantees (as delta-spark's MERGE):
 
@@ -9,8 +9,14 @@ Guarantees (as delta-spark's MERGE):
 * a target row matched by several source rows is an error
   (``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE``) unless the only matched
   clause is an unconditional ``whenMatchedDelete()``;
+* only target files that can hold a matching row are read: without a
+  ``whenNotMatchedBySource`` clause the target is pruned by the condition's target-side
+  conjuncts and by the source's join-key ranges against file statistics and partition
+  values (:mod:`delta_pyds.spark.tables.merge_pruning`; ``numTargetFilesAfterSkipping``);
 * only files holding a row some clause changes are rewritten (row ids kept on tracked
-  tables; changed rows take the commit's version); inserted rows go to new files;
+  tables; changed rows take the commit's version); inserted rows go to new files; with
+  ``delta.enableDeletionVectors=true`` (as delta-spark) no file is rewritten: the changed
+  rows are marked deleted in the files' merged vectors and only updated rows are written;
 * identity columns the table generates cannot be updated; inserts without a value for
   an identity column get generated values (unique, beyond the high-water mark, which the
   commit moves); explicit values only with ``delta.identity.allowExplicitInsert``;
@@ -37,6 +43,7 @@ from typing import Any
 
 from delta_pyds.cdf.plan import CHANGE_TYPE
 from delta_pyds.errors import DeltaError
+from delta_pyds.operations.dv_delete import stage_dv_marks
 from delta_pyds.operations.read_set import record_read
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.identity import identity_columns, with_high_water_marks
@@ -52,6 +59,7 @@ from delta_pyds.spark.tables.dml import (
     TableRewriter,
     refuse_identity_updates,
 )
+from delta_pyds.spark.tables.dv_marks import dv_hits, writes_dvs
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.file_actions import rows_for_paths
 
@@ -78,6 +86,8 @@ class _MergeScope:
     clauses: list  # (kind, condition, set, on_match): matched ones, then not-matched-by-source ones
     delete_all_matched: bool
     evolved: Any = None  # the table's Delta schema with the source's new columns (schema evolution)
+    files_after_skipping: int = 0  # target files left by pruning (partitions, stats, source keys)
+    marked: Any = None  # with deletion vectors: the target rows a clause changes (to mark deleted)
 
     @property
     def names(self) -> list[str]:
@@ -202,15 +212,16 @@ class DeltaMergeBuilder:
             "numTargetFilesRemoved": 0,
             "numTargetFilesAdded": 0,
         }
+        metrics["numTargetFilesBeforeSkipping"] = scope.snap.files.num_rows
+        metrics["numTargetFilesAfterSkipping"] = scope.files_after_skipping
         parts: list = []  # DataFrames of the rows to write
         changes: list = []  # DataFrames of change data rows
         touched: list = []
         marks: dict = {}
         action = None
         if scope.clauses:
-            self._check_unique_matches(scope)
             action = self._target_action(scope)
-            touched = self._touched_files(scope, action)
+            touched = self._touched_files(scope, action)  # also refuses several matches per row
         if touched:
             self._apply_target_clauses(scope, action, touched, metrics, parts, changes)
         if self._not_matched:
@@ -258,7 +269,17 @@ class DeltaMergeBuilder:
                 refuse_identity_updates(snap, {scope.target_name(k): v for k, v in sets.items()}, "merge")
         scope.src = self._source.withColumn(_SRC, F.lit(True))
         scope.src_cols = {c.lower(): c for c in self._source.columns}
-        target = self._rewriter.scan(snap, snap.files)
+        files = snap.files
+        if not self._not_matched_by_source:  # else every target row is needed
+            from delta_pyds.spark.tables.merge_pruning import target_filter
+
+            pruning = target_filter(self._condition, talias, scope.target_schema, self._source)
+            if pruning == "FALSE":
+                files = files.slice(0, 0)
+            elif pruning is not None:
+                files = self._rewriter.candidates(snap, pruning)
+        scope.files_after_skipping = files.num_rows
+        target = self._rewriter.scan(snap, files)
         for f in new_fields:  # rows already in the table have no value for a new column
             target = target.withColumn(f.name, F.lit(None).cast(to_spark_schema(DeltaStruct((f,))).fields[0].dataType))
         scope.target = target.alias(talias)
@@ -287,29 +308,6 @@ class DeltaMergeBuilder:
             out.append(DeltaField(f.name, parse_type(f.dataType.jsonValue()), True, {}))
         return out
 
-    def _check_unique_matches(self, scope: _MergeScope) -> None:
-        """Refuses a source where several rows match one target row, unless the only
-        matched clause is an unconditional delete."""
-        from pyspark.sql import functions as F
-
-        if scope.delete_all_matched:
-            return
-        dup = (
-            scope.target.join(scope.src, scope.cond, "inner")
-            .groupBy(scope.tfile(), F.col(f"`{scope.talias}`.{SCAN_ROW}"))
-            .count()
-            .where("count > 1")
-            .limit(1)
-            .collect()
-        )
-        if dup:
-            raise DeltaError(
-                "merge: several source rows matched the same target row and could change it in "
-                "conflicting ways (delta-spark: DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_"
-                "MERGE); deduplicate the source, or make the only whenMatched clause an "
-                "unconditional whenMatchedDelete()"
-            )
-
     def _target_action(self, scope: _MergeScope):
         """A Spark column over the joined rows: 1 + the index of the first target-side
         clause that applies, 0 when none does."""
@@ -325,10 +323,26 @@ class DeltaMergeBuilder:
         return action
 
     def _touched_files(self, scope: _MergeScope, action) -> list:
-        """The target files holding a row some target-side clause changes."""
+        """The target files holding a row some target-side clause changes (one Spark job,
+        which also refuses a source where several rows match one target row, unless the
+        only matched clause is an unconditional delete)."""
+        from pyspark.sql import functions as F
+
         how = "left" if self._not_matched_by_source else "inner"
         acted = scope.target.join(scope.src, scope.cond, how).withColumn(_ACTION, action)
-        return [r[0] for r in acted.where(f"{_ACTION} > 0").select(scope.tfile()).distinct().collect()]
+        per_row = acted.groupBy(scope.tfile().alias("__f"), F.col(f"`{scope.talias}`.{SCAN_ROW}")).agg(
+            F.count(F.col(_SRC)).alias("__matches"), F.max(F.col(_ACTION)).alias("__act")
+        )
+        per_file = per_row.groupBy("__f").agg(F.max("__matches").alias("__matches"), F.max("__act").alias("__act"))
+        rows = per_file.where("__matches > 1 OR __act > 0").collect()
+        if not scope.delete_all_matched and any(r["__matches"] > 1 for r in rows):
+            raise DeltaError(
+                "merge: several source rows matched the same target row and could change it in "
+                "conflicting ways (delta-spark: DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_"
+                "MERGE); deduplicate the source, or make the only whenMatched clause an "
+                "unconditional whenMatchedDelete()"
+            )
+        return [r["__f"] for r in rows if r["__act"] > 0]
 
     def _apply_target_clauses(
         self, scope: _MergeScope, action, touched: list, metrics: dict, parts: list, changes: list
@@ -338,13 +352,17 @@ class DeltaMergeBuilder:
         from pyspark.sql import functions as F
 
         clauses, tracking = scope.clauses, scope.tracking
+        dv = writes_dvs(scope.snap)
+        # with deletion vectors only the rows a clause changes matter: matched rows need an
+        # inner join (a left join only for whenNotMatchedBySource clauses)
+        how = "inner" if dv and not self._not_matched_by_source else "left"
         joined = (
-            scope.target.where(scope.tfile().isin(touched))
-            .join(scope.src, scope.cond, "left")
-            .withColumn(_ACTION, action)
+            scope.target.where(scope.tfile().isin(touched)).join(scope.src, scope.cond, how).withColumn(_ACTION, action)
         )
         if scope.delete_all_matched:  # one row per target row, however many source rows matched it
             joined = joined.dropDuplicates([SCAN_FILE, SCAN_ROW])
+        if dv:  # the changed rows, computed once: counted, marked and written from the same rows
+            joined = joined.where(F.col(_ACTION) > 0).localCheckpoint()
         tcol = scope.tcol()
         cols = []
         for f in scope.target_schema.fields:
@@ -377,7 +395,11 @@ class DeltaMergeBuilder:
             )
             metrics[key] += counts.get(i + 1, 0)
             metrics["numTargetRowsDeleted" if kind == "delete" else "numTargetRowsUpdated"] += counts.get(i + 1, 0)
-        kept = joined.where(~F.col(_ACTION).isin(deletes)) if deletes else joined
+        if dv:  # changed rows are marked deleted; only updated rows are written
+            scope.marked = joined
+            kept = joined.where(F.col(_ACTION).isin(updates))
+        else:
+            kept = joined.where(~F.col(_ACTION).isin(deletes)) if deletes else joined
         if tracking:  # row ids kept; updated rows take the commit's version
             parts.append(
                 kept.select(
@@ -479,11 +501,26 @@ class DeltaMergeBuilder:
                 cdcs = rw.write_changes(snap, change_df, evolved_schema=evolved)
                 written += cdcs
                 txn.add_cdc_files(cdcs)
-            victims = rows_for_paths(file_actions(snap).active, touched)
             record_read(txn, snap, self._condition, snap.files, alias=scope.talias)
-            txn.remove_files(remove_actions(victims))
+            active = file_actions(snap).active
+            if scope.marked is not None:
+                from pyspark.sql import functions as F
+
+                old, bitmaps = dv_hits(scope.marked, F.lit(True), active)
+                dv = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
+                metrics.update(
+                    numTargetFilesRemoved=dv.files_removed,
+                    numTargetRowsCopied=0,
+                    numTargetDeletionVectorsAdded=dv.vectors_added,
+                    numTargetDeletionVectorsUpdated=dv.vectors_updated,
+                    numTargetDeletionVectorsRemoved=dv.files_removed,
+                )
+            else:
+                victims = rows_for_paths(active, touched)
+                txn.remove_files(remove_actions(victims))
+                metrics.update(numTargetFilesRemoved=victims.num_rows)
             txn.add_files(adds)
-            metrics.update(numTargetFilesRemoved=victims.num_rows, numTargetFilesAdded=len(adds))
+            metrics.update(numTargetFilesAdded=len(adds))
             txn.commit(
                 "MERGE",
                 {

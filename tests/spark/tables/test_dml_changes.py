@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable as DLTable  # noqa: E402
 from deltalake import write_deltalake
+from dml_engines import dml_engine  # noqa: F401  (autouse: native and python engines)
 from helpers import arrow_rows, deltalake_table, spark_rows
 
 from delta_pyds import DeltaTable  # noqa: E402

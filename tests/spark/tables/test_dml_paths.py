@@ -9,6 +9,7 @@ import datetime as dt
 
 import pyarrow as pa
 import pytest
+from dml_engines import dml_engine  # noqa: F401  (autouse: native and python engines)
 from helpers import deltalake_table
 from table_files import read_rows
 

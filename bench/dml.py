@@ -1,0 +1,331 @@
+"""The ``dml`` benchmark: DELETE, UPDATE, MERGE and OPTIMIZE by pydelta against the Spark
+floor of the same rewrite (a plain DataFrame job over the same files) and deltalake.
+
+Every timed run starts from a fresh copy of the same table (the copy is not timed). Tables
+(written once by deltalake under $PYDELTA_BENCH_DIR):
+
+* ``dml-<rows>``: ``rows`` = 4M x scale rows in 40 files (id, grp = id % 1000, val, s);
+  delete/update touch ``grp < 10`` (1% of the rows, in every file); merge is a 5% upsert
+  (half the source ids match, half are new);
+* the same with ``delta.enableDeletionVectors=true`` (pydelta only: deltalake has no DVs);
+* ``dml-small-<n>``: 400 files of 1,000 x scale rows for OPTIMIZE;
+* ``dml-40k``: 40,000 rows in 4 files for the latency rows.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import time
+
+import numpy as np
+import pyarrow as pa
+from tables import DATA
+
+FILES = 40
+
+
+def _write(path: str, rows: int, files: int, config: dict | None = None) -> str:
+    from deltalake import write_deltalake
+
+    if os.path.isdir(os.path.join(path, "_delta_log")):
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    rng = np.random.default_rng(5)
+    per = rows // files
+    for f in range(files):
+        ids = np.arange(f * per, (f + 1) * per, dtype=np.int64)
+        write_deltalake(
+            path,
+            pa.table(
+                {
+                    "id": pa.array(ids),
+                    "grp": pa.array(ids % 1000),
+                    "val": pa.array(rng.random(per)),
+                    "s": pa.array([f"s{v}" for v in rng.integers(0, 100_000, per)]),
+                }
+            ),
+            mode="append",
+            configuration=config,
+        )
+    return path
+
+
+def _source(rows: int, fraction: float) -> pa.Table:
+    """The merge source: ``fraction`` x rows ids, half existing (spread over every file),
+    half new (beyond the table's ids)."""
+    n = int(rows * fraction)
+    half = n // 2
+    old = np.linspace(0, rows - 1, half).astype(np.int64)
+    new = np.arange(rows, rows + (n - half), dtype=np.int64)
+    ids = np.concatenate([old, new])
+    return pa.table(
+        {
+            "id": pa.array(ids),
+            "grp": pa.array(ids % 1000),
+            "val": pa.array(np.full(len(ids), -1.0)),
+            "s": pa.array(["merged"] * len(ids)),
+        }
+    )
+
+
+def timed(base: str, work: str, fn, reps: int) -> tuple[float, object]:
+    """Median seconds of ``fn(copy)`` over ``reps`` runs (the first dropped), each on a
+    fresh copy of ``base``; returns it and the last run's result."""
+    times, result = [], None
+    for _ in range(reps):
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(base, work)
+        t = time.perf_counter()
+        result = fn(work)
+        times.append(time.perf_counter() - t)
+    shutil.rmtree(work, ignore_errors=True)
+    return statistics.median(times[1:] if len(times) > 1 else times), result
+
+
+def digest(path: str):
+    """(rows, rounded sum of val, sum of id) of the table as deltalake reads it."""
+    from deltalake import DeltaTable as DL
+    from deltalake import QueryBuilder
+
+    # QueryBuilder (DataFusion) applies deletion vectors; to_pyarrow_table refuses them
+    t = pa.table(QueryBuilder().register("t", DL(path)).execute("SELECT count(*), sum(val), sum(id) FROM t").read_all())
+    n, v, i = (t.column(k)[0].as_py() for k in range(3))
+    return n, round(v or 0.0, 3), i
+
+
+def digest_native(spark, path: str):
+    from pyspark.sql import functions as F
+
+    from delta_pyds import read_delta
+
+    r = read_delta(spark, path).agg(F.count("*"), F.sum("val"), F.sum("id")).collect()[0]
+    return r[0], round(r[1] or 0.0, 3), r[2]
+
+
+def run(suite) -> None:
+    from deltalake import DeltaTable as DL
+    from pyspark.sql import functions as F
+
+    from delta_pyds import DeltaTable
+
+    spark, reps = suite.spark, suite.reps
+    rows = int(4_000_000 * suite.scale)
+    base = _write(os.path.join(DATA, f"dml-{rows}"), rows, FILES)
+    dv_base = _write(os.path.join(DATA, f"dml-dv-{rows}"), rows, FILES, {"delta.enableDeletionVectors": "true"})
+    small = _write(os.path.join(DATA, f"dml-small-{int(1000 * suite.scale)}"), 400 * int(1000 * suite.scale), 400)
+    tiny = _write(os.path.join(DATA, "dml-40k"), 40_000, 4)
+    work = os.path.join(DATA, "dml-work")
+    out = os.path.join(DATA, "dml-floor-out")
+    cond = "grp < 10"
+
+    def live_files(p: str) -> list[str]:
+        return DL(p).file_uris()
+
+    def floor(fn):
+        def go(p):
+            shutil.rmtree(out, ignore_errors=True)
+            return fn(spark.read.parquet(*live_files(p)))
+
+        return go
+
+    def pd_table(p):
+        return DeltaTable.forPath(spark, p)
+
+    def check(label, *results):
+        if any(r != results[0] for r in results):
+            raise SystemExit(f"dml {label}: results differ: {results}")
+
+    def measure(label, contenders, target=None, floor_name="floor"):
+        r = {k: timed(b, work, f, reps) for k, (b, f) in contenders.items()}
+        print(f"[dml] {label}: " + ", ".join(f"{k} {v[0]:.3f}s" for k, v in r.items()), flush=True)
+        ref = floor_name if floor_name in r else "deltalake"
+        suite.record(
+            "dml",
+            label,
+            "pydelta",
+            ref,
+            r["pydelta"][0],
+            r[ref][0],
+            target,
+            **{f"{k}_seconds": v[0] for k, v in r.items()},
+        )
+        return r
+
+    # results: the table after the operation, as deltalake reads it and as read_delta does
+    def after(fn):
+        def go(p):
+            fn(p)
+            return p
+
+        return go
+
+    def compare(label, base_path, fns):
+        got = []
+        for name, fn in fns.items():
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.copytree(base_path, work)
+            fn(work)
+            got.append(digest(work))
+            if name == "pydelta":
+                got.append(digest_native(spark, work))
+        shutil.rmtree(work, ignore_errors=True)
+        check(label, *got)
+
+    # ---------------------------------------------------------------- delete
+    pd_delete = lambda p: pd_table(p).delete(cond)  # noqa: E731
+    dl_delete = lambda p: DL(p).delete(cond)  # noqa: E731
+    compare("delete", base, {"pydelta": pd_delete, "deltalake": dl_delete})
+    measure(
+        "delete 1% of rows in every file (copy-on-write)",
+        {
+            "pydelta": (base, pd_delete),
+            "floor": (base, floor(lambda df: df.where(f"NOT ({cond})").write.parquet(out))),
+            "deltalake": (base, dl_delete),
+        },
+        1.3,
+    )
+    compare("delete (DVs)", dv_base, {"pydelta": pd_delete})
+    measure(
+        "delete 1% of rows with deletion vectors (floor: scan of the matching rows' file, row index)",
+        {
+            "pydelta": (dv_base, pd_delete),
+            "floor": (
+                dv_base,
+                floor(lambda df: df.where(cond).select("_metadata.file_path", "_metadata.row_index").collect()),
+            ),
+            "deltalake": (base, dl_delete),
+        },
+    )
+    # ---------------------------------------------------------------- update
+    pd_update = lambda p: pd_table(p).update(cond, {"val": "val + 1"})  # noqa: E731
+    dl_update = lambda p: DL(p).update(predicate=cond, updates={"val": "val + 1"})  # noqa: E731
+    compare("update", base, {"pydelta": pd_update, "deltalake": dl_update})
+    measure(
+        "update 1% of rows in every file (copy-on-write)",
+        {
+            "pydelta": (base, pd_update),
+            "floor": (
+                base,
+                floor(
+                    lambda df: df.withColumn(
+                        "val", F.when(F.expr(cond), F.col("val") + 1).otherwise(F.col("val"))
+                    ).write.parquet(out)
+                ),
+            ),
+            "deltalake": (base, dl_update),
+        },
+        1.3,
+    )
+    compare("update (DVs)", dv_base, {"pydelta": pd_update})
+    measure(
+        "update 1% of rows with deletion vectors on",
+        {"pydelta": (dv_base, pd_update), "deltalake": (base, dl_update)},
+        3.0,
+    )
+    # ---------------------------------------------------------------- merge
+    src = _source(rows, 0.05)
+    src_df = spark.createDataFrame(src.to_pandas()).cache()
+    src_df.count()
+
+    def pd_merge(p):
+        (
+            pd_table(p)
+            .alias("t")
+            .merge(src_df.alias("s"), "t.id = s.id")
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+
+    def dl_merge(p):
+        (
+            DL(p)
+            .merge(src, "t.id = s.id", source_alias="s", target_alias="t")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        )
+
+    compare("merge", base, {"pydelta": pd_merge, "deltalake": dl_merge})
+    measure(
+        f"merge a {len(src):,}-row upsert (half matched) (floor: anti-join + union + write)",
+        {
+            "pydelta": (base, pd_merge),
+            "floor": (
+                base,
+                floor(lambda df: df.join(src_df, "id", "left_anti").unionByName(src_df).write.parquet(out)),
+            ),
+            "deltalake": (base, dl_merge),
+        },
+        1.3,
+    )
+    compare("merge (DVs)", dv_base, {"pydelta": pd_merge})
+    measure(
+        "merge with deletion vectors on",
+        {"pydelta": (dv_base, pd_merge), "deltalake": (base, dl_merge)},
+        3.0,
+    )
+    # ---------------------------------------------------------------- optimize
+    pd_opt = lambda p: pd_table(p).optimize().executeCompaction()  # noqa: E731
+    dl_opt = lambda p: DL(p).optimize.compact()  # noqa: E731
+    compare("optimize", small, {"pydelta": pd_opt, "deltalake": dl_opt})
+    measure(
+        "optimize: compact 400 small files",
+        {
+            "pydelta": (small, pd_opt),
+            "floor": (small, floor(lambda df: df.write.parquet(out))),
+            "deltalake": (small, dl_opt),
+        },
+        1.3,
+    )
+    # ---------------------------------------------------------------- latency
+    tsrc = _source(40_000, 0.05)
+    tsrc_df = spark.createDataFrame(tsrc.to_pandas()).cache()
+    tsrc_df.count()
+
+    def pd_tiny_merge(p):
+        (
+            pd_table(p)
+            .alias("t")
+            .merge(tsrc_df.alias("s"), "t.id = s.id")
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+
+    def dl_tiny_merge(p):
+        (
+            DL(p)
+            .merge(tsrc, "t.id = s.id", source_alias="s", target_alias="t")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        )
+
+    lat_reps = max(reps, 4)
+    for label, pd_fn, dl_fn, target in (
+        ("40k-row table: delete latency", pd_delete, dl_delete, 0.5),
+        ("40k-row table: update latency", pd_update, dl_update, 0.5),
+        ("40k-row table: merge latency", pd_tiny_merge, dl_tiny_merge, 1.0),
+    ):
+        r = {
+            "pydelta": timed(tiny, work, pd_fn, lat_reps),
+            "deltalake": timed(tiny, work, dl_fn, lat_reps),
+        }
+        ok = "OK" if r["pydelta"][0] <= target else f"MISSES target {target}s"
+        print(f"[dml] {label}: pydelta {r['pydelta'][0]:.3f}s ({ok}), deltalake {r['deltalake'][0]:.3f}s", flush=True)
+        suite.rows.append(
+            {
+                "mode": "dml",
+                "label": label,
+                "a": "pydelta",
+                "b": "deltalake",
+                "a_seconds": r["pydelta"][0],
+                "b_seconds": r["deltalake"][0],
+                "ratio": r["pydelta"][0] / r["deltalake"][0],
+                "target_seconds": target,
+            }
+        )
+    shutil.rmtree(out, ignore_errors=True)

@@ -1,0 +1,171 @@
+"""DML's rows on Spark's own engine: a table's candidate files read by Spark's Parquet
+reader with each row's file and position, and rewritten rows written by Spark's Parquet
+writer (:func:`delta_pyds.spark.native.write.write_files`).
+
+:func:`native_rows` returns the DataFrame :meth:`TableRewriter.scan
+<delta_pyds.spark.tables.dml.TableRewriter.scan>` promises (the table's logical columns,
+then the log path of the row's file, its row index in the file and, on tracked tables, its
+row id and row commit version) planned by the core's one native planning entry
+(:func:`~delta_pyds.read.native_plan.plan_native_scan` with the candidate files):
+
+* the files are selected by name (``pathGlobFilter``) or ``_metadata.file_path`` and
+  checked against Spark's listing (a live file that is missing is an error, never
+  skipped); the row position is ``_metadata.row_index``;
+* partition values, log paths and row tracking defaults come from the log through a
+  broadcast join on ``_metadata.file_path``; rows deleted by deletion vectors are dropped
+  by a broadcast anti-join on (file, row index) with the vectors' rows, read and verified
+  on the driver;
+* Spark prunes columns: an operation that needs only the condition's columns (DELETE with
+  deletion vectors) reads only those.
+
+When Spark's reader cannot serve the table (the native read's rules: a storage scheme with
+no Hadoop filesystem, files outside the root or in paths Spark's listing skips, type
+changes Spark cannot widen) :func:`native_rows` returns None and the reason, and the caller
+uses the Python-worker path. The session conf :data:`DML_ENGINE_CONF` chooses: ``auto``
+(default), ``python`` (always the Python workers) or ``native`` (raise
+:class:`~delta_pyds.spark.native.read.NativeReadUnavailable` instead of falling back).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType as SparkStructType
+
+__all__ = [
+    "DML_ENGINE_CONF",
+    "SCAN_FILE",
+    "SCAN_ROW",
+    "SCAN_ROW_ID",
+    "SCAN_ROW_VERSION",
+    "NativeReadUnavailable",
+    "dml_engine",
+    "native_rows",
+]
+
+from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
+from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, deleted_rows, plan_native_scan
+from delta_pyds.spark.native.locations import spark_location
+from delta_pyds.spark.native.read import (
+    FIELD_ID_CONF,
+    NativeReadUnavailable,
+    check_listed,
+    file_filter,
+    listed_files,
+    name_glob,
+    partition_text,
+)
+from delta_pyds.spark.schema_convert import to_spark_schema
+from delta_pyds.table.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+# columns a DML scan adds to the table's: the row's file (log path) and position in it, and
+# on tracked tables its row id and commit version
+SCAN_FILE = "__pydelta_file"
+SCAN_ROW = "__pydelta_row_index"
+SCAN_ROW_ID = "__pydelta_row_id"
+SCAN_ROW_VERSION = "__pydelta_row_version"
+DML_ENGINE_CONF = "spark.pydelta.dml.engine"
+ENGINES = ("auto", "native", "python")
+_URI = "__pydelta_file_uri"
+_PART = "__pydelta_part_"
+
+
+def dml_engine(spark) -> str:
+    """The session's :data:`DML_ENGINE_CONF` (``auto`` when unset)."""
+    try:
+        raw = spark.conf.get(DML_ENGINE_CONF, None)
+    except Exception:  # Spark Connect without the conf
+        raw = None
+    value = (raw or "auto").strip().lower()
+    if value not in ENGINES:
+        raise ValueError(f"{DML_ENGINE_CONF}: expected one of {', '.join(ENGINES)}, got {raw!r}")
+    return value
+
+
+def native_rows(
+    spark,
+    snap: Snapshot,
+    files: pa.Table,
+    *,
+    file_col: str,
+    row_col: str,
+    tracking: tuple[str, str] | None,
+    row_id_col: str,
+    row_version_col: str,
+) -> tuple[DataFrame | None, str | None]:
+    """(the rows of ``files`` as described in the module docstring, None), or (None, why
+    Spark's reader cannot serve them)."""
+    location, reason = spark_location(snap.storage)
+    if location is None:
+        return None, reason
+    plan = plan_native_scan(snap, root_uri=location.root_uri, files=files)
+    if plan.unsupported:
+        return None, "; ".join(plan.unsupported)
+    out_schema = to_spark_schema(StructType(tuple(f for f in snap.schema.fields if not _void(f))))
+    if plan.files.num_rows == 0:
+        empty = spark.createDataFrame([], out_schema)
+        extra = [F.lit("").alias(file_col), F.lit(0).cast("long").alias(row_col)]
+        if tracking:
+            extra += [F.lit(None).cast("long").alias(row_id_col), F.lit(None).cast("long").alias(row_version_col)]
+        return empty.select("*", *extra), None
+    if plan.column_mapping_mode == "id":
+        spark.conf.set(FIELD_ID_CONF, "true")
+    read_fields = list(plan.read_schema.fields)
+    if tracking:
+        read_fields += [StructField(n, PrimitiveType("long"), True, {}) for n in tracking]
+    read_schema = SparkStructType.fromJson(StructType(tuple(read_fields)).to_json())
+    uris = plan.files.column(FILE_PATH)
+    glob = name_glob(uris)
+    reader = spark.read.schema(read_schema).options(**location.hadoop_conf).option("recursiveFileLookup", "true")
+    if glob is not None:
+        reader = reader.option("pathGlobFilter", glob)
+    base = reader.parquet(location.load_path)
+    listed = listed_files(base)
+    check_listed(plan, listed)
+    if glob is None or len(pc.unique(listed)) != plan.files.num_rows:
+        base = base.where(file_filter(uris.to_pylist()))
+    base = base.select(
+        *[F.col(_quote(f.name)) for f in read_fields],
+        F.col("_metadata.file_path").alias(_URI),
+        F.col("_metadata.row_index").alias(row_col),
+    )
+    has_dv = plan.files.column(HAS_DV)
+    if pc.any(has_dv).as_py():
+        gone = deleted_rows(plan, snap.storage).rename_columns([_URI, row_col])
+        base = base.join(F.broadcast(spark.createDataFrame(gone)), [_URI, row_col], "left_anti")
+    lookup_cols = {_URI: uris, file_col: plan.files.column("path")}
+    parts = [o for o in plan.output if o.partition]
+    for o in parts:
+        lookup_cols[_PART + o.name] = partition_text(plan.files.column(o.name).combine_chunks())
+    if tracking:
+        for name in ("base_row_id", "default_row_commit_version"):
+            lookup_cols["__pydelta_" + name] = plan.files.column(name).cast(pa.int64())
+    lookup = spark.createDataFrame(pa.table(lookup_cols))
+    joined = base.join(F.broadcast(lookup), _URI, "inner")
+    selected = []
+    for o, target in zip(plan.output, out_schema.fields, strict=True):
+        src = F.col(_quote(_PART + o.name)) if o.partition else F.col(_quote(o.physical or o.name))
+        selected.append(src.cast(target.dataType).alias(o.name, metadata=target.metadata))
+    selected += [F.col(file_col), F.col(row_col)]
+    if tracking:
+        selected += [
+            F.coalesce(F.col(_quote(tracking[0])), F.col("__pydelta_base_row_id") + F.col(row_col)).alias(row_id_col),
+            F.coalesce(F.col(_quote(tracking[1])), F.col("__pydelta_default_row_commit_version")).alias(
+                row_version_col
+            ),
+        ]
+    return joined.select(*selected), None
+
+
+def _void(f: StructField) -> bool:
+    return isinstance(f.type, PrimitiveType) and f.type.name == "void"
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"

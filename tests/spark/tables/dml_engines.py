@@ -1,0 +1,24 @@
+"""The fixture that runs a DML test module twice (import it: ``from dml_engines import
+dml_engine``): on Spark's own Parquet reader and writer (``native``,
+the default) and on the Python-worker fallback (``python``), chosen with the session conf
+``spark.pydelta.dml.engine`` (``native`` raises instead of falling back, so a test of the
+native engine cannot pass on the fallback by accident)."""
+
+from __future__ import annotations
+
+import pytest
+
+from delta_pyds.spark.tables.native_rows import DML_ENGINE_CONF
+
+
+@pytest.fixture(autouse=True, params=["native", "python"])
+def dml_engine(request):
+    if "spark" not in request.fixturenames:
+        yield None
+        return
+    spark = request.getfixturevalue("spark")
+    spark.conf.set(DML_ENGINE_CONF, request.param)
+    try:
+        yield request.param
+    finally:
+        spark.conf.unset(DML_ENGINE_CONF)
