@@ -52,6 +52,7 @@ from delta_pyds.spark.tables.dml import (
     TableRewriter,
     refuse_identity_updates,
 )
+from delta_pyds.spark.tables.resolution import check_merge_resolves, set_column_names, set_columns
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.file_actions import rows_for_paths
 
@@ -139,6 +140,8 @@ class DeltaMergeBuilder:
 
     def whenNotMatchedBySourceUpdate(self, condition=None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
         """Updates target rows no source row matches (``set`` may use target columns only)."""
+        if set is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
+            condition, set = None, condition
         check_condition(condition)
         sets = check_column_map(set, "set' in whenNotMatchedBySourceUpdate")
         if not sets:
@@ -153,6 +156,8 @@ class DeltaMergeBuilder:
         return self
 
     def whenMatchedUpdate(self, condition=None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+        if set is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
+            condition, set = None, condition
         check_condition(condition)
         sets = check_column_map(set, "set' in whenMatchedUpdate")
         if not sets:
@@ -171,6 +176,8 @@ class DeltaMergeBuilder:
         return self
 
     def whenNotMatchedInsert(self, condition=None, values: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+        if values is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
+            condition, values = None, condition
         check_condition(condition)
         vals = check_column_map(values, "values' in whenNotMatchedInsert")
         if not vals:
@@ -255,7 +262,8 @@ class DeltaMergeBuilder:
         )
         for _, _, sets in list(self._matched) + list(self._not_matched_by_source):
             if sets is not None:
-                refuse_identity_updates(snap, {scope.target_name(k): v for k, v in sets.items()}, "merge")
+                named = set_column_names(scope.target_schema, sets, what="merge", alias=talias)
+                refuse_identity_updates(snap, named, "merge")
         scope.src = self._source.withColumn(_SRC, F.lit(True))
         scope.src_cols = {c.lower(): c for c in self._source.columns}
         target = self._rewriter.scan(snap, snap.files)
@@ -263,6 +271,14 @@ class DeltaMergeBuilder:
             target = target.withColumn(f.name, F.lit(None).cast(to_spark_schema(DeltaStruct((f,))).fields[0].dataType))
         scope.target = target.alias(talias)
         scope.cond = _expr(self._condition)
+        clause_exprs = [c for _, c, _ in self._matched + self._not_matched_by_source] + [
+            c for c, _ in self._not_matched
+        ]
+        values = [v for _, _, st in self._matched + self._not_matched_by_source if st for v in st.values()]
+        values += [v for _, vals in self._not_matched if vals for v in vals.values()]
+        check_merge_resolves(
+            self._rewriter.spark, scope.target_schema, talias, self._source, self._condition, clause_exprs + values
+        )
         return scope
 
     def _new_columns(self, snap: Snapshot) -> list:
@@ -362,10 +378,10 @@ class DeltaMergeBuilder:
                         continue  # schema evolution: a column the source lacks is kept
                     new = scope.source_col(f.name)
                 else:
-                    given = {scope.target_name(k): v for k, v in sets.items()}
+                    given = set_columns(scope.target_schema, sets, tcol.get, what="merge", alias=scope.talias)
                     if f.name not in given:
                         continue
-                    new = _expr(given[f.name])
+                    new = given[f.name]
                 value = F.when(F.col(_ACTION) == i + 1, new).otherwise(value)
             cols.append(value.cast(f.dataType).alias(f.name))
         deletes = [i + 1 for i, c in enumerate(clauses) if c[0] == "delete"]
