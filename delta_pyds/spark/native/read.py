@@ -66,6 +66,7 @@ from delta_pyds.spark.native.locations import SparkLocation, spark_location
 from delta_pyds.spark.schema_convert import to_spark_schema
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.option_names import READ_NAMES, READ_PREFIXES, check_keywords
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ def read_delta(spark, path: str, *, where: Any = None, native: str = "auto", **o
     instead of falling back) or ``never`` (the data source path)."""
     if native not in ("auto", "require", "never"):
         raise ValueError(f"native: expected 'auto', 'require' or 'never', got {native!r}")
+    check_keywords(options, READ_NAMES, READ_PREFIXES, function="read_delta")
     opts_map = {str(k): _option_text(v) for k, v in options.items()}
     opts_map["path"] = path
     if native == "never":
