@@ -81,3 +81,34 @@ def test_every_option_the_code_reads_is_a_known_name():
     assert len(read) > 30
     unknown = sorted(n for n in read if n.lower() not in READ_NAMES and n.lower() not in WRITE_NAMES)
     assert unknown == []
+
+
+def test_safe_where_allows_only_columns_literals_and_functions(spark, tmp_path):
+    """#24 item 9: ``where=`` is full Spark SQL (trusted); ``safe_where=`` parses with the
+    package's SQL subset and refuses reflect(), subqueries and file reads."""
+    from delta_pyds import ColumnNotFoundError, ExpressionError
+
+    path = str(tmp_path / "s")
+    write_arrow(path, pa.table({"id": pa.array(range(10), pa.int64()), "s": pa.array([f"v{i}" for i in range(10)])}))
+    secret = tmp_path / "secret.txt"
+    secret.write_text("leak\n")
+    got = read_delta(spark, path, safe_where="id >= 7 AND upper(s) <> 'V9' OR s = 'v1'")
+    assert sorted(r.id for r in got.collect()) == [1, 7, 8]
+    hostile = [
+        "reflect('java.lang.Thread', 'sleep', CAST(1 AS BIGINT)) IS NULL",
+        "java_method('java.lang.System', 'getenv', 'HOME') IS NOT NULL",
+        f"id IN (SELECT length(value) FROM text.`{secret}`)",
+        f"EXISTS (SELECT * FROM text.`{secret}`)",
+        "rand() > 0.5",
+        "id = 1; DROP TABLE x",
+    ]
+    for text in hostile:
+        with pytest.raises(ExpressionError):
+            read_delta(spark, path, safe_where=text)
+    with pytest.raises(ColumnNotFoundError, match="nope"):
+        read_delta(spark, path, safe_where="nope = 1")
+    with pytest.raises(ValueError, match="not both"):
+        read_delta(spark, path, where="id = 1", safe_where="id = 1")
+    # the trusted form still runs Spark SQL, subqueries included
+    trusted = read_delta(spark, path, where=f"id IN (SELECT length(value) FROM text.`{secret}`)")
+    assert [r.id for r in trusted.collect()] == [4]
