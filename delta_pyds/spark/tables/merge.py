@@ -271,13 +271,19 @@ class DeltaMergeBuilder:
             target = target.withColumn(f.name, F.lit(None).cast(to_spark_schema(DeltaStruct((f,))).fields[0].dataType))
         scope.target = target.alias(talias)
         scope.cond = _expr(self._condition)
-        clause_exprs = [c for _, c, _ in self._matched + self._not_matched_by_source] + [
-            c for c, _ in self._not_matched
-        ]
-        values = [v for _, _, st in self._matched + self._not_matched_by_source if st for v in st.values()]
-        values += [v for _, vals in self._not_matched if vals for v in vals.values()]
+
+        def used(clauses):  # the conditions and set values of (kind, condition, set) clauses
+            return [e for _, c, st in clauses for e in [c, *(st.values() if st else ())]]
+
         check_merge_resolves(
-            self._rewriter.spark, scope.target_schema, talias, self._source, self._condition, clause_exprs + values
+            self._rewriter.spark,
+            scope.target_schema,
+            talias,
+            self._source,
+            self._condition,
+            matched=used(self._matched),
+            not_matched=[e for c, vals in self._not_matched for e in [c, *(vals.values() if vals else ())]],
+            by_source=used(self._not_matched_by_source),
         )
         return scope
 

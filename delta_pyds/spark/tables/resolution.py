@@ -161,16 +161,23 @@ def check_condition_resolves(spark, schema, condition, expressions=()) -> None:
     (df.select(*exprs) if exprs else df).schema  # noqa: B018 - analysis is the check
 
 
-def check_merge_resolves(spark, schema, alias: str, source, condition, expressions) -> None:
-    """Analyses a merge's join condition, then its clause conditions and values, over the
-    table's columns (aliased ``alias``) joined with ``source``: Spark's suggestions for a
-    wrong name then list only the table's and the source's columns."""
-    joined = spark.createDataFrame([], schema).alias(alias).join(source, _expr(condition), "inner")
-    exprs = [_expr(e) for e in expressions if e is not None]
-    if exprs:
-        joined.select(*exprs).schema  # noqa: B018 - analysis is the check
-    else:
-        joined.schema  # noqa: B018
+def check_merge_resolves(
+    spark, schema, alias: str, source, condition, *, matched=(), not_matched=(), by_source=()
+) -> None:
+    """Analyses a merge's join condition and its clauses' conditions and values, each over
+    the rows it is evaluated on: ``matched`` over the table's columns (aliased ``alias``)
+    joined with ``source``, ``not_matched`` (inserts) over ``source`` alone, ``by_source``
+    over the table's columns alone. Spark's suggestions for a wrong name then list only
+    the table's and the source's columns, never the scan's internal ones."""
+    target = spark.createDataFrame([], schema).alias(alias)
+    frames = (
+        (target.join(source, _expr(condition), "inner"), matched),
+        (source, not_matched),
+        (target, by_source),
+    )
+    for frame, expressions in frames:
+        exprs = [_expr(e) for e in expressions if e is not None]
+        (frame.select(*exprs) if exprs else frame).schema  # noqa: B018 - analysis is the check
 
 
 def _expr(e):

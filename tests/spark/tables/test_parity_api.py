@@ -413,3 +413,9 @@ def test_unresolved_names_in_dml_suggest_only_table_columns(spark, tmp_path):
             call()
         assert "nope" in str(e.value) and "__pydelta" not in str(e.value), str(e.value)[:500]
     assert _ids(spark, dt._path) == list(range(10))
+    # the checks do not refuse a valid merge: inserts and not-matched-by-source clauses
+    new = spark.createDataFrame([(1, 0), (42, 0)], "id long, p long")
+    dt.alias("t").merge(new.alias("s"), "t.id = s.id").whenNotMatchedInsert(
+        condition="s.id > 40", values={"id": "s.id", "p": "s.p"}
+    ).whenNotMatchedBySourceDelete("t.id >= 9").execute()
+    assert _ids(spark, dt._path) == list(range(9)) + [42]
