@@ -72,6 +72,16 @@ class ArgumentTypeError(DeltaError, TypeError, ValueError):
     ``TypeError`` and a ``ValueError``: delta-spark's Python API raises either for these."""
 
 
+class UnknownArgumentError(DeltaError, TypeError, ValueError):
+    """A keyword argument or option no part of the product reads (a misspelled
+    ``verisonAsOf``): the message names it and the closest valid one."""
+
+
+class ColumnNotFoundError(DeltaError, ValueError):
+    """A column named by an argument (an UPDATE/MERGE ``set`` key, a ``safe_where``
+    reference) is not in the table: the message names it and the table's columns."""
+
+
 class FeatureDropError(DeltaError):
     """A table feature cannot be dropped yet: the table or the history still in its log
     uses it, or the table does not have it (the message says which and what to do)."""

@@ -187,3 +187,18 @@ def test_the_api_reference_lists_every_module():
         listed = set(re.findall(r"^::: (\S+)", text, re.M))
         missing += [m for m in MODULES if m.startswith(f"delta_pyds.{package}.") and m not in listed]
     assert missing == []
+
+
+def test_runtime_pandas_range_is_what_pyspark_supports():
+    """A plain ``pip install`` must not resolve a pandas pyspark warns about (pyspark 4.3's
+    pyspark/sql/pandas/utils.py: "does not yet fully support pandas >= 3.0.0"), and the
+    runtime range must be the one the tests run (the ``test`` extra)."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((pathlib.Path(delta_pyds.__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    runtime = {Requirement(r).name: Requirement(r).specifier for r in project["dependencies"]}
+    tested = {Requirement(r).name: Requirement(r).specifier for r in project["optional-dependencies"]["test"]}
+    assert "3.0.0" not in runtime["pandas"] and "3.1.1" not in runtime["pandas"]
+    assert "2.2.0" in runtime["pandas"] and "2.3.3" in runtime["pandas"]
+    assert runtime["pandas"] == tested["pandas"]

@@ -39,9 +39,11 @@ Guarantees:
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from delta_pyds.errors import FeatureDropError, UnsupportedFeatureError
@@ -65,6 +67,8 @@ from delta_pyds.protocol.table_properties import (
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import Transaction
+
+log = logging.getLogger(__name__)
 
 CHECKPOINT_POLICY = "delta.checkpointPolicy"
 TRUNCATE_HISTORY_RETENTION = "interval 24 hours"
@@ -124,16 +128,30 @@ def _history_traces(storage: Storage, feature: str) -> list[int]:
                 found.append(f.version)
             continue
         if f.kind == "commit" and f.version > start:
-            if _commit_has(storage.read_bytes(f.path), feature):
+            if _commit_has(storage, f.path, feature):
                 found.append(f.version)
         elif f.kind == "checkpoint" and f.file_format == "parquet" and feature == "deletionVectors":
-            with storage.open_input(f.path) as fh:
-                table = pq.read_table(fh, columns=["add"])
-            adds = table.column("add").combine_chunks()
-            if "deletionVector" in [adds.type.field(i).name for i in range(adds.type.num_fields)]:
-                if adds.field("deletionVector").null_count < len(adds):
-                    found.append(f.version)
+            if _checkpoint_has_dvs(storage, f.path):
+                found.append(f.version)
     return sorted(set(found))
+
+
+def _checkpoint_has_dvs(storage: Storage, path: str) -> bool:
+    """Whether a classic checkpoint part adds a file with a deletion vector. A part that
+    cannot be read (torn, truncated, not Parquet, no ``add`` column of the protocol's
+    shape) counts as one that does: nothing proves the feature unused there, and truncating
+    the history removes it like any other old entry."""
+    try:
+        with storage.open_input(path) as fh:
+            table = pq.read_table(fh, columns=["add"])
+        adds = table.column("add").combine_chunks()
+        names = [adds.type.field(i).name for i in range(adds.type.num_fields)]
+        return "deletionVector" in names and adds.field("deletionVector").null_count < len(adds)
+    except FileNotFoundError:  # deleted by a concurrent cleanup: not a trace any more
+        return False
+    except (pa.ArrowException, OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        log.warning("dropFeatureSupport: checkpoint %s cannot be read (%s); counted as using the feature", path, exc)
+        return True
 
 
 def _list(storage: Storage) -> list[str]:
@@ -160,7 +178,19 @@ def truncate_history_of(storage: Storage, snap: Snapshot) -> None:
     )
 
 
-def _commit_has(data: bytes, feature: str) -> bool:
+def _commit_has(storage: Storage, path: str, feature: str) -> bool:
+    """Whether a commit uses ``feature``; an unreadable one (a torn line, not JSON objects)
+    counts as one that does (see :func:`_checkpoint_has_dvs`)."""
+    try:
+        return _actions_use(storage.read_bytes(path), feature)
+    except FileNotFoundError:
+        return False
+    except (ValueError, AttributeError, TypeError) as exc:  # JSONDecodeError is a ValueError
+        log.warning("dropFeatureSupport: commit %s cannot be read (%s); counted as using the feature", path, exc)
+        return True
+
+
+def _actions_use(data: bytes, feature: str) -> bool:
     for line in data.splitlines():
         if not line.strip():
             continue

@@ -41,6 +41,7 @@ from delta_pyds.read.options import ReadOptions, read_change_feed
 from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.option_names import READ_NAMES, READ_PREFIXES, WRITE_NAMES, WRITE_PREFIXES, warn_unknown_options
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,7 @@ class DeltaDataSource(DataSource):
 
     # ------------------------------------------------------------------------ read
     def schema(self):
+        warn_unknown_options(self.options, READ_NAMES, READ_PREFIXES, what="read")
         if read_change_feed(self.options):
             from delta_pyds.spark.change_feed import change_feed_schema
 
@@ -139,6 +141,7 @@ class DeltaDataSource(DataSource):
         """``df.writeStream.format("pydelta")``: see :mod:`delta_pyds.spark.stream_writer`."""
         from delta_pyds.spark.stream_writer import stream_writer
 
+        warn_unknown_options(self.options, WRITE_NAMES, WRITE_PREFIXES, what="write")
         return stream_writer(self, schema, overwrite)
 
     # ----------------------------------------------------------------------- write
@@ -161,6 +164,7 @@ class DeltaDataSource(DataSource):
         from delta_pyds.write.options import WriteOptions
         from delta_pyds.write.plan import plan_write
 
+        warn_unknown_options(self.options, WRITE_NAMES, WRITE_PREFIXES, what="write")
         opts = WriteOptions.parse(self.options, overwrite=overwrite, session_partition_overwrite_mode=None)
         plan = plan_write(opts, from_spark_json(schema.jsonValue()))
         return DeltaBatchWriter(plan)

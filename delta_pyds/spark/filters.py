@@ -12,6 +12,16 @@ Translated: ``EqualTo``, ``EqualNullSafe``, ``GreaterThan``, ``GreaterThanOrEqua
 translatable filter) and ``StringStartsWith``. ``StringEndsWith`` and ``StringContains``
 cannot use min/max statistics and are not translated, nor is anything unknown.
 
+Values arrive converted from a Variant by PySpark, which computes a decimal as
+``Decimal(unscaled) * Decimal(10) ** -scale`` in the worker's decimal context (28
+significant digits by default): a literal with more digits arrives ROUNDED. A decimal
+value with as many significant digits as that context holds may be such a rounded value,
+so its filter is not translated (it keeps every file; Spark still applies the exact
+filter). Other pushed types arrive exactly: integers, floats (NaN and infinities are
+handled by :mod:`delta_pyds.skipping.rules`), strings (any code point, NUL included),
+binary, dates, and timestamps as microseconds since the epoch (years 1-9999; the rules
+widen timestamp statistics for their millisecond truncation).
+
 Column references arrive as tuples of names (nested fields); when a schema is given they
 are matched against it case-insensitively (exact match first) and rewritten with the
 schema's spelling; a column that is not in the schema leaves its filter untranslated.
@@ -19,6 +29,7 @@ schema's spelling; a column that is not in the schema leaves its filter untransl
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,8 +76,10 @@ def translate_filter(f: Any, schema: StructType | None = None) -> Any:
         return None
     cls = _COMPARISONS.get(type(f))
     if cls is not None:
-        return cls(column, _value(f.value))
+        return cls(column, _value(f.value)) if _exact(f.value) else None
     if isinstance(f, ds.In):
+        if not all(_exact(v) for v in f.value):
+            return None
         return P.In(column, tuple(_value(v) for v in f.value))
     if isinstance(f, ds.IsNull):
         return P.IsNull(column)
@@ -75,6 +88,16 @@ def translate_filter(f: Any, schema: StructType | None = None) -> Any:
     if isinstance(f, ds.StringStartsWith):
         return P.StartsWith(column, f.value) if isinstance(f.value, str) else None
     return None  # StringEndsWith, StringContains, anything newer
+
+
+def _exact(v: Any) -> bool:
+    """Whether a pushed value is certainly the literal the query holds (see the module
+    docstring): False for a decimal that may have been rounded to the context's precision."""
+    if isinstance(v, decimal.Decimal):
+        if not v.is_finite():
+            return False
+        return len(v.as_tuple().digits) < decimal.getcontext().prec
+    return True
 
 
 def _value(v: Any) -> Any:

@@ -162,3 +162,39 @@ def test_drop_refuses_unsafe_and_unknown(tmp_path):
         drop_feature_support(Storage(path), "noSuch")
     with pytest.raises(TypeError):
         drop_feature_support(Storage(path), None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("tear", ["truncated", "garbage", "empty"])
+def test_drop_with_a_torn_older_checkpoint_raises_only_named_errors(copy_table, tear):
+    """#24 item 13: a torn older checkpoint made truncateHistory=True fail with a raw
+    pyarrow ArrowInvalid. It now counts as an entry that may use the feature: a named
+    FeatureDropError while it is younger than 24 hours, then truncation deletes it."""
+    from delta_pyds.transaction.checkpoint_writer import write_checkpoint
+
+    path = copy_table("delta-rs/table-with-dv-small")
+    storage = Storage(path)
+    old = Snapshot.load(path).version
+    write_checkpoint(storage, old)  # the older checkpoint, torn below
+    set_properties(storage, {"delta.appendOnly": "false"})  # a newer version, checkpointed
+    write_checkpoint(storage, Snapshot.load(path).version)
+    torn = os.path.join(path, "_delta_log", f"{old:020d}.checkpoint.parquet")
+    data = open(torn, "rb").read()
+    with open(torn, "wb") as f:
+        f.write({"truncated": data[: len(data) // 2], "garbage": b"PAR1 not parquet", "empty": b""}[tear])
+
+    def purge(snap):
+        from delta_pyds.table.state import file_actions
+        from delta_pyds.transaction.commit import Transaction, remove_actions
+
+        txn = Transaction(storage, snap)
+        txn.remove_files(remove_actions(file_actions(snap).active, data_change=False))
+        txn.commit("OPTIMIZE", {})
+
+    with pytest.raises(FeatureDropError, match="Wait 24 hours"):
+        drop_feature_support(storage, "deletionVectors", purge=purge, truncate_history=True)
+    _age_log(path, days=3)
+    drop_feature_support(storage, "deletionVectors", purge=purge, truncate_history=True)
+    snap = Snapshot.load(path)
+    assert not features.is_enabled(snap.protocol, "deletionVectors")
+    assert not os.path.exists(torn)  # truncated away with the rest of the old history
+    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 0

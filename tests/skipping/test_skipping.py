@@ -5,6 +5,7 @@ never drops a file (or row group) holding a matching row."""
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import json
 import math
 from decimal import Decimal
@@ -1464,3 +1465,116 @@ def test_row_group_selection_never_drops_a_matching_group(tmp_path, data):
         ]
         if any(all(spark_eval(p, row) is True for p in preds) for row in rows):
             assert g in selected, (g, [str(p) for p in preds], rows)
+
+
+# ====================================== pushed values as PySpark hands them over (#24 item 2)
+_EXACT = decimal.Context(prec=100)
+
+
+def _dec(unscaled: int, scale: int) -> decimal.Decimal:
+    return decimal.Decimal(unscaled).scaleb(-scale, context=_EXACT)
+
+
+def _pushed_decimal(unscaled: int, scale: int) -> decimal.Decimal:
+    """``unscaled * 10**-scale`` as PySpark's filter pushdown hands it to the reader:
+    serialized as a Variant decimal16, then converted by pyspark's own
+    ``VariantVal.toPython`` (which rounds to the worker's 28-digit decimal context)."""
+    from pyspark.sql.types import VariantVal
+
+    raw = bytes([10 << 2, scale]) + unscaled.to_bytes(16, "little", signed=True)
+    return VariantVal(raw, b"\x01\x00\x00").toPython()
+
+
+def _decimal_files(values):
+    return make_files(
+        [
+            '{"numRecords":1,"minValues":{"d":%s},"maxValues":{"d":%s},"nullCount":{"d":0}}'
+            % (format(v, "f"), format(v, "f"))
+            for v in values
+        ]
+    )
+
+
+_DECIMAL_OPS = ("EqualTo", "EqualNullSafe", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual", "In")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    scale=st.integers(0, 38),
+    digits=st.lists(st.integers(-(10**38) + 1, 10**38 - 1), min_size=1, max_size=3),
+    op=st.sampled_from(_DECIMAL_OPS),
+    pick=st.integers(0, 2),
+    delta=st.sampled_from([0, 0, 1, -1, 10**9]),
+)
+def test_pushed_decimals_never_prune_a_matching_file(scale, digits, op, pick, delta):
+    """decimal(38, s) columns, literals of up to 38 digits (more than the 28 PySpark's
+    conversion keeps): a file holding a row the exact filter matches is always kept."""
+    from pyspark.sql import datasource as ds
+
+    from delta_pyds.spark.filters import translate_filters
+
+    values = [_dec(u, scale) for u in digits]
+    unscaled = max(min(digits[pick % len(digits)] + delta, 10**38 - 1), -(10**38) + 1)
+    exact = _dec(unscaled, scale)
+    pushed = _pushed_decimal(unscaled, scale)
+    schema = make_schema(field("d", f"decimal(38,{scale})"))
+    f = ds.In(("d",), (pushed,)) if op == "In" else getattr(ds, op)(("d",), pushed)
+    preds, _ = translate_filters([f], schema)
+    check = {
+        "EqualTo": lambda v: v == exact,
+        "EqualNullSafe": lambda v: v == exact,
+        "In": lambda v: v == exact,
+        "GreaterThan": lambda v: v > exact,
+        "GreaterThanOrEqual": lambda v: v >= exact,
+        "LessThan": lambda v: v < exact,
+        "LessThanOrEqual": lambda v: v <= exact,
+    }[op]
+    result = set(kept(_decimal_files(values), preds, schema)) if preds else set(range(len(values)))
+    for i, v in enumerate(values):
+        if check(v):
+            assert i in result, (op, str(exact), str(pushed), str(v))
+
+
+def test_rounded_pushed_decimal_is_not_translated_but_short_ones_are():
+    from pyspark.sql import datasource as ds
+
+    from delta_pyds.spark.filters import translate_filters
+
+    schema = make_schema(field("d", "decimal(38,10)"))
+    long_value = decimal.Decimal("1234567890123456789012345678.1234567891")
+    pushed = _pushed_decimal(12345678901234567890123456781234567891, 10)
+    assert pushed != long_value  # PySpark's conversion rounded it
+    preds, _ = translate_filters([ds.EqualTo(("d",), pushed)], schema)
+    assert preds == []
+    short = decimal.Decimal("12345.6789000000")
+    preds, _ = translate_filters([ds.EqualTo(("d",), _pushed_decimal(123456789000000, 10))], schema)
+    assert preds == [P.EqualTo(("d",), short)]
+    assert kept(_decimal_files([long_value, short]), preds, schema) == [1]
+
+
+@pytest.mark.parametrize(
+    "typ, value, stat",
+    [
+        ("timestamp", dt.datetime(1, 1, 1, tzinfo=UTC), "0001-01-01T00:00:00.000Z"),
+        ("timestamp", dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), "9999-12-31T23:59:59.999Z"),
+        ("timestamp", dt.datetime(2024, 5, 1, 0, 0, 0, 500, tzinfo=UTC), "2024-05-01T00:00:00.000Z"),  # sub-ms
+        ("timestamp_ntz", dt.datetime(9999, 12, 31, 23, 59, 59, 999999), "9999-12-31T23:59:59.999"),
+        ("date", dt.date(1, 1, 1), "0001-01-01"),
+        ("date", dt.date(9999, 12, 31), "9999-12-31"),
+        ("string", "a\x00b", "a\x00b"),
+        ("string", "\U0001f600\u00e9", "\U0001f600\u00e9"),
+        ("double", -0.0, 0.0),
+        ("double", 0.0, -0.0),
+        ("double", float("inf"), float("inf")),
+    ],
+)
+def test_pushed_edge_values_keep_the_file_holding_them(typ, value, stat):
+    from pyspark.sql import datasource as ds
+
+    from delta_pyds.spark.filters import translate_filters
+
+    schema = make_schema(field("v", typ))
+    files = make_files([stats_json(1, {"v": stat}, {"v": stat}, {"v": 0})])
+    for f in (ds.EqualTo(("v",), value), ds.GreaterThanOrEqual(("v",), value), ds.LessThanOrEqual(("v",), value)):
+        preds, _ = translate_filters([f], schema)
+        assert kept(files, preds, schema) == [0], (typ, value, type(f).__name__)

@@ -176,6 +176,8 @@ DML_NO_EXTRAS = textwrap.dedent("""
     out["optimized"] = ids()
     out["operations"] = [r.operation for r in t.history().collect()]
     out["not_installed"] = [d for d in ("grpcio", "deltalake", "pytest") if not find_spec(d)]
+    import pandas
+    out["pandas"] = pandas.__version__
     print(json.dumps(out))
     spark.stop()
 """)
@@ -199,6 +201,9 @@ def test_pip_install_without_extras_runs_dml_and_optimize(wheel_venv):
     assert got["optimized"] == list(range(2, 10)) + [42]
     assert got["operations"][:4] == ["OPTIMIZE", "MERGE", "UPDATE", "DELETE"]
     assert sorted(deltalake_ids(target)) == list(range(2, 10)) + [42]
+    # a plain install resolves a pandas pyspark supports (it warns on pandas >= 3)
+    assert int(got["pandas"].split(".")[0]) == 2, got["pandas"]
+    assert "does not yet fully support pandas" not in result.stderr
 
 
 CONNECT = textwrap.dedent("""

@@ -91,3 +91,29 @@ def test_default_is_correct_when_a_dataframe_is_reused(spark, id_table):
     assert spark.sql("SELECT count(*) FROM skip_view").collect()[0][0] == FILES * ROWS
     expected_tasks = 1 if scan_scoped_pushdown() else 2  # skipping by default only where safe
     assert spark.read.format("pydelta").load(id_table).where("id = 1234").rdd.getNumPartitions() == expected_tasks
+
+
+def test_decimal_literals_beyond_28_digits_never_prune_the_matching_file(spark, tmp_path):
+    """#24 item 2: PySpark hands pushed decimals over rounded to 28 significant digits;
+    a 38-digit literal pruned the file holding it (0 rows). Both read paths and deltalake
+    must agree on every comparison."""
+    import decimal
+
+    from helpers import deltalake_table
+
+    from delta_pyds.write.plan import write_arrow
+
+    path = str(tmp_path / "dec")
+    literals = ["1234567890123456789012345678.1234567891", "1234567890123456789012345678.1234567899"]
+    for v in literals:  # one file each, so statistics could prune either
+        write_arrow(path, pa.table({"d": pa.array([decimal.Decimal(v)], pa.decimal128(38, 10))}))
+    truth = [decimal.Decimal(v) for v in deltalake_table(path).column("d").to_pylist()]
+    ops = {"=": "__eq__", "<=>": "__eq__", ">=": "__ge__", "<=": "__le__", ">": "__gt__", "<": "__lt__"}
+    for lit in literals:
+        for op, method in ops.items():
+            expected = sum(1 for t in truth if getattr(t, method)(decimal.Decimal(lit)))
+            cond = f"d {op} {lit}BD"
+            assert skipping(spark, path).where(cond).count() == expected, cond
+            assert delta_pyds.read_delta(spark, path, where=cond).count() == expected, cond
+        cond = f"d IN ({lit}BD, 1BD)"
+        assert skipping(spark, path).where(cond).count() == 1, cond

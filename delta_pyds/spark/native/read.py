@@ -51,6 +51,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.errors import DataFileError, UnsupportedFeatureError
+from delta_pyds.expressions.safe_sql import safe_spark_sql
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.protocol.schema import StructField, StructType, nullable_type
 from delta_pyds.read.native_plan import (
@@ -66,6 +67,7 @@ from delta_pyds.spark.native.locations import SparkLocation, spark_location
 from delta_pyds.spark.schema_convert import to_spark_schema
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.option_names import READ_NAMES, READ_PREFIXES, check_keywords
 
 log = logging.getLogger(__name__)
 
@@ -86,17 +88,30 @@ class NativeReadUnavailable(UnsupportedFeatureError):
     """The table cannot be read by Spark's own reader (``native="require"``)."""
 
 
-def read_delta(spark, path: str, *, where: Any = None, native: str = "auto", **options: Any) -> DataFrame:
+def read_delta(
+    spark, path: str, *, where: Any = None, safe_where: str | None = None, native: str = "auto", **options: Any
+) -> DataFrame:
     """The Delta table at ``path`` as a DataFrame (see the module docstring).
 
     ``where``: a SQL condition (string) used to prune files and applied to the rows, or a
-    Column (applied to the rows only). ``native``: ``auto`` (Spark's reader, falling back to
+    Column (applied to the rows only). It is full Spark SQL (subqueries, ``reflect``, file
+    reads): trusted input only. ``safe_where``: a condition from untrusted text, limited to
+    the table's columns, literals and deterministic functions
+    (:mod:`delta_pyds.expressions.safe_sql`); give one of the two. ``native``: ``auto`` (Spark's reader, falling back to
     the data source with a notice), ``require`` (raise :class:`NativeReadUnavailable`
     instead of falling back) or ``never`` (the data source path)."""
     if native not in ("auto", "require", "never"):
         raise ValueError(f"native: expected 'auto', 'require' or 'never', got {native!r}")
+    check_keywords(options, READ_NAMES, READ_PREFIXES, function="read_delta")
     opts_map = {str(k): _option_text(v) for k, v in options.items()}
     opts_map["path"] = path
+    skip_where = where
+    if safe_where is not None:
+        if where is not None:
+            raise ValueError("read_delta: give where= (trusted Spark SQL) or safe_where=, not both")
+        safe_opts = ReadOptions.parse(opts_map)
+        schema = _load(spark, Storage(safe_opts.path, safe_opts.storage_options), safe_opts).schema
+        where, skip_where = safe_spark_sql(safe_where, schema), safe_where
     if native == "never":
         return _apply_where(_datasource_read(spark, opts_map), where)
     if read_change_feed(opts_map):
@@ -107,7 +122,7 @@ def read_delta(spark, path: str, *, where: Any = None, native: str = "auto", **o
     location, reason = spark_location(storage)
     if location is None:
         return _fallback(spark, opts_map, where, native, reason or "", snapshot.version)
-    predicates = skipping_predicates(where, snapshot.schema) if isinstance(where, str) else ()
+    predicates = skipping_predicates(skip_where, snapshot.schema) if isinstance(skip_where, str) else ()
     plan = plan_native_scan(snapshot, columns=opts.columns, predicates=predicates, root_uri=location.root_uri)
     if plan.unsupported:
         return _fallback(spark, opts_map, where, native, "; ".join(plan.unsupported), snapshot.version)

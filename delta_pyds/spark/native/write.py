@@ -65,6 +65,7 @@ from delta_pyds.write.native_files import (
     remove_staging,
     staging_name,
 )
+from delta_pyds.write.option_names import WRITE_NAMES, WRITE_PREFIXES, check_keywords
 from delta_pyds.write.options import SESSION_PARTITION_OVERWRITE_MODE, WriteOptions
 from delta_pyds.write.parquet_writer import HIVE_DEFAULT_PARTITION, WriteSpec
 from delta_pyds.write.plan import WritePlan, commit_write, plan_write
@@ -182,6 +183,7 @@ def _parse_options(df: DataFrame, path: str, mode: str, partition_by, options: M
     if not isinstance(mode, str) or mode.strip().lower() not in _MODES:
         raise ValueError(f"mode: expected append, overwrite, error, errorifexists or ignore, got {mode!r}")
     overwrite, save_mode = _MODES[mode.strip().lower()]
+    check_keywords(options, WRITE_NAMES, WRITE_PREFIXES, function="write_delta")
     raw = {str(k): _option_text(v) for k, v in options.items()}
     if any(k.lower() == "targetfilesize" for k in raw):
         raise ValueError(

@@ -440,7 +440,11 @@ class DeltaTable:
 
     def update(self, condition=None, set: Mapping[str, Any] | None = None) -> None:
         """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
-        (copy-on-write: the files holding matching rows are rewritten)."""
+        (copy-on-write: the files holding matching rows are rewritten). As in delta-spark,
+        ``update({...})`` (the dict alone) updates every row; keys may be backtick-quoted
+        (```my col```) or name a struct field (``st.b``)."""
+        if set is None and isinstance(condition, Mapping):
+            condition, set = None, condition
         check_condition(condition)
         sets = check_column_map(set, "set")
         activate(self._spark)

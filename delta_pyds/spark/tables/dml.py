@@ -59,6 +59,7 @@ from delta_pyds.skipping.files import prune_files
 from delta_pyds.skipping.rules import SkippingReport
 from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
+from delta_pyds.spark.tables.resolution import check_condition_resolves, set_columns
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows
@@ -372,6 +373,7 @@ def delete_rows(rw: TableRewriter, condition=None) -> None:
     from delta_pyds.transaction.commit import Transaction, delete_files, remove_actions
 
     snap = rw.dml_snapshot()
+    check_condition_resolves(rw.spark, table_spark_schema(snap), condition)
     active = file_actions(snap).active
     txn = Transaction(rw.storage, snap)
     params = {"predicate": json.dumps([str(condition)] if condition is not None else [])}
@@ -444,15 +446,13 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
     if not set:
         raise ValueError("update: set must name at least one column")
     snap = rw.dml_snapshot()
-    names = {f.name.lower(): f.name for f in snap.schema.fields}
-    unknown = [k for k in set if k.lower() not in names]
-    if unknown:
-        raise ValueError(f"update: {', '.join(unknown)} not in the table; columns: {', '.join(names.values())}")
+    schema = table_spark_schema(snap)
+    exprs = set_columns(schema, set, lambda n: F.col(f"`{n}`"), what="update")
+    check_condition_resolves(rw.spark, schema, condition, exprs.values())
     cond = F.lit(True) if condition is None else (F.expr(condition) if isinstance(condition, str) else condition)
     candidates = rw.candidates(snap, condition)
     scan = rw.scan(snap, candidates)
     hit = F.coalesce(cond, F.lit(False))
-    exprs = {names[k.lower()]: (F.expr(v) if isinstance(v, str) else v) for k, v in set.items()}
     refuse_identity_updates(snap, exprs, "update")
     if writes_dvs(snap):
         _update_with_dvs(rw, snap, condition, candidates, scan, hit, exprs)
@@ -560,6 +560,13 @@ def only_files(files: pa.Table, paths: list[str]) -> pa.Table:
     import pyarrow.compute as pc
 
     return files.filter(pc.is_in(files.column("path"), value_set=pa.array(paths, pa.string())))
+
+
+def table_spark_schema(snap: Snapshot):
+    """The Spark schema of the table's columns (what DML conditions and sets resolve against)."""
+    from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
+
+    return to_spark_schema(drop_void(snap.schema))
 
 
 def refuse_identity_updates(snap: Snapshot, exprs: Mapping[str, Any], what: str) -> None:

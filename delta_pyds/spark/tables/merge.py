@@ -60,6 +60,7 @@ from delta_pyds.spark.tables.dml import (
     refuse_identity_updates,
 )
 from delta_pyds.spark.tables.dv_marks import dv_hits, writes_dvs
+from delta_pyds.spark.tables.resolution import check_merge_resolves, set_column_names, set_columns
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.file_actions import rows_for_paths
 
@@ -149,6 +150,8 @@ class DeltaMergeBuilder:
 
     def whenNotMatchedBySourceUpdate(self, condition=None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
         """Updates target rows no source row matches (``set`` may use target columns only)."""
+        if set is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
+            condition, set = None, condition
         check_condition(condition)
         sets = check_column_map(set, "set' in whenNotMatchedBySourceUpdate")
         if not sets:
@@ -163,6 +166,8 @@ class DeltaMergeBuilder:
         return self
 
     def whenMatchedUpdate(self, condition=None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+        if set is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
+            condition, set = None, condition
         check_condition(condition)
         sets = check_column_map(set, "set' in whenMatchedUpdate")
         if not sets:
@@ -181,6 +186,8 @@ class DeltaMergeBuilder:
         return self
 
     def whenNotMatchedInsert(self, condition=None, values: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+        if values is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
+            condition, values = None, condition
         check_condition(condition)
         vals = check_column_map(values, "values' in whenNotMatchedInsert")
         if not vals:
@@ -266,7 +273,8 @@ class DeltaMergeBuilder:
         )
         for _, _, sets in list(self._matched) + list(self._not_matched_by_source):
             if sets is not None:
-                refuse_identity_updates(snap, {scope.target_name(k): v for k, v in sets.items()}, "merge")
+                named = set_column_names(scope.target_schema, sets, what="merge", alias=talias)
+                refuse_identity_updates(snap, named, "merge")
         scope.src = self._source.withColumn(_SRC, F.lit(True))
         scope.src_cols = {c.lower(): c for c in self._source.columns}
         files = snap.files
@@ -284,6 +292,20 @@ class DeltaMergeBuilder:
             target = target.withColumn(f.name, F.lit(None).cast(to_spark_schema(DeltaStruct((f,))).fields[0].dataType))
         scope.target = target.alias(talias)
         scope.cond = _expr(self._condition)
+
+        def used(clauses):  # the conditions and set values of (kind, condition, set) clauses
+            return [e for _, c, st in clauses for e in [c, *(st.values() if st else ())]]
+
+        check_merge_resolves(
+            self._rewriter.spark,
+            scope.target_schema,
+            talias,
+            self._source,
+            self._condition,
+            matched=used(self._matched),
+            not_matched=[e for c, vals in self._not_matched for e in [c, *(vals.values() if vals else ())]],
+            by_source=used(self._not_matched_by_source),
+        )
         return scope
 
     def _new_columns(self, snap: Snapshot) -> list:
@@ -380,10 +402,10 @@ class DeltaMergeBuilder:
                         continue  # schema evolution: a column the source lacks is kept
                     new = scope.source_col(f.name)
                 else:
-                    given = {scope.target_name(k): v for k, v in sets.items()}
+                    given = set_columns(scope.target_schema, sets, tcol.get, what="merge", alias=scope.talias)
                     if f.name not in given:
                         continue
-                    new = _expr(given[f.name])
+                    new = given[f.name]
                 value = F.when(F.col(_ACTION) == i + 1, new).otherwise(value)
             cols.append(value.cast(f.dataType).alias(f.name))
         deletes = [i + 1 for i, c in enumerate(clauses) if c[0] == "delete"]

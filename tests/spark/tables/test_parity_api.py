@@ -13,10 +13,11 @@ import threading
 import deltalake
 import pyarrow as pa
 import pytest
+from helpers import deltalake_table
 from pyspark.sql import functions as F
 
 from delta_pyds import DeltaTable
-from delta_pyds.errors import FeatureDropError, UnsupportedFeatureError
+from delta_pyds.errors import ColumnNotFoundError, FeatureDropError, UnsupportedFeatureError
 from delta_pyds.protocol import features
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.plan import write_arrow
@@ -344,3 +345,77 @@ def test_merge_schema_evolution_with_column_mapping_and_change_feed(spark, tmp_p
     )
     kinds = sorted((r.id, r._change_type, r.tag) for r in changes)
     assert kinds == [(1, "update_postimage", "one"), (1, "update_preimage", None), (70, "insert", "new")]
+
+
+# ------------------------------------------------- set keys and unresolved names (#24)
+STRUCT_AB = pa.struct([("a", pa.int64()), ("b", pa.int64())])
+
+
+def _struct_table(path):
+    write_arrow(
+        path,
+        pa.table(
+            {
+                "id": pa.array([1, 2, 3], pa.int64()),
+                "my col": pa.array([1, 2, 3], pa.int64()),
+                "st": pa.array(
+                    [{"a": i, "b": 0} for i in (1, 2, 3)], pa.struct([("a", pa.int64()), ("b", pa.int64())])
+                ),
+            }
+        ),
+        options={"delta.columnMapping.mode": "name"},
+    )
+    return path
+
+
+def _rows_both_ways(spark, path):
+    ours = sorted((r.id, r["my col"], r.st.a, r.st.b) for r in DeltaTable.forPath(spark, path).toDF().collect())
+    theirs = deltalake_table(path).to_pylist()
+    assert ours == sorted((r["id"], r["my col"], r["st"]["a"], r["st"]["b"]) for r in theirs)
+    return ours
+
+
+def test_update_and_merge_accept_quoted_and_nested_set_keys_like_delta_spark(spark, tmp_path):
+    dt = DeltaTable.forPath(spark, _struct_table(str(tmp_path / "t")))
+    dt.update({"`my col`": "`my col` * 10"})  # the dict alone: every row
+    assert _rows_both_ways(spark, dt._path) == [(1, 10, 1, 0), (2, 20, 2, 0), (3, 30, 3, 0)]
+    dt.update("id = 1", {"st.b": "st.a + 100", "ST.`a`": "-1"})  # struct fields, any case
+    dt.update(condition="id = 2", set={"`st`.b": "7"})
+    assert _rows_both_ways(spark, dt._path) == [(1, 10, -1, 101), (2, 20, 2, 7), (3, 30, 3, 0)]
+    src = spark.createDataFrame([(3, 5)], "id long, v long")
+    dt.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdate(
+        set={"t.st.b": "s.v", "`my col`": "s.v * 2"}
+    ).execute()
+    dt.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdate({"st.a": "s.v + 1"}).execute()
+    assert _rows_both_ways(spark, dt._path) == [(1, 10, -1, 101), (2, 20, 2, 7), (3, 10, 6, 5)]
+    with pytest.raises(ColumnNotFoundError, match=r"st\.nope is not a column of struct column st"):
+        dt.update({"st.nope": "1"})
+    with pytest.raises(ValueError, match="conflicts with st"):
+        dt.update({"st": "st", "st.b": "1"})
+    with pytest.raises(ValueError, match="unclosed backtick"):
+        dt.update({"`my col": "1"})
+
+
+def test_unresolved_names_in_dml_suggest_only_table_columns(spark, tmp_path):
+    from pyspark.errors import AnalysisException
+
+    dt = DeltaTable.forPath(spark, _table(str(tmp_path / "t")))
+    src = spark.createDataFrame([(1, 0)], "id long, p long")
+    calls = [
+        lambda: dt.delete("nope = 1"),
+        lambda: dt.update("nope = 1", {"id": "1"}),
+        lambda: dt.update("id = 1", {"id": "nope + 1"}),
+        lambda: dt.alias("t").merge(src.alias("s"), "t.nope = s.id").whenMatchedDelete().execute(),
+        lambda: dt.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"id": "nope"}).execute(),
+    ]
+    for call in calls:
+        with pytest.raises(AnalysisException) as e:
+            call()
+        assert "nope" in str(e.value) and "__pydelta" not in str(e.value), str(e.value)[:500]
+    assert _ids(spark, dt._path) == list(range(10))
+    # the checks do not refuse a valid merge: inserts and not-matched-by-source clauses
+    new = spark.createDataFrame([(1, 0), (42, 0)], "id long, p long")
+    dt.alias("t").merge(new.alias("s"), "t.id = s.id").whenNotMatchedInsert(
+        condition="s.id > 40", values={"id": "s.id", "p": "s.p"}
+    ).whenNotMatchedBySourceDelete("t.id >= 9").execute()
+    assert _ids(spark, dt._path) == list(range(9)) + [42]
