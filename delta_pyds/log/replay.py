@@ -164,12 +164,19 @@ def active_files(
         return None
     all_seq = np.concatenate(seqs)
     winners = latest_per_key(_stack(keys), all_seq)
-    live = winners[winners < n_adds]
-    # one data file is live once: an add supersedes every older add of its path, whatever
-    # their DVs (see the module docstring)
-    newest_add = latest_per_key(adds.column("path"), all_seq[:n_adds])
-    live = np.intersect1d(live, newest_add, assume_unique=True)
+    live = live_once(winners[winners < n_adds], adds.column("path"), all_seq[:n_adds])
     return adds.take(pa.array(live, pa.int64()))
+
+
+def live_once(active: np.ndarray, add_paths: pa.Array | pa.ChunkedArray, add_seq: np.ndarray) -> np.ndarray:
+    """Of ``active`` (sorted indices of adds that won their (path, dvId) key), those that are
+    also the newest add of their canonical path: one data file is live once, an add superseding
+    every older add of its path whatever their DVs (see the module docstring).
+    ``add_paths``/``add_seq`` describe every add (index i = add i)."""
+    if len(active) == 0 or pc.count_distinct(add_paths).as_py() == len(add_paths):
+        return active  # no path added twice: nothing is superseded
+    newest = latest_per_key(add_paths, add_seq)
+    return np.intersect1d(active, newest, assume_unique=True)
 
 
 def tombstones(

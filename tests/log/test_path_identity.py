@@ -29,6 +29,8 @@ from delta_pyds.errors import ConcurrentModificationError
 from delta_pyds.operations.vacuum import vacuum
 from delta_pyds.protocol.deletion_vectors import inline_descriptor
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.table.state import file_actions
+from delta_pyds.transaction.checkpoint_writer import write_checkpoint
 from delta_pyds.transaction.conflicts import ReadSet, WinningCommit, check
 from delta_pyds.write.plan import write_arrow
 
@@ -205,6 +207,31 @@ def test_readd_with_a_new_dv_after_a_remove_lacking_the_old_one_is_live_once(spa
     _commit(t, [{"remove": {"path": "x.parquet", "deletionTimestamp": 1, "dataChange": True, "deletionVector": dv2}}])
     assert _ids(read_rows(t)) == [1, 2, 3]
     assert sorted(r[0] for r in spark_rows(pydelta_read(spark, t).select("id"))) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_writers_remove_a_superseded_file_once(tmp_path, checkpoint):
+    # the writer-side state (overwrite, DML, OPTIMIZE, restore) applies the same rule: after
+    # an overwrite nothing of x is left, under either DV, and a checkpoint keeps x once
+    t = _base(tmp_path, dv=True)
+    size = _data_file(t, "x.parquet", [10, 11, 12])
+    _commit(t, [_add("x.parquet", size, dv=inline_descriptor([0]).to_dict())])
+    _commit(
+        t,
+        [
+            {"remove": {"path": "x.parquet", "deletionTimestamp": 1, "dataChange": True}},
+            _add("x.parquet", size, dv=inline_descriptor([1]).to_dict()),
+        ],
+    )
+    if checkpoint:
+        snap = Snapshot.load(t)
+        write_checkpoint(snap.storage, snap.version)
+        assert Snapshot.load(t).files.column("path").to_pylist().count("x.parquet") == 1
+        assert _ids(read_rows(t)) == [1, 2, 3, 10, 12]
+    state = file_actions(Snapshot.load(t)).active
+    assert state.column("path").to_pylist().count("x.parquet") == 1
+    write_arrow(t, pa.table({"id": pa.array([7], pa.int64())}), mode="overwrite")
+    assert _ids(read_rows(t)) == [7]
 
 
 def test_remove_without_the_dv_keeps_the_dv_file_live_as_the_protocol_says(tmp_path):
