@@ -46,6 +46,7 @@ def _base(tmp_path, *, partitioned: bool = False, dv: bool = False) -> str:
         opts["partitionBy"] = "k"
     if dv:
         opts["delta.enableDeletionVectors"] = "true"
+        opts["delta.enableChangeDataFeed"] = "true"
     write_arrow(t, pa.table(data), options=opts)
     return t
 
@@ -241,3 +242,24 @@ def test_remove_without_the_dv_keeps_the_dv_file_live_as_the_protocol_says(tmp_p
     _commit(t, [_add("x.parquet", size, dv=inline_descriptor([0]).to_dict())])
     _commit(t, [{"remove": {"path": "./x.parquet", "deletionTimestamp": 1, "dataChange": True}}])
     assert _ids(read_rows(t)) == [1, 2, 3, 11, 12]
+
+
+def test_change_feed_pairs_a_remove_and_an_add_under_other_spellings(tmp_path):
+    # a DV delete whose remove spells the file ./x and whose add spells it file:///root/x is a
+    # change of one file: only the newly deleted row is reported, not the whole file twice
+    from delta_pyds.cdf.reader import read_changes
+
+    t = _base(tmp_path, dv=True)
+    size = _data_file(t, "x.parquet", [10, 11, 12])
+    _commit(t, [_add("x.parquet", size)])
+    _commit(
+        t,
+        [
+            {"remove": {"path": "./x.parquet", "deletionTimestamp": 1, "dataChange": True}},
+            _add(f"file://{t}/x.parquet", size, dv=inline_descriptor([1]).to_dict()),
+        ],
+    )
+    props = Snapshot.load(t).configuration
+    assert props.get("delta.enableChangeDataFeed") == "true"
+    got = read_changes(t, starting_version=2, ending_version=2)
+    assert sorted(zip(got.column("id").to_pylist(), got.column("_change_type").to_pylist())) == [(11, "delete")]
