@@ -16,7 +16,7 @@ the log in Python. This module computes everything that path needs, without Spar
   ``id`` mode) and, for every output column, its physical source or partition column;
 * why a snapshot cannot be served natively (:attr:`NativePlan.unsupported`): files outside
   the table root, files Spark's listing hides (a path segment starting with ``_`` or ``.``),
-  file names holding ``:`` (``data:1.parquet``: Hadoop's ``Path`` refuses them),
+  file names (not directories) holding ``:`` (``data:1.parquet``: Hadoop refuses them),
   type changes Spark's Parquet reader cannot widen (:func:`unreadable_type_changes`: an
   integer read as a decimal with fewer integer digits than the Parquet physical type holds).
   The caller then uses the data source path.
@@ -358,12 +358,14 @@ def _unsupported(files: pa.Table) -> list[str]:
     if pc.any(absolute).as_py():
         example = paths.filter(absolute)[0].as_py()
         reasons.append(f"{pc.sum(absolute).as_py()} file(s) outside the table root (e.g. {example!r})")
-    colon = pc.and_(pc.match_substring(paths, ":"), pc.invert(absolute))
+    # a ':' in a directory name is fine (time=...T03:06:40Z); in the file name, the local
+    # filesystem's checksum path (.name.crc) makes Hadoop's Path refuse it
+    colon = pc.and_(pc.match_substring_regex(paths, r":[^/]*$"), pc.invert(absolute))
     if pc.any(colon).as_py():
         example = paths.filter(colon)[0].as_py()
         reasons.append(
-            f"{pc.sum(colon).as_py()} file name(s) with ':' (e.g. {example!r}), which Hadoop's Path "
-            'cannot open ("Relative path in absolute URI")'
+            f"{pc.sum(colon).as_py()} file name(s) with ':' (e.g. {example!r}), which Hadoop's local "
+            'filesystem cannot open ("Relative path in absolute URI" for its .crc file)'
         )
     hidden = pc.match_substring_regex(paths, _HIDDEN)
     if pc.any(hidden).as_py():
