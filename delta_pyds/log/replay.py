@@ -5,6 +5,13 @@ file is identified by (canonical path, deletion vector unique id), the path deco
 exactly once by :func:`delta_pyds.protocol.paths.canonical_array`; the newest action
 for a key wins, where every commit action is newer than every checkpoint action and,
 within a commit, later lines are newer; the file is active iff that action is an add.
+A data file is live at most once: an add also supersedes every OLDER add of the same
+canonical path, whatever their DVs. The protocol keys files by (path, dvId) and requires a
+DV-aware writer to name the old DV in the remove that goes with a re-add (delta-spark and
+our DML always do); a log whose remove lacks it (``add x+dv1``, ``remove x``, ``add x+dv2``)
+would otherwise leave ``x`` live under both vectors and its rows read twice. The newest add
+is what the writer meant, and a later ``remove x+dv2`` then leaves nothing live (the
+superseded ``x+dv1`` never comes back). A remove still cancels only its own (path, dvId).
 It does so with Arrow/numpy kernels (no Python object per file), and returns the
 snapshot's file table with the columns documented in ``FILE_COLUMNS``.
 """
@@ -155,8 +162,21 @@ def active_files(
         seqs.append(cast(np.ndarray, commit_removes_seq))  # given with commit removes
     if adds is None:
         return None
-    winners = latest_per_key(_stack(keys), np.concatenate(seqs))
-    return adds.take(pa.array(winners[winners < n_adds], pa.int64()))
+    all_seq = np.concatenate(seqs)
+    winners = latest_per_key(_stack(keys), all_seq)
+    live = live_once(winners[winners < n_adds], adds.column("path"), all_seq[:n_adds])
+    return adds.take(pa.array(live, pa.int64()))
+
+
+def live_once(active: np.ndarray, add_paths: pa.Array | pa.ChunkedArray, add_seq: np.ndarray) -> np.ndarray:
+    """Of ``active`` (sorted indices of adds that won their (path, dvId) key), those that are
+    also the newest add of their canonical path: one data file is live once, an add superseding
+    every older add of its path whatever their DVs (see the module docstring).
+    ``add_paths``/``add_seq`` describe every add (index i = add i)."""
+    if len(active) == 0 or pc.count_distinct(add_paths).as_py() == len(add_paths):
+        return active  # no path added twice: nothing is superseded
+    newest = latest_per_key(add_paths, add_seq)
+    return np.intersect1d(active, newest, assume_unique=True)
 
 
 def tombstones(

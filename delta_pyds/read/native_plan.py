@@ -16,6 +16,7 @@ the log in Python. This module computes everything that path needs, without Spar
   ``id`` mode) and, for every output column, its physical source or partition column;
 * why a snapshot cannot be served natively (:attr:`NativePlan.unsupported`): files outside
   the table root, files Spark's listing hides (a path segment starting with ``_`` or ``.``),
+  file names (not directories) holding ``:`` (``data:1.parquet``: Hadoop refuses them),
   type changes Spark's Parquet reader cannot widen (:func:`unreadable_type_changes`: an
   integer read as a decimal with fewer integer digits than the Parquet physical type holds).
   The caller then uses the data source path.
@@ -37,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyds.protocol.partition_values import parse_partition_values
-from delta_pyds.protocol.paths import is_absolute
+from delta_pyds.protocol.paths import ABSOLUTE_PATTERN
 from delta_pyds.protocol.schema import (
     ArrayType,
     DataType,
@@ -357,11 +358,19 @@ def _unsupported(files: pa.Table) -> list[str]:
         return []
     paths = files.column("path").combine_chunks()
     reasons = []
-    absolute = pc.match_substring_regex(paths, r"^/|^[A-Za-z][A-Za-z0-9+.\-]+:")
+    absolute = pc.match_substring_regex(paths, ABSOLUTE_PATTERN)
     if pc.any(absolute).as_py():
         example = paths.filter(absolute)[0].as_py()
-        if is_absolute(example):
-            reasons.append(f"{pc.sum(absolute).as_py()} file(s) outside the table root (e.g. {example!r})")
+        reasons.append(f"{pc.sum(absolute).as_py()} file(s) outside the table root (e.g. {example!r})")
+    # a ':' in a directory name is fine (time=...T03:06:40Z); in the file name, the local
+    # filesystem's checksum path (.name.crc) makes Hadoop's Path refuse it
+    colon = pc.and_(pc.match_substring_regex(paths, r":[^/]*$"), pc.invert(absolute))
+    if pc.any(colon).as_py():
+        example = paths.filter(colon)[0].as_py()
+        reasons.append(
+            f"{pc.sum(colon).as_py()} file name(s) with ':' (e.g. {example!r}), which Hadoop's local "
+            'filesystem cannot open ("Relative path in absolute URI" for its .crc file)'
+        )
     hidden = pc.match_substring_regex(paths, _HIDDEN)
     if pc.any(hidden).as_py():
         example = paths.filter(hidden)[0].as_py()

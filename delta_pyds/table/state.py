@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from delta_pyds.errors import CorruptLogError
 from delta_pyds.log.checkpoint_reader import CheckpointReader
-from delta_pyds.log.replay import file_keys, latest_per_key
+from delta_pyds.log.replay import file_keys, latest_per_key, live_once
 from delta_pyds.protocol.actions import DV_TYPE, json_actions_schema, partition_struct_type, read_json_actions
 from delta_pyds.protocol.paths import canonical_array
 
@@ -228,6 +228,14 @@ def file_actions(snapshot) -> FileActions:
     order_seq = np.concatenate(seq)
     keys = file_keys(table.column("path").combine_chunks(), table.column("deletionVector"))
     winners = latest_per_key(keys, order_seq)
-    active = winners[flags[winners]]
+    add_rows = np.flatnonzero(flags)
+    # the same rule as the snapshot's replay: one data file is live once
+    active = add_rows[
+        live_once(
+            np.searchsorted(add_rows, winners[flags[winners]]),
+            table.column("path").take(pa.array(add_rows, pa.int64())),
+            order_seq[add_rows],
+        )
+    ]
     removed = winners[~flags[winners]]
     return FileActions(table.take(pa.array(active, pa.int64())), table.take(pa.array(removed, pa.int64())))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from urllib.parse import quote, unquote
@@ -100,9 +101,19 @@ def _objects_lenient(data: bytes):
 ROOT = "/fuzz-table-root"  # stands for the table root in generated paths
 
 
+_HIERARCHICAL_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+:/|^file:", re.IGNORECASE)
+
+
+def _drop_dot_segments(path: str) -> str:
+    lead = "/" if path.startswith("/") else ""
+    return lead + "/".join(seg for seg in path.split("/") if seg not in ("", "."))
+
+
 def _reference_key(raw: str, root: str) -> str:
     """A path as the reference keys it: decoded once; ``file:/x``, ``file:///x`` and
-    ``/x`` the same local path; below ``root`` relative to it."""
+    ``/x`` the same local path; ``./`` and empty segments dropped; a URI only when the
+    ENCODED form starts ``scheme:/`` (or ``file:``), so ``data%3A1`` and ``s3:foo`` are
+    relative names; below ``root`` relative to it."""
     if raw.startswith(("file:/", "file://localhost/")):
         local = (
             raw[len("file://localhost") :]
@@ -111,17 +122,26 @@ def _reference_key(raw: str, root: str) -> str:
             if raw.startswith("file:///")
             else raw[len("file:") :]
         )
-        path = unquote(local) if local.startswith("/") and not local.startswith("//") else unquote(raw)
+        if local.startswith("/") and not local.startswith("//"):
+            path = _drop_dot_segments(unquote(local))
+        else:
+            path = unquote(raw)
+    elif _HIERARCHICAL_URI.match(raw):
+        scheme, _, rest = raw.partition(":")
+        rest = rest[2:] if rest.startswith("//") else rest
+        netloc, slash, tail = rest.partition("/")
+        path = f"{scheme.lower()}://{netloc}{slash}{unquote(tail)}"
     else:
-        path = unquote(raw)
+        path = _drop_dot_segments(unquote(raw))
     prefix = root.rstrip("/") + "/"
     return path[len(prefix) :] if path.startswith(prefix) and len(path) > len(prefix) else path
 
 
 def reference_files(commits: list[bytes], *, lenient: bool = False, root: str = ROOT) -> set[tuple[str, str]]:
     """(canonical path, DV unique id) of the active files: the protocol's reconciliation,
-    written as plainly as possible. Strict: one JSON object per line, as the protocol
-    says; ``lenient``: any whitespace between objects."""
+    written as plainly as possible, plus "one data file is live once": an add drops every
+    earlier entry of its path, whatever its DV. Strict: one JSON object per line, as the
+    protocol says; ``lenient``: any whitespace between objects."""
     state: dict[tuple[str, str], bool] = {}
     for data in commits:
         for obj in _objects_lenient(data) if lenient else _objects_per_line(data):
@@ -140,6 +160,8 @@ def reference_files(commits: list[bytes], *, lenient: bool = False, root: str = 
                     continue
                 key = (_reference_key(_as_str(path), root), _dv_uid(action.get("deletionVector")))
                 if kind == "add":
+                    for other in [k for k in state if k[0] == key[0]]:
+                        del state[other]
                     state[key] = True
                 else:
                     state.pop(key, None)
@@ -155,16 +177,19 @@ def loaded_files(root: str) -> set[tuple[str, str]]:
     return out
 
 
+def _with_root(data: bytes, root: str) -> bytes:
+    """Generated absolute paths name the real root (percent-encoded in file: URIs)."""
+    return (
+        data.replace(b"file:" + ROOT.encode(), b"file:" + quote(root).encode())
+        .replace(b"file://" + ROOT.encode(), b"file://" + quote(root).encode())
+        .replace(ROOT.encode(), root.encode())
+    )
+
+
 def check(commits: list[bytes]) -> str:
     """Writes ``commits`` as a fresh table log and compares loader and reference."""
     root = tempfile.mkdtemp(prefix="fuzzlog-")
-    # generated absolute paths name the real root (percent-encoded in file: URIs)
-    commits = [
-        d.replace(b"file:" + ROOT.encode(), b"file:" + quote(root).encode())
-        .replace(b"file://" + ROOT.encode(), b"file://" + quote(root).encode())
-        .replace(ROOT.encode(), root.encode())
-        for d in commits
-    ]
+    commits = [_with_root(d, root) for d in commits]
     try:
         os.mkdir(os.path.join(root, "_delta_log"))
         for v, data in enumerate(commits):
@@ -230,6 +255,26 @@ paths = st.one_of(
             f"{ROOT}/a b.parquet",
             "file:/elsewhere/x%2520y.parquet",
             "/elsewhere/x%20y.parquet",
+            # issue 24: ./ and empty segments, names whose first segment looks like a scheme
+            "./a b.parquet",
+            "./a%20b.parquet",
+            "%2E/a%20b.parquet",
+            "x=1//f.parquet",
+            "./x=1/./f.parquet",
+            f"file:{ROOT}/./a%20b.parquet",
+            f"file://{ROOT}//x=1/f.parquet",
+            f"{ROOT}/./x=1/f.parquet",
+            "data%3A1.parquet",
+            "data:1.parquet",
+            "./data:1.parquet",
+            f"file:{ROOT}/data%3A1.parquet",
+            "s3:foo.parquet",
+            "s3%3Afoo.parquet",
+            "S3:/bucket/abs.parquet",
+            "k=1/T10%3A00%3A00.parquet",
+            "k=1/T10:00:00.parquet",
+            f"file://{ROOT}/k=1/T10%3A00%3A00.parquet",
+            "file:x.parquet",
         ]
     ),
     st.text(min_size=1, max_size=12),
@@ -245,6 +290,16 @@ good_dv = st.fixed_dictionaries(
     },
     optional={"offset": st.integers(0, 2**31 - 1)},
 )
+FIXED_DVS = [
+    {
+        "storageType": "i",
+        "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
+        "sizeInBytes": 40,
+        "cardinality": 6,
+    },
+    {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1, "sizeInBytes": 36, "cardinality": 2},
+    {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 45, "sizeInBytes": 36, "cardinality": 2},
+]
 file_action = st.fixed_dictionaries(
     {"path": paths},
     optional={
@@ -253,7 +308,8 @@ file_action = st.fixed_dictionaries(
         "modificationTime": st.one_of(st.integers(0, 2**62), json_values),
         "dataChange": st.one_of(st.booleans(), json_values),
         "stats": st.one_of(st.text(max_size=10), json_values),
-        "deletionVector": st.one_of(st.none(), good_dv),
+        # a few fixed DVs, so that one path is re-added under another DV (issue 24)
+        "deletionVector": st.one_of(st.none(), st.sampled_from(FIXED_DVS), good_dv),
         "deletionTimestamp": st.integers(0, 2**40),
         "tags": json_values,
         "someFutureField": json_values,
@@ -434,13 +490,13 @@ def test_random_checkpoint_rows(tmp_path_factory, rows, tail, garbage):
         with open(cp, "r+b") as f:
             f.seek(max(0, os.path.getsize(cp) // 2))
             f.write(b"\x00garbage\x00" * 4)
-    commit = b"\n".join(_encode(a) for a in tail) + b"\n"
+    commit = _with_root(b"\n".join(_encode(a) for a in tail) + b"\n", root)
     with open(os.path.join(log, f"{2:020d}.json"), "wb") as f:
         f.write(commit)
     # reference: checkpoint adds (rows with a path) then the commit's actions
     cp_adds = [r["add"]["path"] for r in rows if r["add"] and r["add"]["path"] is not None]
     try:
-        after = reference_files([b"\n".join(_encode({"add": {"path": p}}) for p in cp_adds), commit])
+        after = reference_files([b"\n".join(_encode({"add": {"path": p}}) for p in cp_adds), commit], root=root)
     except Invalid:
         after = None
     try:
@@ -460,6 +516,28 @@ SPELLINGS = {  # each group: one file (the table root stands as ROOT)
         f"file:{ROOT}/k=10%253A00/f.parquet",
         f"file://{ROOT}/k=10%253A00/f.parquet",
         f"file://localhost{ROOT}/k=10%253A00/f.parquet",
+    ],
+    "dot segments": [
+        "sub/f.parquet",
+        "./sub/f.parquet",
+        "sub//f.parquet",
+        "sub/./f.parquet",
+        f"file:{ROOT}/./sub/f.parquet",
+        f"file://{ROOT}/sub/f.parquet",
+        f"{ROOT}//sub/f.parquet",
+    ],
+    "colon in the first segment": [
+        "data%3A1.parquet",
+        "data:1.parquet",
+        "./data%3A1.parquet",
+        f"file:{ROOT}/data%3A1.parquet",
+        f"file://{ROOT}/data:1.parquet",
+    ],
+    "time-named file in a partition": [
+        "k=1/T10%3A00%3A00.parquet",
+        "k=1/T10:00:00.parquet",
+        "./k=1/T10%3A00%3A00.parquet",
+        f"file:{ROOT}/k=1/T10%3A00%3A00.parquet",
     ],
     "space and hash": [
         "with%20space/p@%23h.parquet",

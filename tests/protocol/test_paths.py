@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from table_files import read_rows
 
-from delta_pyds.protocol.paths import canonical, canonical_array, decode
+from delta_pyds.protocol.paths import canonical, canonical_array, decode, is_absolute, scheme_of, unsafe_reason
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.checkpoint_writer import write_checkpoint
 from delta_pyds.write.plan import write_arrow
@@ -88,6 +88,49 @@ def test_canonical_spellings_of_one_file():
     assert canonical("s3://bucket/t/x%2By", "s3://bucket/t") == "x+y"
     assert canonical("s3://other/t/x", "s3://bucket/t") == "s3://other/t/x"
     assert decode("file:../x") == "file://../x"  # not an absolute local path: stays a URL
+
+
+def test_dot_segments_and_colon_names_issue_24():
+    root = "/t"
+    for raw in ("x", "./x", "././x", "file:///t/x", "file:/t/x", "file:/t/./x", "/t//x", "%2E/x"):
+        assert canonical(raw, root) == "x", raw
+    assert canonical("a//b/./c", root) == "a/b/c"
+    # a scheme is parsed on the encoded form and needs ':/': these are relative file names
+    for raw, name in (
+        ("data%3A1.parquet", "data:1.parquet"),
+        ("data:1.parquet", "data:1.parquet"),
+        ("s3:foo.parquet", "s3:foo.parquet"),
+        ("s3%3Afoo.parquet", "s3:foo.parquet"),
+        ("k=a/T10%3A00%3A00.parquet", "k=a/T10:00:00.parquet"),
+        ("./T10%3A00%3A00.parquet", "T10:00:00.parquet"),
+        ("file:/t/data%3A1.parquet", "data:1.parquet"),
+        ("s3%3A//b/x", "s3:/b/x"),  # a decoded relative path never looks like a URL
+    ):
+        assert canonical(raw, root) == name, raw
+        assert not is_absolute(canonical(raw, root)), raw
+        assert scheme_of(raw) is None or raw.startswith("file:"), raw
+    assert is_absolute(canonical("s3://b/x", root)) and is_absolute(canonical("/elsewhere/x", root))
+    assert canonical_array(pa.array(["./x", "data%3A1.parquet", "a//b"]), root).to_pylist() == [
+        "x",
+        "data:1.parquet",
+        "a/b",
+    ]
+
+
+_SEGMENT = st.text(alphabet=string.ascii_letters + string.digits + ":%=. _-@#~", min_size=1, max_size=8).filter(
+    lambda s: s not in (".", "..")
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(segments=st.lists(_SEGMENT, min_size=1, max_size=3))
+def test_every_spelling_of_a_relative_name_is_that_name(segments):
+    name = "/".join(segments)
+    enc = "/".join(quote(s, safe="=@~") for s in segments)
+    for raw in (enc, f"./{enc}", f"file:///t/{enc}", f"file:/t/{enc}", f"/t/{enc}"):
+        got = canonical(raw, "/t")
+        assert got == name, raw
+        assert not is_absolute(got) and unsafe_reason(got) is None
 
 
 def test_canonical_array_touches_only_what_needs_it():
