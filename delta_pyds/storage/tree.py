@@ -5,7 +5,9 @@ Guarantees:
 * :func:`list_tree` lists every file below the root (or below one of its directories). On
   object stores it is the plain recursive listing (objects are never links). On local disk
   it follows symbolic links to directories *inside* the root (as delta-spark's and Spark's
-  Hadoop listings follow links), each real directory at most once (a link loop ends), and
+  Hadoop listings follow links), under each name that reaches them (a link to one of its
+  own ancestors, a loop, is not followed; one directory is listed at most
+  :data:`MAX_NAMES` times), and
   never descends into a link whose target is outside the root: such a link, a link to a
   file and a dangling link are listed as links (kind ``dirlink`` or ``link``), never
   looked through;
@@ -30,6 +32,7 @@ FILE = "file"
 LINK = "link"  # a symbolic link to a file, a dangling one, or one in a loop
 DIR_LINK = "dirlink"  # a symbolic link to a directory
 MAX_LINKS = 40  # links followed while resolving one path (the kernel's ELOOP bound)
+MAX_NAMES = 16  # times one real directory is listed (under different names through links)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,16 @@ class TreeEntry:
 def is_within(path: str, directory: str) -> bool:
     """Whether the (real, absolute) ``path`` is ``directory`` or below it."""
     return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def is_hidden(rel: str) -> bool:
+    """Whether Spark's file listing skips ``rel``: a component starting with ``_`` or ``.``."""
+    return any(p.startswith(("_", ".")) for p in rel.split("/"))
+
+
+def visible_files(storage: Storage) -> list[TreeEntry]:
+    """The entries below the root that Spark's Parquet listing would read (no hidden name)."""
+    return [e for e in list_tree(storage) if not is_hidden(e.rel)]
 
 
 def real_root(storage: Storage) -> str:
@@ -80,13 +93,13 @@ def _walk_local(root_real: str, base: str, prefix: str) -> list[TreeEntry]:
     if not is_within(start_real, root_real):
         return []  # the directory itself is a link out of the root: never looked through
     out: list[TreeEntry] = []
-    visited: set[str] = set()
-    stack = [(base, prefix, start_real)]
+    names: dict[str, int] = {}  # real directory -> times listed
+    stack = [(base, prefix, start_real, frozenset([start_real]))]
     while stack:
-        path, rel, real = stack.pop()
-        if real in visited:
-            continue  # a link loop, or a directory already listed under another name
-        visited.add(real)
+        path, rel, real, ancestors = stack.pop()
+        names[real] = names.get(real, 0) + 1
+        if names[real] > MAX_NAMES:
+            continue  # a hostile web of links: each directory is listed a bounded number of times
         try:
             scan = list(os.scandir(path))
         except (FileNotFoundError, NotADirectoryError):
@@ -99,12 +112,12 @@ def _walk_local(root_real: str, base: str, prefix: str) -> list[TreeEntry]:
                 target = os.path.realpath(de.path)
                 if os.path.isdir(de.path):  # follows the link
                     out.append(TreeEntry(r, de.path, DIR_LINK, 0, _ms(st), target, name_real))
-                    if is_within(target, root_real):
-                        stack.append((de.path, r + "/", target))
+                    if is_within(target, root_real) and target not in ancestors:  # not a loop
+                        stack.append((de.path, r + "/", target, ancestors | {target}))
                 else:
                     out.append(TreeEntry(r, de.path, LINK, st.st_size, _ms(st), target, name_real))
             elif stat.S_ISDIR(st.st_mode):
-                stack.append((de.path, r + "/", name_real))
+                stack.append((de.path, r + "/", name_real, ancestors | {name_real}))
             else:
                 out.append(TreeEntry(r, de.path, FILE, st.st_size, _ms(st), name_real, name_real))
     out.sort(key=lambda e: e.rel)

@@ -15,7 +15,10 @@ concurrent writers are checked for conflicts.
 
 Guarantees: every error from :func:`plan_write` happens before data is written; a
 plan with ``skip`` set (``saveMode=ignore`` on an existing table, or an idempotent
-``txnAppId``/``txnVersion`` already committed) writes and commits nothing.
+``txnAppId``/``txnVersion`` already committed) writes and commits nothing. A first write
+that is not an overwrite, to a location that holds visible files but no Delta log (a
+folder of plain Parquet files), is refused with :class:`TableExistsError` pointing to
+``convertToDelta``: the new table would not contain them and a VACUUM would delete them.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ from delta_pyds.protocol.table_properties import (
     validate_properties,
 )
 from delta_pyds.storage.store import Storage
+from delta_pyds.storage.tree import visible_files
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import AppendOnlyError, CommitResult, TableExistsError, Transaction, remove_actions
 from delta_pyds.write.constraints import build_checks, replace_where_rule
@@ -104,6 +108,20 @@ def _load(storage: Storage) -> Snapshot | None:
         return Snapshot.load(storage)
     except TableNotFoundError:
         return None
+
+
+def _refuse_non_delta_files(storage: Storage) -> None:
+    """A first write that is not an overwrite, to a location holding data files but no Delta
+    log, would create a table that ignores them (and a later VACUUM would delete them)."""
+    existing = visible_files(storage)
+    if existing:
+        raise TableExistsError(
+            f"cannot write to {storage.root}: it is not a Delta table but holds files (e.g. "
+            f"{existing[0].rel}, {len(existing)} in all), which a new table would not contain and a "
+            "later VACUUM would delete. Convert the directory first with DeltaTable.convertToDelta "
+            f"(DeltaTable.convertToDelta(spark, 'parquet.`{storage.root}`')), write to an empty "
+            "location, or use mode('overwrite') to replace them"
+        )
 
 
 def _refuse_void(schema: StructType, existing: StructType | None, prefix: str = "") -> None:
@@ -189,6 +207,8 @@ def plan_write(
                 None,
                 skip=f"transaction {opts.txn_app_id} version {opts.txn_version} is already committed",
             )
+    if snapshot is None and not opts.overwrite:
+        _refuse_non_delta_files(storage)
     validate_properties(opts.table_properties)
     metadata = protocol = None
     if snapshot is None or (opts.overwrite and opts.overwrite_schema):  # replacing the table
