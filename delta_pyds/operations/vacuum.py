@@ -56,7 +56,7 @@ from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor
 from delta_pyds.protocol.paths import relative_to
 from delta_pyds.protocol.table_properties import deleted_file_retention_ms
 from delta_pyds.storage.store import Storage
-from delta_pyds.storage.tree import FILE, TreeEntry, is_within, links_traversed, list_tree, real_root
+from delta_pyds.storage.tree import FILE, TreeEntry, is_within, list_tree, real_root, resolve_all
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.native_files import STAGING_PREFIX
 from delta_pyds.write.parquet_writer import escape_path_name
@@ -141,11 +141,7 @@ def garbage(
     live_real: set[str] = set()
     traversed: set[str] = set()
     if any(e.kind != FILE for e in entries):  # where links exist: what do live paths lead through?
-        for p in keep:
-            full = _local_path(storage, p)
-            if full:
-                live_real.add(os.path.realpath(full))
-                traversed |= links_traversed(full)
+        live_real, traversed = resolve_all([f for f in (_local_path(storage, p) for p in keep) if f])
     out: list[tuple[str, str, int]] = []
     seen: set[str] = set()
     for e in fresh:

@@ -158,6 +158,26 @@ def links_traversed(path: str) -> set[str]:
     return out
 
 
+def resolve_all(paths: list[str]) -> tuple[set[str], set[str]]:
+    """For absolute local ``paths``: (their real paths, every link resolving them goes
+    through, as :func:`links_traversed` names links); each directory is resolved once."""
+    reals: set[str] = set()
+    links: set[str] = set()
+    dirs: dict[str, str] = {}
+    for path in paths:
+        parent, name = posixpath.split(path)
+        real_parent = dirs.get(parent)
+        if real_parent is None:
+            links |= links_traversed(parent)
+            real_parent = dirs[parent] = os.path.realpath(parent)
+        leaf = posixpath.join(real_parent, name)
+        if os.path.islink(leaf):
+            links |= links_traversed(leaf)
+            leaf = os.path.realpath(leaf)
+        reals.add(leaf)
+    return reals, links
+
+
 def escapes_root(storage: Storage, path: str) -> bool:
     """Whether creating, replacing or deleting the name ``path`` (below the root) would act
     outside the root because a directory on its way is a link leading out (local disk only;
