@@ -3,10 +3,13 @@ items 3 and 8): it lists as delta-spark does but deletes only what is provably g
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -14,8 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from helpers import normalize, sort_key
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from delta_pyds.operations.vacuum import vacuum
+from delta_pyds.operations.vacuum import hidden_path, vacuum
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.plan import write_arrow
 
@@ -231,3 +236,113 @@ def test_vacuum_on_an_object_store_is_unchanged(tmp_path):
     )
     assert sorted(result.files) == ["_pydelta_staging-dead/_temporary/0/part-0.parquet", "orphan.parquet"]
     assert Snapshot.load(root).files.num_rows == 1
+
+
+# ---------------------------------------------------------------- fuzzing link trees
+_DEEP = int(os.environ.get("DELTA_PYDS_FUZZ_EXAMPLES", "0"))
+FUZZ = settings(
+    max_examples=_DEEP or 120,
+    deadline=None,
+    derandomize=not _DEEP,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+NAMES = ["a", "b.parquet", "k=1", "_h", ".d", "_pydelta_staging-x"]
+# (kind, parent node, name, link target node or -1 outside / -2 dangling / -3 the root's parent,
+#  absolute link?)
+NODE = st.tuples(
+    st.sampled_from(["dir", "file", "link"]),
+    st.integers(0, 20),
+    st.sampled_from(NAMES),
+    st.integers(-3, 20),
+    st.booleans(),
+)
+
+
+def _log(root, live):
+    os.makedirs(os.path.join(root, "_delta_log"))
+    schema = '{"type":"struct","fields":[{"name":"v","type":"long","nullable":true,"metadata":{}}]}'
+    lines = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {
+            "metaData": {
+                "id": "x",
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": schema,
+                "partitionColumns": [],
+                "configuration": {},
+                "createdTime": 0,
+            }
+        },
+    ] + [
+        {"add": {"path": p, "partitionValues": {}, "size": 1, "modificationTime": 0, "dataChange": True}} for p in live
+    ]
+    with open(os.path.join(root, "_delta_log", "00000000000000000000.json"), "w") as f:
+        f.write("\n".join(json.dumps(x) for x in lines) + "\n")
+
+
+def _reachable(root):
+    """Every (lexical, root-relative) name under the root that opens as a regular file."""
+    from delta_pyds.storage.store import Storage
+    from delta_pyds.storage.tree import list_tree
+
+    return sorted(e.rel for e in list_tree(Storage(root)) if os.path.isfile(os.path.join(root, e.rel)))
+
+
+@FUZZ
+@given(nodes=st.lists(NODE, max_size=14), data=st.data())
+def test_vacuum_over_random_link_trees_never_loses_live_or_outside_files(nodes, data):
+    base = tempfile.mkdtemp()
+    try:
+        root, outside = os.path.join(base, "t"), os.path.join(base, "outside")
+        os.makedirs(root)
+        os.makedirs(outside)
+        canaries = {os.path.join(outside, n): n.encode() for n in ("c.parquet", "k=1")}
+        for c, b in canaries.items():
+            with open(c, "wb") as f:
+                f.write(b)
+        made = [root]  # nodes created so far (index -> path)
+        for i, (kind, parent, name, target, absolute) in enumerate(nodes):
+            d = made[parent % len(made)]
+            if not os.path.isdir(d) or os.path.islink(d):
+                d = root
+            path = os.path.join(d, f"{name}{i}" if i % 3 else name)
+            if os.path.lexists(path):
+                continue
+            if kind == "dir":
+                os.makedirs(path)
+            elif kind == "file":
+                with open(path, "wb") as f:
+                    f.write(path.encode())
+            else:
+                dest = {-1: outside, -2: os.path.join(base, "nowhere"), -3: base}.get(target)
+                if dest is None:
+                    dest = made[target % len(made)]
+                os.symlink(dest if absolute else os.path.relpath(dest, d), path)
+            made.append(path)
+        names = _reachable(root)
+        live = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=6)) if names else []
+        _log(root, live)
+        before = {p: open(os.path.join(root, p), "rb").read() for p in live}
+        log_before = sorted(os.listdir(os.path.join(root, "_delta_log")))
+        vacuum(
+            Snapshot.load(root),
+            dry_run=False,
+            retention_hours=0,
+            enforce_retention=False,
+            now_ms=LATER(),
+            log_commits=False,
+        )
+        assert {p: open(os.path.join(root, p), "rb").read() for p in live} == before
+        assert {c: open(c, "rb").read() for c in canaries} == canaries
+        assert sorted(os.listdir(os.path.join(root, "_delta_log"))) == log_before
+        assert os.path.isdir(outside) and os.path.isdir(root)
+        # liveness: a regular, visible, unreferenced file by its real name is gone
+        real_root = os.path.realpath(root)
+        live_real = {os.path.realpath(os.path.join(root, p)) for p in live}
+        for rel in _reachable(root):
+            real = os.path.realpath(os.path.join(root, rel))
+            if real.startswith(real_root + "/") and real not in live_real:
+                real_rel = real[len(real_root) + 1 :]
+                assert hidden_path(real_rel) or hidden_path(rel), rel
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
