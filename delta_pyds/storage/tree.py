@@ -7,14 +7,16 @@ Guarantees:
   it follows symbolic links to directories *inside* the root (as delta-spark's and Spark's
   Hadoop listings follow links), under each name that reaches them (a link to one of its
   own ancestors, a loop, is not followed; one directory is listed at most
-  :data:`MAX_NAMES` times), and
-  never descends into a link whose target is outside the root: such a link, a link to a
-  file and a dangling link are listed as links (kind ``dirlink`` or ``link``), never
-  looked through;
+  :data:`MAX_NAMES` times), and never descends into a link whose target is outside the
+  root: such a link, a link to a file and a dangling link are listed as links (kind
+  ``dirlink`` or ``link``), never looked through; a directory to list that is itself
+  outside the root lists as empty;
 * each local entry carries the *real* path of what it names (``real``) and the real
   location of the name itself (``name_real``: the real parent directory plus the base
   name), so callers decide on what a path leads to, not on how it is spelled;
-  :func:`links_traversed` gives the links a path goes through when it is resolved;
+  :func:`links_traversed` gives the links a path goes through when it is resolved
+  (:func:`resolve_all` for many paths, each directory resolved once);
+* :func:`visible_files` is what Spark's Parquet listing reads (no ``_``/``.`` component);
 * :func:`escapes_root` says whether writing or deleting a path would follow a link out of
   the root (always False on object stores).
 """
