@@ -321,3 +321,38 @@ def test_convert_refuses_links_out_of_the_directory_and_second_names(tmp_path):
     assert "more.parquet" in Snapshot.load(root).files.column("path").to_pylist()
     ids = sorted(deltalake.DeltaTable(root).to_pyarrow_table().column("id").to_pylist())
     assert ids == [1, 1, 1, 2, 2, 2, 3, 3, 3, 7]
+
+
+@pytest.mark.parametrize("backend", ["local", "memory"])
+def test_first_write_beside_plain_files_is_refused_but_a_crashed_first_write_retries(tmp_path, backend):
+    # issue 24 item 11, without Spark: write_arrow's plan refuses a folder of plain Parquet
+    # files; a first write that died before its commit leaves its own files, and the retry
+    # (or a concurrent first writer) must not take them for a foreign folder
+    import uuid
+
+    import fsspec
+
+    from delta_pyds.protocol.schema_evolution import from_arrow_schema
+    from delta_pyds.write.options import WriteOptions
+    from delta_pyds.write.parquet_writer import write_task
+    from delta_pyds.write.plan import plan_write
+
+    base = str(tmp_path) if backend == "local" else f"memory://first-{uuid.uuid4().hex}"
+    plain, fresh = f"{base}/plain", f"{base}/fresh"
+    fs = fsspec.filesystem("file" if backend == "local" else "memory")
+    fs.makedirs(plain, exist_ok=True)
+    with fs.open(f"{plain}/part-0.parquet", "wb") as f:
+        pq.write_table(pa.table({"v": [1]}), f)
+    with pytest.raises(TableExistsError, match="convertToDelta"):
+        write_arrow(plain, pa.table({"v": [2]}))
+    assert fs.ls(plain, detail=False) == [fs._strip_protocol(f"{plain}/part-0.parquet")]  # nothing written
+    data = pa.table({"v": [5, 6]})
+    plan = plan_write(WriteOptions.parse({"path": fresh}, overwrite=False), from_arrow_schema(data.schema))
+    crashed = write_task(plan.spec, data.to_batches())  # files written, the commit never happened
+    assert crashed.adds
+    write_arrow(fresh, pa.table({"v": [7]}))  # the retry
+    assert write_arrow(fresh, pa.table({"v": [8]})).version == 1
+    snapshot = Snapshot.load(fresh)
+    assert snapshot.files.num_rows == 2 and not set(snapshot.files.column("path").to_pylist()) & {
+        a["path"] for a in crashed.adds
+    }
