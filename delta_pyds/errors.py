@@ -116,6 +116,12 @@ class UnsafeFileError(DeltaError, OSError):
     a symlink to one) or it is larger than the bound configured for its kind."""
 
 
+class PathEscapeError(DeltaError, OSError):
+    """Refused before acting: a write or delete would follow a symbolic link out of the table
+    root, or a file to convert is a link leading out of the directory, dangling, or a second
+    name of another file (the message names the paths); nothing was changed."""
+
+
 class StorageError(DeltaError, OSError):
     """The storage backend (object store client, filesystem) failed; the message names
     the operation and path, with every credential redacted."""

@@ -16,6 +16,10 @@ Guarantees:
   partition columns; statistics come from the Parquet footers (min/max per the rules of
   :mod:`delta_pyds.protocol.stats`, null counts from the column-chunk statistics; a float
   column gets no max, since footers do not say whether a NaN is present);
+* symbolic links (local disk): links to directories inside the directory are followed, as
+  Spark's listing follows them; a visible link leading outside the directory, a dangling
+  one, and a second name of a file already listed (its rows would appear twice) are refused
+  with :class:`PathEscapeError` naming them, before anything is committed;
 * a directory that is already a Delta table is returned as is (nothing committed), as
   delta-spark does; a directory without Parquet files, or with files that are not
   Parquet, is refused with :class:`DeltaError` naming the file. No Spark.
@@ -24,6 +28,7 @@ Guarantees:
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Sequence
@@ -33,7 +38,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_pyds.errors import CorruptLogError, DeltaError, SchemaError, TableNotFoundError
+from delta_pyds.errors import CorruptLogError, DeltaError, PathEscapeError, SchemaError, TableNotFoundError
 from delta_pyds.log.files import LOG_DIR
 from delta_pyds.protocol.actions import Metadata
 from delta_pyds.protocol.partition_values import parse_partition_values
@@ -41,7 +46,8 @@ from delta_pyds.protocol.schema import StructField, StructType, parse_schema
 from delta_pyds.protocol.schema_evolution import from_arrow_schema
 from delta_pyds.protocol.stats import FileStats, StatsColumn, stats_columns
 from delta_pyds.protocol.table_properties import required_protocol
-from delta_pyds.storage.store import Storage, mtime_ms
+from delta_pyds.storage.store import Storage
+from delta_pyds.storage.tree import DIR_LINK, FILE, LINK, TreeEntry, is_within, real_root, visible_files
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import CommitResult, Transaction
 from delta_pyds.write.parquet_writer import encode_path
@@ -50,25 +56,34 @@ HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 
 
-def _hidden(rel: str) -> bool:
-    return any(p.startswith(("_", ".")) for p in rel.split("/"))
-
-
-def parquet_files(storage: Storage) -> list[tuple[str, dict]]:
-    """``(root-relative path, listing info)`` of every visible file below the root."""
-    try:
-        listing = storage.fs.find(storage.root, detail=True)
-    except FileNotFoundError:
-        listing = {}
-    prefix = storage.fs._strip_protocol(storage.root).rstrip("/") + "/"
-    out = []
-    for path, info in sorted(listing.items()):
-        if info.get("type") == "directory" or not path.startswith(prefix):
+def parquet_files(storage: Storage) -> list[TreeEntry]:
+    """Every visible file below the root (see the module docstring: links are refused)."""
+    files = [e for e in visible_files(storage) if not e.rel.startswith(LOG_DIR + "/")]
+    if storage.protocol != "file":
+        return files
+    root = real_root(storage)
+    bad: list[str] = []
+    seen: dict[str, str] = {}
+    for e in sorted(files, key=lambda e: (e.kind != FILE, e.rel)):  # a link is the second name
+        real = cast(str, e.real)
+        if e.kind == DIR_LINK:
+            if not is_within(real, root):
+                bad.append(f"{e.rel} (a link to the directory {real}, outside {root})")
             continue
-        rel = path[len(prefix) :]
-        if rel and not _hidden(rel):
-            out.append((rel, info))
-    return out
+        if not os.path.exists(real):
+            bad.append(f"{e.rel} (a dangling link)")
+        elif not is_within(real, root):
+            bad.append(f"{e.rel} (a link to {real}, outside {root})")
+        elif real in seen:
+            bad.append(f"{e.rel} (the same file as {seen[real]})")
+        seen.setdefault(real, e.rel)
+    if bad:
+        raise PathEscapeError(
+            f"cannot convert {storage.root}: {len(bad)} file(s) are symbolic links whose rows do not "
+            f"belong to this directory: {'; '.join(bad[:10])}{' ...' if len(bad) > 10 else ''}. Copy "
+            "the data in (or remove the links) and convert again"
+        )
+    return [e for e in files if e.kind != DIR_LINK]
 
 
 def partition_values(rel: str, partition_schema: StructType | None) -> dict[str, str | None]:
@@ -171,12 +186,13 @@ def convert_to_delta(
         return None
     except TableNotFoundError:
         pass
-    files = [(rel, info) for rel, info in parquet_files(storage) if not rel.startswith(LOG_DIR + "/")]
+    files = parquet_files(storage)
     if not files:
         raise DeltaError(f"cannot convert {storage.root}: it holds no Parquet files")
     schema: StructType | None = None
     rows = []
-    for rel, info in files:
+    for entry in files:
+        rel = entry.rel
         md = _read_footer(storage, storage.join(rel), rel)
         file_schema = _nullable(file_schema_of(md))
         if schema is None:
@@ -186,7 +202,7 @@ def convert_to_delta(
                 f"cannot convert: {rel} has schema {file_schema.simple_string()}, other files "
                 f"{schema.simple_string()}; all files must have the same schema"
             )
-        rows.append((rel, info, md, partition_values(rel, partition_schema)))
+        rows.append((entry, md, partition_values(rel, partition_schema)))
     data_schema = cast(StructType, schema)  # files exist: a schema was read
     pfields = tuple(StructField(f.name, f.type, True) for f in (partition_schema.fields if partition_schema else ()))
     clash = {f.name.lower() for f in pfields} & {f.name.lower() for f in data_schema.fields}
@@ -195,12 +211,16 @@ def convert_to_delta(
     table_schema = StructType(data_schema.fields + pfields)
     columns = stats_columns(data_schema, {}, "none") if collect_stats else []
     adds = []
-    for rel, info, md, pv in rows:
+    for entry, md, pv in rows:
+        size, mtime = entry.size, entry.modification_time
+        if entry.kind == LINK:  # a link inside the root: the file's own size and time
+            st = os.stat(cast(str, entry.real))
+            size, mtime = st.st_size, st.st_mtime_ns // 1_000_000
         add = {
-            "path": encode_path(rel),
+            "path": encode_path(entry.rel),
             "partitionValues": pv,
-            "size": int(info.get("size") or 0),
-            "modificationTime": mtime_ms(info),
+            "size": size,
+            "modificationTime": mtime,
             "dataChange": True,
         }
         if collect_stats:

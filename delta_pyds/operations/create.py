@@ -55,6 +55,7 @@ from delta_pyds.protocol.table_properties import (
     validate_properties,
 )
 from delta_pyds.storage.store import Storage
+from delta_pyds.storage.tree import visible_files
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import CommitResult, Transaction, remove_actions
 from delta_pyds.write.constraints import GENERATION_EXPRESSION, build_checks
@@ -187,13 +188,11 @@ def create_table(
     if not definition.columns:
         raise SchemaError("a table needs at least one column: call addColumn() or addColumns()")
     if snapshot is None:
-        from delta_pyds.operations.convert import parquet_files
-
-        existing = parquet_files(storage)
+        existing = visible_files(storage)
         if existing:
             raise TableExistsError(
                 f"cannot create a table at {storage.root}: the location is not empty and not a Delta "
-                f"table (e.g. {existing[0][0]}); its files would be ignored and later vacuumed. Use "
+                f"table (e.g. {existing[0].rel}); its files would be ignored and later vacuumed. Use "
                 "DeltaTable.convertToDelta for a Parquet directory, or an empty location "
                 "(delta-spark: DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION)"
             )

@@ -10,6 +10,10 @@ Guarantees (as delta-spark's full manifest generation):
   (local files as ``file:/...``, as Hadoop qualifies them);
 * manifests of partitions that no longer have files are deleted; nothing else under the
   table root is touched and nothing is committed to the log;
+* nothing is written or deleted through a symbolic link leading out of the root: a
+  ``_symlink_format_manifest`` directory (or a partition directory in it) that is such a
+  link is refused with :class:`PathEscapeError` before anything is written (a manifest
+  file that is itself a link is replaced or unlinked, its target never written);
 * tables whose readers need more than the data files are refused with
   :class:`UnsupportedFeatureError`, as delta-spark refuses them: deletion vectors in any
   active file, and column mapping (the files' column names are not the table's).
@@ -21,8 +25,9 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable
 
-from delta_pyds.errors import UnsupportedFeatureError
+from delta_pyds.errors import PathEscapeError, UnsupportedFeatureError
 from delta_pyds.protocol import features
+from delta_pyds.storage.tree import escapes_root, list_tree
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.parquet_writer import partition_dir
 
@@ -65,28 +70,32 @@ def generate_manifest(snapshot: Snapshot, mode: str = "symlink_format_manifest")
         rel_dir = partition_dir(pcols, [(v or {}).get(c) for c in physical]) if pcols else ""
         groups.setdefault(rel_dir, []).append(_qualified(snapshot, p))
     storage = snapshot.storage
-    written = []
+    contents: dict[str, bytes] = {}
     for rel_dir, members in sorted(groups.items()):
         rel = posixpath.join(MANIFEST_DIR, rel_dir, MANIFEST_NAME) if rel_dir else f"{MANIFEST_DIR}/{MANIFEST_NAME}"
-        storage.write_bytes(storage.join(rel), ("\n".join(sorted(members)) + "\n").encode("utf-8"))
-        written.append(rel)
+        contents[rel] = ("\n".join(sorted(members)) + "\n").encode("utf-8")
     if not groups and not pcols:  # an empty unpartitioned table: an empty manifest
-        rel = f"{MANIFEST_DIR}/{MANIFEST_NAME}"
-        storage.write_bytes(storage.join(rel), b"")
-        written.append(rel)
-    _delete_stale(snapshot, set(written))
-    return written
+        contents[f"{MANIFEST_DIR}/{MANIFEST_NAME}"] = b""
+    # every target is checked before anything is written: no link may lead a write out
+    escaping = [
+        rel for rel in [f"{MANIFEST_DIR}/{MANIFEST_NAME}", *contents] if escapes_root(storage, storage.join(rel))
+    ]
+    if escaping:
+        raise PathEscapeError(
+            f"generate(symlink_format_manifest): {escaping[0]} is under a symbolic link leading out of "
+            f"the table root {storage.root}; nothing was written or deleted. Replace the link with a "
+            "directory (or remove it) and generate again"
+        )
+    for rel, data in contents.items():
+        storage.write_bytes(storage.join(rel), data)
+    _delete_stale(snapshot, set(contents))
+    return list(contents)
 
 
 def _existing(snapshot: Snapshot) -> Iterable[tuple[str, str]]:
-    storage = snapshot.storage
-    base = storage.join(MANIFEST_DIR)
-    try:
-        listing = storage.fs.find(base)
-    except FileNotFoundError:
-        return []
-    prefix = storage.fs._strip_protocol(storage.root).rstrip("/") + "/"
-    return [(p[len(prefix) :], p) for p in listing if p.startswith(prefix)]
+    """(root-relative, listed path) of the files below the manifest directory, never listed
+    through a link leading out of the root (:func:`~delta_pyds.storage.tree.list_tree`)."""
+    return [(e.rel, e.path) for e in list_tree(snapshot.storage, MANIFEST_DIR)]
 
 
 def _delete_stale(snapshot: Snapshot, keep: set[str]) -> None:

@@ -12,7 +12,9 @@ Guarantees (as delta-spark's VacuumCommand):
   transaction are younger);
 * ``_delta_log`` and other hidden paths (a component starting with ``_`` or ``.``, except
   ``_change_data``, ``_``-named partition directories and the native writer's
-  ``_pydelta_staging-*`` directories, see :func:`hidden_path`) are never touched;
+  ``_pydelta_staging-*`` directories, see :func:`hidden_path`) are never touched; the whole
+  content of a staging directory (a crashed write's ``_temporary`` Parquet and ``.crc``
+  files) is garbage once older than the window, and its emptied directories are removed;
 * a retention shorter than the table's ``delta.deletedFileRetentionDuration`` (default
   7 days) is refused unless ``enforce_retention=False``; the default is a dry run.
 * tables with the ``vacuumProtocolCheck`` feature (and any table, before deleting) must
@@ -22,21 +24,39 @@ Guarantees (as delta-spark's VacuumCommand):
   ``VACUUM END`` commit (``status`` COMPLETED, or FAILED if deleting raised) after —
   both hold only ``commitInfo``, so they never conflict with other writers
   (``log_commits=False`` turns them off).
+
+Links (local disk; object stores have none): the tree is listed as delta-spark lists it,
+following links to directories inside the root (:func:`~delta_pyds.storage.tree.list_tree`),
+but only what is provably garbage is deleted:
+
+* a regular file is deleted by its real name, and only if neither its listed name, nor its
+  real root-relative name, nor its real path is that of a live file (a live file's path is
+  resolved through its links), and neither name is hidden;
+* nothing is deleted through a link leading out of the root (such directories are never
+  listed) and a file outside the root is never touched;
+* a link (to a file, to a directory, dangling, or in a loop) is garbage when its own name
+  is unreferenced and old and no live path resolves through it: then the link alone is
+  unlinked, never its target.
 """
 
 from __future__ import annotations
 
+import os
+import posixpath
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 import pyarrow.compute as pc
 
+from delta_pyds.errors import DeltaError
 from delta_pyds.protocol import features
 from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor
 from delta_pyds.protocol.paths import relative_to
 from delta_pyds.protocol.table_properties import deleted_file_retention_ms
-from delta_pyds.storage.store import mtime_ms
+from delta_pyds.storage.store import Storage
+from delta_pyds.storage.tree import FILE, TreeEntry, is_within, list_tree, real_root, resolve_all
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.native_files import STAGING_PREFIX
 from delta_pyds.write.parquet_writer import escape_path_name
@@ -74,8 +94,12 @@ def hidden_path(rel: str, partition_dirs: tuple[str, ...] = ()) -> bool:
     name starting with ``_`` or ``.``, or a directory starting with them, except
     ``_change_data`` at the root, partition directories of columns whose (escaped) name starts
     with ``_`` (``partition_dirs`` holds the ``name=`` prefixes), and the native writer's
-    staging directories (what a failed driver left there is old and unreferenced)."""
+    staging directories, whose whole content is only ever a write's working files (what a
+    failed driver or a killed process left there, ``_temporary`` and ``.crc`` files included,
+    is old and unreferenced)."""
     parts = rel.split("/")
+    if len(parts) > 1 and parts[0].startswith(STAGING_PREFIX):
+        return False  # all of a staging directory's content (_temporary, .crc) is a write's
     if parts[-1].startswith((".", "_")):
         return True
     for i, p in enumerate(parts[:-1]):
@@ -87,6 +111,50 @@ def hidden_path(rel: str, partition_dirs: tuple[str, ...] = ()) -> bool:
             continue
         return True
     return False
+
+
+def _local_path(storage: Storage, path: str) -> str | None:
+    """The local filesystem path a log path names (None when it is on another filesystem
+    or refused as external)."""
+    try:
+        full = storage.resolve(path)
+    except DeltaError:
+        return None
+    if full.startswith("file:"):
+        full = full[len("file://") :] if full.startswith("file://") else full[len("file:") :]
+    return full if full.startswith("/") else None
+
+
+def garbage(
+    storage: Storage, entries: list[TreeEntry], keep: set[str], threshold: int, partition_dirs: tuple[str, ...] = ()
+) -> list[tuple[str, str, int]]:
+    """``(root-relative name, path to delete, size)`` of the listed entries VACUUM may delete
+    (see "Links" in the module docstring)."""
+
+    def dead(rel: str) -> bool:
+        return bool(rel) and rel not in keep and not hidden_path(rel, partition_dirs)
+
+    fresh = [e for e in entries if e.modification_time < threshold and dead(e.rel)]
+    if storage.protocol != "file":
+        return [(e.rel, e.path, e.size) for e in fresh]
+    root = real_root(storage)
+    live_real: set[str] = set()
+    traversed: set[str] = set()
+    if any(e.kind != FILE for e in entries):  # where links exist: what do live paths lead through?
+        live_real, traversed = resolve_all([f for f in (_local_path(storage, p) for p in keep) if f])
+    out: list[tuple[str, str, int]] = []
+    seen: set[str] = set()
+    for e in fresh:
+        name_real = cast(str, e.name_real)
+        if not is_within(posixpath.dirname(name_real), root):
+            continue  # unlinking it would act outside the root
+        target = cast(str, e.real) if e.kind == FILE else name_real  # what the delete removes
+        rel = target[len(root) :].lstrip("/")
+        if target in seen or target in live_real or target in traversed or not dead(rel):
+            continue
+        seen.add(target)
+        out.append((rel, target, e.size))
+    return out
 
 
 def referenced_paths(snapshot: Snapshot, threshold_ms: int) -> set[str]:
@@ -132,25 +200,8 @@ def vacuum(
     keep = referenced_paths(snapshot, threshold)
     storage = snapshot.storage
     result = VacuumResult(dry_run, retention_ms / 3_600_000, threshold)
-    try:
-        listing = storage.fs.find(storage.root, detail=True)
-    except FileNotFoundError:
-        listing = {}
-    # names in the listing are compared as root-relative strings and deleted exactly as
-    # listed: never re-resolved, so a name that looks like a URI or an absolute path
-    # ("file:/elsewhere", "s3://other-bucket/k") only ever names an object below the root
-    prefix = storage.fs._strip_protocol(storage.root).rstrip("/") + "/"
     partition_dirs = tuple(escape_path_name(c) + "=" for c in snapshot.physical_partition_columns)
-    candidates = []
-    for path, info in sorted(listing.items()):
-        if info.get("type") == "directory" or not path.startswith(prefix):
-            continue
-        rel = path[len(prefix) :]
-        if not rel or hidden_path(rel, partition_dirs) or rel in keep:
-            continue
-        if mtime_ms(info) >= threshold:
-            continue
-        candidates.append((rel, path, int(info.get("size") or 0)))
+    candidates = garbage(storage, list_tree(storage), keep, threshold, partition_dirs)
     result.files = [rel for rel, _, _ in candidates]
     result.bytes = sum(size for _, _, size in candidates)
     if not dry_run:
@@ -158,11 +209,17 @@ def vacuum(
             _commit_vacuum_start(
                 snapshot, result, enforce_retention, table_ms, None if retention_hours is None else retention_ms
             )
+        stale_dirs = _stale_staging_dirs(storage, threshold)
         deleted = 0
         try:
             for _, listed, _ in candidates:
                 storage.delete(listed)
                 deleted += 1
+            for d in stale_dirs:  # deepest first; a directory a write still uses is not empty
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
         except BaseException:
             if log_commits:
                 _commit_vacuum_end(storage, "FAILED", deleted, result)
@@ -170,6 +227,29 @@ def vacuum(
         if log_commits:
             _commit_vacuum_end(storage, "COMPLETED", deleted, result)
     return result
+
+
+def _stale_staging_dirs(storage: Storage, threshold: int) -> list[str]:
+    """Local disk: the (real, not linked) directories of staging directories at the root whose
+    own modification time is older than ``threshold``, deepest first: those left empty once
+    their stale files are deleted are removed too (object stores have no directories)."""
+    if storage.protocol != "file":
+        return []
+    try:
+        tops = [e.path for e in os.scandir(storage.root) if e.name.startswith(STAGING_PREFIX)]
+    except OSError:
+        return []
+    out = []
+    for top in tops:
+        if os.path.islink(top):
+            continue
+        for d, _subdirs, _files in os.walk(top, topdown=False):  # never follows links
+            try:
+                if os.lstat(d).st_mtime_ns // 1_000_000 < threshold:
+                    out.append(d)
+            except OSError:
+                pass
+    return out
 
 
 def _commit_vacuum_start(

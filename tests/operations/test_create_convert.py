@@ -12,7 +12,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_pyds.errors import DeltaError, SchemaError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
+from delta_pyds.errors import (
+    DeltaError,
+    PathEscapeError,
+    SchemaError,
+    TableExistsError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
 from delta_pyds.operations.convert import convert_to_delta
 from delta_pyds.operations.create import ColumnSpec, Identity, TableDefinition, create_table
 from delta_pyds.operations.manifest import generate_manifest
@@ -246,3 +253,106 @@ def test_symlink_manifest_refuses_deletion_vectors_and_column_mapping(copy_table
     write_arrow(path, pa.table({"id": [1]}), options={"delta.columnMapping.mode": "name"})
     with pytest.raises(UnsupportedFeatureError, match="column mapping"):
         generate_manifest(Snapshot.load(path))
+
+
+def test_symlink_manifest_never_writes_or_deletes_through_a_link_out_of_the_root(tmp_path):
+    # issue 24 item 7: a linked _symlink_format_manifest wrote outside and deleted a file there
+    path = str(tmp_path / "t")
+    write_arrow(path, pa.table({"id": [1, 2], "p": ["a", "b"]}), options={"partitionBy": "p"})
+    outside = tmp_path / "outside"
+    (outside / "p=zzz").mkdir(parents=True)
+    canary = outside / "p=zzz" / "manifest"  # what the stale-manifest cleanup used to delete
+    canary.write_bytes(b"canary")
+    os.symlink(outside, os.path.join(path, "_symlink_format_manifest"))
+    with pytest.raises(PathEscapeError, match="outside|out of"):
+        generate_manifest(Snapshot.load(path))
+    assert sorted(os.listdir(outside)) == ["p=zzz"] and canary.read_bytes() == b"canary"
+    # a partition directory of the manifests that is a link out of the root, likewise
+    os.remove(os.path.join(path, "_symlink_format_manifest"))
+    os.makedirs(os.path.join(path, "_symlink_format_manifest"))
+    os.symlink(outside / "p=zzz", os.path.join(path, "_symlink_format_manifest", "p=b"))
+    with pytest.raises(PathEscapeError, match="p=b"):
+        generate_manifest(Snapshot.load(path))
+    assert canary.read_bytes() == b"canary" and os.listdir(outside / "p=zzz") == ["manifest"]
+    assert not os.path.exists(os.path.join(path, "_symlink_format_manifest", "p=a"))  # nothing written
+    # a stale partition link out of the root: never listed through, never deleted through
+    os.remove(os.path.join(path, "_symlink_format_manifest", "p=b"))
+    os.symlink(outside / "p=zzz", os.path.join(path, "_symlink_format_manifest", "p=old"))
+    written = generate_manifest(Snapshot.load(path))
+    assert sorted(written) == ["_symlink_format_manifest/p=a/manifest", "_symlink_format_manifest/p=b/manifest"]
+    assert canary.read_bytes() == b"canary"
+    # a manifest file that is a link to a file outside is replaced, its target never written
+    target = outside / "victim"
+    target.write_bytes(b"victim")
+    os.remove(os.path.join(path, "_symlink_format_manifest", "p=a", "manifest"))
+    os.symlink(target, os.path.join(path, "_symlink_format_manifest", "p=a", "manifest"))
+    generate_manifest(Snapshot.load(path))
+    assert target.read_bytes() == b"victim"
+    assert not os.path.islink(os.path.join(path, "_symlink_format_manifest", "p=a", "manifest"))
+
+
+def test_convert_refuses_links_out_of_the_directory_and_second_names(tmp_path):
+    # issue 24 item 7: a linked file outside the directory had its rows added to the table
+    root = _parquet_dir(str(tmp_path / "pq"), partitioned=False)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    pq.write_table(pa.table({"id": pa.array([99], pa.int64()), "name": ["o"], "f": [9.0]}), outside / "x.parquet")
+    link = os.path.join(root, "linked.parquet")
+    cases = [
+        (lambda: os.symlink(outside / "x.parquet", link), "outside"),
+        (lambda: os.symlink(tmp_path / "nowhere.parquet", link), "dangling"),
+        (lambda: os.symlink("part-2024-01-01.parquet", link), "same file"),
+        (lambda: os.symlink(outside, link), "outside"),  # a directory link out
+    ]
+    for make, why in cases:
+        make()
+        with pytest.raises(PathEscapeError, match=f"linked.parquet.*{why}"):
+            convert_to_delta(Storage(root))
+        assert not os.path.exists(os.path.join(root, "_delta_log"))
+        os.remove(link)
+    # a link inside the directory to a file inside it (listed nowhere else) is followed
+    os.makedirs(os.path.join(root, "_store"))
+    pq.write_table(
+        pa.table({"id": pa.array([7], pa.int64()), "name": ["s"], "f": [7.0]}),
+        os.path.join(root, "_store", "s.parquet"),
+    )
+    os.symlink("_store/s.parquet", os.path.join(root, "more.parquet"))
+    convert_to_delta(Storage(root))
+    assert "more.parquet" in Snapshot.load(root).files.column("path").to_pylist()
+    ids = sorted(deltalake.DeltaTable(root).to_pyarrow_table().column("id").to_pylist())
+    assert ids == [1, 1, 1, 2, 2, 2, 3, 3, 3, 7]
+
+
+@pytest.mark.parametrize("backend", ["local", "memory"])
+def test_first_write_beside_plain_files_is_refused_but_a_crashed_first_write_retries(tmp_path, backend):
+    # issue 24 item 11, without Spark: write_arrow's plan refuses a folder of plain Parquet
+    # files; a first write that died before its commit leaves its own files, and the retry
+    # (or a concurrent first writer) must not take them for a foreign folder
+    import uuid
+
+    import fsspec
+
+    from delta_pyds.protocol.schema_evolution import from_arrow_schema
+    from delta_pyds.write.options import WriteOptions
+    from delta_pyds.write.parquet_writer import write_task
+    from delta_pyds.write.plan import plan_write
+
+    base = str(tmp_path) if backend == "local" else f"memory://first-{uuid.uuid4().hex}"
+    plain, fresh = f"{base}/plain", f"{base}/fresh"
+    fs = fsspec.filesystem("file" if backend == "local" else "memory")
+    fs.makedirs(plain, exist_ok=True)
+    with fs.open(f"{plain}/part-0.parquet", "wb") as f:
+        pq.write_table(pa.table({"v": [1]}), f)
+    with pytest.raises(TableExistsError, match="convertToDelta"):
+        write_arrow(plain, pa.table({"v": [2]}))
+    assert fs.ls(plain, detail=False) == [fs._strip_protocol(f"{plain}/part-0.parquet")]  # nothing written
+    data = pa.table({"v": [5, 6]})
+    plan = plan_write(WriteOptions.parse({"path": fresh}, overwrite=False), from_arrow_schema(data.schema))
+    crashed = write_task(plan.spec, data.to_batches())  # files written, the commit never happened
+    assert crashed.adds
+    write_arrow(fresh, pa.table({"v": [7]}))  # the retry
+    assert write_arrow(fresh, pa.table({"v": [8]})).version == 1
+    snapshot = Snapshot.load(fresh)
+    assert snapshot.files.num_rows == 2 and not set(snapshot.files.column("path").to_pylist()) & {
+        a["path"] for a in crashed.adds
+    }

@@ -456,7 +456,9 @@ def test_materialized_partition_columns_are_refused_by_name(spark, tmp_path):
             partitionBy="p",
             **{"delta.feature.materializePartitionColumns": "supported"},
         )
-    assert not os.path.exists(path) or os.listdir(path) == []
+    # no data and no commit; at most the empty _delta_log a first write makes (issue 24 item 11)
+    assert not os.path.exists(path) or os.listdir(path) in ([], ["_delta_log"])
+    assert not os.path.exists(os.path.join(path, "_delta_log")) or os.listdir(os.path.join(path, "_delta_log")) == []
 
 
 def test_defaults_generated_columns_and_empty_writes(spark, tmp_path):
@@ -507,3 +509,36 @@ def test_defaults_generated_columns_and_empty_writes(spark, tmp_path):
     new = str(tmp_path / "new")
     write_delta(spark.range(0).selectExpr("id", "'x' s"), new, partitionBy="s")
     assert Snapshot.load(new).partition_columns == ["s"] and read(spark, new).columns == ["id", "s"]
+
+
+def test_first_write_to_a_plain_parquet_folder_is_refused_and_points_to_convert(spark, tmp_path):
+    # issue 24 item 11: an append used to create a table beside the files (only the new rows
+    # visible, the old files vacuumed later)
+    from delta_pyds import read_delta
+    from delta_pyds.errors import TableExistsError
+    from delta_pyds.spark.tables.delta_table import DeltaTable
+
+    path = str(tmp_path / "plain")
+    spark.range(4).selectExpr("id", "id * 2 AS v").write.parquet(path)
+    before = sorted(os.listdir(path))
+    new = spark.range(10, 12).selectExpr("id", "id * 2 AS v")
+    for mode in ("append", "errorifexists", "ignore"):
+        with pytest.raises(Exception) as exc:
+            ds_write(new, path, saveMode=mode)  # the data source takes these as an option
+        assert "convertToDelta" in str(exc.value), mode
+        with pytest.raises(TableExistsError, match="convertToDelta"):
+            write_delta(new, path, mode=mode)
+    assert sorted(os.listdir(path)) == before  # nothing written, no _delta_log
+    DeltaTable.convertToDelta(spark, f"parquet.`{path}`")
+    write_delta(new, path, mode="append")
+    ds_write(new, path, mode="append")
+    assert sorted(r.id for r in read(spark, path).collect()) == [0, 1, 2, 3, 10, 10, 11, 11]
+    assert spark_rows(read(spark, path)) == spark_rows(read_delta(spark, path))
+    # an overwrite replaces them, as asked; an empty directory is fine
+    other = str(tmp_path / "plain2")
+    spark.range(3).write.parquet(other)
+    write_delta(new, other, mode="overwrite")
+    assert sorted(r.id for r in read(spark, other).collect()) == [10, 11]
+    os.makedirs(str(tmp_path / "empty"))
+    ds_write(new, str(tmp_path / "empty"), mode="append")
+    assert read(spark, str(tmp_path / "empty")).count() == 2
