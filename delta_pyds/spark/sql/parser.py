@@ -142,7 +142,7 @@ class Parser:
                 if depth == 0:
                     break
                 depth -= 1
-            elif depth == 0 and t.upper in stops:
+            elif depth == 0 and (t.upper or t.text) in stops:
                 break
             self.i += 1
         if self.i == start:
@@ -274,3 +274,30 @@ def query_refs(parser: Parser) -> list[TableRef]:
             prev = t
             parser.i += 1
     return refs
+
+
+def unqualify(text: str, alias: str | None) -> str:
+    """``text`` with the table alias removed from column references (``t.id`` -> ``id``);
+    literals, comments and ``x.t.id`` are left alone."""
+    if not alias:
+        return text
+    tokens = tokenize(text)
+    out = []
+    skip = 0
+    for k, t in enumerate(tokens):
+        if skip:
+            skip -= 1
+            continue
+        prev = next((p for p in reversed(tokens[:k]) if p.kind != "ws"), None)
+        nxt = tokens[k + 1] if k + 1 < len(tokens) else None
+        if (
+            t.kind in ("word", "ident")
+            and t.value().lower() == alias.lower()
+            and nxt is not None
+            and nxt.text == "."
+            and (prev is None or prev.text != ".")
+        ):
+            skip = 1
+            continue
+        out.append(t.text)
+    return "".join(out)

@@ -14,7 +14,7 @@ from typing import Any
 
 from delta_pyds.errors import SqlParseError, TableNotFoundError
 from delta_pyds.log.history import history as commit_history
-from delta_pyds.spark.sql.parser import Parser, TableRef, query_refs
+from delta_pyds.spark.sql.parser import Parser, TableRef, query_refs, unqualify
 
 _NAMES: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
 
@@ -227,15 +227,18 @@ def _restore(spark, p: Parser):
 def _delete(spark, p: Parser):
     ref = p.require_table()
     alias = p.alias("WHERE")
-    condition = p.rest() if p.accept("WHERE") else None
-    if condition == "":
-        p.fail("expected a condition")
+    if p.accept("WHERE"):
+        if p.done():
+            p.fail("expected a condition")
+        condition: str | None = unqualify(p.rest(), alias)
+    else:
+        condition = None
     p.end()
 
     def run():
         dt = _table(spark, ref)
         before = _version(ref.path)
-        (dt.alias(alias) if alias else dt).delete(condition)
+        dt.delete(condition)
         return _affected(spark, ref.path, before, ("numDeletedRows",), ("num_affected_rows",))
 
     return run
@@ -253,16 +256,16 @@ def _update(spark, p: Parser):
         if alias and column.lower().startswith(alias.lower() + "."):
             column = column[len(alias) + 1 :]
         sub.expect("=")
-        sets[column] = sub.rest()
-        if not sets[column]:
+        if sub.done():
             p.fail(f"no value for {column}")
-    condition = p.rest() if p.accept("WHERE") else None
+        sets[column] = unqualify(sub.rest(), alias)
+    condition = unqualify(p.rest(), alias) if p.accept("WHERE") else None
     p.end()
 
     def run():
         dt = _table(spark, ref)
         before = _version(ref.path)
-        (dt.alias(alias) if alias else dt).update(condition, sets)
+        dt.update(condition, sets)
         return _affected(spark, ref.path, before, ("numUpdatedRows",), ("num_affected_rows",))
 
     return run
@@ -295,9 +298,8 @@ def _show_tblproperties(spark, p: Parser):
 def _show_columns(spark, p: Parser):
     ref = p.require_table()
     p.end()
-    return lambda: (
-        _table(spark, ref).toDF().select().schema
-        and spark.createDataFrame([(f.name,) for f in _table(spark, ref).toDF().schema.fields], "col_name string")
+    return lambda: spark.createDataFrame(
+        [(f.name,) for f in _table(spark, ref).toDF().schema.fields], "col_name string"
     )
 
 
