@@ -35,6 +35,13 @@ FORMS = {
     "GENERATE": "GENERATE symlink_format_manifest FOR TABLE <table>",
     "CONVERT TO DELTA": "CONVERT TO DELTA parquet.`path` [PARTITIONED BY (col type, ...)]",
     "CREATE TABLE": "CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'path'",
+    "MERGE": (
+        "MERGE [WITH SCHEMA EVOLUTION] INTO <table> [[AS] t] USING <table | view | (query)> [[AS] s] ON <cond>"
+        " WHEN MATCHED [AND <cond>] THEN UPDATE SET * | UPDATE SET col = expr, ... | DELETE"
+        " | WHEN NOT MATCHED [BY TARGET] [AND <cond>] THEN INSERT * | INSERT (col, ...) VALUES (expr, ...)"
+        " | WHEN NOT MATCHED BY SOURCE [AND <cond>] THEN UPDATE SET col = expr, ... | DELETE"
+    ),
+    "INSERT": "INSERT INTO | OVERWRITE [TABLE] <table> [(col, ...)] [REPLACE WHERE <cond>] <query>",
 }
 
 
@@ -78,6 +85,18 @@ def _head(p: Parser) -> str | None:
         if p.accept(*words):
             return head
     # statements Spark also has: Delta's only when they name a Delta table
+    if p.accept("MERGE"):
+        p.accept("WITH", "SCHEMA", "EVOLUTION")
+        if p.accept("INTO") and p.table_ref() is not None:
+            p.i = 1
+            return "MERGE"
+    p.i = 0
+    if p.accept("INSERT") and (p.accept("INTO") or p.accept("OVERWRITE")):
+        p.accept("TABLE")
+        if p.table_ref() is not None:
+            p.i = 1
+            return "INSERT"
+    p.i = 0
     spark_too: tuple[tuple[tuple[str, ...], str], ...] = (
         (("DELETE", "FROM"), "DELETE"),
         (("UPDATE",), "UPDATE"),
@@ -425,6 +444,152 @@ def _create_table(spark, p: Parser):
     return run
 
 
+def _merge(spark, p: Parser):
+    evolve = p.accept("WITH", "SCHEMA", "EVOLUTION")
+    p.expect("INTO")
+    ref = p.require_table()
+    target_alias = p.alias("USING")
+    p.expect("USING")
+    source: Callable[[], Any]
+    if p.at("("):
+        query = p.parenthesized()
+        source = lambda: sql(spark, query)  # noqa: E731
+    else:
+        src = p.table_ref(time_travel=True)
+        if src is not None:
+            source = lambda: _read(spark, src)  # noqa: E731
+        else:
+            name = p.dotted()
+            source = lambda: spark.table(name)  # noqa: E731
+    source_alias = p.alias("ON")
+    p.expect("ON")
+    condition = p.until("WHEN")
+    clauses: list[tuple[str, str | None, Any]] = []
+    while p.accept("WHEN"):
+        if p.accept("MATCHED"):
+            kind = "matched"
+        elif p.accept("NOT", "MATCHED"):
+            kind = "source" if p.accept("BY", "SOURCE") else "target"
+            if kind == "target":
+                p.accept("BY", "TARGET")
+        else:
+            p.fail("expected MATCHED or NOT MATCHED")
+        cond = p.until("THEN", allow_end=False) if p.accept("AND") else None
+        p.expect("THEN")
+        if kind != "target" and p.accept("DELETE"):
+            clauses.append((kind + "_delete", cond, None))
+        elif kind != "target" and p.accept("UPDATE", "SET"):
+            if kind == "matched" and p.accept("*"):
+                clauses.append(("matched_update_all", cond, None))
+            else:
+                clauses.append((kind + "_update", cond, _assignments(p, target_alias)))
+        elif kind == "target" and p.accept("INSERT"):
+            if p.accept("*"):
+                clauses.append(("insert_all", cond, None))
+            else:
+                columns = [_strip(c, target_alias) for c in p.name_list()]
+                p.expect("VALUES")
+                p.expect("(")
+                values = p.split_top(())
+                p.expect(")")
+                if len(values) != len(columns):
+                    p.fail(f"{len(columns)} columns but {len(values)} values")
+                clauses.append(("insert", cond, dict(zip(columns, values))))
+        else:
+            p.fail("expected UPDATE SET, DELETE or INSERT")
+    if not clauses:
+        p.fail("expected WHEN MATCHED / WHEN NOT MATCHED clauses")
+    p.end()
+
+    def run():
+        dt = _table(spark, ref)
+        if target_alias:
+            dt = dt.alias(target_alias)
+        df = source()
+        if source_alias:
+            df = df.alias(source_alias)
+        b = dt.merge(df, condition)
+        if evolve:
+            b = b.withSchemaEvolution()
+        for what, cond, arg in clauses:
+            if what == "matched_delete":
+                b = b.whenMatchedDelete(cond)
+            elif what == "matched_update_all":
+                b = b.whenMatchedUpdateAll(cond)
+            elif what == "matched_update":
+                b = b.whenMatchedUpdate(cond, arg)
+            elif what == "source_delete":
+                b = b.whenNotMatchedBySourceDelete(cond)
+            elif what == "source_update":
+                b = b.whenNotMatchedBySourceUpdate(cond, arg)
+            elif what == "insert_all":
+                b = b.whenNotMatchedInsertAll(cond)
+            else:
+                b = b.whenNotMatchedInsert(cond, arg)
+        return b.execute()
+
+    return run
+
+
+def _strip(column: str, alias: str | None) -> str:
+    if alias and column.lower().startswith(alias.lower() + "."):
+        return column[len(alias) + 1 :]
+    return column
+
+
+def _assignments(p: Parser, alias: str | None) -> dict[str, str]:
+    sets: dict[str, str] = {}
+    for item in p.split_top(("WHEN", "WHERE")):
+        sub = Parser(item)
+        sub.statement, sub.form = p.statement, p.form
+        column = _strip(sub.dotted(), alias)
+        sub.expect("=")
+        if sub.done():
+            p.fail(f"no value for {column}")
+        sets[column] = sub.rest()
+    return sets
+
+
+def _read(spark, ref: TableRef):
+    from delta_pyds.spark.native.read import read_delta
+
+    return read_delta(spark, ref.path, **ref.read_options())
+
+
+def _insert(spark, p: Parser):
+    overwrite = p.accept("OVERWRITE")
+    if not overwrite:
+        p.expect("INTO")
+    p.accept("TABLE")
+    ref = p.require_table()
+    columns = None
+    if p.at("(") and not (p.peek(1) is not None and p.peek(1).upper in ("SELECT", "WITH", "VALUES")):  # type: ignore[union-attr]
+        columns = p.name_list()
+    replace_where = p.until("SELECT", "WITH", "VALUES", "FROM", "TABLE") if p.accept("REPLACE", "WHERE") else None
+    if p.done():
+        p.fail("expected a query (SELECT ..., VALUES ...)")
+    query = p.rest()
+
+    def run():
+        from delta_pyds.spark.native.write import write_delta
+
+        _table(spark, ref)
+        df = sql(spark, query)
+        names = columns or _read(spark, ref).columns
+        if len(df.columns) != len(names):
+            raise SqlParseError(
+                f"INSERT: the query gives {len(df.columns)} columns, the table {'list ' if columns else ''}"
+                f"has {len(names)} ({', '.join(names)})"
+            )
+        df = df.toDF(*names)
+        before = _version(ref.path)
+        options = {"replaceWhere": replace_where} if replace_where else {}
+        write_delta(df, ref.path, mode="overwrite" if overwrite or replace_where else "append", **options)
+        return _affected(spark, ref.path, before, ("numOutputRows",), ("num_affected_rows", "num_inserted_rows"))
+
+    return run
+
+
 _HANDLERS: Mapping[str, Callable[[Any, Parser], Callable[[], Any]]] = {
     "DESCRIBE HISTORY": _describe_history,
     "DESCRIBE DETAIL": _describe_detail,
@@ -439,4 +604,6 @@ _HANDLERS: Mapping[str, Callable[[Any, Parser], Callable[[], Any]]] = {
     "GENERATE": _generate,
     "CONVERT TO DELTA": _convert,
     "CREATE TABLE": _create_table,
+    "MERGE": _merge,
+    "INSERT": _insert,
 }
