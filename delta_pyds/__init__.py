@@ -24,9 +24,11 @@ from delta_pyds.errors import (
     ExternalPathError,
     FeatureDropError,
     MalformedVariantError,
+    MissingPropertyError,
     NoCatalogError,
     PathEscapeError,
     SchemaError,
+    SqlParseError,
     StorageError,
     StreamChangeError,
     StreamingError,
@@ -78,6 +80,9 @@ __all__ = [
     "ArgumentTypeError",
     "FeatureDropError",
     "NoCatalogError",
+    "SqlParseError",
+    "MissingPropertyError",
+    "sql",
 ]
 
 
@@ -109,6 +114,15 @@ def explain_scan(path, predicates=(), **kwargs):
     from delta_pyds.read.explain import explain_scan as _explain
 
     return _explain(path, predicates, **kwargs)
+
+
+def sql(spark, statement: str, args=None, **kwargs):
+    """Runs one SQL statement: Delta's statements (DESCRIBE HISTORY, VACUUM, DELETE, MERGE INTO,
+    ...) and tables named ``delta.`/path``` through delta_pyds, every other statement through
+    ``spark.sql(statement, args, **kwargs)`` unchanged (see :mod:`delta_pyds.spark.sql`)."""
+    from delta_pyds.spark.sql import sql as _sql
+
+    return _sql(spark, statement, args, **kwargs)
 
 
 def register(spark) -> None:

@@ -151,3 +151,13 @@ class ExpressionError(DeltaError, ValueError):
 class MalformedVariantError(DataFileError):
     """Variant data in a data file is malformed: a bad Variant binary encoding, or
     shredded columns that break the Parquet Variant shredding specification."""
+
+
+class SqlParseError(DeltaError, ValueError):
+    """A statement given to :func:`delta_pyds.sql` is a Delta statement in a form it does not
+    support, or is malformed; the message names the statement, the position and the supported form."""
+
+
+class MissingPropertyError(DeltaError, KeyError):
+    """``UNSET TBLPROPERTIES`` / ``DROP CONSTRAINT`` name a property or constraint the table
+    does not have (without ``IF EXISTS``)."""

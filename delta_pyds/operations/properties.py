@@ -20,6 +20,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import replace
 
+from delta_pyds.errors import MissingPropertyError
 from delta_pyds.protocol import features
 from delta_pyds.protocol.table_properties import (
     COLUMN_MAPPING_MODE,
@@ -90,3 +91,27 @@ def upgrade_protocol(storage: Storage, *, reader_version: int, writer_version: i
     txn = Transaction(storage, snap)
     txn.update_protocol(new)
     return txn.commit("UPGRADE PROTOCOL", {"newProtocol": json.dumps(new.to_dict())}).version
+
+
+def unset_properties(storage: Storage | str, keys: list[str], *, if_exists: bool = False) -> int | None:
+    """Removes table properties (``UNSET TBLPROPERTIES``); a key the table does not have is a
+    ``MissingPropertyError`` unless ``if_exists``. Returns the version committed (None: nothing to remove)."""
+    storage = storage if isinstance(storage, Storage) else Storage(storage)
+    snap = Snapshot.load(storage)
+    features.check_write(snap.protocol)
+    conf = dict(snap.configuration)
+    lowered = {k.lower(): k for k in conf}
+    names = [lowered.get((canonical_property(k) if k.lower().startswith("delta.") else k).lower()) for k in keys]
+    missing = [k for k, n in zip(keys, names) if n is None]
+    if missing and not if_exists:
+        raise MissingPropertyError(
+            f"UNSET TBLPROPERTIES: the table has no properties {missing} (use IF EXISTS to ignore)"
+        )
+    present = [n for n in names if n is not None]
+    if not present:
+        return None
+    for n in present:
+        del conf[n]
+    txn = Transaction(storage, snap)
+    txn.update_metadata(replace(snap.metadata, configuration=conf))
+    return txn.commit("UNSET TBLPROPERTIES", {"properties": json.dumps(present)}).version

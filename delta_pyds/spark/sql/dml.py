@@ -1,0 +1,205 @@
+"""The DML statements of :func:`delta_pyds.sql`: DELETE, UPDATE, MERGE INTO, INSERT INTO /
+OVERWRITE.
+
+Guarantees: each is parsed whole before it runs and is one call of the public ``DeltaTable``
+API (``delete``, ``update``, ``merge`` with one builder call per WHEN clause) or of
+``write_delta`` (INSERT: columns by position, as SQL does; ``REPLACE WHERE`` is
+``replaceWhere``); results have delta-spark's columns (``num_affected_rows`` ...). DELETE/UPDATE
+table aliases are removed from column references (DeltaTable takes unqualified columns);
+MERGE keeps its aliases. Conditions and expressions reach Spark as Spark SQL text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from delta_pyds.errors import SqlParseError
+from delta_pyds.spark.sql.parser import Parser, unqualify
+from delta_pyds.spark.sql.tables import affected, current_version, delta_table, read_ref, run_query
+
+
+def delete(spark, p: Parser):
+    ref = p.require_table()
+    alias = p.alias("WHERE")
+    if p.accept("WHERE"):
+        if p.done():
+            p.fail("expected a condition")
+        condition: str | None = unqualify(p.rest(), alias)
+    else:
+        condition = None
+    p.end()
+
+    def run():
+        dt = delta_table(spark, ref)
+        before = current_version(ref.path)
+        dt.delete(condition)
+        return affected(spark, ref.path, before, ("numDeletedRows",), ("num_affected_rows",))
+
+    return run
+
+
+def update(spark, p: Parser):
+    ref = p.require_table()
+    alias = p.alias("SET")
+    p.expect("SET")
+    sets: dict[str, str] = {}
+    for item in p.split_top(("WHERE",)):
+        sub = Parser(item)
+        sub.statement, sub.form = p.statement, p.form
+        column = sub.dotted()
+        if alias and column.lower().startswith(alias.lower() + "."):
+            column = column[len(alias) + 1 :]
+        sub.expect("=")
+        if sub.done():
+            p.fail(f"no value for {column}")
+        sets[column] = unqualify(sub.rest(), alias)
+    condition = unqualify(p.rest(), alias) if p.accept("WHERE") else None
+    p.end()
+
+    def run():
+        dt = delta_table(spark, ref)
+        before = current_version(ref.path)
+        dt.update(condition, sets)
+        return affected(spark, ref.path, before, ("numUpdatedRows",), ("num_affected_rows",))
+
+    return run
+
+
+def merge(spark, p: Parser):
+    evolve = p.accept("WITH", "SCHEMA", "EVOLUTION")
+    p.expect("INTO")
+    ref = p.require_table()
+    target_alias = p.alias("USING")
+    p.expect("USING")
+    source: Callable[[], Any]
+    if p.at("("):
+        query = p.parenthesized()
+        source = lambda: run_query(spark, query)  # noqa: E731
+    else:
+        src = p.table_ref(time_travel=True)
+        if src is not None:
+            source = lambda: read_ref(spark, src)  # noqa: E731
+        else:
+            name = p.dotted()
+            source = lambda: spark.table(name)  # noqa: E731
+    source_alias = p.alias("ON")
+    p.expect("ON")
+    condition = p.until("WHEN")
+    clauses: list[tuple[str, str | None, Any]] = []
+    while p.accept("WHEN"):
+        if p.accept("MATCHED"):
+            kind = "matched"
+        elif p.accept("NOT", "MATCHED"):
+            kind = "source" if p.accept("BY", "SOURCE") else "target"
+            if kind == "target":
+                p.accept("BY", "TARGET")
+        else:
+            p.fail("expected MATCHED or NOT MATCHED")
+        cond = p.until("THEN", allow_end=False) if p.accept("AND") else None
+        p.expect("THEN")
+        if kind != "target" and p.accept("DELETE"):
+            clauses.append((kind + "_delete", cond, None))
+        elif kind != "target" and p.accept("UPDATE", "SET"):
+            if kind == "matched" and p.accept("*"):
+                clauses.append(("matched_update_all", cond, None))
+            else:
+                clauses.append((kind + "_update", cond, _assignments(p, target_alias)))
+        elif kind == "target" and p.accept("INSERT"):
+            if p.accept("*"):
+                clauses.append(("insert_all", cond, None))
+            else:
+                columns = [_strip(c, target_alias) for c in p.name_list()]
+                p.expect("VALUES")
+                p.expect("(")
+                values = p.split_top(())
+                p.expect(")")
+                if len(values) != len(columns):
+                    p.fail(f"{len(columns)} columns but {len(values)} values")
+                clauses.append(("insert", cond, dict(zip(columns, values))))
+        else:
+            p.fail("expected UPDATE SET, DELETE or INSERT")
+    if not clauses:
+        p.fail("expected WHEN MATCHED / WHEN NOT MATCHED clauses")
+    p.end()
+
+    def run():
+        dt = delta_table(spark, ref)
+        if target_alias:
+            dt = dt.alias(target_alias)
+        df = source()
+        if source_alias:
+            df = df.alias(source_alias)
+        b = dt.merge(df, condition)
+        if evolve:
+            b = b.withSchemaEvolution()
+        for what, cond, arg in clauses:
+            if what == "matched_delete":
+                b = b.whenMatchedDelete(cond)
+            elif what == "matched_update_all":
+                b = b.whenMatchedUpdateAll(cond)
+            elif what == "matched_update":
+                b = b.whenMatchedUpdate(cond, arg)
+            elif what == "source_delete":
+                b = b.whenNotMatchedBySourceDelete(cond)
+            elif what == "source_update":
+                b = b.whenNotMatchedBySourceUpdate(cond, arg)
+            elif what == "insert_all":
+                b = b.whenNotMatchedInsertAll(cond)
+            else:
+                b = b.whenNotMatchedInsert(cond, arg)
+        return b.execute()
+
+    return run
+
+
+def _strip(column: str, alias: str | None) -> str:
+    if alias and column.lower().startswith(alias.lower() + "."):
+        return column[len(alias) + 1 :]
+    return column
+
+
+def _assignments(p: Parser, alias: str | None) -> dict[str, str]:
+    sets: dict[str, str] = {}
+    for item in p.split_top(("WHEN", "WHERE")):
+        sub = Parser(item)
+        sub.statement, sub.form = p.statement, p.form
+        column = _strip(sub.dotted(), alias)
+        sub.expect("=")
+        if sub.done():
+            p.fail(f"no value for {column}")
+        sets[column] = sub.rest()
+    return sets
+
+
+def insert(spark, p: Parser):
+    overwrite = p.accept("OVERWRITE")
+    if not overwrite:
+        p.expect("INTO")
+    p.accept("TABLE")
+    ref = p.require_table()
+    columns = None
+    if p.at("(") and not (p.peek(1) is not None and p.peek(1).upper in ("SELECT", "WITH", "VALUES")):  # type: ignore[union-attr]
+        columns = p.name_list()
+    replace_where = p.until("SELECT", "WITH", "VALUES", "FROM", "TABLE") if p.accept("REPLACE", "WHERE") else None
+    if p.done():
+        p.fail("expected a query (SELECT ..., VALUES ...)")
+    query = p.rest()
+
+    def run():
+        from delta_pyds.spark.native.write import write_delta
+
+        delta_table(spark, ref)
+        df = run_query(spark, query)
+        names = columns or read_ref(spark, ref).columns
+        if len(df.columns) != len(names):
+            raise SqlParseError(
+                f"INSERT: the query gives {len(df.columns)} columns, the table {'list ' if columns else ''}"
+                f"has {len(names)} ({', '.join(names)})"
+            )
+        df = df.toDF(*names)
+        before = current_version(ref.path)
+        options = {"replaceWhere": replace_where} if replace_where else {}
+        write_delta(df, ref.path, mode="overwrite" if overwrite or replace_where else "append", **options)
+        return affected(spark, ref.path, before, ("numOutputRows",), ("num_affected_rows", "num_inserted_rows"))
+
+    return run

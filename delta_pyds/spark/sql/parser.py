@@ -1,0 +1,303 @@
+"""A cursor over the tokens of one statement, and the table references Delta statements take.
+
+Guarantees: a table reference is ``delta.`<path>``` (delta-spark's path syntax, ``@v<n>`` at
+the end of the path is time travel to version n), a quoted path where delta-spark takes one
+(``VACUUM '/p'``), or a name registered in this session by ``CREATE TABLE <name> USING delta
+LOCATION '<path>'``; ``VERSION AS OF n`` / ``TIMESTAMP AS OF '...'`` (with or without
+``FOR``, and the ``SYSTEM_VERSION`` / ``SYSTEM_TIME`` spellings) after a reference are taken with
+it. Every error is a :class:`~delta_pyds.errors.SqlParseError` that names the statement, the
+position and the supported form. No pyspark here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NoReturn
+
+from delta_pyds.errors import SqlParseError
+from delta_pyds.spark.sql.lexer import Token, tokenize
+
+_AT_VERSION = re.compile(r"^(.*)@[vV](\d+)$")
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A Delta table named in a statement: its path, time travel, and where it is in the text."""
+
+    path: str
+    version: int | None
+    timestamp: str | None
+    start: int
+    end: int
+    name: str | None = None  # the session name it was given by, if any
+
+    def read_options(self) -> dict[str, str]:
+        if self.version is not None:
+            return {"versionAsOf": str(self.version)}
+        if self.timestamp is not None:
+            return {"timestampAsOf": self.timestamp}
+        return {}
+
+
+class Parser:
+    """Non-whitespace tokens of one statement with a cursor; ``form`` is the supported form
+    named in errors."""
+
+    def __init__(self, text: str, names: Mapping[str, str] | None = None):
+        self.text = text
+        self.tokens = [t for t in tokenize(text) if t.kind != "ws"]
+        while self.tokens and self.tokens[-1].text == ";":
+            self.tokens.pop()
+        self.names = {k.lower(): v for k, v in (names or {}).items()}
+        self.i = 0
+        self.statement = ""
+        self.form = ""
+
+    # --------------------------------------------------------------- cursor
+    def peek(self, k: int = 0) -> Token | None:
+        j = self.i + k
+        return self.tokens[j] if 0 <= j < len(self.tokens) else None
+
+    def at(self, *words: str) -> bool:
+        for k, w in enumerate(words):
+            t = self.peek(k)
+            if t is None or (t.upper if w.isalpha() or "_" in w else t.text) != w:
+                return False
+        return True
+
+    def accept(self, *words: str) -> bool:
+        if self.at(*words):
+            self.i += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str) -> None:
+        if not self.accept(*words):
+            self.fail(f"expected {' '.join(words)}")
+
+    def done(self) -> bool:
+        return self.i >= len(self.tokens)
+
+    def end(self) -> None:
+        if not self.done():
+            self.fail("unexpected text")
+
+    def position(self) -> int:
+        t = self.peek()
+        return t.start if t is not None else len(self.text.rstrip().rstrip(";"))
+
+    def fail(self, what: str) -> NoReturn:
+        pos = self.position()
+        near = self.text[pos : pos + 40].strip() or "end of statement"
+        raise SqlParseError(f"{self.statement}: {what} at position {pos} (near {near!r}); supported form: {self.form}")
+
+    def word(self) -> str:
+        t = self.peek()
+        if t is None or t.kind not in ("word", "ident"):
+            self.fail("expected a name")
+        self.i += 1
+        return t.value()
+
+    def integer(self) -> int:
+        t = self.peek()
+        if t is None or t.kind != "number" or not t.text.isdigit():
+            self.fail("expected a non-negative integer")
+        self.i += 1
+        return int(t.text)
+
+    def number(self) -> float:
+        t = self.peek()
+        if t is None or t.kind != "number":
+            self.fail("expected a number")
+        self.i += 1
+        return float(re.sub(r"[a-zA-Z]+$", "", t.text))
+
+    def string(self) -> str:
+        t = self.peek()
+        if t is None or t.kind != "string":
+            self.fail("expected a quoted string")
+        self.i += 1
+        return t.value()
+
+    def rest(self) -> str:
+        """The text from the cursor to the end of the statement (without a final ``;``)."""
+        if self.done():
+            return ""
+        start = self.tokens[self.i].start
+        end = self.tokens[-1].end
+        self.i = len(self.tokens)
+        return self.text[start:end]
+
+    def until(self, *stops: str, allow_end: bool = True) -> str:
+        """The text from the cursor up to the first top-level (outside parentheses) word in
+        ``stops`` (or the end); the cursor moves there."""
+        depth = 0
+        start = self.i
+        while not self.done():
+            t = self.tokens[self.i]
+            if t.text == "(":
+                depth += 1
+            elif t.text == ")":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0 and (t.upper or t.text) in stops:
+                break
+            self.i += 1
+        if self.i == start:
+            self.fail("expected an expression")
+        if self.done() and not allow_end:
+            self.fail(f"expected {' or '.join(stops)}")
+        return self.text[self.tokens[start].start : self.tokens[self.i - 1].end]
+
+    def split_top(self, text_stop: tuple[str, ...]) -> list[str]:
+        """Comma-separated items up to a top-level word in ``text_stop`` (or the end)."""
+        items = [self.until(*text_stop, ",")]
+        while self.accept(","):
+            items.append(self.until(*text_stop, ","))
+        return items
+
+    def parenthesized(self) -> str:
+        """The text inside a pair of parentheses at the cursor."""
+        if not self.accept("("):
+            self.fail("expected (")
+        inner = self.until(allow_end=False) if not self.at(")") else ""
+        self.expect(")")
+        return inner
+
+    def name_list(self) -> list[str]:
+        """``(a, b.c, ...)`` or ``a, b`` as names."""
+        paren = self.accept("(")
+        names = [self.dotted()]
+        while self.accept(","):
+            names.append(self.dotted())
+        if paren:
+            self.expect(")")
+        return names
+
+    def dotted(self) -> str:
+        parts = [self.word()]
+        while self.at(".") and self.peek(1) is not None and self.peek(1).kind in ("word", "ident"):  # type: ignore[union-attr]
+            self.i += 1
+            parts.append(self.word())
+        return ".".join(parts)
+
+    # ------------------------------------------------------------- tables
+    def table_ref(self, *, allow_string: bool = False, time_travel: bool = False) -> TableRef | None:
+        """The Delta table reference at the cursor (and its time travel), or None if the cursor
+        is not at one (the cursor does not move then)."""
+        t = self.peek()
+        if t is None:
+            return None
+        start = t.start
+        path: str | None = None
+        name = None
+        if t.upper == "DELTA" and self.at("DELTA", ".") and (n := self.peek(2)) is not None and n.kind == "ident":
+            path = n.value()
+            self.i += 3
+        elif allow_string and t.kind == "string":
+            path = t.value()
+            self.i += 1
+        else:
+            save = self.i
+            if t.kind in ("word", "ident"):
+                dotted = self.dotted()
+                if dotted.lower() in self.names:
+                    path, name = self.names[dotted.lower()], dotted
+            if path is None:
+                self.i = save
+                return None
+        version = None
+        m = _AT_VERSION.match(path)
+        if m and name is None:
+            path, version = m.group(1), int(m.group(2))
+        timestamp = None
+        end = self.tokens[self.i - 1].end
+        if time_travel:
+            save = self.i
+            self.accept("FOR")
+            if self.accept("VERSION", "AS", "OF") or self.accept("SYSTEM_VERSION", "AS", "OF"):
+                if version is not None:
+                    self.fail("two versions given")
+                tok = self.peek()
+                version = int(self.string()) if tok is not None and tok.kind == "string" else self.integer()
+                end = self.tokens[self.i - 1].end
+            elif self.accept("TIMESTAMP", "AS", "OF") or self.accept("SYSTEM_TIME", "AS", "OF"):
+                if version is not None:
+                    self.fail("a version and a timestamp given")
+                timestamp = self.string()
+                end = self.tokens[self.i - 1].end
+            else:
+                self.i = save
+        if not path:
+            self.fail("empty table path")
+        return TableRef(path, version, timestamp, start, end, name)
+
+    def require_table(self, *, allow_string: bool = False) -> TableRef:
+        ref = self.table_ref(allow_string=allow_string)
+        if ref is None:
+            self.fail("expected a Delta table: delta.`/path` or a name from CREATE TABLE ... USING delta LOCATION")
+        assert ref is not None
+        return ref
+
+    def alias(self, *stops: str) -> str | None:
+        """An optional ``[AS] alias`` (a word not in ``stops``)."""
+        if self.accept("AS"):
+            return self.word()
+        t = self.peek()
+        if t is not None and t.kind in ("word", "ident") and t.upper not in stops:
+            return self.word()
+        return None
+
+
+_REF_AFTER = {"FROM", "JOIN", "TABLE", "INTO", "USING", "UPDATE", ","}
+
+
+def query_refs(parser: Parser) -> list[TableRef]:
+    """Every Delta table reference in a query (``delta.`p``` anywhere; session names after
+    FROM, JOIN, TABLE, INTO, USING, UPDATE or a comma of a FROM list)."""
+    refs = []
+    parser.i = 0
+    prev: Token | None = None
+    while not parser.done():
+        t = parser.peek()
+        assert t is not None
+        ref = None
+        if t.upper == "DELTA" or (prev is not None and (prev.upper or prev.text) in _REF_AFTER):
+            if not (prev is not None and prev.text == "."):
+                ref = parser.table_ref(time_travel=True)
+        if ref is not None:
+            refs.append(ref)
+            prev = parser.tokens[parser.i - 1]
+        else:
+            prev = t
+            parser.i += 1
+    return refs
+
+
+def unqualify(text: str, alias: str | None) -> str:
+    """``text`` with the table alias removed from column references (``t.id`` -> ``id``);
+    literals, comments and ``x.t.id`` are left alone."""
+    if not alias:
+        return text
+    tokens = tokenize(text)
+    out = []
+    skip = 0
+    for k, t in enumerate(tokens):
+        if skip:
+            skip -= 1
+            continue
+        prev = next((p for p in reversed(tokens[:k]) if p.kind != "ws"), None)
+        nxt = tokens[k + 1] if k + 1 < len(tokens) else None
+        if (
+            t.kind in ("word", "ident")
+            and t.value().lower() == alias.lower()
+            and nxt is not None
+            and nxt.text == "."
+            and (prev is None or prev.text != ".")
+        ):
+            skip = 1
+            continue
+        out.append(t.text)
+    return "".join(out)

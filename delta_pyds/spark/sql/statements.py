@@ -1,0 +1,350 @@
+"""Runs the statements :func:`delta_pyds.sql` recognises.
+
+Guarantees: a statement is parsed whole before anything runs (a parse error changes nothing);
+each Delta statement is one call of the public :class:`~delta_pyds.DeltaTable` API; results
+have delta-spark's columns (``num_affected_rows`` ...; DESCRIBE HISTORY/DETAIL as
+``history()``/``detail()``). Session names (``CREATE TABLE <name> USING delta LOCATION``) live
+as long as the SparkSession object, in this process only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from delta_pyds.errors import ArgumentTypeError, SqlParseError, TableNotFoundError
+from delta_pyds.spark.sql import dml
+from delta_pyds.spark.sql.parser import Parser, TableRef
+from delta_pyds.spark.sql.tables import NAMES, delta_table, empty, run_statement
+
+FORMS = {
+    "DESCRIBE HISTORY": "DESCRIBE HISTORY <table> [LIMIT n]",
+    "DESCRIBE DETAIL": "DESCRIBE DETAIL <table>",
+    "VACUUM": "VACUUM <table | 'path'> [RETAIN n HOURS] [DRY RUN]",
+    "OPTIMIZE": "OPTIMIZE <table> [WHERE <partition predicate>] [ZORDER BY (col, ...)]",
+    "RESTORE": "RESTORE [TABLE] <table> TO VERSION AS OF n | TIMESTAMP AS OF 'ts'",
+    "DELETE": "DELETE FROM <table> [[AS] alias] [WHERE <condition>]",
+    "UPDATE": "UPDATE <table> [[AS] alias] SET col = expr [, ...] [WHERE <condition>]",
+    "SHOW TBLPROPERTIES": "SHOW TBLPROPERTIES <table> [('key')]",
+    "SHOW COLUMNS": "SHOW COLUMNS (IN | FROM) <table>",
+    "ALTER TABLE": (
+        "ALTER TABLE <table> SET TBLPROPERTIES ('k' = 'v', ...) | UNSET TBLPROPERTIES [IF EXISTS] ('k', ...)"
+        " | ADD CONSTRAINT name CHECK (expr) | DROP CONSTRAINT [IF EXISTS] name"
+    ),
+    "GENERATE": "GENERATE symlink_format_manifest FOR TABLE <table>",
+    "CONVERT TO DELTA": "CONVERT TO DELTA parquet.`path` [PARTITIONED BY (col type, ...)]",
+    "CREATE TABLE": "CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'path'",
+    "MERGE": (
+        "MERGE [WITH SCHEMA EVOLUTION] INTO <table> [[AS] t] USING <table | view | (query)> [[AS] s] ON <cond>"
+        " WHEN MATCHED [AND <cond>] THEN UPDATE SET * | UPDATE SET col = expr, ... | DELETE"
+        " | WHEN NOT MATCHED [BY TARGET] [AND <cond>] THEN INSERT * | INSERT (col, ...) VALUES (expr, ...)"
+        " | WHEN NOT MATCHED BY SOURCE [AND <cond>] THEN UPDATE SET col = expr, ... | DELETE"
+    ),
+    "INSERT": "INSERT INTO | OVERWRITE [TABLE] <table> [(col, ...)] [REPLACE WHERE <cond>] <query>",
+}
+
+
+def sql(spark, statement: str, args: Any = None, **kwargs: Any):
+    """Runs one statement (see :mod:`delta_pyds.spark.sql`)."""
+    if not isinstance(statement, str):
+        raise ArgumentTypeError(f"'statement' must be a str (one SQL statement), got {type(statement).__name__}")
+    names = NAMES.get(spark, {})
+    p = Parser(statement, names)
+    head = _head(p)
+    if head is not None:
+        p.statement, p.form = head, FORMS[head]
+        run = _HANDLERS[head](spark, p)
+        return run()
+    return run_statement(spark, p, statement, args, kwargs)
+
+
+def _head(p: Parser) -> str | None:
+    """Which Delta statement this is (None: any other statement)."""
+    p.i = 0
+    if p.at("DESCRIBE", "HISTORY") or p.at("DESC", "HISTORY"):
+        p.i = 2
+        return "DESCRIBE HISTORY"
+    if p.at("DESCRIBE", "DETAIL") or p.at("DESC", "DETAIL"):
+        p.i = 2
+        return "DESCRIBE DETAIL"
+    delta_only: tuple[tuple[tuple[str, ...], str], ...] = (
+        (("VACUUM",), "VACUUM"),
+        (("OPTIMIZE",), "OPTIMIZE"),
+        (("RESTORE",), "RESTORE"),
+        (("GENERATE",), "GENERATE"),
+        (("CONVERT", "TO", "DELTA"), "CONVERT TO DELTA"),
+    )
+    for words, head in delta_only:
+        if p.accept(*words):
+            return head
+    # statements Spark also has: Delta's only when they name a Delta table
+    if p.accept("MERGE"):
+        p.accept("WITH", "SCHEMA", "EVOLUTION")
+        if p.accept("INTO") and p.table_ref() is not None:
+            p.i = 1
+            return "MERGE"
+    p.i = 0
+    if p.accept("INSERT") and (p.accept("INTO") or p.accept("OVERWRITE")):
+        p.accept("TABLE")
+        if p.table_ref() is not None:
+            p.i = 1
+            return "INSERT"
+    p.i = 0
+    spark_too: tuple[tuple[tuple[str, ...], str], ...] = (
+        (("DELETE", "FROM"), "DELETE"),
+        (("UPDATE",), "UPDATE"),
+        (("SHOW", "TBLPROPERTIES"), "SHOW TBLPROPERTIES"),
+        (("ALTER", "TABLE"), "ALTER TABLE"),
+    )
+    for words, head in spark_too:
+        if p.accept(*words):
+            if p.table_ref() is not None:
+                p.i = len(words)
+                return head
+            p.i = 0
+    if p.accept("SHOW", "COLUMNS") and (p.accept("IN") or p.accept("FROM")):
+        save = p.i
+        if p.table_ref() is not None:
+            p.i = save
+            return "SHOW COLUMNS"
+    p.i = 0
+    if p.accept("CREATE", "TABLE"):
+        p.accept("IF", "NOT", "EXISTS")
+        if p.peek() is not None and p.peek().kind in ("word", "ident"):  # type: ignore[union-attr]
+            p.dotted()
+            if p.accept("USING", "DELTA") and p.at("LOCATION"):
+                p.i = 2
+                return "CREATE TABLE"
+    p.i = 0
+    return None
+
+
+# ------------------------------------------------------------------ statements
+def _describe_history(spark, p: Parser) -> Callable[[], Any]:
+    ref = p.require_table()
+    limit = p.integer() if p.accept("LIMIT") else None
+    p.end()
+    return lambda: delta_table(spark, ref).history(limit)
+
+
+def _describe_detail(spark, p: Parser):
+    ref = p.require_table(allow_string=True)
+    p.end()
+    return lambda: delta_table(spark, ref).detail()
+
+
+def _vacuum(spark, p: Parser):
+    ref = p.require_table(allow_string=True)
+    hours = None
+    if p.accept("RETAIN"):
+        hours = p.number()
+        p.expect("HOURS")
+    dry = p.accept("DRY", "RUN")
+    p.end()
+    return lambda: delta_table(spark, ref).vacuum(hours, dry)
+
+
+def _optimize(spark, p: Parser):
+    ref = p.require_table(allow_string=True)
+    where = p.until("ZORDER") if p.accept("WHERE") else None
+    zorder = p.name_list() if p.accept("ZORDER", "BY") else None
+    p.end()
+
+    def run():
+        builder = delta_table(spark, ref).optimize()
+        if where is not None:
+            builder = builder.where(where)
+        return builder.executeZOrderBy(*zorder) if zorder else builder.executeCompaction()
+
+    return run
+
+
+def _restore(spark, p: Parser):
+    p.accept("TABLE")
+    ref = p.require_table()
+    p.expect("TO")
+    if ref.version is not None or ref.timestamp is not None:
+        p.fail("time travel belongs after TO")
+    p.accept("FOR")
+    version = timestamp = None
+    if p.accept("VERSION", "AS", "OF"):
+        version = p.integer()
+    elif p.accept("TIMESTAMP", "AS", "OF"):
+        timestamp = p.string()
+    else:
+        p.fail("expected VERSION AS OF or TIMESTAMP AS OF")
+    p.end()
+
+    def run():
+        dt = delta_table(spark, ref)
+        return dt.restoreToVersion(version) if version is not None else dt.restoreToTimestamp(timestamp)
+
+    return run
+
+
+def _show_tblproperties(spark, p: Parser):
+    ref = p.require_table()
+    key = None
+    if p.accept("("):
+        key = p.string() if p.peek() is not None and p.peek().kind == "string" else p.dotted()  # type: ignore[union-attr]
+        p.expect(")")
+    p.end()
+
+    def run():
+        from delta_pyds.table.snapshot import Snapshot
+
+        delta_table(spark, ref)
+        snap = Snapshot.load(ref.path)
+        props = dict(snap.configuration)
+        props.setdefault("delta.minReaderVersion", str(snap.protocol.min_reader_version))
+        props.setdefault("delta.minWriterVersion", str(snap.protocol.min_writer_version))
+        rows = sorted(props.items())
+        if key is not None:
+            rows = [(key, props.get(key, f"Table {ref.path} does not have property: {key}"))]
+        return spark.createDataFrame(rows, "key string, value string")
+
+    return run
+
+
+def _show_columns(spark, p: Parser):
+    ref = p.require_table()
+    p.end()
+    return lambda: spark.createDataFrame(
+        [(f.name,) for f in delta_table(spark, ref).toDF().schema.fields], "col_name string"
+    )
+
+
+def _alter_table(spark, p: Parser):
+    ref = p.require_table()
+    if p.accept("SET", "TBLPROPERTIES"):
+        props = _properties(p)
+        p.end()
+        return lambda: empty(spark, delta_table(spark, ref).setProperties(props))
+    if p.accept("UNSET", "TBLPROPERTIES"):
+        if_exists = p.accept("IF", "EXISTS")
+        p.expect("(")
+        keys = [p.string() if p.peek() is not None and p.peek().kind == "string" else p.dotted()]  # type: ignore[union-attr]
+        while p.accept(","):
+            keys.append(p.string() if p.peek() is not None and p.peek().kind == "string" else p.dotted())  # type: ignore[union-attr]
+        p.expect(")")
+        p.end()
+        return lambda: empty(spark, _unset(ref, keys, if_exists))
+    if p.accept("ADD", "CONSTRAINT"):
+        name = p.word()
+        p.expect("CHECK")
+        expr = p.parenthesized()
+        p.end()
+        return lambda: empty(spark, _add_constraint(spark, ref, name, expr))
+    if p.accept("DROP", "CONSTRAINT"):
+        if_exists = p.accept("IF", "EXISTS")
+        name = p.word()
+        p.end()
+        return lambda: empty(spark, _unset(ref, [f"delta.constraints.{name.lower()}"], if_exists))
+    p.fail("expected SET TBLPROPERTIES, UNSET TBLPROPERTIES, ADD CONSTRAINT or DROP CONSTRAINT")
+    raise AssertionError
+
+
+def _add_constraint(spark, ref: TableRef, name: str, expr: str) -> int:
+    from delta_pyds.errors import ConstraintViolationError
+
+    dt = delta_table(spark, ref)
+    bad = dt.toDF().where(f"NOT coalesce(({expr}), true)").count()
+    if bad:
+        raise ConstraintViolationError(
+            f"ALTER TABLE ADD CONSTRAINT {name} CHECK ({expr}): {bad} existing rows violate it; nothing changed"
+        )
+    return dt.setProperties({f"delta.constraints.{name.lower()}": expr})
+
+
+def _properties(p: Parser) -> dict[str, str]:
+    p.expect("(")
+    props: dict[str, str] = {}
+    while True:
+        t = p.peek()
+        key = p.string() if t is not None and t.kind == "string" else p.dotted()
+        p.accept("=")
+        t = p.peek()
+        if t is None or t.kind not in ("string", "number", "word"):
+            p.fail("expected a property value")
+        assert t is not None
+        props[key] = t.value()
+        p.i += 1
+        if not p.accept(","):
+            break
+    p.expect(")")
+    return props
+
+
+def _unset(ref: TableRef, keys: list[str], if_exists: bool) -> int | None:
+    from delta_pyds.operations.properties import unset_properties
+
+    return unset_properties(ref.path, keys, if_exists=if_exists)
+
+
+def _generate(spark, p: Parser):
+    mode = p.word()
+    p.expect("FOR", "TABLE")
+    ref = p.require_table(allow_string=True)
+    p.end()
+    return lambda: empty(spark, delta_table(spark, ref).generate(mode))
+
+
+def _convert(spark, p: Parser):
+    from delta_pyds.spark.tables import DeltaTable
+
+    t = p.peek()
+    if t is None or t.upper != "PARQUET" or not p.at("PARQUET", "."):
+        p.fail("expected parquet.`path`")
+    p.i += 2
+    tok = p.peek()
+    if tok is None or tok.kind != "ident":
+        p.fail("expected parquet.`path`")
+    assert tok is not None
+    identifier = f"parquet.{tok.text}"
+    p.i += 1
+    schema = p.parenthesized() if p.accept("PARTITIONED", "BY") else None
+    p.end()
+    return lambda: empty(spark, DeltaTable.convertToDelta(spark, identifier, schema))
+
+
+def _create_table(spark, p: Parser):
+    if_not_exists = p.accept("IF", "NOT", "EXISTS")
+    name = p.dotted()
+    p.expect("USING", "DELTA")
+    p.expect("LOCATION")
+    path = p.string()
+    p.end()
+
+    def run():
+        names = NAMES.setdefault(spark, {})
+        if name.lower() in names and not if_not_exists and names[name.lower()] != path:
+            raise SqlParseError(f"CREATE TABLE: the session name {name} already names {names[name.lower()]}")
+        from delta_pyds.spark.tables import DeltaTable
+
+        if not DeltaTable.isDeltaTable(spark, path):
+            raise TableNotFoundError(
+                f"CREATE TABLE {name} USING delta LOCATION '{path}': no Delta table there "
+                "(a table with columns is created by DeltaTable.create(spark).location(path))"
+            )
+        names.setdefault(name.lower(), path)
+        return empty(spark, None)
+
+    return run
+
+
+_HANDLERS: Mapping[str, Callable[[Any, Parser], Callable[[], Any]]] = {
+    "DESCRIBE HISTORY": _describe_history,
+    "DESCRIBE DETAIL": _describe_detail,
+    "VACUUM": _vacuum,
+    "OPTIMIZE": _optimize,
+    "RESTORE": _restore,
+    "DELETE": dml.delete,
+    "UPDATE": dml.update,
+    "SHOW TBLPROPERTIES": _show_tblproperties,
+    "SHOW COLUMNS": _show_columns,
+    "ALTER TABLE": _alter_table,
+    "GENERATE": _generate,
+    "CONVERT TO DELTA": _convert,
+    "CREATE TABLE": _create_table,
+    "MERGE": dml.merge,
+    "INSERT": dml.insert,
+}

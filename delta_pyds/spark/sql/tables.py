@@ -1,0 +1,96 @@
+"""What the statements of :func:`delta_pyds.sql` share: session names, reading a table
+reference, running a query that names Delta tables, and delta-spark's result rows.
+
+Guarantees: session names (``CREATE TABLE <name> USING delta LOCATION``) live as long as the
+SparkSession object, in this process only; a query's Delta tables are read through
+``read_delta`` (the native path, with their time travel) and reach ``spark.sql`` as DataFrame
+arguments, the rest of the text unchanged (braces escaped for pyspark's formatter); a statement
+naming no Delta table reaches ``spark.sql(statement, args, **kwargs)`` as given."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from delta_pyds.errors import ArgumentTypeError, SqlParseError, TableNotFoundError
+from delta_pyds.log.history import history as commit_history
+from delta_pyds.spark.sql.parser import Parser, TableRef, query_refs
+
+NAMES: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+def table_names(spark) -> dict[str, str]:
+    """The session names of Delta tables made by ``CREATE TABLE ... LOCATION`` on ``spark``
+    (name -> path); a copy."""
+    return dict(NAMES.get(spark, {}))
+
+
+def run_statement(spark, p: Parser, statement: str, args=None, kwargs=None):
+    """Runs a statement that is not a Delta statement (its Delta tables read natively)."""
+    kwargs = kwargs or {}
+    refs = query_refs(p)
+    if not refs:
+        return spark.sql(statement, args, **kwargs)
+    from delta_pyds.spark.native.read import read_delta
+
+    frames: dict[str, Any] = {}
+    pieces = []
+    pos = 0
+    for n, ref in enumerate(refs):
+        key = f"delta_pyds_table_{n}"
+        frames[key] = read_delta(spark, ref.path, **ref.read_options())
+        pieces.append(escape(statement[pos : ref.start]))
+        pieces.append("{" + key + "}")
+        pos = ref.end
+    pieces.append(escape(statement[pos:]))
+    clash = set(frames) & set(kwargs)
+    if clash:
+        raise ArgumentTypeError(f"sql: keyword arguments {sorted(clash)} are reserved by delta_pyds.sql")
+    return spark.sql("".join(pieces), args, **frames, **kwargs)
+
+
+def escape(text: str) -> str:
+    # the query goes through pyspark's str.format-style formatter once DataFrames are passed
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def delta_table(spark, ref: TableRef):
+    from delta_pyds.spark.tables import DeltaTable
+
+    if ref.version is not None or ref.timestamp is not None:
+        raise SqlParseError(f"time travel ({ref.path}@...) is only supported in queries and RESTORE")
+    return DeltaTable.forPath(spark, ref.path)
+
+
+def affected(spark, path: str, before: int, metrics: tuple[str, ...], columns: tuple[str, ...]):
+    """One row of the metrics of the commit made after version ``before`` (zeros: none made)."""
+    last = commit_history(path, limit=1)
+    values = [0] * len(columns)
+    if last and last[0]["version"] > before:
+        om = last[0].get("operationMetrics") or {}
+        values = [int(om.get(m, 0) or 0) for m in metrics]
+        if len(columns) > len(metrics):  # num_affected_rows first: the sum of the rest
+            values = [sum(values)] + values
+    return spark.createDataFrame([tuple(values)], ", ".join(f"{c} long" for c in columns))
+
+
+def current_version(path: str) -> int:
+    last = commit_history(path, limit=1)
+    if not last:
+        raise TableNotFoundError(f"no Delta table at {path}")
+    return int(last[0]["version"])
+
+
+def run_query(spark, text: str):
+    """A query (a MERGE source, the rows of an INSERT) with its Delta tables read natively."""
+    return run_statement(spark, Parser(text, NAMES.get(spark, {})), text)
+
+
+def read_ref(spark, ref: TableRef):
+    from delta_pyds.spark.native.read import read_delta
+
+    return read_delta(spark, ref.path, **ref.read_options())
+
+
+def empty(spark, _result: Any):
+    return spark.createDataFrame([], "result string").drop("result")
