@@ -212,7 +212,7 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
     read_schema = SparkStructType.fromJson(plan.read_schema.to_json())
     has_dv = plan.files.column(HAS_DV)
     dv_count = pc.sum(has_dv).as_py() or 0
-    glob = name_glob(plan.files.column(FILE_PATH)) if dv_count == 0 else None
+    glob = name_glob(plan.files.column(FILE_PATH))
     base, by_directory = _scan(spark, plan, location, read_schema, glob)
     listed = listed_files(base)
     check_listed(plan, listed)
@@ -223,11 +223,14 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
     plain_files = plan.files.filter(pc.invert(has_dv)) if dv_count else plan.files
     parts = []
     if plain_files.num_rows:
-        plain_df = base if exact else base.where(file_filter(plain_files.column(FILE_PATH).to_pylist()))
+        plain_df = (
+            base if exact and not dv_count else base.where(file_filter(plain_files.column(FILE_PATH).to_pylist()))
+        )
         parts.append(_with_partitions(spark, plain_df, plan, plain_files, by_directory))
     if dv_count:
         dv_files = plan.files.filter(has_dv)
-        dv_df = base.where(file_filter(dv_files.column(FILE_PATH).to_pylist()))
+        every = exact and not plain_files.num_rows  # the glob admitted exactly these files
+        dv_df = base if every else base.where(file_filter(dv_files.column(FILE_PATH).to_pylist()))
         # each vector verified on the driver as the data source verifies it, as bit buckets
         # sized by the files' rows (never by the rows deleted), broadcast and joined
         buckets = deleted_row_buckets(storage, plan.dv_files, max_bytes=MAX_BUCKET_BYTES)
