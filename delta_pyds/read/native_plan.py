@@ -53,6 +53,7 @@ from delta_pyds.table.snapshot import Snapshot
 # the column of NativePlan.files holding Spark's spelling of each file's path
 FILE_PATH = "file_path"
 HAS_DV = "has_dv"
+LOG_PATH = "__pydelta_log_path"  # the file's path as the log spells it (decoded, root-relative)
 # the field metadata key Spark reads and writes Parquet field ids from
 SPARK_FIELD_ID = "parquet.field.id"
 
@@ -141,7 +142,7 @@ class NativePlan:
 
     version: int
     root_uri: str  # the table root as Spark spells it
-    files: pa.Table  # file_path, has_dv, deletion_vector, one typed column per partition column
+    files: pa.Table  # file_path, has_dv, deletion_vector, log path, one typed column per partition column
     read_schema: StructType  # physical data columns to read, with field ids in id mode
     output: list[OutputColumn]
     partition_columns: list[str]  # logical names (the file table's partition columns)
@@ -153,42 +154,19 @@ class NativePlan:
     directory_partitions: list[StructField] = field(default_factory=list)
 
     @property
-    def dv_descriptors(self) -> dict[str, dict[str, Any]]:
-        """file URI -> deletion vector descriptor (camelCase), for the files that have one."""
+    def dv_files(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """(file URI, log path, deletion vector descriptor) of the files that have one."""
         if not self.files.num_rows:
-            return {}
+            return []
         dv_files = self.files.filter(self.files.column(HAS_DV))
-        if not dv_files.num_rows:
-            return {}
-        return dict(
-            zip(dv_files.column(FILE_PATH).to_pylist(), dv_files.column("deletion_vector").to_pylist(), strict=True)
+        return list(
+            zip(
+                dv_files.column(FILE_PATH).to_pylist(),
+                dv_files.column(LOG_PATH).to_pylist(),
+                dv_files.column("deletion_vector").to_pylist(),
+                strict=True,
+            )
         )
-
-
-def deleted_row_count(plan: NativePlan) -> int:
-    """Rows the plan's deletion vectors delete (their cardinalities, from the log)."""
-    if not plan.files.num_rows or "deletion_vector" not in plan.files.column_names:
-        return 0
-    dv = plan.files.column("deletion_vector").combine_chunks()
-    if dv.null_count == len(dv):
-        return 0
-    return int(pc.sum(pc.struct_field(dv, "cardinality")).as_py() or 0)
-
-
-def deleted_rows(plan: NativePlan, storage: Any) -> pa.Table:
-    """Every (file URI, row index) the plan's deletion vectors delete, as an Arrow table
-    with columns ``file_path`` (string) and ``row_index`` (int64); each vector is read and
-    verified (:func:`delta_pyds.protocol.deletion_vectors.load_deleted_rows`)."""
-    from delta_pyds.protocol.deletion_vectors import load_deleted_rows
-
-    paths, rows = [], []
-    for uri, descriptor in plan.dv_descriptors.items():
-        deleted = load_deleted_rows(storage, descriptor)
-        rows.append(pa.array(deleted.astype(np.int64)))
-        paths.append(pa.repeat(pa.scalar(uri, pa.string()), len(deleted)))
-    if not rows:
-        return pa.table({FILE_PATH: pa.array([], pa.string()), "row_index": pa.array([], pa.int64())})
-    return pa.table({FILE_PATH: pa.concat_arrays(paths), "row_index": pa.concat_arrays(rows)})
 
 
 def plan_native_scan(
@@ -394,7 +372,7 @@ def _file_table(snapshot: Snapshot, files: pa.Table, root: str) -> pa.Table:
 
         dv = pa.nulls(n, DV_TYPE)
         has_dv = pa.array(np.zeros(n, dtype=bool))
-    cols: dict[str, Any] = {FILE_PATH: uris, HAS_DV: has_dv, "deletion_vector": dv, "path": paths}
+    cols: dict[str, Any] = {FILE_PATH: uris, HAS_DV: has_dv, "deletion_vector": dv, LOG_PATH: paths}
     for name in ("base_row_id", "default_row_commit_version"):
         if name in files.column_names:
             cols[name] = files.column(name)

@@ -1391,3 +1391,67 @@ def test_winning_commits_are_read_within_the_bound_on_object_stores():
     fsspec.filesystem("memory").pipe_file(f"{root}/_delta_log/{1:020d}.json", big.encode())
     with pytest.raises(UnsafeFileError, match="maxLogFileBytes"):
         txn.commit("WRITE")
+
+
+# ------------------------------------------------------------ deletion vectors, both read paths
+def _bitmap(rows):
+    from pyroaring import BitMap64
+
+    return BitMap64(rows)
+
+
+def _inline(bitmap, **override) -> dict:
+    from delta_pyds.protocol.deletion_vectors import inline_descriptor
+
+    return {**inline_descriptor(bitmap).to_dict(), **override}
+
+
+def _stored(t: str, bitmap, **override) -> dict:
+    from delta_pyds.protocol.deletion_vectors import write_deletion_vectors
+
+    (desc,) = write_deletion_vectors(Storage(t), [bitmap])
+    return {**desc.to_dict(), **override}
+
+
+def _flip_checksum(t: str) -> dict:
+    before = set(os.listdir(t))
+    desc = _stored(t, _bitmap([1, 2]))
+    (name,) = set(os.listdir(t)) - before
+    path = os.path.join(t, name)
+    data = bytearray(open(path, "rb").read())
+    data[-1] ^= 0xFF  # the stored CRC-32
+    open(path, "wb").write(bytes(data))
+    return desc
+
+
+# hostile deletion vectors on the 10-row file of DV_TABLE: name -> (make descriptor, message)
+HOSTILE_DVS = {
+    "inline claiming 100 rows of 10": (lambda t: _inline(_range_bitmap(100)), r"100 rows.*only 10 rows"),
+    "inline claiming 15M rows of 10": (lambda t: _inline(_range_bitmap(15_000_000)), r"only 10 rows"),
+    "inline claiming 60M rows of 10": (lambda t: _inline(_range_bitmap(60_000_000)), r"only 10 rows"),
+    "row index 10 of 10 rows": (lambda t: _inline(_bitmap([3, 10])), r"deletes row 10.*only 10 rows"),
+    "stored, row index 2**40": (lambda t: _stored(t, _bitmap([1, 2**40])), r"deletes row 1099511627776"),
+    "understated cardinality": (lambda t: _inline(_bitmap(range(8)), cardinality=2), r"holds 8 rows.*cardinality 2"),
+    "corrupt checksum": (_flip_checksum, r"checksum mismatch"),
+    "bad magic": (lambda t: _inline(_bitmap([1]), pathOrInlineDv="0" * 20, sizeInBytes=16), r"magic number"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_DVS))
+def test_hostile_deletion_vectors_are_refused_by_both_read_paths(tmp_path, spark, name):
+    """The data source and the native read (read_delta) refuse the same hostile vectors
+    with DeletionVectorError (the native path naming the data file, before any bitmap is
+    expanded past the file's rows), never fewer rows or an out-of-memory error."""
+    from delta_pyds import read_delta
+
+    make, message = HOSTILE_DVS[name]
+    t = copy(tmp_path, DV_TABLE)
+    _give_dv(t, make(t))
+    with pytest.raises(DeletionVectorError, match=message):
+        read_rows(t)
+    with pytest.raises(Exception, match="DeletionVectorError") as source_exc:
+        spark.read.format("pydelta").load(t).collect()
+    assert re.search(message, str(source_exc.value), re.S)
+    with pytest.raises(DeletionVectorError, match=message) as native_exc:
+        read_delta(spark, t, native="require").collect()
+    assert re.search(r"data file file:/\S+\.parquet", str(native_exc.value))

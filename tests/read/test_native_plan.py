@@ -81,7 +81,7 @@ def test_partitioned_table_plan():
     assert all(u.startswith(spark_root_uri(snapshot.table_root) + "/year=") for u in uris)
     assert plan.files.column("year").type == pa.string()
     assert not any(plan.files.column(HAS_DV).to_pylist())
-    assert plan.dv_descriptors == {}
+    assert plan.dv_files == []
 
 
 def test_typed_partition_values_and_nulls():
@@ -110,10 +110,10 @@ def test_columns_projection_and_errors():
 def test_deletion_vector_files():
     snapshot = Snapshot.load(table_path("delta-rs/table-with-dv-small"))
     plan = plan_native_scan(snapshot)
-    dvs = plan.dv_descriptors
+    dvs = plan.dv_files
     assert len(dvs) == 1
-    ((uri, descriptor),) = dvs.items()
-    assert uri.startswith("file:/") and descriptor["cardinality"] == 2
+    ((uri, log_path, descriptor),) = dvs
+    assert uri.startswith("file:/") and uri.endswith(log_path) and descriptor["cardinality"] == 2
 
 
 @pytest.mark.parametrize("mode", ["name", "id"])

@@ -166,7 +166,7 @@ def test_deletion_vectors_only_dv_files_pay(spark):
     native = read_delta(spark, path)
     same(native, spark.read.format("pydelta").load(path))
     plan = native._jdf.queryExecution().optimizedPlan().toString()
-    assert "row_index" in plan and "leftanti" in plan.lower()  # deleted rows anti-joined
+    assert "row_index" in plan and "__pydelta_dv_words" in plan  # deleted rows looked up in bit buckets
     # the version before the deletion vector was added reads no row index at all
     v0 = read_delta(spark, path, versionAsOf=0)
     assert "row_index" not in v0._jdf.queryExecution().optimizedPlan().toString()
@@ -179,19 +179,19 @@ def test_deletion_vectors_only_dv_files_pay(spark):
 )
 @pytest.mark.parametrize("how", ["udf", "pairs"])
 def test_deletion_vectors_other_strategies(spark, monkeypatch, name, how):
-    """Beyond MAX_JOINED_DELETED_ROWS the vectors are applied by an Arrow UDF in the tasks;
-    beyond MAX_KEYED_DV_FILES the anti-join is keyed by (file path, row index)."""
+    """Beyond MAX_BUCKET_BYTES the vectors are applied by an Arrow UDF in the tasks;
+    beyond MAX_KEYED_DV_FILES the bucket join is keyed by (file path, bucket)."""
     import delta_pyds.spark.native.read as native_read
 
     if how == "udf":
-        monkeypatch.setattr(native_read, "MAX_JOINED_DELETED_ROWS", 0)
+        monkeypatch.setattr(native_read, "MAX_BUCKET_BYTES", 0)
     else:
         monkeypatch.setattr(native_read, "MAX_KEYED_DV_FILES", 0)
     path = table_path(name)
     native = read_delta(spark, path, native="require")
     plan = native._jdf.queryExecution().optimizedPlan().toString().lower()
     if "row_index" in plan:  # the version read has deletion vectors
-        assert ("leftanti" in plan) is (how == "pairs") and ("__pydelta_dv_path" in plan) is (how == "pairs")
+        assert ("__pydelta_dv_words" in plan) is (how == "pairs") and ("__pydelta_dv_path" in plan) is (how == "pairs")
     same(native, spark.read.format("pydelta").load(path))
 
 
@@ -404,3 +404,53 @@ def test_missing_data_file_is_an_error_not_fewer_rows(spark, tmp_path):
     os.remove(path / victim)
     with pytest.raises(DataFileError, match=victim.replace(".", r"\.")):
         read_delta(spark, str(path))
+
+
+BIG_DV_SCRIPT = """
+import sys
+from pyspark.sql import SparkSession, functions as F
+spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "1g")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+from delta_pyds import read_delta
+row = read_delta(spark, sys.argv[1], native="require").agg(F.count("*"), F.sum("id")).collect()[0]
+print("RESULT", row[0], row[1])
+"""
+
+
+@pytest.mark.slow
+def test_big_deletion_vector_reads_with_a_1g_driver(tmp_path):
+    """One 12M-row file whose deletion vector deletes 10.8M rows (every id not a multiple
+    of 10) reads through read_delta on a driver of 1 GB: the vector reaches Spark as 1.5 MB
+    of bit buckets (the file's rows / 8), not as 10.8M keys (it was an OutOfMemoryError)."""
+    import json
+    import subprocess
+    import sys
+
+    import numpy as np
+    import pyarrow as pa
+    from deltalake import write_deltalake
+    from pyroaring import BitMap64
+
+    from delta_pyds.protocol.deletion_vectors import write_deletion_vectors
+    from delta_pyds.storage.store import Storage
+
+    n = 12_000_000
+    t = str(tmp_path / "big-dv")
+    write_deltalake(
+        t, pa.table({"id": np.arange(n, dtype=np.int64)}), configuration={"delta.enableDeletionVectors": "true"}
+    )
+    log0 = os.path.join(t, "_delta_log", "00000000000000000000.json")
+    (add,) = [json.loads(line)["add"] for line in open(log0) if '"add"' in line]
+    deleted = BitMap64(np.arange(n, dtype=np.uint64))
+    deleted.difference_update(BitMap64(np.arange(0, n, 10, dtype=np.uint64)))
+    (desc,) = write_deletion_vectors(Storage(t), [deleted])
+    assert desc.cardinality == 10_800_000
+    remove = {"path": add["path"], "deletionTimestamp": 1, "dataChange": True, "size": add["size"]}
+    with open(os.path.join(t, "_delta_log", "00000000000000000001.json"), "w") as f:
+        f.write(json.dumps({"remove": remove}) + "\n")
+        f.write(json.dumps({"add": {**add, "deletionVector": desc.to_dict()}}) + "\n")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    out = subprocess.run([sys.executable, "-c", BIG_DV_SCRIPT, t], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    kept = n // 10
+    assert f"RESULT {kept} {10 * kept * (kept - 1) // 2}" in out.stdout

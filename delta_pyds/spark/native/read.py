@@ -22,10 +22,15 @@ Guarantees:
   file sets, or a broadcast join on ``_metadata.file_path``); column mapping reads physical
   names, and Parquet field ids in ``id`` mode (the session conf
   ``spark.sql.parquet.fieldId.read.enabled`` is set to true);
-* only files with a deletion vector read ``_metadata.row_index``; their deleted rows are
-  dropped by an anti-join with the (file, row) pairs the vectors delete, read and verified on
-  the driver (broadcast when small), or, beyond :data:`MAX_JOINED_DELETED_ROWS`, by an Arrow
-  UDF that loads each file's vector in the tasks; files without one are pure Spark;
+* only files with a deletion vector read ``_metadata.row_index``; files without one are pure
+  Spark. Each vector is verified on the driver as the data source verifies it (cardinality
+  and row indexes within the file's footer row count, checksum, format: else
+  :class:`~delta_pyds.errors.DeletionVectorError` naming the data file) and becomes bit
+  buckets (:mod:`delta_pyds.read.dv_buckets`: 4 KiB per 32768 rows holding a deleted row),
+  broadcast and looked up per row by (file, ``row_index >> 15``) plus one bit test. Their
+  size depends on the files' row counts, never on the rows deleted; beyond
+  :data:`MAX_BUCKET_BYTES` an Arrow UDF loads and verifies each file's vector in the tasks
+  (its errors then come wrapped in Spark's exception, named in its message);
 * ``where`` prunes files with Delta statistics and partition values (conservatively) and is
   also applied by Spark to the rows, so results never depend on skipping; nothing depends
   on Spark reusing a plan;
@@ -54,14 +59,8 @@ from delta_pyds.errors import DataFileError, UnsupportedFeatureError
 from delta_pyds.expressions.safe_sql import safe_spark_sql
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.protocol.schema import StructField, StructType, nullable_type
-from delta_pyds.read.native_plan import (
-    FILE_PATH,
-    HAS_DV,
-    NativePlan,
-    deleted_row_count,
-    deleted_rows,
-    plan_native_scan,
-)
+from delta_pyds.read.dv_buckets import BUCKET_BITS, BUCKET_ROWS, deleted_row_buckets
+from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, plan_native_scan
 from delta_pyds.read.options import ReadOptions, get_option, read_change_feed
 from delta_pyds.spark.native.locations import SparkLocation, spark_location
 from delta_pyds.spark.schema_convert import to_spark_schema
@@ -74,10 +73,10 @@ log = logging.getLogger(__name__)
 FIELD_ID_CONF = "spark.sql.parquet.fieldId.read.enabled"
 # up to this many distinct partition value tuples become literals (CASE WHEN), else a join
 MAX_LITERAL_PARTITIONS = 16
-# deleted rows up to this many are anti-joined (broadcast up to the second bound); more are
-# filtered by an Arrow UDF that loads each file's deletion vector in the tasks
-MAX_JOINED_DELETED_ROWS = 20_000_000
-MAX_BROADCAST_DELETED_ROWS = 2_000_000
+# deletion vectors are broadcast as bit buckets up to this many bytes (files of up to about
+# 512M rows in all, however many rows they delete); beyond, an Arrow UDF loads each file's
+# vector in the tasks
+MAX_BUCKET_BYTES = 64 << 20
 # files with deletion vectors up to this many get a numeric join key (a CASE over their paths)
 MAX_KEYED_DV_FILES = 64
 # tables of up to this many live files are listed through a pathGlobFilter of their names
@@ -228,7 +227,7 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
     read_schema = SparkStructType.fromJson(plan.read_schema.to_json())
     has_dv = plan.files.column(HAS_DV)
     dv_count = pc.sum(has_dv).as_py() or 0
-    glob = name_glob(plan.files.column(FILE_PATH)) if dv_count == 0 else None
+    glob = name_glob(plan.files.column(FILE_PATH))
     base, by_directory = _scan(spark, plan, location, read_schema, glob)
     listed = listed_files(base)
     check_listed(plan, listed)
@@ -239,17 +238,15 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
     plain_files = plan.files.filter(pc.invert(has_dv)) if dv_count else plan.files
     parts = []
     if plain_files.num_rows:
-        plain_df = base if exact else base.where(file_filter(plain_files.column(FILE_PATH).to_pylist()))
+        plain_df = (
+            base if exact and not dv_count else base.where(file_filter(plain_files.column(FILE_PATH).to_pylist()))
+        )
         parts.append(_with_partitions(spark, plain_df, plan, plain_files, by_directory))
     if dv_count:
         dv_files = plan.files.filter(has_dv)
-        dv_df = base.where(file_filter(dv_files.column(FILE_PATH).to_pylist()))
-        if deleted_row_count(plan) <= MAX_JOINED_DELETED_ROWS:
-            # the deleted (file, row) pairs, read on the driver, anti-joined in the JVM
-            dv_df = _anti_join_deleted(spark, dv_df, deleted_rows(plan, storage), deleted_row_count(plan))
-        else:  # too many to ship: each task loads its files' vectors
-            keep = _dv_filter(plan.dv_descriptors, storage)
-            dv_df = dv_df.where(keep(F.col("_metadata.file_path"), F.col("_metadata.row_index")))
+        every = exact and not plain_files.num_rows  # the glob admitted exactly these files
+        dv_df = base if every else base.where(file_filter(dv_files.column(FILE_PATH).to_pylist()))
+        dv_df = drop_deleted_rows(spark, dv_df, plan, storage)
         parts.append(_with_partitions(spark, dv_df, plan, dv_files, by_directory))
     df = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     if read_schema == output_schema and not by_directory:  # physical = logical, no partition column
@@ -416,30 +413,72 @@ def partition_text(values: pa.Array) -> pa.Array:
     return values.cast(pa.string())
 
 
-def _anti_join_deleted(spark, df: DataFrame, deleted: pa.Table, count: int) -> DataFrame:
-    """``df`` without the rows named by ``deleted`` (file_path, row_index). With few files
-    the key is one long (file number << 40 | row index: a long-keyed hash join, about twice
-    as fast as a string and long key); with many, (file path, row index)."""
-    uris = pc.unique(deleted.column(FILE_PATH).combine_chunks())
-    hint = F.broadcast if count <= MAX_BROADCAST_DELETED_ROWS else (lambda d: d)
+def drop_deleted_rows(spark, df: DataFrame, plan: NativePlan, storage: Storage) -> DataFrame:
+    """``df`` (a Parquet scan of some of ``plan``'s files, ``_metadata`` still reachable)
+    without the rows the files' deletion vectors delete. Each vector is verified on the
+    driver as the data source verifies it (cardinality and row indexes against the file's
+    footer row count, else :class:`~delta_pyds.errors.DeletionVectorError` naming the file)
+    and held as bit buckets sized by the files' rows, never by the rows deleted, broadcast
+    and joined; beyond :data:`MAX_BUCKET_BYTES` each task loads and verifies its files'
+    vectors. Rows of files without a vector are kept."""
+    if not plan.dv_files:
+        return df
+    buckets = deleted_row_buckets(storage, plan.dv_files, max_bytes=MAX_BUCKET_BYTES)
+    if buckets is not None:
+        uris = [uri for uri, _, _ in plan.dv_files]
+        return _drop_deleted(df, _bucket_frame(spark, buckets, uris), uris)
+    keep = _dv_filter(plan.dv_files, storage)
+    return df.where(keep(F.col("_metadata.file_path"), F.col("_metadata.row_index")))
+
+
+def _drop_deleted(df: DataFrame, buckets: DataFrame, uris: list[str]) -> DataFrame:
+    """``df`` without the rows the deletion vector ``buckets`` (file_path, bucket, words:
+    see :mod:`delta_pyds.read.dv_buckets`) mark deleted: a broadcast left join on (file,
+    ``row_index >> BUCKET_BITS``), then one bit test per row. With few files the key is one
+    long (file number << 40 | bucket: a long-keyed hash join), else (file path, bucket)."""
+    bucket = f"shiftright(_metadata.row_index, {BUCKET_BITS})"
     if len(uris) <= MAX_KEYED_DV_FILES:
-        number = pc.index_in(deleted.column(FILE_PATH), value_set=uris).cast(pa.int64())
-        key = pc.add(pc.shift_left(number, 40), deleted.column("row_index"))
-        keys = hint(_one_row_exploded(spark, pa.table({"__pydelta_dv_key": key})))
-        case = " ".join(f"WHEN {_sql_string(u)} THEN {i}L" for i, u in enumerate(uris.to_pylist()))
+        case = " ".join(f"WHEN {_sql_string(u)} THEN {i}L" for i, u in enumerate(uris))
         keyed = df.withColumn(
-            "__pydelta_dv_key", F.expr(f"shiftleft(CASE _metadata.file_path {case} END, 40) + _metadata.row_index")
+            "__pydelta_dv_key", F.expr(f"shiftleft(CASE _metadata.file_path {case} END, 40) + {bucket}")
         )
-        return keyed.join(keys, keyed["__pydelta_dv_key"] == keys["__pydelta_dv_key"], "left_anti").drop(
-            "__pydelta_dv_key"
+        right = F.broadcast(
+            buckets.select(
+                (F.shiftleft(F.col("__pydelta_dv_file"), 40) + F.col("__pydelta_dv_bucket")).alias("__pydelta_dv_rkey"),
+                "__pydelta_dv_words",
+            )
         )
-    pairs = hint(_one_row_exploded(spark, deleted.rename_columns(["__pydelta_dv_path", "__pydelta_dv_row"])))
-    return df.join(
-        pairs,
-        (F.col("_metadata.file_path") == pairs["__pydelta_dv_path"])
-        & (F.col("_metadata.row_index") == pairs["__pydelta_dv_row"]),
-        "left_anti",
-    )
+        joined = keyed.join(right, keyed["__pydelta_dv_key"] == right["__pydelta_dv_rkey"], "left_outer")
+        drop = ["__pydelta_dv_key", "__pydelta_dv_rkey", "__pydelta_dv_words"]
+    else:
+        right = F.broadcast(buckets)
+        joined = df.join(
+            right,
+            (F.col("_metadata.file_path") == right["__pydelta_dv_path"])
+            & (F.expr(bucket) == right["__pydelta_dv_bucket"]),
+            "left_outer",
+        )
+        drop = ["__pydelta_dv_path", "__pydelta_dv_bucket", "__pydelta_dv_words"]
+    word = f"get(__pydelta_dv_words, CAST(shiftright(_metadata.row_index & {BUCKET_ROWS - 1}, 6) AS INT))"
+    kept = F.expr(f"__pydelta_dv_words IS NULL OR (shiftright({word}, CAST(_metadata.row_index & 63 AS INT)) & 1) = 0")
+    return joined.where(kept).drop(*drop)
+
+
+def _bucket_frame(spark, buckets: pa.Table, uris: list[str]) -> DataFrame:
+    """The buckets as a DataFrame (one row holding them all, exploded in the JVM); with
+    few files, the file is its number in ``uris``."""
+    if len(uris) <= MAX_KEYED_DV_FILES:
+        number = pc.index_in(buckets.column("file_path"), value_set=pa.array(uris, pa.string())).cast(pa.int64())
+        table = pa.table(
+            {
+                "__pydelta_dv_file": number,
+                "__pydelta_dv_bucket": buckets.column("bucket"),
+                "__pydelta_dv_words": buckets.column("words"),
+            }
+        )
+    else:
+        table = buckets.rename_columns(["__pydelta_dv_path", "__pydelta_dv_bucket", "__pydelta_dv_words"])
+    return _one_row_exploded(spark, table)
 
 
 def _one_row_exploded(spark, table: pa.Table) -> DataFrame:
@@ -451,25 +490,28 @@ def _one_row_exploded(spark, table: pa.Table) -> DataFrame:
     return spark.createDataFrame(packed).select(F.inline("__pydelta_rows"))
 
 
-def _dv_filter(descriptors: dict[str, dict], storage: Storage):
-    """An Arrow UDF (file_path, row_index) -> keep, loading each file's deletion vector once
-    per Python worker."""
+def _dv_filter(dv_files: list[tuple[str, str, dict]], storage: Storage):
+    """An Arrow UDF (file_path, row_index) -> keep, loading and verifying each file's
+    deletion vector (against the file's footer row count) once per Python worker."""
     from pyspark.sql.functions import arrow_udf
 
+    descriptors = {uri: (path, descriptor) for uri, path, descriptor in dv_files}
     cache: dict[str, np.ndarray] = {}
 
     def keep(paths: pa.Array, rows: pa.Array) -> pa.Array:
-        from delta_pyds.protocol.deletion_vectors import load_deleted_rows
+        from delta_pyds.read.dv_buckets import file_deleted_rows, file_row_count
 
         out = np.ones(len(paths), dtype=bool)
         row_values = rows.to_numpy(zero_copy_only=False).astype(np.uint64)
         for uri in pc.unique(paths).to_pylist():
-            descriptor = descriptors.get(uri)
-            if descriptor is None:
+            found = descriptors.get(uri)
+            if found is None:
                 continue
             deleted = cache.get(uri)
             if deleted is None:
-                deleted = cache[uri] = load_deleted_rows(storage, descriptor)
+                path, descriptor = found
+                rows_in_file = file_row_count(storage, path, uri)
+                deleted = cache[uri] = file_deleted_rows(storage, descriptor, rows_in_file, uri)
             mask = pc.equal(paths, uri).to_numpy(zero_copy_only=False)
             out[mask] = ~np.isin(row_values[mask], deleted, assume_unique=False)
         return pa.array(out)

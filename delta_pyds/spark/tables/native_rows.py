@@ -13,8 +13,8 @@ row id and row commit version) planned by the core's one native planning entry
   skipped); the row position is ``_metadata.row_index``;
 * partition values, log paths and row tracking defaults come from the log through a
   broadcast join on ``_metadata.file_path``; rows deleted by deletion vectors are dropped
-  by a broadcast anti-join on (file, row index) with the vectors' rows, read and verified
-  on the driver;
+  as the native read drops them (:func:`~delta_pyds.spark.native.read.drop_deleted_rows`:
+  verified on the driver, bit buckets bounded by the files' rows);
 * Spark prunes columns: an operation that needs only the condition's columns (DELETE with
   deletion vectors) reads only those.
 
@@ -48,12 +48,13 @@ __all__ = [
 ]
 
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
-from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, deleted_rows, plan_native_scan
+from delta_pyds.read.native_plan import FILE_PATH, LOG_PATH, plan_native_scan
 from delta_pyds.spark.native.locations import spark_location
 from delta_pyds.spark.native.read import (
     FIELD_ID_CONF,
     NativeReadUnavailable,
     check_listed,
+    drop_deleted_rows,
     file_filter,
     listed_files,
     name_glob,
@@ -130,16 +131,12 @@ def native_rows(
     check_listed(plan, listed)
     if glob is None or len(pc.unique(listed)) != plan.files.num_rows:
         base = base.where(file_filter(uris.to_pylist()))
-    base = base.select(
+    base = drop_deleted_rows(spark, base, plan, snap.storage).select(
         *[F.col(_quote(f.name)) for f in read_fields],
         F.col("_metadata.file_path").alias(_URI),
         F.col("_metadata.row_index").alias(row_col),
     )
-    has_dv = plan.files.column(HAS_DV)
-    if pc.any(has_dv).as_py():
-        gone = deleted_rows(plan, snap.storage).rename_columns([_URI, row_col])
-        base = base.join(F.broadcast(spark.createDataFrame(gone)), [_URI, row_col], "left_anti")
-    lookup_cols = {_URI: uris, file_col: plan.files.column("path")}
+    lookup_cols = {_URI: uris, file_col: plan.files.column(LOG_PATH)}
     parts = [o for o in plan.output if o.partition]
     for o in parts:
         lookup_cols[_PART + o.name] = partition_text(plan.files.column(o.name).combine_chunks())

@@ -1,0 +1,122 @@
+"""Deletion vectors as fixed-size bit buckets, for the Spark-native read.
+
+The native read drops deleted rows by looking each row up, by (file, ``row_index >>
+BUCKET_BITS``), in a small relation of *buckets*: :data:`BUCKET_WORDS` 64-bit words holding
+one bit per row of :data:`BUCKET_ROWS` consecutive rows (bit ``r & 63`` of word
+``(r & (BUCKET_ROWS - 1)) >> 6`` is set when row ``r`` is deleted). Only buckets with a
+deleted row exist.
+
+Guarantees:
+
+* the size of the buckets depends on the data files' row counts, never on how many rows a
+  vector deletes or claims to delete: at most ``ceil(rows / BUCKET_ROWS)`` buckets of
+  ``BUCKET_ROWS / 8`` bytes per file (a 12M-row file: 1.5 MB, whether it deletes 10 rows
+  or 10.8M); :func:`deleted_row_buckets` stops and returns None as soon as the total would
+  pass its ``max_bytes`` (the caller then applies the vectors in the tasks);
+* every vector is checked as the ``pydelta`` data source checks it
+  (:func:`~delta_pyds.protocol.deletion_vectors.load_deleted_rows` with the data file's
+  row count from its Parquet footer): its cardinality against the file's rows before its
+  bitmap is read, then the bitmap (checksum, format, cardinality) and every row index
+  below the file's rows. A failure is a :class:`~delta_pyds.errors.DeletionVectorError`
+  naming the data file; a data file that cannot be read is a
+  :class:`~delta_pyds.errors.DataFileError`;
+* vectors are loaded one at a time: the transient memory is that of one file's vector.
+
+No pyspark import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from delta_pyds.errors import DataFileError, DeletionVectorError
+from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
+
+__all__ = ["BUCKET_BITS", "BUCKET_ROWS", "BUCKET_WORDS", "deleted_row_buckets", "file_row_count", "file_deleted_rows"]
+
+BUCKET_BITS = 15
+BUCKET_ROWS = 1 << BUCKET_BITS  # rows per bucket
+BUCKET_WORDS = BUCKET_ROWS // 64  # 64-bit words per bucket (4 KiB)
+BUCKET_BYTES = BUCKET_WORDS * 8
+
+
+def file_row_count(storage: Any, path: str, uri: str) -> int:
+    """The rows of a data file, from its Parquet footer (``path`` as the log spells it)."""
+    try:
+        with storage.open_input(storage.resolve(path)) as source:
+            return int(pq.read_metadata(source).num_rows)
+    except FileNotFoundError:
+        raise DataFileError(
+            f"data file {uri} is referenced by the table log but is missing; it may have been "
+            "deleted by VACUUM or outside Delta"
+        ) from None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataFileError(f"data file {uri} is not a readable Parquet file: {exc}") from None
+
+
+def file_deleted_rows(storage: Any, descriptor: Mapping[str, Any], rows: int, uri: str) -> np.ndarray:
+    """The verified, sorted deleted row indexes (uint64) of the data file ``uri`` of
+    ``rows`` rows (see the module docstring); errors name the data file."""
+    try:
+        dv = DeletionVectorDescriptor.from_dict(descriptor)
+        if dv.cardinality > rows:  # refused before any bitmap is read or expanded
+            raise DeletionVectorError(
+                f"deletion vector claims {dv.cardinality} rows (its cardinality), "
+                f"but the data file has only {rows} rows"
+            )
+        return load_deleted_rows(storage, dv, max_rows=rows)
+    except DeletionVectorError as exc:
+        raise DeletionVectorError(f"data file {uri}: {exc}") from None
+
+
+def deleted_row_buckets(
+    storage: Any, files: Sequence[tuple[str, str, Mapping[str, Any]]], *, max_bytes: int
+) -> pa.Table | None:
+    """The buckets of ``files`` ((file URI, log path, descriptor) triples) as a table
+    ``file_path`` (string), ``bucket`` (int64), ``words`` (list<int64>, :data:`BUCKET_WORDS`
+    long), or None when they would take more than ``max_bytes``."""
+    paths: list[pa.Array] = []
+    buckets: list[np.ndarray] = []
+    words: list[np.ndarray] = []
+    total = 0
+    for uri, path, descriptor in files:
+        rows = file_row_count(storage, path, uri)
+        deleted = file_deleted_rows(storage, descriptor, rows, uri)
+        if not len(deleted):
+            continue
+        n_buckets = -(-rows // BUCKET_ROWS)
+        bits = np.zeros(n_buckets * BUCKET_ROWS, dtype=bool)
+        bits[deleted] = True
+        del deleted
+        packed = np.packbits(bits, bitorder="little").view("<i8").reshape(n_buckets, BUCKET_WORDS)
+        del bits
+        used = np.flatnonzero(packed.any(axis=1))
+        total += len(used) * BUCKET_BYTES
+        if total > max_bytes:
+            return None
+        paths.append(pa.repeat(pa.scalar(uri, pa.string()), len(used)))
+        buckets.append(used.astype(np.int64))
+        words.append(np.ascontiguousarray(packed[used]).reshape(-1))
+    if not paths:
+        return pa.table(
+            {
+                "file_path": pa.array([], pa.string()),
+                "bucket": pa.array([], pa.int64()),
+                "words": pa.array([], pa.list_(pa.int64())),
+            }
+        )
+    flat = pa.array(np.concatenate(words), pa.int64())
+    count = sum(len(b) for b in buckets)
+    offsets = pa.array(np.arange(count + 1, dtype=np.int32) * BUCKET_WORDS, pa.int32())
+    return pa.table(
+        {
+            "file_path": pa.concat_arrays(paths),
+            "bucket": pa.array(np.concatenate(buckets), pa.int64()),
+            "words": pa.ListArray.from_arrays(offsets, flat),
+        }
+    )
