@@ -104,9 +104,18 @@ def test_optimize_vacuum_restore(spark, twins):
     assert got.collect()[0].metrics.numFilesAdded == api.collect()[0].metrics.numFilesAdded == 1
     assert _rows(spark, s) == _rows(spark, a)
 
+    live_size = {p: sum(Snapshot.load(p).files.column("size").to_pylist()) for p in twins}
     got = delta_pyds.sql(spark, f"RESTORE TABLE delta.`{s}` TO VERSION AS OF 1")
     api = DeltaTable.forPath(spark, a).restoreToVersion(1)
-    assert got.columns == api.columns and got.collect() == api.collect()
+    assert got.columns == api.columns
+    # the twins' Z-ordered files may differ by a few bytes (Parquet encoding of the same rows):
+    # the removed size is checked against each table's own files, the rest must be equal
+    (g,), (w,) = got.collect(), api.collect()
+    restored = {"table_size_after_restore", "num_of_files_after_restore", "num_restored_files", "restored_files_size"}
+    assert {k: g[k] for k in restored} == {k: w[k] for k in restored}
+    assert g.num_removed_files == w.num_removed_files
+    for row, path in ((g, s), (w, a)):
+        assert row.removed_files_size == live_size[path] + row.restored_files_size - row.table_size_after_restore
     assert _rows(spark, s) == _rows(spark, a) and len(_rows(spark, s)) == 8
 
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
