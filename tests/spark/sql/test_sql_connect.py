@@ -1,6 +1,7 @@
-"""delta_pyds.sql from a Spark Connect client (a local Connect server in a subprocess): a
-query with time travel and a join, DELETE, UPDATE, MERGE, DESCRIBE HISTORY and SHOW
-TBLPROPERTIES, each compared with the same operation through the Python API on a twin table."""
+"""delta_pyds.sql from a Spark Connect client (a local Connect server in a subprocess): tables
+written by write_delta and INSERT INTO, a query with time travel and a join, DELETE, UPDATE,
+MERGE, DESCRIBE HISTORY and SHOW TBLPROPERTIES, each compared with the same operation through
+the Python API on a twin table."""
 
 from __future__ import annotations
 
@@ -20,15 +21,16 @@ import delta_pyds
 from delta_pyds import DeltaTable
 delta_pyds.register(spark)
 root = sys.argv[1]
-write = lambda df, p: df.write.format("pydelta").mode("append").save(p)
+write = lambda df, p: delta_pyds.write_delta(df, p, mode="append")
 s, a, src = root + "/s", root + "/a", root + "/src"
 for p in (s, a):
-    # (write_delta from a Connect client fails in Spark's writer: "errorifexists is not supported")
     write(spark.createDataFrame([(i, f"n{i}") for i in range(6)], "id long, name string"), p)
-    write(spark.createDataFrame([(6, "n6")], "id long, name string"), p)
+out = {}
+# the second commit: INSERT INTO through delta_pyds.sql on s, write_delta on its twin a
+out["insert"] = delta_pyds.sql(spark, f"INSERT INTO delta.`{s}` VALUES (6, 'n6')").collect()[0].num_inserted_rows
+write(spark.createDataFrame([(6, "n6")], "id long, name string"), a)
 write(spark.createDataFrame([(1, "x"), (9, "y")], "id long, name string"), src)
 rows = lambda p: sorted(tuple(r) for r in delta_pyds.read_delta(spark, p).collect())
-out = {}
 q = delta_pyds.sql(
     spark,
     f"SELECT a.id, b.name FROM delta.`{s}` VERSION AS OF 0 a JOIN delta.`{src}` b ON a.id = b.id WHERE a.id > :lo",
@@ -70,6 +72,7 @@ def test_sql_from_a_spark_connect_client(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     got = json.loads(result.stdout.strip().splitlines()[-1])
     assert got["query"] == [[1, "x"]]
+    assert got["insert"] == 1
     assert got["delete"] == 1 and got["update"] == 3
     assert got["merge_same"] and got["same_rows"]
     assert got["history"] == ["MERGE", "UPDATE", "DELETE", "WRITE", "WRITE"]
