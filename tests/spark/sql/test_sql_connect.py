@@ -1,6 +1,6 @@
 """delta_pyds.sql from a Spark Connect client (a local Connect server in a subprocess): tables
 written by write_delta and INSERT INTO, a query with time travel and a join, DELETE, UPDATE,
-MERGE, DESCRIBE HISTORY and SHOW TBLPROPERTIES, each compared with the same operation through
+MERGE, DESCRIBE HISTORY, SHOW TBLPROPERTIES, CREATE TABLE and CTAS, each compared with the same operation through
 the Python API on a twin table."""
 
 from __future__ import annotations
@@ -56,6 +56,23 @@ out["same_rows"] = rows(s) == rows(a)
 out["history"] = [r.operation for r in delta_pyds.sql(spark, f"DESCRIBE HISTORY delta.`{s}`").collect()]
 delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` SET TBLPROPERTIES ('k' = 'v')")
 out["props"] = {r.key: r.value for r in delta_pyds.sql(spark, f"SHOW TBLPROPERTIES delta.`{s}`").collect()}.get("k")
+c1, c2 = root + "/c1", root + "/c2"
+delta_pyds.sql(
+    spark,
+    f"CREATE TABLE delta.`{c1}` (id BIGINT GENERATED ALWAYS AS IDENTITY, name STRING NOT NULL COMMENT 'n') "
+    "USING delta PARTITIONED BY (name) TBLPROPERTIES ('k' = 'v')",
+)
+from delta_pyds.spark.tables import IdentityGenerator
+from delta_pyds.table.snapshot import Snapshot
+DeltaTable.create(spark).location(c2).addColumn("id", "BIGINT", generatedAlwaysAs=IdentityGenerator()).addColumn(
+    "name", "STRING", nullable=False, comment="n"
+).partitionedBy("name").property("k", "v").execute()
+m1, m2 = Snapshot.load(c1).metadata, Snapshot.load(c2).metadata
+out["create_same"] = (m1.schema_string, m1.partition_columns, m1.configuration) == (
+    m2.schema_string, m2.partition_columns, m2.configuration
+)
+delta_pyds.sql(spark, f"CREATE OR REPLACE TABLE delta.`{c1}` USING delta AS SELECT * FROM delta.`{s}`")
+out["ctas_same"] = rows(c1) == rows(s)
 print(json.dumps(out))
 spark.stop()
 """
@@ -77,3 +94,4 @@ def test_sql_from_a_spark_connect_client(tmp_path):
     assert got["merge_same"] and got["same_rows"]
     assert got["history"] == ["MERGE", "UPDATE", "DELETE", "WRITE", "WRITE"]
     assert got["props"] == "v"
+    assert got["create_same"] and got["ctas_same"]
