@@ -9,7 +9,7 @@ generated expression, identity, NOT NULL and comment, ``partitionedBy`` / ``clus
 Delta tables through the native path), defines the table with the query's columns through the
 same builder and then appends the rows with ``write_delta`` (two commits: the definition, then
 the rows). A named table with LOCATION becomes a session name, as ``CREATE TABLE <name> USING
-delta LOCATION`` does."""
+delta LOCATION`` does; a session name without LOCATION names its table's path."""
 
 from __future__ import annotations
 
@@ -157,6 +157,8 @@ def parse(p: Parser) -> CreateStatement:
         if not st.query:
             p.fail("expected a query after AS")
     p.end()
+    if st.path is None and st.name is not None:
+        st.path = p.names.get(st.name.lower())  # a session name: its table's path
     if st.path is None:
         p.fail("expected LOCATION 'path' (a table has no catalog name without one)")
     if st.columns is None and st.query is None:

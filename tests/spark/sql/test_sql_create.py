@@ -80,6 +80,11 @@ def test_by_default_identity_cluster_by_and_a_named_table(spark, tmp_path):
     # the name is a session name now
     delta_pyds.sql(spark, "INSERT INTO orders (k) SELECT 'x'")
     assert [tuple(r) for r in delta_pyds.sql(spark, "SELECT id, k FROM orders").collect()] == [(1, "x")]
+    # REPLACE TABLE by the session name alone replaces the table at its path
+    delta_pyds.sql(spark, "REPLACE TABLE orders (k STRING NOT NULL) USING delta")
+    DeltaTable.replace(spark).location(a).addColumn("k", "STRING", nullable=False).execute()
+    _same_definition(s, a)
+    assert delta_pyds.read_delta(spark, s).count() == 0
 
 
 def test_replace_and_create_or_replace_match_the_builder(spark, tmp_path):
