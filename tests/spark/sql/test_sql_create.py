@@ -156,3 +156,29 @@ def test_bad_create_statements_change_nothing(spark, tmp_path, statement, messag
 def test_create_table_with_another_format_goes_to_spark(spark, tmp_path):
     delta_pyds.sql(spark, "CREATE TEMPORARY VIEW sql2_v AS SELECT 1 AS x")
     assert delta_pyds.sql(spark, "SELECT x FROM sql2_v").collect()[0].x == 1
+
+
+def test_tables_made_by_sql_read_the_same_through_both_paths_and_deltalake(spark, tmp_path):
+    import deltalake
+
+    src, s = str(tmp_path / "src"), str(tmp_path / "s")
+    delta_pyds.write_delta(spark.createDataFrame([(i, f"n{i}") for i in range(4)], "id long, v string"), src)
+    delta_pyds.sql(
+        spark, f"CREATE TABLE delta.`{s}` USING delta PARTITIONED BY (v) AS SELECT id * 10 AS id, v FROM delta.`{src}`"
+    )
+    native = sorted(tuple(r) for r in delta_pyds.read_delta(spark, s).select("id", "v").collect())
+    source = sorted(tuple(r) for r in spark.read.format("pydelta").load(s).select("id", "v").collect())
+    rs = deltalake.DeltaTable(s)
+    by_rs = sorted(zip(*(rs.to_pyarrow_table().column(c).to_pylist() for c in ("id", "v"))))
+    assert native == source == by_rs == [(0, "n0"), (10, "n1"), (20, "n2"), (30, "n3")]
+    assert rs.metadata().partition_columns == ["v"]
+    # a definition with generated and identity columns: delta-rs reads its schema and protocol
+    g = str(tmp_path / "g")
+    delta_pyds.sql(
+        spark,
+        f"CREATE TABLE delta.`{g}` (id BIGINT GENERATED ALWAYS AS IDENTITY, ts TIMESTAMP, "
+        "d DATE GENERATED ALWAYS AS (CAST(ts AS DATE))) USING delta",
+    )
+    fields = {f.name: f for f in deltalake.DeltaTable(g).schema().fields}
+    assert "delta.generationExpression" in fields["d"].metadata
+    assert "delta.identity.start" in fields["id"].metadata
