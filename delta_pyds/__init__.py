@@ -35,6 +35,7 @@ from delta_pyds.errors import (
     StreamSinkError,
     TableExistsError,
     TableNotFoundError,
+    TimestampParseError,
     UnknownArgumentError,
     UnsafeFileError,
     UnsupportedFeatureError,
@@ -81,6 +82,7 @@ __all__ = [
     "FeatureDropError",
     "NoCatalogError",
     "SqlParseError",
+    "TimestampParseError",
     "MissingPropertyError",
     "sql",
 ]

@@ -161,3 +161,7 @@ class SqlParseError(DeltaError, ValueError):
 class MissingPropertyError(DeltaError, KeyError):
     """``UNSET TBLPROPERTIES`` / ``DROP CONSTRAINT`` name a property or constraint the table
     does not have (without ``IF EXISTS``)."""
+
+
+class TimestampParseError(DeltaError, ValueError):
+    """A timestamp argument (``restoreToTimestamp``) is a string that is not a timestamp."""

@@ -78,18 +78,20 @@ DROPPABLE = WRITER_DROPPABLE + READER_DROPPABLE
 NEEDS_REWRITE = ("deletionVectors",)  # the caller purges files with deletion vectors first
 
 
-def _canonical_feature(name: str) -> str:
+def _canonical_feature(name: str, error_class: str) -> str:
+    """The feature's protocol spelling; an unknown name raises with delta-spark's error
+    class for the call (``error_class``) in brackets at the start of the message."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"featureName must be a non-empty str, got {name!r}")
     for known in features.FEATURES:
         if known.lower() == name.lower():
             return known
-    raise UnsupportedFeatureError(f"{name} is not a table feature delta_pyds knows", (name,))
+    raise UnsupportedFeatureError(f"[{error_class}] {name} is not a table feature delta_pyds knows", (name,))
 
 
 def add_feature_support(storage: Storage, name: str) -> int:
     """Adds ``name`` to the protocol (see the module docstring); returns the version."""
-    feature = _canonical_feature(name)
+    feature = _canonical_feature(name, "DELTA_UNSUPPORTED_FEATURES_IN_CONFIG")
     if not features.FEATURES[feature].write:
         raise UnsupportedFeatureError(
             f"addFeatureSupport({feature}): delta_pyds cannot write tables with this feature", (feature,)
@@ -227,7 +229,7 @@ def drop_feature_support(
 ) -> int:
     """Drops ``name`` from the protocol (see the module docstring); ``purge(snapshot)``
     rewrites the files with deletion vectors (Spark). Returns the version committed."""
-    feature = _canonical_feature(name)
+    feature = _canonical_feature(name, "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE")
     snap = Snapshot.load(storage)
     features.check_write(snap.protocol)
     if not features.is_enabled(snap.protocol, feature):

@@ -70,8 +70,8 @@ def in_partitions(active: pa.Table, snap: Snapshot, where: str) -> pa.Table:
     data = sorted(".".join(p) for p in columns_of(node) if p[0].lower() not in pset or len(p) > 1)
     if data:
         raise ValueError(
-            f"optimize().where({where!r}): predicate references non-partition column(s) "
-            f"{', '.join(data)}; only the partition columns may be referenced: "
+            f"optimize().where({where!r}): Predicate references non-partition column "
+            f"{', '.join(repr(c) for c in data)}. Only the partition columns may be referenced: "
             f"[{', '.join(snap.partition_columns)}] (delta-spark: DELTA_NON_PARTITION_COLUMN_REFERENCE)"
         )
     pred = partition_predicate(node, snap.schema, snap.partition_columns, snap.column_mapping_mode)

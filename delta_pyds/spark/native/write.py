@@ -458,7 +458,7 @@ def write_staged(staged: DataFrame, spec: WriteSpec, staging: str, *, variant_sh
     if _has_variant(spec.table_schema) and not variant_shredding:
         confs["spark.sql.variant.writeShredding.enabled"] = "false"
     writer = (
-        staged.write.mode("errorifexists")
+        staged.write.mode("error")
         .option("compression", _SPARK_CODECS.get(spec.compression, spec.compression))
         .option("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .option("spark.sql.parquet.fieldId.write.enabled", "true")

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from delta_pyds.errors import ArgumentTypeError, SqlParseError, TableNotFoundError
-from delta_pyds.spark.sql import dml
+from delta_pyds.spark.sql import create, dml
 from delta_pyds.spark.sql.parser import Parser, TableRef
 from delta_pyds.spark.sql.tables import NAMES, delta_table, empty, run_statement
 
@@ -40,6 +40,7 @@ FORMS = {
         " | WHEN NOT MATCHED BY SOURCE [AND <cond>] THEN UPDATE SET col = expr, ... | DELETE"
     ),
     "INSERT": "INSERT INTO | OVERWRITE [TABLE] <table> [(col, ...)] [REPLACE WHERE <cond>] <query>",
+    "CREATE TABLE (definition)": create.FORM,
 }
 
 
@@ -106,6 +107,8 @@ def _head(p: Parser) -> str | None:
         if p.table_ref() is not None:
             p.i = save
             return "SHOW COLUMNS"
+    if create.recognise(p):
+        return "CREATE TABLE (definition)"
     p.i = 0
     if p.accept("CREATE", "TABLE"):
         p.accept("IF", "NOT", "EXISTS")
@@ -347,4 +350,5 @@ _HANDLERS: Mapping[str, Callable[[Any, Parser], Callable[[], Any]]] = {
     "CREATE TABLE": _create_table,
     "MERGE": dml.merge,
     "INSERT": dml.insert,
+    "CREATE TABLE (definition)": create.create,
 }

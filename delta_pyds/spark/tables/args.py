@@ -23,7 +23,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from delta_pyds.errors import ArgumentTypeError
+from delta_pyds.errors import ArgumentTypeError, TimestampParseError
 
 
 def _column_type():
@@ -81,7 +81,7 @@ def check_version(version: Any) -> int:
     if version is None:
         raise ValueError("'version' cannot be None")
     if isinstance(version, bool) or not isinstance(version, int):
-        raise ArgumentTypeError(f"'version' needs to be an int but got '{type(version)}'")
+        raise ArgumentTypeError(f"version needs to be an int but got '{type(version)}'")
     if version < 0:
         raise ValueError(f"'version' must be >= 0, got {version}")
     return version
@@ -92,9 +92,19 @@ def check_timestamp(timestamp: Any) -> None:
         raise ValueError("'timestamp' cannot be None")
     if not isinstance(timestamp, (str, dt.date)):
         raise ArgumentTypeError(
-            f"'timestamp' needs to be a string (yyyy-MM-dd or yyyy-MM-dd HH:mm:ss), a date or a "
-            f"datetime but got '{type(timestamp)}'"
+            f"timestamp needs to be a string but got '{type(timestamp)}' (a yyyy-MM-dd or "
+            "yyyy-MM-dd HH:mm:ss string, a date or a datetime)"
         )
+    if isinstance(timestamp, str):
+        from delta_pyds.log.time_travel import parse_timestamp
+
+        try:
+            parse_timestamp(timestamp)
+        except ValueError:
+            raise TimestampParseError(
+                f"The provided timestamp ('{timestamp}') cannot be converted to a valid timestamp "
+                "(use e.g. '2024-01-31', '2024-01-31 12:00:00' or an ISO-8601 timestamp)"
+            ) from None
 
 
 def check_str(value: Any, name: str, *, optional: bool = False) -> None:

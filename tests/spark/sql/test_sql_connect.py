@@ -1,6 +1,7 @@
-"""delta_pyds.sql from a Spark Connect client (a local Connect server in a subprocess): a
-query with time travel and a join, DELETE, UPDATE, MERGE, DESCRIBE HISTORY and SHOW
-TBLPROPERTIES, each compared with the same operation through the Python API on a twin table."""
+"""delta_pyds.sql from a Spark Connect client (a local Connect server in a subprocess): tables
+written by write_delta and INSERT INTO, a query with time travel and a join, DELETE, UPDATE,
+MERGE, DESCRIBE HISTORY, SHOW TBLPROPERTIES, CREATE TABLE and CTAS, each compared with the same operation through
+the Python API on a twin table."""
 
 from __future__ import annotations
 
@@ -20,15 +21,16 @@ import delta_pyds
 from delta_pyds import DeltaTable
 delta_pyds.register(spark)
 root = sys.argv[1]
-write = lambda df, p: df.write.format("pydelta").mode("append").save(p)
+write = lambda df, p: delta_pyds.write_delta(df, p, mode="append")
 s, a, src = root + "/s", root + "/a", root + "/src"
 for p in (s, a):
-    # (write_delta from a Connect client fails in Spark's writer: "errorifexists is not supported")
     write(spark.createDataFrame([(i, f"n{i}") for i in range(6)], "id long, name string"), p)
-    write(spark.createDataFrame([(6, "n6")], "id long, name string"), p)
+out = {}
+# the second commit: INSERT INTO through delta_pyds.sql on s, write_delta on its twin a
+out["insert"] = delta_pyds.sql(spark, f"INSERT INTO delta.`{s}` VALUES (6, 'n6')").collect()[0].num_inserted_rows
+write(spark.createDataFrame([(6, "n6")], "id long, name string"), a)
 write(spark.createDataFrame([(1, "x"), (9, "y")], "id long, name string"), src)
 rows = lambda p: sorted(tuple(r) for r in delta_pyds.read_delta(spark, p).collect())
-out = {}
 q = delta_pyds.sql(
     spark,
     f"SELECT a.id, b.name FROM delta.`{s}` VERSION AS OF 0 a JOIN delta.`{src}` b ON a.id = b.id WHERE a.id > :lo",
@@ -54,6 +56,23 @@ out["same_rows"] = rows(s) == rows(a)
 out["history"] = [r.operation for r in delta_pyds.sql(spark, f"DESCRIBE HISTORY delta.`{s}`").collect()]
 delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` SET TBLPROPERTIES ('k' = 'v')")
 out["props"] = {r.key: r.value for r in delta_pyds.sql(spark, f"SHOW TBLPROPERTIES delta.`{s}`").collect()}.get("k")
+c1, c2 = root + "/c1", root + "/c2"
+delta_pyds.sql(
+    spark,
+    f"CREATE TABLE delta.`{c1}` (id BIGINT GENERATED ALWAYS AS IDENTITY, name STRING NOT NULL COMMENT 'n') "
+    "USING delta PARTITIONED BY (name) TBLPROPERTIES ('k' = 'v')",
+)
+from delta_pyds.spark.tables import IdentityGenerator
+from delta_pyds.table.snapshot import Snapshot
+DeltaTable.create(spark).location(c2).addColumn("id", "BIGINT", generatedAlwaysAs=IdentityGenerator()).addColumn(
+    "name", "STRING", nullable=False, comment="n"
+).partitionedBy("name").property("k", "v").execute()
+m1, m2 = Snapshot.load(c1).metadata, Snapshot.load(c2).metadata
+out["create_same"] = (m1.schema_string, m1.partition_columns, m1.configuration) == (
+    m2.schema_string, m2.partition_columns, m2.configuration
+)
+delta_pyds.sql(spark, f"CREATE OR REPLACE TABLE delta.`{c1}` USING delta AS SELECT * FROM delta.`{s}`")
+out["ctas_same"] = rows(c1) == rows(s)
 print(json.dumps(out))
 spark.stop()
 """
@@ -70,7 +89,9 @@ def test_sql_from_a_spark_connect_client(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     got = json.loads(result.stdout.strip().splitlines()[-1])
     assert got["query"] == [[1, "x"]]
+    assert got["insert"] == 1
     assert got["delete"] == 1 and got["update"] == 3
     assert got["merge_same"] and got["same_rows"]
     assert got["history"] == ["MERGE", "UPDATE", "DELETE", "WRITE", "WRITE"]
     assert got["props"] == "v"
+    assert got["create_same"] and got["ctas_same"]

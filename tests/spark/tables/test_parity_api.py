@@ -419,3 +419,47 @@ def test_unresolved_names_in_dml_suggest_only_table_columns(spark, tmp_path):
         condition="s.id > 40", values={"id": "s.id", "p": "s.p"}
     ).whenNotMatchedBySourceDelete("t.id >= 9").execute()
     assert _ids(spark, dt._path) == list(range(9)) + [42]
+
+
+# ------------------------------------------- the parity differences of issue 26
+def test_issue26_parity_messages_as_delta_spark_tests_expect(spark, tmp_path):
+    """The messages and error classes delta-spark's own Python and Scala tests look for
+    (test_deltatable.py, DeltaTableSuite), asserted as those tests do (substring)."""
+    path = str(tmp_path / "t")
+    for v in range(3):
+        df = spark.createDataFrame([("a", v), ("b", v)], "key string, value long")
+        df.write.format("pydelta").mode("append").option("partitionBy", "key").save(path)
+    dt = DeltaTable.forPath(spark, path)
+    with pytest.raises(UnsupportedFeatureError) as err:
+        dt.addFeatureSupport("abc")
+    assert "DELTA_UNSUPPORTED_FEATURES_IN_CONFIG" in str(err.value)
+    with pytest.raises(UnsupportedFeatureError) as err:
+        dt.dropFeatureSupport("abc")
+    assert "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE" in str(err.value)
+    with pytest.raises(ValueError) as err:
+        dt.restoreToTimestamp("05/04/1999")
+    assert "The provided timestamp ('05/04/1999') cannot be converted to a valid timestamp" in str(err.value)
+    with pytest.raises(TypeError) as err:
+        dt.restoreToTimestamp(12342323232)
+    assert "timestamp needs to be a string but got '<class 'int'>'" in str(err.value)
+    with pytest.raises(TypeError) as err:
+        dt.restoreToVersion("0")
+    assert "version needs to be an int but got '<class 'str'>'" in str(err.value)
+    # optimize().where() on a data column: accepted by where(), raised when executed
+    builder = dt.optimize().where("value = 1")
+    with pytest.raises(ValueError) as err:
+        builder.executeCompaction()
+    assert "Predicate references non-partition column 'value'. Only the partition columns may be referenced: [key]" in (
+        str(err.value)
+    )
+    assert Snapshot.load(path).version == 2  # nothing committed
+    # the predicate in the history is spelled as given (delta-spark: ["key = 'a'"])
+    dt.optimize().where("key = 'a'").executeCompaction()
+    assert dt.history(1).collect()[0].operationParameters["predicate"] == "[\"key = 'a'\"]"
+    # already held before issue 26's parity work: a lower protocol is a no-op, a wrong
+    # dataType is delta-spark's TypeError
+    before = Snapshot.load(path).protocol
+    assert dt.upgradeTableProtocol(1, 1) is None
+    assert Snapshot.load(path).protocol == before
+    with pytest.raises(TypeError):
+        DeltaTable.create(spark).location(str(tmp_path / "b")).addColumn("a", 1)
