@@ -161,3 +161,10 @@ class SqlParseError(DeltaError, ValueError):
 class MissingPropertyError(DeltaError, KeyError):
     """``UNSET TBLPROPERTIES`` / ``DROP CONSTRAINT`` name a property or constraint the table
     does not have (without ``IF EXISTS``)."""
+
+
+class SchemaChangeError(SchemaError, ValueError):
+    """A schema change (add, rename or drop a column, change its type, nullability or
+    comment) the table cannot take; nothing was committed. The message says why and, where
+    one exists, the table property that allows it (``delta.columnMapping.mode``,
+    ``delta.enableTypeWidening``)."""
