@@ -1,0 +1,112 @@
+"""delta_pyds.sql ALTER TABLE column statements (ADD COLUMNS, RENAME COLUMN, DROP COLUMNS,
+ALTER COLUMN COMMENT | SET/DROP NOT NULL | TYPE), each compared with the same change through
+the DeltaTable API on a twin table."""
+
+from __future__ import annotations
+
+import pytest
+
+import delta_pyds
+from delta_pyds import DeltaTable, SqlParseError
+from delta_pyds.errors import ConstraintViolationError, SchemaChangeError
+from delta_pyds.table.snapshot import Snapshot
+from tests.helpers import pydelta_read, spark_rows
+
+
+@pytest.fixture
+def twins(spark, tmp_path):
+    paths = []
+    for name in ("sql", "api"):
+        path = str(tmp_path / name)
+        df = spark.createDataFrame(
+            [(i, f"n{i}" if i != 3 else None, (i, f"x{i}"), i % 2) for i in range(6)],
+            "id int, name string, s struct<a:int,b:string>, part int",
+        )
+        delta_pyds.write_delta(df, path, partitionBy="part", **{"delta.columnMapping.mode": "name"})
+        paths.append(path)
+    return paths
+
+
+def _same(spark, s, a):
+    """Both tables have the same schema (names, types, nullability, comments) and rows, read
+    through both read paths."""
+    ss, sa = Snapshot.load(s).schema, Snapshot.load(a).schema
+
+    def strip(schema):
+        return [(f.name, f.type.simple_string(), f.nullable, f.metadata.get("comment")) for f in schema.fields]
+
+    assert strip(ss) == strip(sa)
+    for path in (s, a):
+        assert spark_rows(delta_pyds.read_delta(spark, path)) == spark_rows(pydelta_read(spark, path))
+    assert spark_rows(delta_pyds.read_delta(spark, s)) == spark_rows(delta_pyds.read_delta(spark, a))
+    return ss
+
+
+def test_add_rename_drop_columns(spark, twins):
+    s, a = twins
+    t = DeltaTable.forPath(spark, a)
+    delta_pyds.sql(
+        spark,
+        f"ALTER TABLE delta.`{s}` ADD COLUMNS (c BIGINT COMMENT 'cc', `s`.z DECIMAL(10,2), m STRUCT<p:INT, q:STRING>)",
+    )
+    from pyspark.sql.types import DataType
+
+    t.addColumns([("c", "bigint", "cc"), ("s.z", "decimal(10,2)"), ("m", DataType.fromDDL("struct<p:int,q:string>"))])
+    schema = _same(spark, s, a)
+    assert schema.names == ["id", "name", "s", "part", "c", "m"]
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ADD COLUMN d DATE")
+    t.addColumns({"d": "date"})
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` RENAME COLUMN s.a TO aa")
+    t.renameColumn("s.a", "aa")
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` RENAME COLUMN name TO label")
+    t.renameColumn("name", "label")
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` DROP COLUMNS (c, s.b)")
+    t.dropColumns(["c", "s.b"])
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` DROP COLUMN IF EXISTS nope")
+    schema = _same(spark, s, a)
+    assert schema.names == ["id", "label", "s", "part", "m", "d"]
+    rows = spark_rows(delta_pyds.read_delta(spark, s).select("id", "label", "s.aa"))
+    assert rows[:2] == [(0, "n0", 0), (1, "n1", 1)]
+    assert [h["operation"] for h in DeltaTable.forPath(spark, s).history(3).collect()][::-1] == [
+        "RENAME COLUMN",
+        "RENAME COLUMN",
+        "DROP COLUMNS",
+    ]
+    with pytest.raises(SchemaChangeError, match="partition column"):
+        delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` DROP COLUMN part")
+    with pytest.raises(SqlParseError, match="nullable columns only"):
+        delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ADD COLUMNS (e INT NOT NULL)")
+    with pytest.raises(SqlParseError, match="position"):
+        delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` RENAME COLUMN id")
+
+
+def test_alter_column(spark, twins):
+    s, a = twins
+    t = DeltaTable.forPath(spark, a)
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ALTER COLUMN name COMMENT 'the name'")
+    t.alterColumn("name", comment="the name")
+    version = Snapshot.load(s).version
+    with pytest.raises(ConstraintViolationError, match="1 existing rows"):
+        delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ALTER COLUMN name SET NOT NULL")
+    assert Snapshot.load(s).version == version
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` CHANGE id SET NOT NULL")
+    t.alterColumn("id", nullable=False)
+    _same(spark, s, a)
+    assert Snapshot.load(s).schema.field("id").nullable is False
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ALTER id DROP NOT NULL")
+    t.alterColumn("id", nullable=True)
+    with pytest.raises(SchemaChangeError, match="delta.enableTypeWidening"):
+        delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ALTER COLUMN id TYPE BIGINT")
+    for path in twins:
+        DeltaTable.forPath(spark, path).setProperties({"delta.enableTypeWidening": "true"})
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ALTER COLUMN id TYPE BIGINT")
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ALTER COLUMN s.a TYPE DOUBLE")
+    t.alterColumn("id", dataType="bigint")
+    t.alterColumn("s.a", dataType="double")
+    schema = _same(spark, s, a)
+    assert schema.field("id").type.simple_string() == "long"
+    assert schema.field("name").metadata["comment"] == "the name"
+    with pytest.raises(SchemaChangeError, match="not a type widening"):
+        delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ALTER COLUMN name TYPE INT")
+    with pytest.raises(SqlParseError, match="SET NOT NULL"):
+        delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ALTER COLUMN name RENAME")
