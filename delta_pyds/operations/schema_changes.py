@@ -24,7 +24,12 @@ Guarantees (delta-spark's rules):
   integer -> long, float -> double, byte/short/integer -> double, decimal precision/scale
   increases that keep the integer digits) and needs ``delta.enableTypeWidening = true``;
   it records ``delta.typeChanges`` in the field's metadata as delta-spark does;
-* a comment is the field metadata ``comment``. No Spark."""
+* a comment is the field metadata ``comment``;
+* CLUSTER BY sets the clustering columns of an unpartitioned table (``delta.clustering``
+  domain, physical names under column mapping; the ``clustering`` and ``domainMetadata``
+  features are added), CLUSTER BY NONE keeps the domain with no columns, as delta-spark;
+  existing files are not rewritten (OPTIMIZE clusters them); a clustering column cannot be
+  dropped. No Spark."""
 
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ from typing import Any
 
 from delta_pyds.errors import ColumnNotFoundError, ConstraintViolationError, SchemaChangeError
 from delta_pyds.protocol import features
+from delta_pyds.protocol.clustering import CLUSTERING_DOMAIN, domain_config, resolve, table_clustering
 from delta_pyds.protocol.schema import (
     DataType,
     DecimalType,
@@ -300,6 +306,11 @@ def drop_columns(table: Storage | str, columns: Sequence[ColumnPath], *, if_exis
             )
         if users := _users(snap, parts):
             raise SchemaChangeError(f"DROP COLUMN {'.'.join(parts)}: used by {', '.join(users)}; drop them first")
+        clustering = table_clustering(snap.schema, snap.domain_metadata, _mode(snap)) or []
+        if any([p.lower() for p in c[: len(parts)]] == [p.lower() for p in parts] for c in clustering):
+            raise SchemaChangeError(
+                f"DROP COLUMN {'.'.join(parts)}: it is a clustering column; change them first (CLUSTER BY)"
+            )
 
         def drop(struct: StructType, f: StructField, parts: list[str] = parts) -> StructType:
             rest = tuple(g for g in struct.fields if g is not f)
@@ -392,3 +403,29 @@ def alter_column(
     new_field = StructField(field.name, new_type, new_nullable, meta)
     schema = _rewrite(snap.schema, parts, lambda s, f: StructType(tuple(new_field if g is f else g for g in s.fields)))
     return _commit(storage, snap, schema, "CHANGE COLUMN", params, read_all=read_all)
+
+
+def cluster_by(table: Storage | str, columns: Sequence[ColumnPath] | None) -> int:
+    """Sets the clustering columns (None or []: CLUSTER BY NONE); returns the version committed."""
+    storage, snap = _load(table)
+    if columns is None:
+        columns = []
+    if isinstance(columns, str):
+        raise SchemaChangeError("clusterBy: 'columns' must be a list of column names (or None for NONE)")
+    paths = resolve(snap.schema, [tuple(_path(c, "columns")) for c in columns], snap.metadata.partition_columns)
+    mode = _mode(snap)
+    old = table_clustering(snap.schema, snap.domain_metadata, mode)
+    if old is None and snap.metadata.partition_columns:
+        raise SchemaChangeError("CLUSTER BY: the table is partitioned; a partitioned table cannot be clustered")
+    txn = Transaction(storage, snap)
+    new_protocol = required_protocol(
+        snap.schema, snap.configuration, snap.protocol, extra_features=("clustering", "domainMetadata")
+    )
+    if new_protocol != snap.protocol:
+        txn.update_protocol(new_protocol)
+    txn.set_domain_metadata(CLUSTERING_DOMAIN, domain_config(snap.schema, paths, mode))
+    params = {
+        "oldClusteringColumns": ",".join(".".join(p) for p in old or []),
+        "newClusteringColumns": ",".join(".".join(p) for p in paths),
+    }
+    return txn.commit("CLUSTER BY", params).version

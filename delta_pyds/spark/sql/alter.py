@@ -1,6 +1,6 @@
 """The column statements of ``ALTER TABLE`` on a Delta table: ``ADD COLUMN[S]``, ``RENAME
 COLUMN``, ``DROP COLUMN[S]``, ``ALTER | CHANGE [COLUMN] ... COMMENT | SET NOT NULL | DROP NOT
-NULL | TYPE``.
+NULL | TYPE``, ``CLUSTER BY (...) | NONE``.
 
 Guarantees: each statement is parsed whole before anything runs and is one call of the
 ``DeltaTable`` schema-change API (:mod:`delta_pyds.spark.tables.schema_api`, whose rules are
@@ -19,7 +19,7 @@ from delta_pyds.spark.sql.tables import delta_table, empty
 FORM = (
     "ALTER TABLE <table> ADD COLUMN[S] (name type [COMMENT 'c'], ...) | RENAME COLUMN a TO b"
     " | DROP COLUMN[S] [IF EXISTS] (a, ...) | ALTER [COLUMN] a (COMMENT 'c' | SET NOT NULL | DROP NOT NULL"
-    " | TYPE type)"
+    " | TYPE type) | CLUSTER BY (a, ...) | CLUSTER BY NONE"
 )
 
 
@@ -116,4 +116,9 @@ def column_statement(spark, p: Parser, ref: TableRef) -> Callable[[], Any] | Non
             return empty(spark, delta_table(spark, ref).alterColumn(column, **kwargs))
 
         return alter
+    if p.accept("CLUSTER", "BY"):
+        p.form = FORM
+        cols = [] if p.accept("NONE") else p.name_list()
+        p.end()
+        return lambda: empty(spark, delta_table(spark, ref).clusterBy(*cols))
     return None

@@ -1,6 +1,6 @@
 """``DeltaTable`` schema changes, delta_pyds extensions of delta-spark's API (delta-spark has
 them only as SQL ``ALTER TABLE`` statements): ``addColumns``, ``renameColumn``,
-``dropColumns``, ``alterColumn`` and ``addConstraint`` / ``dropConstraint``.
+``dropColumns``, ``alterColumn``, ``clusterBy`` and ``addConstraint`` / ``dropConstraint``.
 
 Guarantees: each method is one commit of :mod:`delta_pyds.operations.schema_changes` (its
 rules are delta-spark's: rename/drop need column mapping, ADD COLUMNS nullable only, type
@@ -118,6 +118,20 @@ class SchemaChanges:
             data_type=_type_text(dataType, "dataType"),
             null_count=null_count,
         )
+
+    def clusterBy(self, *columns: str) -> int:
+        """Sets the table's clustering columns (none: CLUSTER BY NONE) without rewriting data
+        (delta_pyds extension; SQL ``ALTER TABLE CLUSTER BY``); ``optimize()`` then clusters
+        the files. Returns the version committed."""
+        cols: list[str] = []
+        for c in columns:
+            if isinstance(c, (list, tuple)):
+                cols.extend(c)
+            elif isinstance(c, str):
+                cols.append(c)
+            else:
+                raise ArgumentTypeError(f"clusterBy: columns must be str, got {type(c).__name__}")
+        return ops.cluster_by(self._storage_for_changes(), cols)
 
     def addConstraint(self, name: str, expression: str) -> int:
         """Adds a CHECK constraint ``delta.constraints.<name>`` after checking every existing

@@ -110,3 +110,22 @@ def test_alter_column(spark, twins):
         delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ALTER COLUMN name TYPE INT")
     with pytest.raises(SqlParseError, match="SET NOT NULL"):
         delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ALTER COLUMN name RENAME")
+
+
+def test_cluster_by(spark, tmp_path):
+    from delta_pyds.protocol.clustering import table_clustering
+
+    paths = [str(tmp_path / n) for n in ("sql", "api")]
+    for path in paths:
+        delta_pyds.write_delta(spark.range(10).selectExpr("id", "cast(id as string) AS name"), path)
+    s, a = paths
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` CLUSTER BY (id, name)")
+    DeltaTable.forPath(spark, a).clusterBy("id", "name")
+    for path in paths:
+        snap = Snapshot.load(path)
+        assert table_clustering(snap.schema, snap.domain_metadata, "none") == [("id",), ("name",)]
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` CLUSTER BY NONE")
+    snap = Snapshot.load(s)
+    assert table_clustering(snap.schema, snap.domain_metadata, "none") == []
+    assert DeltaTable.forPath(spark, s).history(1).collect()[0]["operation"] == "CLUSTER BY"
+    _same(spark, s, a)

@@ -211,3 +211,31 @@ def test_constraints_api(spark, tmp_path):
     with pytest.raises(MissingPropertyError):
         t.dropConstraint("small")
     assert t.dropConstraint("small", ifExists=True) is None
+
+
+def test_cluster_by(spark, tmp_path):
+    from delta_pyds.protocol.clustering import table_clustering
+
+    path = str(tmp_path / "t")
+    t = _table(spark, path)
+    t.clusterBy("id", "s.a")
+    snap = Snapshot.load(path)
+    assert table_clustering(snap.schema, snap.domain_metadata, "name") == [("id",), ("s", "a")]
+    assert "col-" in snap.domain_metadata["delta.clustering"]  # physical names under column mapping
+    assert {"clustering", "domainMetadata"} <= set(snap.protocol.writer_features or ())
+    t.renameColumn("id", "key")  # the domain holds physical names: nothing to change
+    snap = Snapshot.load(path)
+    assert table_clustering(snap.schema, snap.domain_metadata, "name") == [("key",), ("s", "a")]
+    with pytest.raises(SchemaChangeError, match="clustering column"):
+        t.dropColumns("s.a")
+    t.optimize().executeCompaction()
+    assert len(_both(spark, path)[1]) == 6 and len(_delta_rs(path, ["key"])) == 6
+    t.clusterBy()  # CLUSTER BY NONE
+    snap = Snapshot.load(path)
+    assert table_clustering(snap.schema, snap.domain_metadata, "name") == []
+    t.dropColumns("s.a")
+    with pytest.raises(delta_pyds.DeltaError, match="at most 4"):
+        t.clusterBy("key", "name", "part", "s.b", "key")
+    parted = str(tmp_path / "p")
+    with pytest.raises(delta_pyds.DeltaError, match="partitioned"):
+        _table(spark, parted, partition=True).clusterBy("id")
