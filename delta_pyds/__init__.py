@@ -27,6 +27,7 @@ from delta_pyds.errors import (
     MissingPropertyError,
     NoCatalogError,
     PathEscapeError,
+    SchemaChangeError,
     SchemaError,
     SqlParseError,
     StorageError,
@@ -82,6 +83,7 @@ __all__ = [
     "NoCatalogError",
     "SqlParseError",
     "MissingPropertyError",
+    "SchemaChangeError",
     "sql",
 ]
 
