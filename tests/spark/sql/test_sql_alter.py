@@ -129,3 +129,61 @@ def test_cluster_by(spark, tmp_path):
     assert table_clustering(snap.schema, snap.domain_metadata, "none") == []
     assert DeltaTable.forPath(spark, s).history(1).collect()[0]["operation"] == "CLUSTER BY"
     _same(spark, s, a)
+
+
+CONNECT_SCRIPT = r"""
+import json, sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.remote("local[1]").config("spark.sql.session.timeZone", "UTC").getOrCreate()
+assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
+import delta_pyds
+from delta_pyds.table.snapshot import Snapshot
+delta_pyds.register(spark)
+p = sys.argv[1] + "/t"
+df = spark.createDataFrame([(i, f"n{i}", (i, "b")) for i in range(4)], "id int, name string, s struct<a:int,b:string>")
+df.write.format("pydelta").mode("append").option("delta.columnMapping.mode", "name").save(p)
+run = lambda stmt: delta_pyds.sql(spark, stmt.format(t=f"delta.`{p}`")).collect()
+run("ALTER TABLE {t} ADD COLUMNS (c BIGINT COMMENT 'cc', s.z STRUCT<q: INT>)")
+run("ALTER TABLE {t} RENAME COLUMN name TO label")
+run("ALTER TABLE {t} DROP COLUMN s.b")
+run("ALTER TABLE {t} ALTER COLUMN id SET NOT NULL")
+run("ALTER TABLE {t} ALTER COLUMN label COMMENT 'the label'")
+run("ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+run("ALTER TABLE {t} ALTER COLUMN id TYPE BIGINT")
+run("ALTER TABLE {t} CLUSTER BY (id)")
+snap = Snapshot.load(p)
+out = {
+    "schema": [(f.name, f.type.simple_string(), f.nullable, f.metadata.get("comment")) for f in snap.schema.fields],
+    "rows": sorted([r.id, r.label, r.c] for r in delta_pyds.read_delta(spark, p).collect()),
+    "source": sorted([r.id, r.label] for r in spark.read.format("pydelta").load(p).collect()),
+    "clustering": "delta.clustering" in snap.domain_metadata,
+}
+print(json.dumps(out))
+spark.stop()
+"""
+
+
+@pytest.mark.slow
+def test_alter_from_a_spark_connect_client(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "connect_alter.py"
+    script.write_text(CONNECT_SCRIPT)
+    env = dict(os.environ, SPARK_TESTING="1", PYSPARK_PYTHON=sys.executable, TZ="UTC")
+    result = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    got = json.loads(result.stdout.strip().splitlines()[-1])
+    assert got["schema"] == [
+        ["id", "long", False, None],
+        ["label", "string", True, "the label"],
+        ["s", "struct<a:integer,z:struct<q:integer>>", True, None],
+        ["c", "long", True, "cc"],
+    ]
+    assert got["rows"] == [[i, f"n{i}", None] for i in range(4)]
+    assert got["source"] == [[i, f"n{i}"] for i in range(4)]
+    assert got["clustering"]
