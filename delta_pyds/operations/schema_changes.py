@@ -18,8 +18,9 @@ Guarantees (delta-spark's rules):
   generated column uses is refused; a rename of a partition column renames it in
   ``partitionColumns``;
 * SET NOT NULL first asks ``null_count`` for the number of nulls at the version the change
-  is based on and refuses if there is one; the commit reads the whole table, so a
-  concurrent write makes it retry or fail, never commit over a null;
+  is based on and refuses if there is one; the commit reads the whole table, serializably,
+  so a concurrent write (even a blind append) makes it fail, never commit over a null;
+  ADD CONSTRAINT likewise (``violations(version)`` counts the rows that fail it);
 * a TYPE change is only a widening the ``typeWidening`` feature allows (byte -> short ->
   integer -> long, float -> double, byte/short/integer -> double, decimal precision/scale
   increases that keep the integer digits) and needs ``delta.enableTypeWidening = true``;
@@ -175,8 +176,9 @@ def _commit(
     read_all: bool = False,
 ) -> int:
     txn = Transaction(storage, snap)
-    if read_all:
+    if read_all:  # validated against the rows at snap.version: any file added since conflicts
         txn.read_whole_table()
+        txn.serializable = True
     md = replace(
         snap.metadata,
         schema_string=schema.json(),
@@ -429,3 +431,21 @@ def cluster_by(table: Storage | str, columns: Sequence[ColumnPath] | None) -> in
         "newClusteringColumns": ",".join(".".join(p) for p in paths),
     }
     return txn.commit("CLUSTER BY", params).version
+
+
+def add_constraint(table: Storage | str, name: str, expression: str, violations: Callable[[int], int]) -> int:
+    """Adds the CHECK constraint ``delta.constraints.<name>`` after ``violations(version)``
+    (the caller's scan) found no existing row failing it; returns the version committed."""
+    storage, snap = _load(table)
+    key = f"delta.constraints.{name.lower()}"
+    if key in snap.configuration:
+        raise ConstraintViolationError(f"ADD CONSTRAINT: constraint {name!r} already exists: {snap.configuration[key]}")
+    bad = violations(snap.version)
+    if bad:
+        raise ConstraintViolationError(
+            f"ADD CONSTRAINT {name} CHECK ({expression}): {bad} existing rows violate it; nothing changed"
+        )
+    conf = {**snap.configuration, key: expression}
+    return _commit(
+        storage, snap, snap.schema, "ADD CONSTRAINT", {"name": name, "expr": expression}, conf=conf, read_all=True
+    )

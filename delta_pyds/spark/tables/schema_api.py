@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from delta_pyds.errors import ArgumentTypeError, ConstraintViolationError
+from delta_pyds.errors import ArgumentTypeError
 from delta_pyds.operations import schema_changes as ops
 
 
@@ -136,24 +136,14 @@ class SchemaChanges:
     def addConstraint(self, name: str, expression: str) -> int:
         """Adds a CHECK constraint ``delta.constraints.<name>`` after checking every existing
         row satisfies it (delta_pyds extension; SQL ``ALTER TABLE ADD CONSTRAINT``)."""
-        from delta_pyds.operations.properties import set_properties
-        from delta_pyds.table.snapshot import Snapshot
-
         for arg, value in (("name", name), ("expression", expression)):
             if not isinstance(value, str) or not value.strip():
                 raise ArgumentTypeError(f"addConstraint: '{arg}' must be a non-empty str")
-        key = f"delta.constraints.{name.lower()}"
-        snap = Snapshot.load(self._storage_for_changes())
-        if key in snap.configuration:
-            raise ConstraintViolationError(
-                f"addConstraint: constraint {name!r} already exists: {snap.configuration[key]}"
-            )
-        bad = self._read_at(snap.version).where(f"NOT coalesce(({expression}), true)").count()
-        if bad:
-            raise ConstraintViolationError(
-                f"ADD CONSTRAINT {name} CHECK ({expression}): {bad} existing rows violate it; nothing changed"
-            )
-        return set_properties(self._storage_for_changes(), {key: expression})
+
+        def violations(version: int) -> int:
+            return int(self._read_at(version).where(f"NOT coalesce(({expression}), true)").count())
+
+        return ops.add_constraint(self._storage_for_changes(), name, expression, violations)
 
     def dropConstraint(self, name: str, ifExists: bool = False) -> int | None:
         """Drops a CHECK constraint (delta_pyds extension; SQL ``ALTER TABLE DROP

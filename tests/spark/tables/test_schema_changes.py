@@ -246,3 +246,41 @@ def test_cluster_by(spark, tmp_path):
     parted = str(tmp_path / "p")
     with pytest.raises(delta_pyds.DeltaError, match="partitioned"):
         _table(spark, parted, partition=True).clusterBy("id")
+
+
+def test_set_not_null_fails_when_a_null_is_appended_concurrently(spark, tmp_path):
+    from delta_pyds.errors import ConcurrentModificationError
+    from delta_pyds.operations.schema_changes import alter_column
+
+    path = str(tmp_path / "t")
+    _table(spark, path)
+
+    def null_count_then_concurrent_append(version):
+        assert version == 0
+        delta_pyds.write_delta(
+            spark.createDataFrame([(9, None, None, 0)], "id int, name string, s struct<a:int,b:string>, part int"), path
+        )
+        return 0  # no null at version 0: the null came after the scan
+
+    with pytest.raises(ConcurrentModificationError):
+        alter_column(path, "name", nullable=False, null_count=null_count_then_concurrent_append)
+    snap = Snapshot.load(path)
+    assert snap.version == 1 and snap.schema.field("name").nullable is True
+
+
+def test_add_constraint_fails_when_a_violating_row_is_appended_concurrently(spark, tmp_path):
+    from delta_pyds.errors import ConcurrentModificationError
+    from delta_pyds.operations.schema_changes import add_constraint
+
+    path = str(tmp_path / "t")
+    _table(spark, path)
+
+    def violations_then_concurrent_append(version):
+        delta_pyds.write_delta(
+            spark.createDataFrame([(-9, "x", None, 0)], "id int, name string, s struct<a:int,b:string>, part int"), path
+        )
+        return 0
+
+    with pytest.raises(ConcurrentModificationError):
+        add_constraint(path, "pos", "id >= 0", violations_then_concurrent_append)
+    assert "delta.constraints.pos" not in Snapshot.load(path).configuration
