@@ -50,8 +50,27 @@ def _spark_type(text: str) -> Any:
     return DataType.fromDDL(text)
 
 
-def _column_spec(p: Parser) -> tuple[str, str, str | None]:
-    name = p.dotted()
+def _column(p: Parser) -> list[str]:
+    """A column path: ``a.b`` is field b of struct a; a backquoted ```a.b``` is one name."""
+    parts = [p.word()]
+    while p.at(".") and p.peek(1) is not None and p.peek(1).kind in ("word", "ident"):  # type: ignore[union-attr]
+        p.i += 1
+        parts.append(p.word())
+    return parts
+
+
+def _columns(p: Parser) -> list[list[str]]:
+    paren = p.accept("(")
+    out = [_column(p)]
+    while p.accept(","):
+        out.append(_column(p))
+    if paren:
+        p.expect(")")
+    return out
+
+
+def _column_spec(p: Parser) -> tuple[list[str], str, str | None]:
+    name = _column(p)
     dtype = _type_text(p)
     if p.at("NOT", "NULL"):
         p.fail("ADD COLUMNS adds nullable columns only (as delta-spark)")
@@ -81,7 +100,7 @@ def column_statement(spark, p: Parser, ref: TableRef) -> Callable[[], Any] | Non
         return add
     if p.accept("RENAME", "COLUMN"):
         p.form = FORM
-        old = p.dotted()
+        old = _column(p)
         p.expect("TO")
         new = p.word()
         p.end()
@@ -89,13 +108,13 @@ def column_statement(spark, p: Parser, ref: TableRef) -> Callable[[], Any] | Non
     if p.accept("DROP", "COLUMNS") or p.accept("DROP", "COLUMN"):
         p.form = FORM
         if_exists = p.accept("IF", "EXISTS")
-        names = p.name_list()
+        names = _columns(p)
         p.end()
         return lambda: empty(spark, delta_table(spark, ref).dropColumns(names, ifExists=if_exists))
     if p.accept("ALTER") or p.accept("CHANGE"):
         p.form = FORM
         p.accept("COLUMN")
-        column = p.dotted()
+        column = _column(p)
         kwargs: dict[str, Any] = {}
         if p.accept("COMMENT"):
             kwargs["comment"] = p.string()

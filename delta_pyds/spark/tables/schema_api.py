@@ -83,14 +83,15 @@ class SchemaChanges:
             )
         return ops.add_columns(self._storage_for_changes(), items)
 
-    def renameColumn(self, column: str, newName: str) -> int:
+    def renameColumn(self, column: str | Sequence[str], newName: str) -> int:
         """Renames a column or nested field ``"a.b"`` (delta_pyds extension; SQL ``ALTER TABLE
         RENAME COLUMN``); needs column mapping. Returns the version committed."""
         return ops.rename_column(self._storage_for_changes(), column, newName)
 
-    def dropColumns(self, columns: str | Sequence[str], ifExists: bool = False) -> int | None:
+    def dropColumns(self, columns: str | Sequence[str | Sequence[str]], ifExists: bool = False) -> int | None:
         """Drops columns or nested fields (delta_pyds extension; SQL ``ALTER TABLE DROP
-        COLUMNS``); needs column mapping. Returns the version committed (None: ``ifExists``
+        COLUMNS``); needs column mapping; a column is ``"a.b"`` or a list of names
+        (``["a.b"]``: a top-level column whose name holds a dot). Returns the version committed (None: ``ifExists``
         and none exists)."""
         cols = [columns] if isinstance(columns, str) else list(columns)
         return ops.drop_columns(self._storage_for_changes(), cols, if_exists=bool(ifExists))

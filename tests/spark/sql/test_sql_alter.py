@@ -187,3 +187,16 @@ def test_alter_from_a_spark_connect_client(tmp_path):
     assert got["rows"] == [[i, f"n{i}", None] for i in range(4)]
     assert got["source"] == [[i, f"n{i}"] for i in range(4)]
     assert got["clustering"]
+
+
+def test_backquoted_dotted_name_is_one_column(spark, tmp_path):
+    path = str(tmp_path / "t")
+    df = spark.createDataFrame([(1, 2, (3,))], "id int, `a.b` int, a struct<b:int>")
+    delta_pyds.write_delta(df, path, **{"delta.columnMapping.mode": "name"})
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{path}` RENAME COLUMN `a.b` TO ab")
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{path}` RENAME COLUMN a.b TO c")
+    schema = Snapshot.load(path).schema
+    assert schema.names == ["id", "ab", "a"] and schema.field("a").type.names == ["c"]  # type: ignore[union-attr]
+    assert spark_rows(delta_pyds.read_delta(spark, path)) == [(1, 2, (("c", 3),))]
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{path}` DROP COLUMNS (`ab`)")
+    assert Snapshot.load(path).schema.names == ["id", "a"]
