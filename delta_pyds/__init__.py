@@ -27,6 +27,7 @@ from delta_pyds.errors import (
     MissingPropertyError,
     NoCatalogError,
     PathEscapeError,
+    SchemaChangeError,
     SchemaError,
     SqlParseError,
     StorageError,
@@ -84,6 +85,7 @@ __all__ = [
     "SqlParseError",
     "TimestampParseError",
     "MissingPropertyError",
+    "SchemaChangeError",
     "sql",
 ]
 

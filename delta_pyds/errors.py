@@ -165,3 +165,10 @@ class MissingPropertyError(DeltaError, KeyError):
 
 class TimestampParseError(DeltaError, ValueError):
     """A timestamp argument (``restoreToTimestamp``) is a string that is not a timestamp."""
+
+
+class SchemaChangeError(SchemaError, ValueError):
+    """A schema change (add, rename or drop a column, change its type, nullability or
+    comment) the table cannot take; nothing was committed. The message says why and, where
+    one exists, the table property that allows it (``delta.columnMapping.mode``,
+    ``delta.enableTypeWidening``)."""

@@ -116,6 +116,10 @@ class Transaction:
         self.app_version: int | None = None
         self.read = ReadSet()
         self.create_conflict = "error"  # error | ignore | append: when another writer creates the table first
+        # True: check conflicts as under Serializable whatever the table says (a blind append
+        # conflicts with what this transaction read), for changes validated against the data
+        # read (SET NOT NULL, ADD CONSTRAINT)
+        self.serializable = False
 
     @classmethod
     def start(cls, table: str | Storage, *, options: Mapping[str, str] | None = None) -> Transaction:
@@ -313,7 +317,7 @@ class Transaction:
         data = self.storage.read_many(paths, sizes=[sizes[v] for v in contiguous])  # bounded before reading
         winners = [WinningCommit.parse(v, d) for v, d in zip(contiguous, data)]
         md = self.metadata
-        serializable = md is not None and md.configuration.get(ISOLATION_LEVEL) == "Serializable"
+        serializable = self.serializable or (md is not None and md.configuration.get(ISOLATION_LEVEL) == "Serializable")
         rebase = check(
             winners,
             read=self.read,

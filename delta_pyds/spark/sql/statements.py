@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from delta_pyds.errors import ArgumentTypeError, SqlParseError, TableNotFoundError
-from delta_pyds.spark.sql import create, dml
+from delta_pyds.spark.sql import alter, create, dml
 from delta_pyds.spark.sql.parser import Parser, TableRef
 from delta_pyds.spark.sql.tables import NAMES, delta_table, empty, run_statement
 
@@ -28,7 +28,7 @@ FORMS = {
     "SHOW COLUMNS": "SHOW COLUMNS (IN | FROM) <table>",
     "ALTER TABLE": (
         "ALTER TABLE <table> SET TBLPROPERTIES ('k' = 'v', ...) | UNSET TBLPROPERTIES [IF EXISTS] ('k', ...)"
-        " | ADD CONSTRAINT name CHECK (expr) | DROP CONSTRAINT [IF EXISTS] name"
+        " | ADD CONSTRAINT name CHECK (expr) | DROP CONSTRAINT [IF EXISTS] name | " + alter.FORM.split("<table> ", 1)[1]
     ),
     "GENERATE": "GENERATE symlink_format_manifest FOR TABLE <table>",
     "CONVERT TO DELTA": "CONVERT TO DELTA parquet.`path` [PARTITIONED BY (col type, ...)]",
@@ -236,26 +236,20 @@ def _alter_table(spark, p: Parser):
         p.expect("CHECK")
         expr = p.parenthesized()
         p.end()
-        return lambda: empty(spark, _add_constraint(spark, ref, name, expr))
+        return lambda: empty(spark, delta_table(spark, ref).addConstraint(name, expr))
     if p.accept("DROP", "CONSTRAINT"):
         if_exists = p.accept("IF", "EXISTS")
         name = p.word()
         p.end()
-        return lambda: empty(spark, _unset(ref, [f"delta.constraints.{name.lower()}"], if_exists))
-    p.fail("expected SET TBLPROPERTIES, UNSET TBLPROPERTIES, ADD CONSTRAINT or DROP CONSTRAINT")
+        return lambda: empty(spark, delta_table(spark, ref).dropConstraint(name, if_exists))
+    run = alter.column_statement(spark, p, ref)
+    if run is not None:
+        return run
+    p.fail(
+        "expected SET TBLPROPERTIES, UNSET TBLPROPERTIES, ADD CONSTRAINT, DROP CONSTRAINT, ADD COLUMNS,"
+        " RENAME COLUMN, DROP COLUMNS or ALTER COLUMN"
+    )
     raise AssertionError
-
-
-def _add_constraint(spark, ref: TableRef, name: str, expr: str) -> int:
-    from delta_pyds.errors import ConstraintViolationError
-
-    dt = delta_table(spark, ref)
-    bad = dt.toDF().where(f"NOT coalesce(({expr}), true)").count()
-    if bad:
-        raise ConstraintViolationError(
-            f"ALTER TABLE ADD CONSTRAINT {name} CHECK ({expr}): {bad} existing rows violate it; nothing changed"
-        )
-    return dt.setProperties({f"delta.constraints.{name.lower()}": expr})
 
 
 def _properties(p: Parser) -> dict[str, str]:

@@ -16,7 +16,9 @@ delete and update in :mod:`delta_pyds.spark.tables.dml` (deletion vectors:
 :mod:`delta_pyds.operations.dv_delete`), merge in :mod:`delta_pyds.spark.tables.merge`,
 optimize in :mod:`delta_pyds.spark.tables.optimize`, vacuum in
 :mod:`delta_pyds.operations.vacuum`, restore in :mod:`delta_pyds.operations.restore`,
-properties and protocol in :mod:`delta_pyds.operations.properties`. In short:
+properties and protocol in :mod:`delta_pyds.operations.properties`, schema changes
+(delta_pyds extensions: ``addColumns``, ``renameColumn``, ``dropColumns``, ``alterColumn``,
+``addConstraint``, ``dropConstraint``) in :mod:`delta_pyds.spark.tables.schema_api`. In short:
 
 * every mutating operation is one commit through :class:`~delta_pyds.transaction.commit.Transaction`
   from the version it read, with conflict detection (a concurrent blind append does not
@@ -69,11 +71,12 @@ from delta_pyds.spark.tables.builder import NO_CATALOG, DeltaTableBuilder
 from delta_pyds.spark.tables.dml import TableRewriter, delete_rows, update_rows
 from delta_pyds.spark.tables.merge import DeltaMergeBuilder
 from delta_pyds.spark.tables.optimize import DeltaOptimizeBuilder
+from delta_pyds.spark.tables.schema_api import SchemaChanges
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 
 
-class DeltaTable:
+class DeltaTable(SchemaChanges):
     """A Delta table at a path, for maintenance and DML (see the module docstring)."""
 
     def __init__(self, spark, path: str, storage_options: Mapping[str, str] | None = None):

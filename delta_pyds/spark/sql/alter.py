@@ -1,0 +1,143 @@
+"""The column statements of ``ALTER TABLE`` on a Delta table: ``ADD COLUMN[S]``, ``RENAME
+COLUMN``, ``DROP COLUMN[S]``, ``ALTER | CHANGE [COLUMN] ... COMMENT | SET NOT NULL | DROP NOT
+NULL | TYPE``, ``CLUSTER BY (...) | NONE``.
+
+Guarantees: each statement is parsed whole before anything runs and is one call of the
+``DeltaTable`` schema-change API (:mod:`delta_pyds.spark.tables.schema_api`, whose rules are
+delta-spark's); column types are Spark SQL types (``BIGINT``, ``DECIMAL(10,2)``,
+``STRUCT<a: INT>``), read by Spark's own DDL parser; names may be backquoted and dotted
+(``a.b`` is field ``b`` of struct ``a``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from delta_pyds.spark.sql.parser import Parser, TableRef
+from delta_pyds.spark.sql.tables import delta_table, empty
+
+FORM = (
+    "ALTER TABLE <table> ADD COLUMN[S] (name type [COMMENT 'c'], ...) | RENAME COLUMN a TO b"
+    " | DROP COLUMN[S] [IF EXISTS] (a, ...) | ALTER [COLUMN] a (COMMENT 'c' | SET NOT NULL | DROP NOT NULL"
+    " | TYPE type) | CLUSTER BY (a, ...) | CLUSTER BY NONE"
+)
+
+
+def _type_text(p: Parser) -> str:
+    """The text of a column type at the cursor: up to a top-level ``,`` ``)`` COMMENT, NOT,
+    FIRST or AFTER (``<...>`` and ``(...)`` nest)."""
+    depth = 0
+    start = p.i
+    while not p.done():
+        t = p.tokens[p.i]
+        if t.text in ("(", "<"):
+            depth += 1
+        elif t.text in (")", ">"):
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and (t.text == "," or t.upper in ("COMMENT", "NOT", "FIRST", "AFTER")):
+            break
+        p.i += 1
+    if p.i == start:
+        p.fail("expected a column type")
+    return p.text[p.tokens[start].start : p.tokens[p.i - 1].end]
+
+
+def _spark_type(text: str) -> Any:
+    from pyspark.sql.types import DataType
+
+    return DataType.fromDDL(text)
+
+
+def _column(p: Parser) -> list[str]:
+    """A column path: ``a.b`` is field b of struct a; a backquoted ```a.b``` is one name."""
+    parts = [p.word()]
+    while p.at(".") and p.peek(1) is not None and p.peek(1).kind in ("word", "ident"):  # type: ignore[union-attr]
+        p.i += 1
+        parts.append(p.word())
+    return parts
+
+
+def _columns(p: Parser) -> list[list[str]]:
+    paren = p.accept("(")
+    out = [_column(p)]
+    while p.accept(","):
+        out.append(_column(p))
+    if paren:
+        p.expect(")")
+    return out
+
+
+def _column_spec(p: Parser) -> tuple[list[str], str, str | None]:
+    name = _column(p)
+    dtype = _type_text(p)
+    if p.at("NOT", "NULL"):
+        p.fail("ADD COLUMNS adds nullable columns only (as delta-spark)")
+    comment = p.string() if p.accept("COMMENT") else None
+    if p.at("FIRST") or p.at("AFTER"):
+        p.fail("column positions (FIRST / AFTER) are not supported; columns are added at the end")
+    return name, dtype, comment
+
+
+def column_statement(spark, p: Parser, ref: TableRef) -> Callable[[], Any] | None:
+    """The runner of the column statement at the cursor (after ``ALTER TABLE <table>``), or
+    None if the cursor is not at one."""
+    if p.accept("ADD", "COLUMNS") or p.accept("ADD", "COLUMN"):
+        p.form = FORM
+        paren = p.accept("(")
+        specs = [_column_spec(p)]
+        while p.accept(","):
+            specs.append(_column_spec(p))
+        if paren:
+            p.expect(")")
+        p.end()
+
+        def add():
+            dt = delta_table(spark, ref)
+            return empty(spark, dt.addColumns([(n, _spark_type(t), c) for n, t, c in specs]))
+
+        return add
+    if p.accept("RENAME", "COLUMN"):
+        p.form = FORM
+        old = _column(p)
+        p.expect("TO")
+        new = p.word()
+        p.end()
+        return lambda: empty(spark, delta_table(spark, ref).renameColumn(old, new))
+    if p.accept("DROP", "COLUMNS") or p.accept("DROP", "COLUMN"):
+        p.form = FORM
+        if_exists = p.accept("IF", "EXISTS")
+        names = _columns(p)
+        p.end()
+        return lambda: empty(spark, delta_table(spark, ref).dropColumns(names, ifExists=if_exists))
+    if p.accept("ALTER") or p.accept("CHANGE"):
+        p.form = FORM
+        p.accept("COLUMN")
+        column = _column(p)
+        kwargs: dict[str, Any] = {}
+        if p.accept("COMMENT"):
+            kwargs["comment"] = p.string()
+        elif p.accept("SET", "NOT", "NULL"):
+            kwargs["nullable"] = False
+        elif p.accept("DROP", "NOT", "NULL"):
+            kwargs["nullable"] = True
+        elif p.accept("TYPE"):
+            text = _type_text(p)
+            kwargs["dataType"] = text
+        else:
+            p.fail("expected COMMENT 'text', SET NOT NULL, DROP NOT NULL or TYPE <type>")
+        p.end()
+
+        def alter():
+            if "dataType" in kwargs:
+                kwargs["dataType"] = _spark_type(kwargs["dataType"])
+            return empty(spark, delta_table(spark, ref).alterColumn(column, **kwargs))
+
+        return alter
+    if p.accept("CLUSTER", "BY"):
+        p.form = FORM
+        cols = [] if p.accept("NONE") else p.name_list()
+        p.end()
+        return lambda: empty(spark, delta_table(spark, ref).clusterBy(*cols))
+    return None
