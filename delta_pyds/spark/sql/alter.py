@@ -23,27 +23,6 @@ FORM = (
 )
 
 
-def _type_text(p: Parser) -> str:
-    """The text of a column type at the cursor: up to a top-level ``,`` ``)`` COMMENT, NOT,
-    FIRST or AFTER (``<...>`` and ``(...)`` nest)."""
-    depth = 0
-    start = p.i
-    while not p.done():
-        t = p.tokens[p.i]
-        if t.text in ("(", "<"):
-            depth += 1
-        elif t.text in (")", ">"):
-            if depth == 0:
-                break
-            depth -= 1
-        elif depth == 0 and (t.text == "," or t.upper in ("COMMENT", "NOT", "FIRST", "AFTER")):
-            break
-        p.i += 1
-    if p.i == start:
-        p.fail("expected a column type")
-    return p.text[p.tokens[start].start : p.tokens[p.i - 1].end]
-
-
 def _spark_type(text: str) -> Any:
     from pyspark.sql.types import DataType
 
@@ -71,7 +50,7 @@ def _columns(p: Parser) -> list[list[str]]:
 
 def _column_spec(p: Parser) -> tuple[list[str], str, str | None]:
     name = _column(p)
-    dtype = _type_text(p)
+    dtype = p.type_text("COMMENT", "NOT", "FIRST", "AFTER")
     if p.at("NOT", "NULL"):
         p.fail("ADD COLUMNS adds nullable columns only (as delta-spark)")
     comment = p.string() if p.accept("COMMENT") else None
@@ -123,7 +102,7 @@ def column_statement(spark, p: Parser, ref: TableRef) -> Callable[[], Any] | Non
         elif p.accept("DROP", "NOT", "NULL"):
             kwargs["nullable"] = True
         elif p.accept("TYPE"):
-            text = _type_text(p)
+            text = p.type_text("COMMENT", "NOT", "FIRST", "AFTER")
             kwargs["dataType"] = text
         else:
             p.fail("expected COMMENT 'text', SET NOT NULL, DROP NOT NULL or TYPE <type>")

@@ -145,7 +145,7 @@ def parse(p: Parser) -> CreateStatement:
         elif p.accept("COMMENT"):
             st.comment = p.string()
         elif p.accept("TBLPROPERTIES"):
-            st.properties = _properties(p)
+            st.properties = p.properties()
         else:
             p.fail("expected PARTITIONED BY, CLUSTER BY, LOCATION, COMMENT, TBLPROPERTIES or AS")
     if st.partitioned and st.cluster is not None:
@@ -176,7 +176,7 @@ def _columns(p: Parser) -> list[Column]:
 
 
 def _column(p: Parser) -> Column:
-    col = Column(p.word(), _type(p))
+    col = Column(p.word(), p.type_text(*_COLUMN_STOPS))
     while not p.at(",") and not p.at(")") and not p.done():
         if p.accept("NOT", "NULL"):
             col.nullable = False
@@ -210,46 +210,6 @@ def _column(p: Parser) -> Column:
 def _signed(p: Parser) -> int:
     negative = p.accept("-")
     return -p.integer() if negative else p.integer()
-
-
-def _type(p: Parser) -> str:
-    """A Spark SQL type's text (``decimal(10, 2)``, ``struct<a: int, b: array<string>>``)."""
-    start = p.i
-    depth = 0
-    while not p.done():
-        t = p.peek()
-        assert t is not None
-        if t.text in ("(", "<"):
-            depth += 1
-        elif t.text in (")", ">"):
-            if depth == 0:
-                break
-            depth -= 1
-        elif depth == 0 and (t.text == "," or t.upper in _COLUMN_STOPS):
-            break
-        p.i += 1
-    if p.i == start:
-        p.fail("expected a column type")
-    return p.text[p.tokens[start].start : p.tokens[p.i - 1].end]
-
-
-def _properties(p: Parser) -> dict[str, str]:
-    p.expect("(")
-    props: dict[str, str] = {}
-    while True:
-        t = p.peek()
-        key = p.string() if t is not None and t.kind == "string" else p.dotted()
-        p.accept("=")
-        t = p.peek()
-        if t is None or t.kind not in ("string", "number", "word"):
-            p.fail("expected a property value")
-        assert t is not None
-        props[key] = t.value()
-        p.i += 1
-        if not p.accept(","):
-            break
-    p.expect(")")
-    return props
 
 
 def create(spark, p: Parser) -> Callable[[], Any]:

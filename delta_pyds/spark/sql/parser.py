@@ -166,6 +166,46 @@ class Parser:
         self.expect(")")
         return inner
 
+    def type_text(self, *stops: str) -> str:
+        """The text of a Spark SQL type at the cursor (``decimal(10, 2)``, ``struct<a: int,
+        b: array<string>>``): up to a top-level ``,`` or ``)`` or one of the words ``stops``
+        (``<...>`` and ``(...)`` nest)."""
+        start = self.i
+        depth = 0
+        while not self.done():
+            t = self.tokens[self.i]
+            if t.text in ("(", "<"):
+                depth += 1
+            elif t.text in (")", ">"):
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0 and (t.text == "," or t.upper in stops):
+                break
+            self.i += 1
+        if self.i == start:
+            self.fail("expected a column type")
+        return self.text[self.tokens[start].start : self.tokens[self.i - 1].end]
+
+    def properties(self) -> dict[str, str]:
+        """``( key [=] value, ... )``: keys as dotted names or strings, values as strings,
+        numbers or words (TBLPROPERTIES)."""
+        self.expect("(")
+        props: dict[str, str] = {}
+        while True:
+            t = self.peek()
+            key = self.string() if t is not None and t.kind == "string" else self.dotted()
+            self.accept("=")
+            t = self.peek()
+            if t is None or t.kind not in ("string", "number", "word"):
+                self.fail("expected a property value")
+            props[key] = t.value()
+            self.i += 1
+            if not self.accept(","):
+                break
+        self.expect(")")
+        return props
+
     def name_list(self) -> list[str]:
         """``(a, b.c, ...)`` or ``a, b`` as names."""
         paren = self.accept("(")

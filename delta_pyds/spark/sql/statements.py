@@ -219,7 +219,7 @@ def _show_columns(spark, p: Parser):
 def _alter_table(spark, p: Parser):
     ref = p.require_table()
     if p.accept("SET", "TBLPROPERTIES"):
-        props = _properties(p)
+        props = p.properties()
         p.end()
         return lambda: empty(spark, delta_table(spark, ref).setProperties(props))
     if p.accept("UNSET", "TBLPROPERTIES"):
@@ -250,25 +250,6 @@ def _alter_table(spark, p: Parser):
         " RENAME COLUMN, DROP COLUMNS or ALTER COLUMN"
     )
     raise AssertionError
-
-
-def _properties(p: Parser) -> dict[str, str]:
-    p.expect("(")
-    props: dict[str, str] = {}
-    while True:
-        t = p.peek()
-        key = p.string() if t is not None and t.kind == "string" else p.dotted()
-        p.accept("=")
-        t = p.peek()
-        if t is None or t.kind not in ("string", "number", "word"):
-            p.fail("expected a property value")
-        assert t is not None
-        props[key] = t.value()
-        p.i += 1
-        if not p.accept(","):
-            break
-    p.expect(")")
-    return props
 
 
 def _unset(ref: TableRef, keys: list[str], if_exists: bool) -> int | None:
