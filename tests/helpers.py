@@ -83,3 +83,33 @@ def table_version(path):
     from delta_pyds.table.snapshot import Snapshot
 
     return Snapshot.load(path).version
+
+
+DML_COLS = ["id", "part", "name", "value"]
+
+
+def dml_data(start: int, n: int):
+    """Rows ``start .. start + n - 1`` of the DML tests' table (id, part = id % 3, name, value)."""
+    import pyarrow as pa
+
+    ids = list(range(start, start + n))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "part": pa.array([i % 3 for i in ids], pa.int64()),
+            "name": pa.array([f"n{i}" for i in ids]),
+            "value": pa.array([i * 0.5 for i in ids]),
+        }
+    )
+
+
+def parquet_files(path: str) -> list[str]:
+    """The table's data files (root-relative, sorted), the log left out."""
+    import glob
+    import os
+
+    return sorted(
+        os.path.relpath(p, path)
+        for p in glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True)
+        if "_delta_log" not in p
+    )

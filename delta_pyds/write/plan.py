@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 import uuid
 from collections.abc import Mapping
@@ -37,7 +36,6 @@ import pyarrow.compute as pc
 
 from delta_pyds.errors import SchemaError, TableNotFoundError
 from delta_pyds.expressions.evaluator import evaluate_predicate
-from delta_pyds.log.files import LOG_DIR
 from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import Metadata, Protocol
 from delta_pyds.protocol.clustering import CLUSTERING_DOMAIN, dotted, table_clustering
@@ -71,10 +69,10 @@ from delta_pyds.protocol.table_properties import (
     validate_properties,
 )
 from delta_pyds.storage.store import Storage
-from delta_pyds.storage.tree import list_tree, visible_files
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import AppendOnlyError, CommitResult, TableExistsError, Transaction, remove_actions
 from delta_pyds.write.constraints import build_checks, replace_where_rule
+from delta_pyds.write.location import mark_new_table_location, refuse_non_delta_files
 from delta_pyds.write.options import WriteOptions
 from delta_pyds.write.parquet_writer import WriteSpec
 
@@ -110,43 +108,6 @@ def _load(storage: Storage) -> Snapshot | None:
         return Snapshot.load(storage)
     except TableNotFoundError:
         return None
-
-
-NEW_TABLE_MARKER = ".pydelta-new-table"  # in _delta_log on object stores (no directories there)
-
-
-def _refuse_non_delta_files(storage: Storage) -> bool:
-    """A first write that is not an overwrite, to a location holding data files but no Delta
-    log, would create a table that ignores them (and a later VACUUM would delete them).
-
-    Returns whether the location passed without a ``_delta_log``: it then gets one
-    (:func:`_mark_new_table`) once the whole plan is valid, before any data file is written,
-    so a retry after a crash, a concurrent first writer, or a sink committing its first
-    batch sees the files of a table being created, not a foreign folder."""
-    if storage.protocol == "file":
-        if os.path.isdir(storage.join(LOG_DIR)):
-            return False
-    elif list_tree(storage, LOG_DIR):
-        return False
-    existing = visible_files(storage)
-    if existing:
-        raise TableExistsError(
-            f"cannot write to {storage.root}: it is not a Delta table but holds files (e.g. "
-            f"{existing[0].rel}, {len(existing)} in all), which a new table would not contain and a "
-            "later VACUUM would delete. Convert the directory first with DeltaTable.convertToDelta "
-            f"(DeltaTable.convertToDelta(spark, 'parquet.`{storage.root}`')), write to an empty "
-            "location, or use mode('overwrite') to replace them"
-        )
-    return True
-
-
-def _mark_new_table(storage: Storage) -> None:
-    """``_delta_log`` for a table being created: a directory on local disk, a marker object
-    (which log listings ignore) on object stores, which have no directories."""
-    if storage.protocol == "file":
-        os.makedirs(storage.join(LOG_DIR), exist_ok=True)
-    else:
-        storage.write_bytes(storage.join(LOG_DIR, NEW_TABLE_MARKER), b"")
 
 
 def _refuse_void(schema: StructType, existing: StructType | None, prefix: str = "") -> None:
@@ -232,7 +193,7 @@ def plan_write(
                 None,
                 skip=f"transaction {opts.txn_app_id} version {opts.txn_version} is already committed",
             )
-    mark_new_table = snapshot is None and not opts.overwrite and _refuse_non_delta_files(storage)
+    mark_new_table = snapshot is None and not opts.overwrite and refuse_non_delta_files(storage)
     validate_properties(opts.table_properties)
     metadata = protocol = None
     if snapshot is None or (opts.overwrite and opts.overwrite_schema):  # replacing the table
@@ -360,7 +321,7 @@ def plan_write(
         identity=identity,
     )
     if mark_new_table:
-        _mark_new_table(storage)
+        mark_new_table_location(storage)
     return WritePlan(
         opts,
         storage,

@@ -5,34 +5,22 @@ data source, ``read_delta`` and deltalake."""
 
 from __future__ import annotations
 
-import glob
 import logging
 import os
 
-import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 from dml_engines import dml_engine  # noqa: F401  (autouse: native and python engines)
-from helpers import deltalake_table, spark_rows
+from helpers import DML_COLS, deltalake_table, dml_data, parquet_files, spark_rows
 
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.spark.native.read import NativeReadUnavailable
 from delta_pyds.spark.tables.native_rows import DML_ENGINE_CONF
 from delta_pyds.table.snapshot import Snapshot
 
-COLS = ["id", "part", "name", "value"]
-
-
-def _data(start, n):
-    ids = list(range(start, start + n))
-    return pa.table(
-        {
-            "id": pa.array(ids, pa.int64()),
-            "part": pa.array([i % 3 for i in ids], pa.int64()),
-            "name": pa.array([f"n{i}" for i in ids]),
-            "value": pa.array([i * 0.5 for i in ids]),
-        }
-    )
+COLS = DML_COLS
+_data = dml_data
+_data_files = parquet_files
 
 
 def _make(path, files=4, rows_per_file=50, dv=True, partition=False, config=None, writer="deltalake"):
@@ -63,14 +51,6 @@ def _three_ways(spark, path):
     assert ours == native
     assert sorted(tuple(r) for r in ours) == theirs
     return {r[0]: r for r in ours}
-
-
-def _data_files(path):
-    return sorted(
-        os.path.relpath(p, path)
-        for p in glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True)
-        if "_delta_log" not in p
-    )
 
 
 @pytest.mark.parametrize("partition", [False, True])

@@ -12,25 +12,15 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake  # noqa: E402
 from dml_engines import dml_engine  # noqa: F401  (autouse: native and python engines)
-from helpers import arrow_rows, deltalake_table, spark_rows
+from helpers import DML_COLS, arrow_rows, deltalake_table, dml_data, parquet_files, spark_rows
 
 from delta_pyds import DeltaTable  # noqa: E402
 from delta_pyds.errors import DeltaError  # noqa: E402
 from delta_pyds.table.snapshot import Snapshot  # noqa: E402
 
-COLS = ["id", "part", "name", "value"]
-
-
-def _data(start, n):
-    ids = list(range(start, start + n))
-    return pa.table(
-        {
-            "id": pa.array(ids, pa.int64()),
-            "part": pa.array([i % 3 for i in ids], pa.int64()),
-            "name": pa.array([f"n{i}" for i in ids]),
-            "value": pa.array([i * 0.5 for i in ids]),
-        }
-    )
+COLS = DML_COLS
+_data = dml_data
+_data_files = parquet_files
 
 
 def _make(path, files=5, rows_per_file=100, dv=True, partition=False):
@@ -44,14 +34,6 @@ def _make(path, files=5, rows_per_file=100, dv=True, partition=False):
             partition_by=["part"] if partition else None,
         )
     return path
-
-
-def _data_files(path):
-    return sorted(
-        os.path.relpath(p, path)
-        for p in glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True)
-        if "_delta_log" not in p
-    )
 
 
 def _agree(spark, path, expected=None):
