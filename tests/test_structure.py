@@ -7,6 +7,7 @@ delta_pyds/spark" are import-linter contracts (pyproject.toml, run by .ci/run)."
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
 import pathlib
 import re
@@ -142,7 +143,7 @@ def test_modules_are_small_and_say_what_they_hold():
 
 def test_the_top_level_holds_packages_and_entry_points():
     top = sorted(p.name for p in PACKAGE.iterdir() if p.suffix == ".py")
-    assert top == ["__init__.py", "__main__.py", "errors.py", "package.py", "tables.py", "version.py", "write_plan.py"]
+    assert top == ["__init__.py", "__main__.py", "errors.py", "version.py"]
 
 
 def test_every_error_class_is_in_the_error_tree_and_exported():
@@ -166,16 +167,34 @@ def test_loggers_are_named_after_their_module():
     assert literal == []
 
 
-def test_old_import_paths_still_work():
-    from delta_pyds.package import build_zip
-    from delta_pyds.tools.package import build_zip as tools_build_zip
-    from delta_pyds.write.plan import write_arrow
-    from delta_pyds.write_plan import write_arrow as old_write_arrow
+def test_the_pre_release_shims_are_gone():
+    # delta_pyds.tables, delta_pyds.write_plan and delta_pyds.package re-exported moved names
+    # before 0.1.0; nothing refers to them any more (docs, examples, README; architecture.md
+    # keeps the table of where old modules went)
+    for old in ("delta_pyds.tables", "delta_pyds.write_plan", "delta_pyds.package"):
+        assert importlib.util.find_spec(old) is None, old
+    root = PACKAGE.parent
+    docs = [p for p in root.glob("docs/**/*.md") if p.name != "architecture.md"]
+    texts = [root / "README.md", *docs, *root.glob("examples/**/*.py")]
+    stale = [
+        str(p.relative_to(root))
+        for p in texts
+        if re.search(r"delta_pyds\.(tables|write_plan|package)\b", p.read_text(encoding="utf-8"))
+    ]
+    assert stale == []
 
-    assert old_write_arrow is write_arrow and build_zip is tools_build_zip
-    from delta_pyds.tables import DeltaTable  # imports pyspark, as it always did
 
-    assert DeltaTable is delta_pyds.DeltaTable
+def test_the_version_is_defined_once():
+    # pyproject reads it from delta_pyds/version.py; nothing else spells it
+    pyproject = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.findall(r"^(version|dynamic) = (.*)$", pyproject, re.M) == [
+        ("dynamic", '["version"]'),
+        ("version", '{attr = "delta_pyds.version.__version__"}'),
+    ]
+    assert [p for p in PACKAGE.rglob("*.py") if "__version__ = " in p.read_text(encoding="utf-8")] == [
+        PACKAGE / "version.py"
+    ]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", delta_pyds.__version__)
 
 
 def test_the_api_reference_lists_every_module():

@@ -1,7 +1,7 @@
 """Builds the zip to ship delta_pyds with ``spark-submit --py-files``.
 
-    python -m delta_pyds.package                 # writes ./delta_pyds.zip
-    python -m delta_pyds.package -o /tmp/dp.zip
+    python -m delta_pyds.tools.package                 # writes ./delta_pyds.zip
+    python -m delta_pyds.tools.package -o /tmp/dp.zip
 
 The zip holds the ``delta_pyds`` package only (its pure-Python code, no caches). Its
 dependencies (pyarrow, pandas, pyroaring, fsspec, plus s3fs/adlfs/gcsfs for object stores) are
@@ -51,7 +51,7 @@ def build_zip(output: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m delta_pyds.package", description="Build delta_pyds.zip for spark-submit --py-files."
+        prog="python -m delta_pyds.tools.package", description="Build delta_pyds.zip for spark-submit --py-files."
     )
     parser.add_argument(
         "-o", "--output", default="delta_pyds.zip", help="zip file to write (default: ./delta_pyds.zip)"

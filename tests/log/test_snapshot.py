@@ -360,12 +360,12 @@ def test_non_log_file_names(name):
 
 
 def test_core_never_imports_pyspark():
-    # every module but the Spark layer (and the old-path shim of DeltaTable, which is Spark)
+    # every module but the Spark layer
     code = (
         "import sys, pkgutil, importlib; sys.modules['pyspark'] = None; import delta_pyds\n"
         "n = 0\n"
         "for m in pkgutil.walk_packages(delta_pyds.__path__, 'delta_pyds.'):\n"
-        "    if m.name.startswith('delta_pyds.spark') or m.name == 'delta_pyds.tables': continue\n"
+        "    if m.name.startswith('delta_pyds.spark'): continue\n"
         "    importlib.import_module(m.name); n += 1\n"
         "print(n)"
     )

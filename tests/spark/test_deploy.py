@@ -324,7 +324,7 @@ def test_spark_submit_py_files_local_cluster(deps_venv, s3_server):
     root, python = deps_venv
     # the documented command that builds the zip
     zip_path = root / "delta_pyds.zip"
-    run([sys.executable, "-m", "delta_pyds.package", "-o", str(zip_path)], cwd=str(root))
+    run([sys.executable, "-m", "delta_pyds.tools.package", "-o", str(zip_path)], cwd=str(root))
     job = root / "job.py"
     job.write_text(SUBMIT_JOB)
     remote = s3_server.upload_dir(table_path(DV_TABLE), "submit/table-with-dv-small")

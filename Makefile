@@ -1,0 +1,30 @@
+# One task runner for the checks CI runs (.ci/run, .ci/checks). Use the project's venv:
+#   python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]'
+# then `make test`, `make lint`, `make docs`, `make bench`. Variables: TESTS (what pytest
+# runs, e.g. make test TESTS=tests/protocol), PYTEST_ARGS (e.g. PYTEST_ARGS="-m 'not spark'"),
+# BENCH (bench/run.py's modes and options).
+
+PYTHON ?= python
+TESTS ?= tests
+PYTEST_ARGS ?=
+BENCH ?= full narrow selective dv plan write --reps 3
+
+.PHONY: test lint docs bench check
+
+test:  ## the test suite (.ci/run's pytest command)
+	$(PYTHON) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) $(TESTS)
+
+lint:  ## the static checks of .ci/checks: ruff, ruff format, mypy, import contracts
+	ruff check .
+	ruff format --check .
+	mypy
+	lint-imports
+
+docs:  ## the documentation site, as CI builds it (warnings fail)
+	NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet -d "$$(mktemp -d)"
+
+bench:  ## benchmarks (needs the bench extra); results in bench/results/, page in docs/benchmarks.md
+	TZ=UTC PYSPARK_PYTHON="$$(command -v $(PYTHON))" $(PYTHON) bench/run.py $(BENCH)
+	$(PYTHON) bench/report.py
+
+check: lint docs  ## everything .ci/checks runs
