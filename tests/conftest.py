@@ -2,7 +2,9 @@
 
 Tests mirror the package (tests/protocol/, tests/log/, ..., tests/spark/). Every test that
 needs a JVM carries the ``spark`` marker: the ones under tests/spark/ and the ones that
-use the ``spark`` fixture. ``python -m pytest -m "not spark"`` runs the core without Java."""
+use the ``spark`` fixture. ``python -m pytest -m "not spark"`` runs the core without Java.
+Every test that uses an object-store server fixture carries the ``objectstore`` marker:
+``-m "not objectstore"`` runs without starting SeaweedFS, Azurite or fake-gcs-server."""
 
 from __future__ import annotations
 
@@ -28,11 +30,18 @@ def table_path(name: str) -> str:
     return path
 
 
+# fixtures that start a local object-store server (below)
+SERVER_FIXTURES = frozenset({"s3_server", "azure_server", "gcs_server", "object_store"})
+
+
 def pytest_collection_modifyitems(config, items):
     spark_dir = os.path.join(HERE, "spark") + os.sep
     for item in items:
-        if str(item.path).startswith(spark_dir) or "spark" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if str(item.path).startswith(spark_dir) or "spark" in fixtures:
             item.add_marker(pytest.mark.spark)
+        if SERVER_FIXTURES.intersection(fixtures):
+            item.add_marker(pytest.mark.objectstore)
 
 
 @pytest.fixture

@@ -113,3 +113,57 @@ def parquet_files(path: str) -> list[str]:
         for p in glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True)
         if "_delta_log" not in p
     )
+
+
+# ------------------------------------------------------------- schema JSON of the log
+def field(name, type_, physical=None, fid=None, nullable=True, **meta):
+    """One field of a Delta schema as the log spells it (``physical`` / ``fid``: the
+    column-mapping physical name and id; ``meta``: more field metadata)."""
+    metadata = dict(meta)
+    if physical:
+        metadata["delta.columnMapping.physicalName"] = physical
+    if fid is not None:
+        metadata["delta.columnMapping.id"] = fid
+    return {"name": name, "type": type_, "nullable": nullable, "metadata": metadata}
+
+
+def struct(*fields):
+    """A Delta struct type (the schema itself at the top level) of ``fields``."""
+    return {"type": "struct", "fields": list(fields)}
+
+
+# ------------------------------------------------------------------ tables of ids
+def write_ids(path, ids, mode="append", *, with_p=True, **kwargs):
+    """Writes rows ``id`` (long), ``v`` (``"v<id>"``) and, with ``with_p``, ``p`` (``id % 4``,
+    int) to a Delta table with deltalake (delta-rs, another writer than ours)."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    columns = {"id": pa.array(ids, pa.int64()), "v": pa.array([f"v{i}" for i in ids])}
+    if with_p:
+        columns["p"] = pa.array([i % 4 for i in ids], pa.int32())
+    write_deltalake(path, pa.table(columns), mode=mode, **kwargs)
+
+
+# ------------------------------------------------------------------------ the log
+def log_actions(path, version):
+    """The actions of one JSON commit of the table at ``path``, as dicts."""
+    import json
+    import os
+
+    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def adds_of(path, version):
+    """The ``add`` actions of one JSON commit."""
+    return [a["add"] for a in log_actions(path, version) if "add" in a]
+
+
+def delta_schema(**arrow_types):
+    """A Delta schema (``StructType``) of columns given as Arrow types: ``delta_schema(a=pa.int64())``."""
+    import pyarrow as pa
+
+    from delta_pyds.protocol.schema_evolution import from_arrow_schema
+
+    return from_arrow_schema(pa.schema(list(arrow_types.items())))

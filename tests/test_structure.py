@@ -11,6 +11,8 @@ import importlib.util
 import inspect
 import pathlib
 import re
+import subprocess
+import sys
 
 import delta_pyds
 from delta_pyds import errors
@@ -221,3 +223,37 @@ def test_runtime_pandas_range_is_what_pyspark_supports():
     assert "3.0.0" not in runtime["pandas"] and "3.1.1" not in runtime["pandas"]
     assert "2.2.0" in runtime["pandas"] and "2.3.3" in runtime["pandas"]
     assert runtime["pandas"] == tested["pandas"]
+
+
+def test_core_never_imports_pyspark():
+    # every module but the Spark layer
+    code = (
+        "import sys, pkgutil, importlib; sys.modules['pyspark'] = None; import delta_pyds\n"
+        "n = 0\n"
+        "for m in pkgutil.walk_packages(delta_pyds.__path__, 'delta_pyds.'):\n"
+        "    if m.name.startswith('delta_pyds.spark'): continue\n"
+        "    importlib.import_module(m.name); n += 1\n"
+        "print(n)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) > 60
+
+
+def test_object_store_tests_carry_the_objectstore_marker():
+    # every test using a server fixture (s3_server, azure_server, gcs_server, object_store) is
+    # marked, so -m "not objectstore" runs without starting the servers
+    tests = PACKAGE.parent / "tests"
+
+    def collected(marker):
+        out = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "-m", marker]
+            + [str(tests / "storage" / "test_object_store.py"), str(tests / "storage" / "test_storage.py")],
+            capture_output=True,
+            text=True,
+            cwd=str(PACKAGE.parent),
+        )
+        return {line.split("::")[0] for line in out.stdout.splitlines() if "::" in line}
+
+    assert collected("objectstore") == {"tests/storage/test_object_store.py"}
+    assert collected("not objectstore") == {"tests/storage/test_storage.py"}

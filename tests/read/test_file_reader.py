@@ -8,25 +8,13 @@ import datetime as dt
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import field, struct
 
 from delta_pyds.errors import DataFileError
 from delta_pyds.protocol.schema import parse_type, to_arrow_schema
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.scan import FileTask
 from delta_pyds.storage.store import Storage
-
-
-def field(name, type_, physical=None, fid=None, nullable=True):
-    meta = {}
-    if physical:
-        meta["delta.columnMapping.physicalName"] = physical
-    if fid is not None:
-        meta["delta.columnMapping.id"] = fid
-    return {"name": name, "type": type_, "nullable": nullable, "metadata": meta}
-
-
-def struct(*fields):
-    return {"type": "struct", "fields": list(fields)}
 
 
 def read_all(tmp_path, table: pa.Table, schema_json, *, mode="none", partitions=(), values=(), dv=None):

@@ -1,4 +1,4 @@
-"""Data skipping (delta_pyds.skipping.files, delta_pyds.expressions.predicates, delta_pyds.spark.filters):
+"""Data skipping (delta_pyds.skipping.files and .row_groups over delta_pyds.expressions.predicates):
 unit tests on hand-built file tables and Parquet files, plus property tests that pruning
 never drops a file (or row group) holding a matching row."""
 
@@ -13,6 +13,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import field, struct
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,17 +25,6 @@ UTC = dt.timezone.utc
 
 
 # ============================================================================ helpers
-def field(name, typ, physical=None, **meta):
-    metadata = dict(meta)
-    if physical:
-        metadata["delta.columnMapping.physicalName"] = physical
-    return {"name": name, "type": typ, "nullable": True, "metadata": metadata}
-
-
-def struct(*fields):
-    return {"type": "struct", "fields": list(fields)}
-
-
 def make_schema(*fields):
     return parse_schema(json.dumps(struct(*fields)))
 
@@ -970,67 +960,6 @@ def test_many_files_vectorised():
     files = make_files(stats)
     assert kept(files, P.EqualTo("id", 12345), LONG) == [1234]
     assert len(kept(files, P.LessThan("id", 100), LONG)) == 10
-
-
-# ========================================================================= filters.py
-def test_translate_filters():
-    from pyspark.sql import datasource as ds
-
-    from delta_pyds.spark.filters import translate_filters
-
-    schema = make_schema(field("Id", "long"), field("s", struct(field("X", "string"))))
-    filters = [
-        ds.EqualTo(("id",), 1),
-        ds.EqualNullSafe(("ID",), None),
-        ds.GreaterThan(("Id",), 2),
-        ds.GreaterThanOrEqual(("Id",), 3),
-        ds.LessThan(("Id",), 4),
-        ds.LessThanOrEqual(("Id",), 5),
-        ds.In(("Id",), (1, 2)),
-        ds.IsNull(("s", "x")),
-        ds.IsNotNull(("S",)),
-        ds.Not(ds.EqualTo(("Id",), 7)),
-        ds.StringStartsWith(("s", "x"), "ab"),
-        ds.StringEndsWith(("s", "x"), "z"),
-        ds.StringContains(("s", "x"), "q"),
-        ds.Not(ds.StringContains(("s", "x"), "q")),
-        ds.EqualTo(("nope",), 1),
-        ds.EqualTo(("Id", "deeper"), 1),
-        ds.EqualTo(("Id",), bytearray(b"ab")),
-    ]
-    preds, unused = translate_filters(filters, schema)
-    assert preds == [
-        P.EqualTo(("Id",), 1),
-        P.EqualNullSafe(("Id",), None),
-        P.GreaterThan(("Id",), 2),
-        P.GreaterThanOrEqual(("Id",), 3),
-        P.LessThan(("Id",), 4),
-        P.LessThanOrEqual(("Id",), 5),
-        P.In(("Id",), (1, 2)),
-        P.IsNull(("s", "X")),
-        P.IsNotNull(("s",)),
-        P.Not(P.EqualTo(("Id",), 7)),
-        P.StartsWith(("s", "X"), "ab"),
-        P.EqualTo(("Id",), b"ab"),
-    ]
-    assert unused == filters[11:16]
-    # without a schema names are kept as given
-    preds, unused = translate_filters([ds.EqualTo(("a", "b"), 1)])
-    assert preds == [P.EqualTo(("a", "b"), 1)] and unused == []
-
-
-def test_predicate_forms():
-    assert P.EqualTo("a", 1).column == ("a",)
-    assert P.In(["a", "b"], [1, 2]) == P.In(("a", "b"), (1, 2))
-    assert str(P.And(P.EqualTo("a", 1), P.Not(P.IsNull(("s", "x"))))) == "(a = 1) AND (NOT (s.x IS NULL))"
-    assert str(P.StartsWith("a b", "x")) == "`a b` STARTSWITH 'x'"
-    assert P.conjunction([]) is None
-    assert P.conjunction([P.IsNull("a"), P.IsNull("b")]) == P.And(P.IsNull("a"), P.IsNull("b"))
-    assert list(P.columns(P.Or(P.IsNull("a"), P.Not(P.EqualTo(("b", "c"), 1))))) == [("a",), ("b", "c")]
-    with pytest.raises(TypeError):
-        P.EqualTo(("a", 1), 1)
-    with pytest.raises(TypeError):
-        P.IsNull(())
 
 
 def test_core_modules_do_not_import_pyspark():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import table_path
-from helpers import spark_rows
+from helpers import pydelta_write, spark_rows
 
 from delta_pyds.storage.store import Storage
 
@@ -96,13 +96,6 @@ def test_secrets_not_in_query_plan_or_errors(spark, s3_server):
 
 
 # ------------------------------------------------------------------------- writes
-def _write(df, url, options, mode="append", **more):
-    writer = df.write.format("pydelta").mode(mode)
-    for k, v in {**options, **more}.items():
-        writer = writer.option(k, v)
-    writer.save(url)
-
-
 def _deltalake_s3(server, url):
     """The table as deltalake (delta-rs, its own S3 client) reads it."""
     from deltalake import DeltaTable
@@ -126,15 +119,17 @@ def test_spark_writes_append_overwrite_partitioned(spark, object_store):
     url = object_store.url(f"written/{uuid.uuid4().hex}")
     opts = object_store.spark_options()
     first = spark.range(0, 20).selectExpr("id", "cast(id % 3 as int) p", "concat('s', id) s")
-    _write(first, url, opts, partitionBy="p")
-    _write(spark.range(20, 30).selectExpr("id", "cast(id % 3 as int) p", "concat('s', id) s"), url, opts)
+    pydelta_write(first, url, **opts, partitionBy="p")
+    pydelta_write(spark.range(20, 30).selectExpr("id", "cast(id % 3 as int) p", "concat('s', id) s"), url, **opts)
     expected = [(i, i % 3, f"s{i}") for i in range(30)]
     assert spark_rows(read(spark, url, opts)) == sorted(expected, key=repr)
     # replaceWhere on the partition column, then a full overwrite; time travel still reads v1
-    _write(spark.range(100, 103).selectExpr("id", "1 p", "'r' s"), url, opts, mode="overwrite", replaceWhere="p = 1")
+    pydelta_write(
+        spark.range(100, 103).selectExpr("id", "1 p", "'r' s"), url, **opts, mode="overwrite", replaceWhere="p = 1"
+    )
     expected_v2 = [r for r in expected if r[1] != 1] + [(i, 1, "r") for i in range(100, 103)]
     assert spark_rows(read(spark, url, opts)) == sorted(expected_v2, key=repr)
-    _write(spark.range(5).selectExpr("id", "cast(id % 3 as int) p", "'o' s"), url, opts, mode="overwrite")
+    pydelta_write(spark.range(5).selectExpr("id", "cast(id % 3 as int) p", "'o' s"), url, **opts, mode="overwrite")
     assert spark_rows(read(spark, url, opts)) == sorted([(i, i % 3, "o") for i in range(5)], key=repr)
     assert spark_rows(read(spark, url, opts, versionAsOf=1)) == sorted(expected, key=repr)
     storage = Storage(url, object_store.options)
@@ -205,10 +200,10 @@ def test_filesystems_without_atomic_create_are_refused_end_to_end(spark, tmp_pat
     opts = {"storage.target_protocol": "file"}
     df = spark.range(4).selectExpr("id", "concat('v', id) s")
     with pytest.raises(Exception) as info:
-        _write(df, url, opts)
+        pydelta_write(df, url, **opts)
     message = str(info.value)
     assert "no atomic create-if-absent" in message and "allowUnsafeCommits" in message
     assert not local.exists() or not any(local.rglob("*"))
     (local / "_delta_log").mkdir(parents=True)  # simplecache does not create directories
-    _write(df, url, opts, allowUnsafeCommits="true")
+    pydelta_write(df, url, **opts, allowUnsafeCommits="true")
     assert spark_rows(read(spark, str(local))) == [(i, f"v{i}") for i in range(4)]

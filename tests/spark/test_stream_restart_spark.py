@@ -19,20 +19,13 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-
-def _write(path, ids):
-    from deltalake import write_deltalake
-
-    write_deltalake(
-        path, pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([f"v{i}" for i in ids])}), mode="append"
-    )
+from helpers import write_ids
 
 
 def _source(path):
     """Four commits of 10 rows, committed 100 s apart (startingTimestamp below is version 1)."""
     for k in range(4):
-        _write(path, list(range(10 * k, 10 * k + 10)))
+        write_ids(path, list(range(10 * k, 10 * k + 10)), with_p=False)
     for v in range(4):
         os.utime(os.path.join(path, "_delta_log", f"{v:020d}.json"), (1_700_000_000 + 100 * v,) * 2)
 
@@ -125,7 +118,7 @@ def test_batch_failed_once_is_replayed_to_the_same_rows_after_a_new_commit(
     options = {**options, **limits}
     calls = _run_foreach(spark, path, checkpoint, out, options, trigger, fail_batch=fail_batch)
     assert calls[-1] == fail_batch
-    _write(path, NEW)
+    write_ids(path, NEW, with_p=False)
     for _ in range(3 if trigger == "once" else 1):  # Trigger.Once: the replayed batch, then one more
         calls = _run_foreach(spark, path, checkpoint, out, options, trigger)
     batches = _delivered(out)
@@ -169,7 +162,7 @@ def test_crash_after_the_sink_commit_before_commits_n(spark, tmp_path, mode, lim
     _run_sink(spark, path, checkpoint, target, options)
     last = _remove_last_commit_log(checkpoint)
     assert last == (3 if limits else 0)
-    _write(path, NEW)
+    write_ids(path, NEW, with_p=False)
     _run_sink(spark, path, checkpoint, target, options)  # a new DataFrame, as a new process has
     assert _target_ids(target) == Counter([*expected, *NEW])
 
@@ -187,7 +180,7 @@ def test_sink_check_constraint_failing_batch_0_once(spark, tmp_path):
         _run_sink(spark, path, checkpoint, target, {})
     assert os.path.exists(os.path.join(checkpoint, "offsets", "0"))
     assert not os.path.exists(os.path.join(checkpoint, "commits", "0"))
-    _write(path, NEW)
+    write_ids(path, NEW, with_p=False)
     DeltaTable(target).alter.drop_constraint("neg")
     _run_sink(spark, path, checkpoint, target, {})  # a new DataFrame, as a new process has
     assert _target_ids(target) == Counter([*range(40), *NEW])
@@ -232,7 +225,7 @@ def test_sigkill_between_plan_and_commit(spark, tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)  # the query and its Python workers / JVM
         proc.wait()
     assert not os.path.exists(os.path.join(checkpoint, "commits", "0"))
-    _write(path, NEW)
+    write_ids(path, NEW, with_p=False)
     _run_foreach(spark, path, checkpoint, out, {})
     batches = _delivered(out)
     assert Counter(i for ids in batches.values() for i in ids) == Counter([*range(40), *NEW])

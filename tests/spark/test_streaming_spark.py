@@ -7,28 +7,11 @@ import glob
 import os
 from collections import Counter
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import write_ids
 
 from delta_pyds.cdf.reader import read_changes
-
-
-def _write(path, ids, mode="append", **kwargs):
-    from deltalake import write_deltalake
-
-    write_deltalake(
-        path,
-        pa.table(
-            {
-                "id": pa.array(ids, pa.int64()),
-                "v": pa.array([f"v{i}" for i in ids]),
-                "p": pa.array([i % 4 for i in ids], pa.int32()),
-            }
-        ),
-        mode=mode,
-        **kwargs,
-    )
 
 
 class Crash(Exception):
@@ -77,21 +60,21 @@ def test_change_feed_stream_restarted_three_times_delivers_every_change_once(spa
     from deltalake import DeltaTable
 
     path, checkpoint, out = (str(tmp_path / n) for n in ("t", "ck", "out"))
-    _write(
+    write_ids(
         path,
         list(range(100)),
         mode="overwrite",
         partition_by=["p"],
         configuration={"delta.enableChangeDataFeed": "true"},
     )
-    _write(path, list(range(100, 120)))
+    write_ids(path, list(range(100, 120)))
     options = {"readChangeFeed": "true", "startingVersion": "0", "maxFilesPerTrigger": "4"}
     replayed = []
     for run, change in enumerate(
         [
             lambda: DeltaTable(path).update(predicate="id % 10 = 3", updates={"v": "'u'"}),
             lambda: DeltaTable(path).delete("id % 7 = 0"),
-            lambda: _write(path, list(range(200, 230))),
+            lambda: write_ids(path, list(range(200, 230))),
         ]
     ):
         calls = _run(spark, path, checkpoint, out, crash_on_call=2 if run else 1, **options)
@@ -108,10 +91,10 @@ def test_change_feed_stream_restarted_three_times_delivers_every_change_once(spa
 def test_append_stream_restarted_three_times_delivers_every_row_once(spark, tmp_path):
     path, checkpoint, out = (str(tmp_path / n) for n in ("t", "ck", "out"))
     for k in range(4):
-        _write(path, list(range(10 * k, 10 * k + 10)))
+        write_ids(path, list(range(10 * k, 10 * k + 10)))
     for k in range(3):
         _run(spark, path, checkpoint, out, crash_on_call=2, maxFilesPerTrigger="1")
-        _write(path, list(range(100 + 10 * k, 110 + 10 * k)))
+        write_ids(path, list(range(100 + 10 * k, 110 + 10 * k)))
     _run(spark, path, checkpoint, out, crash_on_call=None, maxFilesPerTrigger="1")
     expected = list(range(40)) + list(range(100, 130))
     assert _delivered(out, ["id"]) == Counter((i,) for i in expected)
@@ -129,7 +112,7 @@ def _memory_stream(spark, path, name, **options):
 def test_rate_limits_per_micro_batch(spark, tmp_path):
     path = str(tmp_path / "t")
     for k in range(5):
-        _write(path, list(range(10 * k, 10 * k + 10)))  # one 10-row file per commit
+        write_ids(path, list(range(10 * k, 10 * k + 10)))  # one 10-row file per commit
     assert _memory_stream(spark, path, "by_files", maxFilesPerTrigger="2") == [20, 20, 10]
     assert _memory_stream(spark, path, "by_bytes", maxBytesPerTrigger="1") == [10] * 5
     assert sorted(r.id for r in spark.sql("select id from by_bytes").collect()) == list(range(50))
@@ -139,7 +122,7 @@ def test_non_append_change_fails_with_the_option_to_set(spark, tmp_path):
     from deltalake import DeltaTable
 
     path = str(tmp_path / "t")
-    _write(path, list(range(10)))
+    write_ids(path, list(range(10)))
     DeltaTable(path).delete("id < 3")
     with pytest.raises(Exception, match="skipChangeCommits=true"):
         _memory_stream(spark, path, "fails", startingVersion="0")

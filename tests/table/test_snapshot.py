@@ -1,20 +1,17 @@
-"""Log replay without Spark: snapshots of real tables against deltalake, log segment
-invariants, checkpoint fallbacks, time travel and feature gating."""
+"""Snapshots without Spark (delta_pyds.table.snapshot over log/ segment and replay): real
+tables against deltalake, checkpoint fallbacks, time travel, feature gating."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import subprocess
-import sys
 from urllib.parse import unquote
 
 import pytest
 from conftest import DATA, table_path
 
 from delta_pyds.errors import CorruptLogError, TableNotFoundError, UnsupportedFeatureError, VersionNotFoundError
-from delta_pyds.log.files import canonicalize, last_checkpoint_checksum, parse_log_file_name
 from delta_pyds.table.snapshot import Snapshot
 
 ALL_TABLES = sorted(
@@ -310,68 +307,6 @@ def test_missing_metadata_is_a_clear_error(tmp_path):
         f.write(json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}) + "\n")
     with pytest.raises(CorruptLogError, match="metaData"):
         Snapshot.load(p)
-
-
-def test_last_checkpoint_checksum_matches_protocol_example():
-    sample = {
-        "k0": "'v 0'",
-        "checksum": "adsaskfljadfkjadfkj",
-        "k1": {"k2": 2, "k3": ["v3", [1, 2], {"k4": "v4", "k5": ["v5", "v6", "v7"]}]},
-    }
-    assert canonicalize(sample) == (
-        '"k0"="%27v%200%27","k1"+"k2"=2,"k1"+"k3"+0="v3","k1"+"k3"+1+0=1,"k1"+"k3"+1+1=2,'
-        '"k1"+"k3"+2+"k4"="v4","k1"+"k3"+2+"k5"+0="v5","k1"+"k3"+2+"k5"+1="v6","k1"+"k3"+2+"k5"+2="v7"'
-    )
-    assert last_checkpoint_checksum(sample) == "6a92d155a59bf2eecbd4b4ec7fd1f875"
-    real = json.load(
-        open(os.path.join(table_path("kernel-rs/v2-checkpoints-json-with-sidecars"), "_delta_log", "_last_checkpoint"))
-    )
-    assert last_checkpoint_checksum(real) == real["checksum"]
-
-
-@pytest.mark.parametrize(
-    "name,kind,version",
-    [
-        ("00000000000000000010.json", "commit", 10),
-        ("00000000000000000010.checkpoint.parquet", "checkpoint", 10),
-        ("00000000000000000010.checkpoint.0000000002.0000000003.parquet", "checkpoint", 10),
-        ("00000000000000000010.checkpoint.80a083e8-7026-4e79-81be-64bd76c43a11.json", "checkpoint", 10),
-        ("00000000000000000004.00000000000000000006.compacted.json", "compaction", 6),
-        ("00000000000000000010.crc", "crc", 10),
-    ],
-)
-def test_log_file_names(name, kind, version):
-    parsed = parse_log_file_name(name)
-    assert (parsed.kind, parsed.version) == (kind, version)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "_last_checkpoint",
-        ".00000000000000000010.json.crc",
-        "10.json",
-        "00000000000000000010.json.tmp",
-        "00000000000000000010.checkpoint.1.2.parquet",
-    ],
-)
-def test_non_log_file_names(name):
-    assert parse_log_file_name(name) is None
-
-
-def test_core_never_imports_pyspark():
-    # every module but the Spark layer
-    code = (
-        "import sys, pkgutil, importlib; sys.modules['pyspark'] = None; import delta_pyds\n"
-        "n = 0\n"
-        "for m in pkgutil.walk_packages(delta_pyds.__path__, 'delta_pyds.'):\n"
-        "    if m.name.startswith('delta_pyds.spark'): continue\n"
-        "    importlib.import_module(m.name); n += 1\n"
-        "print(n)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert int(out.stdout) > 60
 
 
 def test_log_compaction_files_give_the_same_state(tmp_path):
