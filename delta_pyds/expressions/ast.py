@@ -44,7 +44,11 @@ class Case:
     default: Any
 
 
-def columns_of(node) -> set[tuple[str, ...]]:
+Node = Col | Lit | Call | Cast | Case
+"""Any expression node."""
+
+
+def columns_of(node: Node) -> set[tuple[str, ...]]:
     """Column paths an expression references."""
     if isinstance(node, Col):
         return {node.path}

@@ -11,22 +11,28 @@ rather than a wrapped-around value. Dates and times are in UTC.
 from __future__ import annotations
 
 import datetime as dt
+from typing import TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyds.errors import ExpressionError
 
+Value: TypeAlias = "pa.Array | pa.ChunkedArray | pa.Scalar"
+"""An evaluated expression: a column of values, or one value (a literal) for every row."""
+Batch: TypeAlias = "pa.RecordBatch | pa.Table"
+"""The rows an expression is evaluated over."""
 
-def is_string_type(t):
+
+def is_string_type(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
-def is_numeric_type(t):
+def is_numeric_type(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
-def string_to_timestamp(v, target):
+def string_to_timestamp(v: Value, target: pa.DataType) -> Value:
     if isinstance(v, pa.Scalar):
         return string_to_timestamp(pa.array([v.as_py()], v.type), target)[0]
     v = pc.replace_substring(v, "T", " ")
@@ -49,7 +55,7 @@ def string_to_timestamp(v, target):
         return v.cast(pa.timestamp("ns", tz=target.tz)).cast(target, safe=False)
 
 
-def cast(v, target: pa.DataType):
+def cast(v: Value, target: pa.DataType) -> Value:
     """Spark-like cast of an Arrow array/scalar."""
     src = v.type
     if src == target:
@@ -83,7 +89,7 @@ def cast(v, target: pa.DataType):
         raise ExpressionError(f"cannot cast {src} to {target}: {exc}") from None
 
 
-def unify(a, b):
+def unify(a: Value, b: Value) -> tuple[Value, Value]:
     """Brings two operands of a comparison or arithmetic to comparable types."""
     ta, tb = a.type, b.type
     if ta == tb or pa.types.is_null(ta) or pa.types.is_null(tb):
@@ -113,7 +119,7 @@ def unify(a, b):
     return a, b
 
 
-def call_compute(fn: str, *args):
+def call_compute(fn: str, *args: Value) -> Value:
     try:
         return getattr(pc, fn)(*args)
     except pa.ArrowInvalid as exc:
@@ -136,7 +142,7 @@ def call_compute(fn: str, *args):
         raise ExpressionError(f"cannot apply {fn} to {', '.join(str(a.type) for a in args)}") from None
 
 
-def broadcast(v, batch):
+def broadcast(v: Value, batch: Batch) -> pa.Array:
     if isinstance(v, pa.Scalar):
         return (
             pa.array([v.as_py()] * batch.num_rows, v.type) if not pa.types.is_null(v.type) else pa.nulls(batch.num_rows)
@@ -144,7 +150,7 @@ def broadcast(v, batch):
     return v
 
 
-def as_bool(v):
+def as_bool(v: Value) -> Value:
     if pa.types.is_boolean(v.type):
         return v
     if pa.types.is_null(v.type):

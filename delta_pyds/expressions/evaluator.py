@@ -16,8 +16,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyds.errors import ExpressionError
-from delta_pyds.expressions.ast import Case, Cast, Col, Lit
+from delta_pyds.expressions.ast import Case, Cast, Col, Lit, Node
 from delta_pyds.expressions.coercion import (
+    Batch,
+    Value,
     as_bool,
     broadcast,
     call_compute,
@@ -30,7 +32,7 @@ _CMP = {"=": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal", ">": "
 _ARITH = {"+": "add_checked", "-": "subtract_checked", "*": "multiply_checked"}
 
 
-def evaluate(node, batch: pa.RecordBatch | pa.Table):
+def evaluate(node: Node, batch: Batch) -> Value:
     """Evaluates an expression over a batch whose columns have the logical names."""
     if isinstance(node, Lit):
         return pa.scalar(node.value, node.type)
@@ -115,7 +117,7 @@ def evaluate(node, batch: pa.RecordBatch | pa.Table):
     return fn(batch, *[evaluate(a, batch) for a in args])
 
 
-def resolve_column(batch, path: tuple[str, ...]):
+def resolve_column(batch: Batch, path: tuple[str, ...]) -> pa.Array:
     names = batch.schema.names
     idx = batch.schema.get_field_index(path[0])
     if idx < 0:
@@ -137,11 +139,11 @@ def resolve_column(batch, path: tuple[str, ...]):
     return arr
 
 
-def _truthy(v, batch):
+def _truthy(v: Value, batch: Batch) -> pa.Array:
     return pc.fill_null(broadcast(as_bool(v), batch), False)
 
 
-def _mod(a, b, batch):
+def _mod(a: Value, b: Value, batch: Batch) -> pa.Array:
     a, b = unify(a, b)
     a, b = broadcast(a, batch), broadcast(b, batch)
     if pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type):
@@ -159,7 +161,7 @@ def _mod(a, b, batch):
     return pa.array(res, mask=~mask).cast(out_type)
 
 
-def evaluate_predicate(node, batch) -> pa.Array:
+def evaluate_predicate(node: Node, batch: Batch) -> pa.Array:
     """A boolean array (nulls kept) with one value per row of ``batch``."""
     result = evaluate(node, batch)
     result = broadcast(as_bool(result), batch)
@@ -168,7 +170,7 @@ def evaluate_predicate(node, batch) -> pa.Array:
     return result
 
 
-def evaluate_value(node, batch, target: pa.DataType) -> pa.Array:
+def evaluate_value(node: Node, batch: Batch, target: pa.DataType) -> pa.Array:
     """An expression's values for every row, cast to ``target``."""
     result = broadcast(evaluate(node, batch), batch)
     if isinstance(result, pa.ChunkedArray):

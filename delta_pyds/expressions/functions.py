@@ -12,12 +12,15 @@ Dates and times are evaluated in UTC.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions.coercion import (
+    Batch,
+    Value,
     as_bool,
     broadcast,
     call_compute,
@@ -27,17 +30,17 @@ from delta_pyds.expressions.coercion import (
 )
 
 
-def _f_coalesce(batch, *args):
+def _f_coalesce(batch: Batch, *args: Value) -> Value:
     target = next((a.type for a in args if not pa.types.is_null(a.type)), pa.null())
     return pc.coalesce(*[cast(a, target) for a in args])
 
 
-def _f_concat(batch, *args):
+def _f_concat(batch: Batch, *args: Value) -> Value:
     strs = [cast(a, pa.string()) for a in args]
     return pc.binary_join_element_wise(*strs, "")
 
 
-def _f_substring(batch, s, pos, length=None):
+def _f_substring(batch: Batch, s: Value, pos: Value, length: Value | None = None) -> Value:
     s = cast(s, pa.string())
     if not isinstance(pos, pa.Scalar) or (length is not None and not isinstance(length, pa.Scalar)):
         raise ExpressionError("substring() needs literal positions")
@@ -61,14 +64,14 @@ def _f_substring(batch, s, pos, length=None):
     return pc.utf8_slice_codeunits(s, start, start + n)
 
 
-def _as_time(v):
+def _as_time(v: Value) -> Value:
     if is_string_type(v.type):
         return cast(v, pa.timestamp("us", tz="UTC"))
     return v
 
 
-def _part(fn):
-    def run(batch, v):
+def _part(fn: str) -> Callable[[Batch, Value], Value]:
+    def run(batch: Batch, v: Value) -> Value:
         return getattr(pc, fn)(_as_time(v)).cast(pa.int32())
 
     return run
@@ -88,7 +91,7 @@ _JAVA_FORMAT = [
 ]
 
 
-def _f_date_format(batch, v, fmt):
+def _f_date_format(batch: Batch, v: Value, fmt: Value) -> Value:
     if not isinstance(fmt, pa.Scalar):
         raise ExpressionError("date_format() needs a literal format")
     text, out, i = fmt.as_py(), "", 0
@@ -115,7 +118,7 @@ def _f_date_format(batch, v, fmt):
     return pc.strftime(v, out)
 
 
-def _f_to_date(batch, v, fmt=None):
+def _f_to_date(batch: Batch, v: Value, fmt: Value | None = None) -> Value:
     if fmt is not None:
         raise ExpressionError("to_date() with a format is not supported")
     if pa.types.is_timestamp(v.type):
@@ -123,54 +126,54 @@ def _f_to_date(batch, v, fmt=None):
     return cast(v, pa.date32())
 
 
-def _f_if(batch, cond, a, b):
+def _f_if(batch: Batch, cond: Value, a: Value, b: Value) -> Value:
     target = a.type if not pa.types.is_null(a.type) else b.type
     return pc.if_else(pc.fill_null(as_bool(cond), False), cast(a, target), cast(b, target))
 
 
-def _f_nullif(batch, a, b):
+def _f_nullif(batch: Batch, a: Value, b: Value) -> Value:
     x, y = unify(a, b)
     return pc.if_else(pc.fill_null(pc.equal(x, y), False), pa.scalar(None, a.type), a)
 
 
-def _f_date_add(batch, d, n):
+def _f_date_add(batch: Batch, d: Value, n: Value) -> Value:
     d = cast(d, pa.date32()) if not pa.types.is_date(d.type) else d
     return pc.add_checked(d.cast(pa.int32()), cast(n, pa.int32())).cast(pa.date32())
 
 
-def _f_date_sub(batch, d, n):
+def _f_date_sub(batch: Batch, d: Value, n: Value) -> Value:
     d = cast(d, pa.date32()) if not pa.types.is_date(d.type) else d
     return pc.subtract_checked(d.cast(pa.int32()), cast(n, pa.int32())).cast(pa.date32())
 
 
-def _f_datediff(batch, a, b):
+def _f_datediff(batch: Batch, a: Value, b: Value) -> Value:
     a = cast(a, pa.date32()) if not pa.types.is_date(a.type) else a
     b = cast(b, pa.date32()) if not pa.types.is_date(b.type) else b
     return pc.subtract(a.cast(pa.int32()), b.cast(pa.int32()))
 
 
-def _f_length(batch, v):
+def _f_length(batch: Batch, v: Value) -> Value:
     if pa.types.is_binary(v.type):
         return pc.binary_length(v).cast(pa.int32())
     return pc.utf8_length(cast(v, pa.string())).cast(pa.int32())
 
 
-def _f_round(batch, v, digits=None):
+def _f_round(batch: Batch, v: Value, digits: Value | None = None) -> Value:
     nd = digits.as_py() if digits is not None else 0
     if pa.types.is_integer(v.type) and nd >= 0:
         return v
     return pc.round(v, ndigits=nd, round_mode="half_up")
 
 
-def _now(batch):
+def _now(batch: Batch) -> Value:
     return pa.scalar(dt.datetime.now(dt.timezone.utc), pa.timestamp("us", tz="UTC"))
 
 
-def _today(batch):
+def _today(batch: Batch) -> Value:
     return pa.scalar(dt.datetime.now(dt.timezone.utc).date(), pa.date32())
 
 
-FUNCTIONS = {
+FUNCTIONS: dict[str, Callable[..., Value]] = {
     "current_timestamp": _now,
     "now": _now,
     "current_date": _today,

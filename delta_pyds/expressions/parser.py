@@ -27,7 +27,7 @@ from typing import Any, cast
 import pyarrow as pa
 
 from delta_pyds.errors import ExpressionError
-from delta_pyds.expressions.ast import Call, Case, Cast, Col, Lit
+from delta_pyds.expressions.ast import Call, Case, Cast, Col, Lit, Node
 from delta_pyds.expressions.coercion import string_to_timestamp
 from delta_pyds.expressions.functions import FUNCTIONS
 
@@ -138,30 +138,30 @@ class _Parser:
             raise ExpressionError(f"cannot parse {self.text!r}: expected {text or kind}, got {t.text or 'the end'!r}")
         return t
 
-    def parse(self):
+    def parse(self) -> Node:
         node = self.or_()
         if self.peek().kind != "end":
             raise ExpressionError(f"cannot parse {self.text!r}: unexpected {self.peek().text!r}")
         return node
 
-    def or_(self):
+    def or_(self) -> Node:
         node = self.and_()
         while self.accept("kw", "OR"):
             node = Call("or", (node, self.and_()))
         return node
 
-    def and_(self):
+    def and_(self) -> Node:
         node = self.not_()
         while self.accept("kw", "AND"):
             node = Call("and", (node, self.not_()))
         return node
 
-    def not_(self):
+    def not_(self) -> Node:
         if self.accept("kw", "NOT"):
             return Call("not", (self.not_(),))
         return self.predicate()
 
-    def predicate(self):
+    def predicate(self) -> Node:
         left = self.additive()
         t = self.peek()
         if t.kind == "op" and t.text in ("=", "==", "<=>", "!=", "<>", "<", "<=", ">", ">="):
@@ -206,7 +206,7 @@ class _Parser:
             return left
         return Call("not", (node,)) if negated else node
 
-    def additive(self):
+    def additive(self) -> Node:
         node = self.multiplicative()
         while True:
             t = self.peek()
@@ -216,7 +216,7 @@ class _Parser:
             else:
                 return node
 
-    def multiplicative(self):
+    def multiplicative(self) -> Node:
         node = self.unary()
         while True:
             t = self.peek()
@@ -229,7 +229,7 @@ class _Parser:
             else:
                 return node
 
-    def unary(self):
+    def unary(self) -> Node:
         if self.accept("op", "-"):
             operand = self.unary()
             if isinstance(operand, Lit) and isinstance(operand.value, (int, float, decimal.Decimal)):
@@ -243,7 +243,7 @@ class _Parser:
             return self.unary()
         return self.primary()
 
-    def primary(self):
+    def primary(self) -> Node:
         t = self.next()
         if t.kind == "num":
             return _parse_number(t.text)
@@ -285,7 +285,7 @@ class _Parser:
             return Col(tuple(path))
         raise ExpressionError(f"cannot parse {self.text!r}: unexpected {t.text or 'end of expression'!r}")
 
-    def call(self, name: str):
+    def call(self, name: str) -> Node:
         self.expect("op", "(")
         args = []
         if not self.accept("op", ")"):
@@ -300,7 +300,7 @@ class _Parser:
             )
         return Call(name, tuple(args))
 
-    def case(self):
+    def case(self) -> Node:
         subject = None
         if not (self.peek().kind == "kw" and self.peek().text == "WHEN"):
             subject = self.or_()
@@ -361,7 +361,7 @@ _TYPE_NAMES = {
 }
 
 
-def _number(value) -> Lit:
+def _number(value: int | decimal.Decimal | float) -> Lit:
     if isinstance(value, int):
         if -(1 << 31) <= value < (1 << 31):
             return Lit(value, pa.int32())
@@ -414,7 +414,7 @@ def _parse_instant(text: str) -> dt.datetime:
     return out[0].as_py()
 
 
-def parse(text: str):
+def parse(text: str) -> Node:
     """Parses a SQL expression into an AST (raises ExpressionError)."""
     if not isinstance(text, str) or not text.strip():
         raise ExpressionError("an empty expression")

@@ -44,7 +44,7 @@ class _ColumnValue:
 
     op = "?"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "column", _column(self.column))
 
     def __str__(self) -> str:
@@ -100,7 +100,7 @@ class In:
     column: tuple
     values: tuple
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "column", _column(self.column))
         object.__setattr__(self, "values", tuple(self.values))
 
@@ -114,7 +114,7 @@ class IsNull:
 
     column: tuple
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "column", _column(self.column))
 
     def __str__(self) -> str:
@@ -127,7 +127,7 @@ class IsNotNull:
 
     column: tuple
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "column", _column(self.column))
 
     def __str__(self) -> str:
@@ -141,7 +141,7 @@ class StartsWith:
     column: tuple
     prefix: str
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "column", _column(self.column))
 
     def __str__(self) -> str:

@@ -117,7 +117,7 @@ def partition_values(rel: str, partition_schema: StructType | None) -> dict[str,
     return out
 
 
-def _read_footer(storage: Storage, path: str, rel: str):
+def _read_footer(storage: Storage, path: str, rel: str) -> pq.FileMetaData:
     try:
         with storage.open_input(path) as fh:
             return pq.read_metadata(fh)
@@ -125,7 +125,7 @@ def _read_footer(storage: Storage, path: str, rel: str):
         raise DeltaError(f"cannot convert: {rel} is not a Parquet file ({exc})") from None
 
 
-def footer_stats(columns: Sequence[StatsColumn], metadata) -> str:
+def footer_stats(columns: Sequence[StatsColumn], metadata: pq.FileMetaData) -> str:
     """A file's ``stats`` JSON from its footer alone (see the module docstring)."""
     stats = FileStats(columns)
     stats.num_records = metadata.num_rows
@@ -162,7 +162,7 @@ def footer_stats(columns: Sequence[StatsColumn], metadata) -> str:
     return json.dumps(parsed, separators=(",", ":"))
 
 
-def file_schema_of(metadata) -> StructType:
+def file_schema_of(metadata: pq.FileMetaData) -> StructType:
     """A Parquet file's schema as a Delta schema: the Spark schema Spark's writer stores in
     the footer when there is one (exact types: INT96 is a TIMESTAMP), else the Arrow one."""
     kv = metadata.metadata or {}

@@ -50,7 +50,8 @@ from delta_pyds.errors import FeatureDropError, UnsupportedFeatureError
 from delta_pyds.log.files import LOG_DIR, parse_log_file_name
 from delta_pyds.operations.properties import set_properties
 from delta_pyds.protocol import features
-from delta_pyds.protocol.schema import ArrayType, MapType, StructType
+from delta_pyds.protocol.actions import Protocol
+from delta_pyds.protocol.schema import ArrayType, DataType, MapType, StructType
 from delta_pyds.protocol.table_properties import (
     APPEND_ONLY,
     COLUMN_MAPPING_MODE,
@@ -102,7 +103,7 @@ def add_feature_support(storage: Storage, name: str) -> int:
     return set_properties(storage, {f"delta.feature.{feature}": "supported"})
 
 
-def _type_changes(dtype) -> bool:
+def _type_changes(dtype: DataType) -> bool:
     if isinstance(dtype, StructType):
         return any("delta.typeChanges" in (f.metadata or {}) or _type_changes(f.type) for f in dtype.fields)
     if isinstance(dtype, ArrayType):
@@ -211,7 +212,7 @@ def _actions_use(data: bytes, feature: str) -> bool:
     return False
 
 
-def _without(snap: Snapshot, feature: str, conf: dict):
+def _without(snap: Snapshot, feature: str, conf: dict[str, str]) -> Protocol:
     """The protocol of ``snap`` without ``feature``: the smallest holding the rest
     (``conf``: the configuration the drop commits)."""
     rest = (set(features.writer_features(snap.protocol)) | set(features.reader_features(snap.protocol))) - {feature}

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 
 import pyarrow as pa
 
 from delta_pyds.expressions.ast import columns_of
 from delta_pyds.expressions.parser import parse
 from delta_pyds.protocol.clustering import dotted
+from delta_pyds.protocol.schema import StructType
 from delta_pyds.protocol.stats import stats_columns
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.plan import partition_predicate
@@ -32,7 +34,7 @@ DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 _ZORDER_TYPES = ("byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz")
 
 
-def zorder_columns(snap: Snapshot, cols, *, clustered) -> list[str]:
+def zorder_columns(snap: Snapshot, cols: Sequence[str], *, clustered: Sequence[Sequence[str]] | None) -> list[str]:
     """The table's names of the Z-order columns ``cols`` (matched case-insensitively);
     raises ValueError for a clustered table (``clustered``: its clustering columns, None
     when not clustered), an unknown or partition column, or a type that has no order."""
@@ -130,7 +132,13 @@ def _size_metrics(sizes: list[int]) -> dict:
 
 
 def optimize_metrics(
-    removed: pa.Table, adds: list[dict], bins: list, considered: int, started_ms: int, zorder, schema
+    removed: pa.Table,
+    adds: list[dict],
+    bins: list,
+    considered: int,
+    started_ms: int,
+    zorder: Sequence[str] | None,
+    schema: StructType,
 ) -> dict:
     """delta-spark's ``OptimizeMetrics`` (the ``metrics`` struct OPTIMIZE returns) of a run
     that rewrote the files ``removed`` (file actions) as ``adds``, in ``bins``."""

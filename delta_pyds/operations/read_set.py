@@ -10,15 +10,19 @@ every partition — never fewer than were read. No Spark."""
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from delta_pyds.errors import ExpressionError
-from delta_pyds.expressions.ast import Call, Col, columns_of
+from delta_pyds.expressions.ast import Call, Col, Node, columns_of
 from delta_pyds.expressions.parser import parse
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import Transaction
 from delta_pyds.write.plan import partition_predicate
 
 
-def record_read(txn: Transaction, snap: Snapshot, condition, files, *, alias: str | None = None) -> None:
+def record_read(
+    txn: Transaction, snap: Snapshot, condition: object, files: pa.Table, *, alias: str | None = None
+) -> None:
     """Records what a DML operation read, for conflict detection as delta-spark does:
     the files it read (a concurrent remove of one conflicts) and the partitions its
     condition selects (a concurrent add there, other than a blind append, conflicts);
@@ -44,7 +48,7 @@ def record_read(txn: Transaction, snap: Snapshot, condition, files, *, alias: st
     txn.read_partitions(conservative, f"the partitions matching {condition}")
 
 
-def partition_conjuncts(condition, snap: Snapshot, alias: str | None = None):
+def partition_conjuncts(condition: object, snap: Snapshot, alias: str | None = None) -> Node | None:
     """The AND of the top-level conjuncts of a SQL ``condition`` that reference only
     partition columns (``alias.col`` when ``alias`` is given, e.g. MERGE's target), as an
     expression over the bare column names; None when there is none."""
@@ -56,7 +60,7 @@ def partition_conjuncts(condition, snap: Snapshot, alias: str | None = None):
         return None
     pcols = {c.lower(): c for c in snap.partition_columns}
 
-    def strip(n):
+    def strip(n: Node) -> Node:
         if isinstance(n, Col):
             path = n.path
             if alias is not None:
@@ -72,7 +76,7 @@ def partition_conjuncts(condition, snap: Snapshot, alias: str | None = None):
             raise LookupError(n)
         return n
 
-    def conjuncts(n):
+    def conjuncts(n: Node) -> list[Node]:
         if isinstance(n, Call) and n.name == "and":
             return [c for a in n.args for c in conjuncts(a)]
         return [n]

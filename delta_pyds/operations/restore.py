@@ -27,7 +27,7 @@ from delta_pyds.transaction.file_actions import add_actions, keys, sum_size
 
 
 def restore(
-    storage: Storage, current: Snapshot, target: Snapshot, *, table_path: str, timestamp=None
+    storage: Storage, current: Snapshot, target: Snapshot, *, table_path: str, timestamp: object = None
 ) -> tuple[CommitResult | None, dict[str, int]]:
     """Commits the files of ``target`` (an older snapshot) over ``current``; returns the
     commit's result and its metrics. ``timestamp`` (when the target was chosen by time)

@@ -10,6 +10,7 @@ No Spark."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
 import numpy as np
@@ -24,6 +25,7 @@ from delta_pyds.protocol.table_properties import (
     ROW_TRACKING_SUSPENDED,
     is_true,
 )
+from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 
 
@@ -43,7 +45,7 @@ def row_tracking_columns(snap: Snapshot) -> tuple[str, str] | None:
     return cast("tuple[str, str]", names)  # both set (checked above)
 
 
-def read_materialized(storage, path: str, names) -> list:
+def read_materialized(storage: Storage, path: str, names: Sequence[str]) -> list:
     """The materialized row id / commit version columns of a data file (None where absent)."""
     import pyarrow.parquet as pq
 
@@ -56,10 +58,13 @@ def read_materialized(storage, path: str, names) -> list:
     ]
 
 
-def row_ids(materialized, start: int, n: int, base, drcv) -> list:
+def row_ids(
+    materialized: Sequence[pa.Array | None] | None, start: int, n: int, base: int | None, drcv: int | None
+) -> list:
     """Row ids and commit versions of rows ``start .. start+n`` of a file: the materialized
-    value, else ``baseRowId + position`` / ``defaultRowCommitVersion``."""
-    ids, versions = materialized
+    value, else ``baseRowId + position`` / ``defaultRowCommitVersion`` (``materialized``:
+    :func:`read_materialized`'s columns, None when the table materializes none)."""
+    ids, versions = materialized if materialized is not None else (None, None)
     fallback_id = (
         pa.array(np.arange(start, start + n, dtype=np.int64) + base) if base is not None else pa.nulls(n, pa.int64())
     )

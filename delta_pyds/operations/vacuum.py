@@ -265,7 +265,7 @@ def _commit_vacuum_start(
     )
 
 
-def _commit_vacuum_end(storage, status: str, deleted: int, result: VacuumResult) -> None:
+def _commit_vacuum_end(storage: Storage, status: str, deleted: int, result: VacuumResult) -> None:
     from delta_pyds.transaction.commit import Transaction
 
     dirs = {rel.rsplit("/", 1)[0] for rel in result.files if "/" in rel}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -302,7 +302,7 @@ def normalize_all(predicates: Sequence[Any], resolve: Resolver) -> Any:
     return _junction("and", [_normalize(p, False, resolve) for p in predicates])
 
 
-def leaves(node: Any):
+def leaves(node: Any) -> Iterator[Any]:
     if isinstance(node, _Junction):
         for c in node.children:
             yield from leaves(c)
@@ -315,7 +315,7 @@ def constant_mask(n: int, value: bool) -> pa.BooleanArray:
     return pc.fill_null(pa.nulls(n, pa.bool_()), value)
 
 
-def and_masks(a, b):
+def and_masks(a: pa.Array | None, b: pa.Array | None) -> pa.Array | None:
     if a is None:
         return b
     if b is None:
@@ -323,13 +323,13 @@ def and_masks(a, b):
     return pc.and_(a, b)
 
 
-def _or(a, b):
+def _or(a: pa.Array | None, b: pa.Array | None) -> pa.Array | None:
     if a is None or b is None:
         return None
     return pc.or_(a, b)
 
 
-def _k_or(*xs):
+def _k_or(*xs: pa.Array | None) -> pa.Array | None:
     out = None
     for x in xs:
         if x is None:
@@ -338,7 +338,7 @@ def _k_or(*xs):
     return out
 
 
-def _k_and(*xs):
+def _k_and(*xs: pa.Array | None) -> pa.Array | None:
     out = None
     for x in xs:
         if x is None:
@@ -366,18 +366,18 @@ class ColumnStats:
     tight: pa.Array | None
 
 
-def _all_lt(st: ColumnStats, v: pa.Scalar, raw: Any):
+def _all_lt(st: ColumnStats, v: pa.Scalar, raw: Any) -> pa.Array:
     """TRUE where every value of the column is < v (nulls: unknown)."""
     normal = pc.less(st.hi, v)
     return _with_prefix_rule(st, normal, v, raw)
 
 
-def _all_le(st: ColumnStats, v: pa.Scalar, raw: Any):
+def _all_le(st: ColumnStats, v: pa.Scalar, raw: Any) -> pa.Array:
     normal = pc.less_equal(st.hi, v)
     return _with_prefix_rule(st, normal, v, raw)
 
 
-def _with_prefix_rule(st: ColumnStats, normal, v, raw):
+def _with_prefix_rule(st: ColumnStats, normal: pa.Array, v: pa.Scalar, raw: Any) -> pa.Array:
     if st.hi_prefix is None or not isinstance(raw, str):
         return normal
     # every value v' has v'[:len(R)] <= R, so v' < v when v[:len(R)] > R
@@ -385,7 +385,7 @@ def _with_prefix_rule(st: ColumnStats, normal, v, raw):
     return pc.if_else(st.hi_prefix, beyond, normal)
 
 
-def _range_prune(leaf: _Leaf, st: ColumnStats):
+def _range_prune(leaf: _Leaf, st: ColumnStats) -> pa.Array | None:
     """TRUE where min/max prove the leaf false for every non-null value."""
     op, kind = leaf.op, leaf.col.kind
     if st.lo is None or st.hi is None:
@@ -508,7 +508,7 @@ class Frame:
         return None
 
 
-def evaluate(node: Any, frame: Frame, *, use_partitions: bool = True, use_stats: bool = True):
+def evaluate(node: Any, frame: Frame, *, use_partitions: bool = True, use_stats: bool = True) -> pa.Array | None:
     """Keep mask (BooleanArray without nulls) or None for 'keep all'."""
     if isinstance(node, _Const):
         return None if node.keep else constant_mask(frame.n, False)

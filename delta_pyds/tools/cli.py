@@ -23,16 +23,16 @@ from delta_pyds.protocol import features
 from delta_pyds.table.snapshot import Snapshot
 
 
-def _print(obj) -> None:
+def _print(obj: object) -> None:
     print(json.dumps(obj, default=str, sort_keys=False))
 
 
-def _history(args) -> None:
+def _history(args: argparse.Namespace) -> None:
     for record in history(args.path, limit=args.limit):
         _print(record)
 
 
-def _files(args) -> None:
+def _files(args: argparse.Namespace) -> None:
     snap = Snapshot.load(args.path, version=args.version)
     cols = [
         c
@@ -45,7 +45,7 @@ def _files(args) -> None:
         _print(row)
 
 
-def _protocol(args) -> None:
+def _protocol(args: argparse.Namespace) -> None:
     snap = Snapshot.load(args.path)
     p = snap.protocol
     names = sorted(set(features.reader_features(p)) | set(features.writer_features(p)))
@@ -68,12 +68,12 @@ def _protocol(args) -> None:
     )
 
 
-def _schema(args) -> None:
+def _schema(args: argparse.Namespace) -> None:
     snap = Snapshot.load(args.path, version=args.version)
     _print({"version": snap.version, "partitionColumns": snap.partition_columns, "schema": snap.schema.to_json()})
 
 
-def _vacuum(args) -> None:
+def _vacuum(args: argparse.Namespace) -> None:
     snap = Snapshot.load(args.path)
     result = vacuum(
         snap, retention_hours=args.retention_hours, dry_run=True, enforce_retention=not args.allow_short_retention

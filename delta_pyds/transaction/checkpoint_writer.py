@@ -114,7 +114,7 @@ def _add_type(
     return pa.struct(fields)
 
 
-def _to_map(struct_col, n: int) -> pa.Array:
+def _to_map(struct_col: pa.Array | pa.ChunkedArray, n: int) -> pa.Array:
     """A struct of strings (physical partition columns) -> map<string,string>."""
     if isinstance(struct_col, pa.ChunkedArray):
         struct_col = struct_col.combine_chunks()
@@ -144,7 +144,7 @@ def _tags(files: pa.Table, n: int) -> pa.Array:
     return col if str(col.type) == str(_STR_MAP) else col.cast(_STR_MAP)
 
 
-def _dv(col) -> pa.Array:
+def _dv(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     return arr.cast(DV_TYPE) if arr.type != DV_TYPE else arr
 
@@ -152,7 +152,7 @@ def _dv(col) -> pa.Array:
 def _parse_stats(stats: pa.Array, schema: pa.StructType) -> pa.Array:
     """JSON stats strings -> stats_parsed (dates parsed via strings; bad rows null)."""
 
-    def loose(t):
+    def loose(t: pa.DataType) -> pa.DataType:
         if pa.types.is_struct(t):
             return pa.struct([(f.name, loose(f.type)) for f in t])
         return pa.string() if pa.types.is_date(t) else t
@@ -303,7 +303,7 @@ def checkpoint_table(snapshot: Snapshot, *, now_ms: int | None = None) -> tuple[
         fields.append(("checkpointMetadata", CHECKPOINT_METADATA))
     schema = pa.schema(fields)
 
-    def rows(**cols):
+    def rows(**cols: pa.Array) -> pa.Table:
         k = len(next(iter(cols.values())))
         return pa.table({f.name: cols.get(f.name, pa.nulls(k, f.type)) for f in schema}, schema=schema)
 

@@ -36,9 +36,9 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from delta_pyds.errors import (  # noqa: F401
     AppendOnlyError,
@@ -69,7 +69,10 @@ from delta_pyds.protocol.table_properties import (
 )
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.transaction.conflicts import ROW_TRACKING_DOMAIN, ReadSet, WinningCommit, check
+from delta_pyds.transaction.conflicts import ROW_TRACKING_DOMAIN, ReadSet, Rebase, WinningCommit, check
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +180,7 @@ class Transaction:
         self.read.whole_table = True
         self.read.descriptions.append("the whole table")
 
-    def read_partitions(self, predicate, description: str) -> None:
+    def read_partitions(self, predicate: Callable[[list[dict]], list[bool]], description: str) -> None:
         """Records a read of the files whose partition values ``predicate`` accepts
         (``predicate(list of partitionValues dicts) -> list of bool``)."""
         self.read.predicates.append(predicate)
@@ -301,7 +304,7 @@ class Transaction:
                 ) from exc
             raise FileExistsError(path) from exc
 
-    def _rebase(self, state: _AttemptState):
+    def _rebase(self, state: _AttemptState) -> Rebase | None:
         listing = list_log(self.storage)
         sizes = {f.version: f.size for f in listing if f.kind == "commit" and f.version >= state.version}
         versions = sorted(sizes)
@@ -535,7 +538,7 @@ def _backoff(attempt: int) -> None:
 
 
 # ----------------------------------------------------------------------- helpers
-def remove_actions(files, *, data_change: bool = True, timestamp: int | None = None) -> list[dict]:
+def remove_actions(files: pa.Table, *, data_change: bool = True, timestamp: int | None = None) -> list[dict]:
     """Remove actions for rows of a :func:`table_state.file_actions` table (raw paths)."""
     ts = timestamp if timestamp is not None else _now_ms()
     out: list[dict] = []

@@ -8,7 +8,8 @@ Pure functions over Arrow tables of file actions: no I/O."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, overload
 
 import pyarrow as pa
 
@@ -24,20 +25,25 @@ def sum_size(files: pa.Table) -> int:
     return int(sum(s or 0 for s in files.column("size").to_pylist()))
 
 
-def rows_for_paths(active: pa.Table, paths) -> pa.Table:
+def rows_for_paths(active: pa.Table, paths: Iterable[str]) -> pa.Table:
     wanted = set(paths)  # canonical paths, as the file table holds them
     mask = [p in wanted for p in active.column("path").to_pylist()]
     return active.filter(pa.array(mask, pa.bool_()))
 
 
-def stat_rows(add: dict, default=0):
+@overload
+def stat_rows(add: dict, default: int = 0) -> int: ...
+@overload
+def stat_rows(add: dict, default: None) -> int | None: ...
+def stat_rows(add: dict, default: int | None = 0) -> int | None:
+    """The ``numRecords`` of an add's stats, ``default`` when they do not say."""
     try:
         return int(json.loads(add["stats"])["numRecords"])
     except (KeyError, TypeError, ValueError):
         return default
 
 
-def num_live_rows(active: pa.Table):
+def num_live_rows(active: pa.Table) -> int | None:
     total = 0
     for s, d in zip(active.column("stats").to_pylist(), active.column("deletionVector").to_pylist()):
         try:

@@ -465,7 +465,7 @@ def _reconstruct_chunk(column: pa.Array) -> pa.StructArray:
     return _assemble(column, value, metadata)
 
 
-def reconstruct_variant(column):
+def reconstruct_variant(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Rebuild a Variant column read from Parquet as :data:`VARIANT_ARROW_TYPE`.
 
     ``column`` is the physical column as pyarrow reads it: unshredded
@@ -507,7 +507,7 @@ def is_variant_type(t: pa.DataType) -> bool:
     )
 
 
-def reconstruct_nested(column, target_type: pa.DataType):
+def reconstruct_nested(column: pa.Array | pa.ChunkedArray, target_type: pa.DataType) -> pa.Array:
     """Apply :func:`reconstruct_variant` wherever ``target_type`` holds a variant
     (:func:`is_variant_type`), walking structs (children by name), lists and maps.
     Other parts of ``column`` are returned as they are; ``column`` may be a

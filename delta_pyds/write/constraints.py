@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyds.errors import ConstraintViolationError, ExpressionError, UnsupportedFeatureError
-from delta_pyds.expressions.ast import columns_of
+from delta_pyds.expressions.ast import Node, columns_of
 from delta_pyds.expressions.evaluator import evaluate_predicate, evaluate_value, resolve_column
 from delta_pyds.expressions.parser import parse
 from delta_pyds.protocol.schema import StructType
@@ -44,7 +44,7 @@ class _Rule:
     kind: str  # check | invariant | generated | replaceWhere
     name: str
     text: str
-    node: object
+    node: Node | None  # None: checked by Spark SQL, outside the core's subset
     columns: tuple  # referenced column paths, for error messages
 
 

@@ -291,6 +291,7 @@ def plan_write(
     replace_on_data = False
     if opts.replace_where:
         rule = replace_where_rule(opts.replace_where, logical)
+        assert rule.node is not None  # replace_where_rule raises for a condition outside the subset
         lowered = {c.lower() for c in partition_columns}
         replace_on_data = any(p[0].lower() not in lowered or len(p) > 1 for p in rule.columns)
         if replace_on_data and snapshot is not None and not opts.overwrite_schema:
