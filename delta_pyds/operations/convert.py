@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 from delta_pyds.errors import CorruptLogError, DeltaError, PathEscapeError, SchemaError, TableNotFoundError
 from delta_pyds.log.files import LOG_DIR
 from delta_pyds.protocol.actions import Metadata
-from delta_pyds.protocol.partition_values import parse_partition_values
+from delta_pyds.protocol.partition_values import HIVE_DEFAULT_PARTITION, parse_partition_values
 from delta_pyds.protocol.schema import StructField, StructType, parse_schema
 from delta_pyds.protocol.schema_evolution import from_arrow_schema
 from delta_pyds.protocol.stats import FileStats, StatsColumn, stats_columns
@@ -52,7 +52,6 @@ from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import CommitResult, Transaction
 from delta_pyds.write.parquet_writer import encode_path
 
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 
 

@@ -53,13 +53,13 @@ import pyarrow.compute as pc
 from delta_pyds.errors import DeltaError
 from delta_pyds.protocol import features
 from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor
+from delta_pyds.protocol.partition_values import escape_path_name
 from delta_pyds.protocol.paths import relative_to
 from delta_pyds.protocol.table_properties import deleted_file_retention_ms
 from delta_pyds.storage.store import Storage
 from delta_pyds.storage.tree import FILE, TreeEntry, is_within, list_tree, real_root, resolve_all
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.native_files import STAGING_PREFIX
-from delta_pyds.write.parquet_writer import escape_path_name
 
 CHANGE_DATA_DIR = "_change_data"
 

@@ -6,7 +6,9 @@ string are null; timestamps are read as UTC whether written as
 ``YYYY-MM-DD HH:MM:SS[.ffffff]`` or ISO-8601 with ``Z``/offset; booleans are exactly
 ``true``/``false`` in any case; values that do not parse raise
 :class:`CorruptLogError` naming the column (never a default such as false). ``serialize_partition_value``
-writes the form delta-spark writes.
+writes the form delta-spark writes. Partition directory names (Hive style, which the
+log never relies on) are spelled once here: :data:`HIVE_DEFAULT_PARTITION` for a null or
+empty value and :func:`escape_path_name` over :data:`HIVE_ESCAPED_CHARACTERS`.
 """
 
 from __future__ import annotations
@@ -27,10 +29,25 @@ from delta_pyds.protocol.schema import (
     PrimitiveType,
     StructField,
     StructType,
+    is_void_type,
     to_arrow_type,
 )
 
 _OFFSET_RE = r"(Z|z|[+-]\d\d(:?\d\d)?)$"
+
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+"""The directory name of a null or empty partition value (Hive's and Spark's)."""
+
+HIVE_ESCAPED_CHARACTERS = frozenset(chr(c) for c in range(0x20)) | frozenset("\"#%'*/:=?\\\x7f{[]^")
+"""Characters written as ``%XX`` in partition directory names: Spark's
+(``ExternalCatalogUtils.charToEscape``: 0x01-0x1F and ``"#%'*/:=?\\`` DEL ``{[]^``) plus NUL,
+which Spark leaves but no filesystem accepts in a name (Spark's own write of such a value
+fails). The log keeps the real value in ``partitionValues``."""
+
+
+def escape_path_name(text: str) -> str:
+    """``text`` as a partition directory name component (column name or value)."""
+    return "".join(f"%{ord(ch):02X}" if ch in HIVE_ESCAPED_CHARACTERS else ch for ch in text)
 
 
 def parse_partition_values(values: pa.Array, dtype: DataType, *, column: str = "?") -> pa.Array:
@@ -138,8 +155,10 @@ def partition_field(schema: StructType, name: str, *, argument: str, missing: st
     f = schema.get(name)
     if f is None:
         raise SchemaError(f"{argument}: column {name!r} is not in {missing} (columns: {', '.join(schema.names)})")
-    if isinstance(f.type, (StructType, ArrayType, MapType)) or (
-        isinstance(f.type, PrimitiveType) and f.type.name in ("variant", "void")
+    if (
+        isinstance(f.type, (StructType, ArrayType, MapType))
+        or is_void_type(f.type)
+        or (isinstance(f.type, PrimitiveType) and f.type.name == "variant")
     ):
         raise SchemaError(
             f"{argument}: column {f.name} has type {f.type.simple_string()}, which cannot be a partition column"

@@ -182,6 +182,18 @@ class StructType:
 DataType = PrimitiveType | DecimalType | ArrayType | MapType | StructType
 
 
+def is_void_type(dtype: DataType) -> bool:
+    """Whether ``dtype`` is ``void`` (Spark's NullType): a column that holds only nulls and
+    is never stored in data files. The one spelling of this test."""
+    return isinstance(dtype, PrimitiveType) and dtype.name == "void"
+
+
+def without_void_columns(schema: StructType) -> StructType:
+    """``schema`` without its top-level ``void`` columns (what readers return and what
+    data files hold; nested void fields are kept in the type)."""
+    return StructType(tuple(f for f in schema.fields if not is_void_type(f.type)))
+
+
 # ---------------------------------------------------------------------------- parsing
 MAX_TYPE_DEPTH = 100  # nested struct/array/map levels accepted in a schema (see parse_schema)
 MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType.MAX_PRECISION

@@ -36,6 +36,7 @@ from delta_pyds.protocol.schema import (
     PrimitiveType,
     StructField,
     StructType,
+    is_void_type,
     max_column_id,
     parse_type,
     to_arrow_type,
@@ -124,7 +125,7 @@ def _castable(src: DataType, dst: DataType) -> bool:
     """Whether a value of ``src`` may be stored in a column of ``dst`` (checked cast)."""
     if src == dst:
         return True
-    if isinstance(src, PrimitiveType) and src.name == "void":
+    if is_void_type(src):
         return True
     if isinstance(src, (PrimitiveType, DecimalType)) and isinstance(dst, (PrimitiveType, DecimalType)):
         s = src.name if isinstance(src, PrimitiveType) else "decimal"

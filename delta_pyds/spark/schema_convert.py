@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from pyspark.sql.types import StructType as SparkStructType
 
-from delta_pyds.protocol.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
+from delta_pyds.protocol.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    StructField,
+    StructType,
+    is_void_type,
+    without_void_columns,
+)
 
 _KEEP_METADATA = {"comment", "__COLLATIONS"}
 
@@ -19,11 +27,7 @@ def _clean_type(dtype: DataType):
     if isinstance(dtype, StructType):
         return {
             "type": "struct",
-            "fields": [
-                _clean_field(f)
-                for f in dtype.fields
-                if not (isinstance(f.type, PrimitiveType) and f.type.name == "void")
-            ],
+            "fields": [_clean_field(f) for f in dtype.fields if not is_void_type(f.type)],
         }
     if isinstance(dtype, ArrayType):
         return {"type": "array", "elementType": _clean_type(dtype.element_type), "containsNull": dtype.contains_null}
@@ -51,6 +55,5 @@ def to_spark_schema(schema: StructType) -> SparkStructType:
 
 
 def drop_void(schema: StructType) -> StructType:
-    return StructType(
-        tuple(f for f in schema.fields if not (isinstance(f.type, PrimitiveType) and f.type.name == "void"))
-    )
+    """The schema Spark sees: without the ``void`` columns (:func:`without_void_columns`)."""
+    return without_void_columns(schema)

@@ -48,31 +48,25 @@ from delta_pyds.write.constraints import WriteChecks
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 from delta_pyds.protocol.identity import IdentityGenerator
-from delta_pyds.protocol.partition_values import serialize_partition_value
-from delta_pyds.protocol.schema import DataType, PrimitiveType, StructType
+from delta_pyds.protocol.partition_values import (  # write.native_files, spark.native.write import these here
+    HIVE_DEFAULT_PARTITION,
+    escape_path_name,
+    serialize_partition_value,
+)
+from delta_pyds.protocol.schema import DataType, PrimitiveType, StructType, is_void_type
 from delta_pyds.protocol.schema_evolution import conform_input, logical_arrow_schema, physical_arrow_schema, to_physical
 from delta_pyds.protocol.stats import FileStats, StatsColumn
 from delta_pyds.storage.store import Storage
 
 log = logging.getLogger(__name__)
 
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 DEFAULT_ROW_GROUP_BYTES = 128 << 20
 MAX_PENDING_WRITES = 1
 DEFAULT_ROW_GROUP_ROWS = 4 << 20
 DEFAULT_BUFFER_BYTES = 512 << 20
 MAX_OPEN_FILES = 64
 
-# characters Spark escapes in partition directory names (ExternalCatalogUtils.charToEscape:
-# 0x01-0x1F and "#%'*/:=?\ DEL {[]^), plus NUL: Spark leaves it, and no filesystem accepts
-# it in a name (Spark's own write of such a value fails). The log keeps the real value in
-# partitionValues; readers never parse directory names.
-_ESCAPE = {chr(c) for c in range(0x20)} | set("\"#%'*/:=?\\\x7f{[]^")
 _URI_SAFE = "/=:@!$&'()*+,;-._~"
-
-
-def escape_path_name(text: str) -> str:
-    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPE else ch for ch in text)
 
 
 def encode_path(relative: str) -> str:
@@ -147,8 +141,7 @@ class WriteSpec:
         data_fields = [
             f
             for f in schema.fields
-            if (self.materialize_partition_columns or f.name.lower() not in pset)
-            and not (isinstance(f.type, PrimitiveType) and f.type.name == "void")
+            if (self.materialize_partition_columns or f.name.lower() not in pset) and not is_void_type(f.type)
         ]
         field_index = {f.name.lower(): i for i, f in enumerate(schema.fields)}
         self._derived.update(

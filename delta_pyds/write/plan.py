@@ -43,7 +43,7 @@ from delta_pyds.protocol.clustering import domain_config as clustering_domain_co
 from delta_pyds.protocol.clustering import resolve as resolve_clustering
 from delta_pyds.protocol.identity import columns_to_generate, with_high_water_marks
 from delta_pyds.protocol.partition_values import parse_partition_values, partition_field
-from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType, nullable_type
+from delta_pyds.protocol.schema import StructField, StructType, is_void_type, nullable_type
 from delta_pyds.protocol.schema_evolution import (
     assign_column_mapping,
     check_names,
@@ -114,7 +114,7 @@ def _refuse_void(schema: StructType, existing: StructType | None, prefix: str = 
     """New columns of Spark's NullType cannot be stored (existing void columns are kept)."""
     for f in schema.fields:
         old = existing.get(f.name) if existing is not None else None
-        if isinstance(f.type, PrimitiveType) and f.type.name == "void":
+        if is_void_type(f.type):
             if old is not None and old.type == f.type:
                 continue
             raise SchemaError(
