@@ -314,7 +314,10 @@ def deps_venv(tmp_path_factory):
     """A fresh venv with delta_pyds's dependencies (and s3fs) but not delta_pyds."""
     root = tmp_path_factory.mktemp("pyfiles")
     python = make_venv(root / "venv", project_dependencies() + ["s3fs>=2025.2.0"])
-    check = subprocess.run([python, "-c", "import delta_pyds"], cwd=str(root), capture_output=True)
+    # in the user's environment (clean_env): a PYTHONPATH naming the checkout would import it
+    check = subprocess.run(
+        [python, "-c", "import delta_pyds"], cwd=str(root), capture_output=True, env=clean_env(python)
+    )
     assert check.returncode != 0, "delta_pyds must not be installed in this venv"
     yield root, python
     shutil.rmtree(root / "venv", ignore_errors=True)
