@@ -286,7 +286,10 @@ class FaultProxy:
                 fault = self._choose(method, target)
                 kind = fault.kind if fault else None
                 if fault is not None and kind == "status":
-                    cwriter.write(error_response(fault.status, target))
+                    answer = error_response(fault.status, target)
+                    if method == "HEAD":  # a head only: HEAD responses have no body
+                        answer = answer.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n"
+                    cwriter.write(answer)
                     await cwriter.drain()
                     continue
                 if fault is not None and kind == "latency":

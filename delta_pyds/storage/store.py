@@ -326,7 +326,7 @@ class Storage:
         for p, n in zip(paths, sizes or unknown):
             self._check_size(p, n)
         if len(paths) == 1 or self.protocol == "file":
-            return [self.read_bytes(p) for p in paths]
+            return [self.read_bytes(p, size=n) for p, n in zip(paths, sizes or unknown)]
         got = self._call("read", paths[0], self.fs.cat, list(paths), on_error="raise")
         out = [got[p] if p in got else got[self.fs._strip_protocol(p)] for p in paths]
         for i, n in enumerate(sizes or unknown):

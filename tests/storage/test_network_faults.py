@@ -110,6 +110,8 @@ def test_short_body_behind_a_matching_content_length_is_never_returned(s3_server
     assert "short read" in caplog.text and "retry 1 of 2" in caplog.text
     proxy.add(Fault("short_body", method="GET", path=r"_delta_log/0+1\.json"))
     assert storage.read_many([commit(storage, 0), commit(storage, 1)], sizes=[size, size]) == [BODY, BODY]
+    proxy.add(Fault("short_body", method="GET", path=r"_delta_log/0+\.json"))
+    assert storage.read_many([commit(storage, 0)], sizes=[size]) == [BODY]  # one file: same check
     proxy.add(Fault("short_body", method="GET", path=r"_delta_log/0+\.json", count=-1))
     with pytest.raises(StoreFaultError, match="short read") as info:
         storage.read_bytes(commit(storage, 0), size=size)
