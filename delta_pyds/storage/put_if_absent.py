@@ -228,11 +228,17 @@ def put_if_absent_object(
 def _already_ours(read_back: Callable[[str], bytes], path: str, data: bytes) -> bool:
     """After a lost race: is the existing object byte-identical to ours? Clients
     retry requests whose response was lost; the retry of a successful conditional
-    PUT fails with 412 although the commit is ours."""
+    PUT fails with 412 although the commit is ours. When the object cannot be read
+    back, the outcome is unknown: OSError (never a lost race: that would make the
+    writer retry on top of its own commit)."""
+    failure = None
     try:
         return read_back(path) == data
-    except Exception:
+    except FileNotFoundError:
         return False
+    except Exception as exc:
+        failure = f"{type(exc).__name__}: {exc}"
+    raise OSError(errno.EIO, f"{path} exists but could not be read back to compare with ours: {failure}")
 
 
 def check_conditional_put(

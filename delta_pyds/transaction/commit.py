@@ -290,7 +290,7 @@ class Transaction:
         except Exception as exc:
             # ambiguous failure: did our entry land?
             try:
-                if self.storage.read_bytes(path) == data:
+                if self.storage.read_back(path) == data:  # length checked: never a body cut short
                     return
             except FileNotFoundError:
                 raise CommitFailedError(f"could not write {path}: {exc}") from exc

@@ -149,3 +149,19 @@ def test_bad_retry_options_name_the_option(s3_server):
         Storage(s3_server.url("x"), {**s3_server.options, "max_retries": "-1"})
     with pytest.raises(ValueError, match="backoff_config.init_backoff"):
         Storage(s3_server.url("x"), {**s3_server.options, "backoff_config.init_backoff": "soon"})
+
+
+@pytest.mark.parametrize("read_fault", ["short_body", "status"])
+def test_lost_response_then_a_faulty_read_back_is_still_ours(s3_server, proxy, read_fault):
+    """The commit PUT lands, its response is lost, the retry gets 412, and the read back
+    of the object is cut short or throttled: still ours, never a lost race (a writer told
+    'lost race' would retry on top of its own commit)."""
+    storage = storage_via(s3_server, proxy)
+    storage._check_conditional_put()
+    proxy.add(
+        Fault("lost_response", method="PUT", path=r"_delta_log/0+\.json"),
+        Fault(read_fault, method="GET", path=r"_delta_log/0+\.json", status=503, count=1),
+    )
+    storage.put_if_absent(commit(storage, 0), BODY)
+    assert proxy.counts["lost_response"] == 1 and proxy.counts[read_fault] == 1
+    assert direct(s3_server, storage).read_bytes(commit(storage, 0)) == BODY
