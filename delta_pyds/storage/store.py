@@ -524,6 +524,7 @@ class Storage:
         body cut short must not pass for another writer's entry."""
         if self.protocol == "file":
             return self.read_bytes(path)
+        self._invalidate(posixpath.dirname(path))  # adlfs answers info() from a cached listing
         return self.read_bytes(path, size=self.info(path).size)
 
     def _invalidate(self, path: str) -> None:
