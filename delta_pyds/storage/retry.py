@@ -18,9 +18,9 @@ Guarantees:
 Storage options (names as delta-rs / object_store spell them, matched ignoring case and
 ``_``): ``max_retries``, ``backoff_config.init_backoff`` and ``backoff_config.max_backoff``
 (seconds). :func:`client_options` turns ``max_retries``, ``timeout`` and
-``connect_timeout`` into the S3 client's own settings (botocore's ``retries`` and
-timeouts in ``config_kwargs``, and s3fs's ``retries``); on Azure and GCS they only
-bound the retries here (their clients' own settings pass through as storage options).
+``connect_timeout`` into the client's own settings: S3, botocore's ``retries`` and
+timeouts in ``config_kwargs`` and s3fs's ``retries``; Azure, adlfs's ``read_timeout`` and
+``connection_timeout`` (whole seconds). On GCS they only bound the retries here.
 """
 
 from __future__ import annotations
@@ -260,6 +260,11 @@ def client_options(protocol: str, client: Mapping[str, Any], kwargs: dict[str, A
         if "connect_timeout" in client:
             config["connect_timeout"] = client["connect_timeout"]
         out["config_kwargs"] = config
+    elif protocol in ("az", "abfs", "abfss"):  # adlfs: azure-core's transport timeouts
+        if "timeout" in client:
+            out["read_timeout"] = max(1, round(client["timeout"]))
+        if "connect_timeout" in client:
+            out["connection_timeout"] = max(1, round(client["connect_timeout"]))
     return out
 
 

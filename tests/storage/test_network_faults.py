@@ -196,3 +196,16 @@ def test_azure_and_gcs_through_the_proxy(other_store):
     assert proxy.counts["lost_response"] == 1
     entries = direct(server, storage).list_dir(storage.join("_delta_log"))
     assert [(e.name, e.size) for e in entries] == [(f"{0:020d}.json", len(BODY)), (f"{1:020d}.json", len(BODY))]
+
+
+def test_retry_options_reach_the_clients():
+    s3 = Storage("s3://b/t", {"anon": "true", "max_retries": "2", "timeout": "7", "connect_timeout": "3"})
+    assert s3.retry.max_retries == 2 and s3.fs.retries == 3
+    config = s3.fs.config_kwargs
+    assert config["retries"] == {"max_attempts": 3, "mode": "standard"}
+    assert config["read_timeout"] == 7 and config["connect_timeout"] == 3
+    az = Storage(
+        "az://c/t", {"account_name": "devstoreaccount1", "anon": "true", "Timeout": "9", "connectTimeout": "4"}
+    )
+    assert az.fs._timeout_kwargs == {"read_timeout": 9, "connection_timeout": 4}
+    assert Storage("s3://b/t", {"anon": "true"}).retry.max_retries == 3  # the default
