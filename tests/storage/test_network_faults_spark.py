@@ -128,9 +128,8 @@ def test_streaming_sink_under_faults(spark, s3_server, proxy, tmp_path):
     options = spark_options(s3_server, proxy)
     src = str(tmp_path / "src")
     for k in range(3):
-        spark.createDataFrame([(k * 10 + i, k) for i in range(10)], "id long, v long").write.format("pydelta").mode(
-            "append"
-        ).save(src)
+        df = spark.createDataFrame([(k * 10 + i, k) for i in range(10)], "id long, v long").coalesce(1)
+        df.write.format("pydelta").mode("append").save(src)  # one file: one micro-batch
     proxy.add(
         Fault("lost_response", method="PUT", path=r"_delta_log/\d{20}\.json", count=-1, rate=0.5),
         Fault("status", status=503, count=-1, rate=0.1),
