@@ -43,8 +43,11 @@ def file_hits(scan, hit, *, positions: bool) -> dict[str, tuple[int, bytes | Non
             files = b.column(0).dictionary_encode()
             index = b.column(1).to_numpy(zero_copy_only=False)
             codes = files.indices.to_numpy(zero_copy_only=False)
-            for code, name in enumerate(files.dictionary.to_pylist()):
-                rows.setdefault(name, []).append(index[codes == code] if positions else int((codes == code).sum()))
+            names = files.dictionary.to_pylist()
+            order = np.argsort(codes, kind="stable")
+            for group in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
+                name = names[int(codes[group[0]])]
+                rows.setdefault(name, []).append(index[group] if positions else len(group))
         names = list(rows)
         counts = [sum(len(x) for x in v) if positions else sum(v) for v in rows.values()]
         bitmaps = [serialize_deleted_rows(np.concatenate(v)) if positions else None for v in rows.values()]

@@ -11,8 +11,9 @@ row id and row commit version) planned by the core's one native planning entry
 * the files are selected by name (``pathGlobFilter``) or ``_metadata.file_path`` and
   checked against Spark's listing (a live file that is missing is an error, never
   skipped); the row position is ``_metadata.row_index``;
-* partition values, log paths and row tracking defaults come from the log through a
-  broadcast join on ``_metadata.file_path``; rows deleted by deletion vectors are dropped
+* partition values, log paths and row tracking defaults come from the log, looked up by
+  ``_metadata.file_path`` in literals for up to :data:`MAX_LITERAL_FILES` files (no extra
+  Spark job), else through a broadcast join; rows deleted by deletion vectors are dropped
   as the native read drops them (:func:`~delta_pyds.spark.native.read.drop_deleted_rows`:
   verified on the driver, bit buckets bounded by the files' rows);
 * Spark prunes columns: an operation that needs only the condition's columns (DELETE with
