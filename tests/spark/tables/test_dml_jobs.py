@@ -107,3 +107,26 @@ def test_file_hits_merge_a_file_spread_over_tasks(native, tmp_path):
     assert {k: n for k, (n, _) in counts.items()} == {k: n for k, (n, _) in hits.items()}
     assert all(d is None for _, d in counts.values())
     assert set(scan.select(SCAN_FILE).distinct().toPandas()[SCAN_FILE]) == set(hits)
+
+
+def test_many_candidate_files_take_per_file_values_from_a_join(native, tmp_path):
+    """Beyond MAX_LITERAL_FILES candidate files the scan joins the per-file values (one
+    broadcast job more); rows, partition values and metrics are the same."""
+    from delta_pyds.spark.tables.native_rows import MAX_LITERAL_FILES
+
+    spark = native
+    path = str(tmp_path / "t")
+    files = MAX_LITERAL_FILES + 4
+    for i in range(files):
+        write_deltalake(path, dml_data(i * 5, 5), mode="append", partition_by=["part"])
+    t = DeltaTable.forPath(spark, path)
+    n = _jobs(spark, lambda: t.update("id % 2 = 0", {"name": "concat('u', name)"}))
+    assert n <= 4
+    m = t.history(1).collect()[0].operationMetrics
+    assert m["numUpdatedRows"] == str(len(range(0, files * 5, 2)))
+    expected = sorted((i, i % 3, f"un{i}" if i % 2 == 0 else f"n{i}", i * 0.5) for i in range(files * 5))
+    ours = spark_rows(spark.read.format("pydelta").load(path).select(*DML_COLS))
+    assert sorted(tuple(r) for r in ours) == expected
+    assert ours == spark_rows(read_delta(spark, path).select(*DML_COLS))
+    theirs = sorted(tuple(r[c] for c in DML_COLS) for r in deltalake_table(path).select(DML_COLS).to_pylist())
+    assert theirs == expected
