@@ -328,4 +328,9 @@ def run(suite) -> None:
                 "target_seconds": target,
             }
         )
+    # where the latency goes: Spark jobs and stages, driver Python time (bench/dml_latency.py)
+    import dml_latency
+
+    for r in dml_latency.run(spark, reps=max(reps - 1, 1)):
+        suite.rows.append({"mode": "dml", "label": f"40k-row table: {r['operation']} (jobs, stages)", **r})
     shutil.rmtree(out, ignore_errors=True)

@@ -122,6 +122,11 @@ def _special(r) -> str | None:
             f"{r.get('commits_per_second')} commits/s, {r.get('retries')} retries, "
             f"{r.get('lost')} lost | 0 lost {'✅' if r.get('lost') == 0 else '❌'} |"
         )
+    if "jobs" in r and "a_seconds" not in r:  # bench/dml_latency.py rows
+        return (
+            f"| {r['mode']} | {r['label']} | pydelta | | {r['seconds']:.3f} s, {r['jobs']} jobs, "
+            f"{r['stages']} stages, Python {r['python_seconds']:.3f} s | |"
+        )
     if "a_mib" in r:
         return (
             f"| {r['mode']} | {r['label']} | {r['a']} / {r['b']} | {r['ratio']:.2f} | "

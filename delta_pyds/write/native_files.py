@@ -44,7 +44,7 @@ from delta_pyds.protocol.identity import IdentityColumn
 from delta_pyds.protocol.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
 from delta_pyds.protocol.stats import StatsColumn, footer_bounds, stats_from_footer
 from delta_pyds.storage.store import Storage
-from delta_pyds.write.parquet_writer import HIVE_DEFAULT_PARTITION, encode_path
+from delta_pyds.write.parquet_writer import HIVE_DEFAULT_PARTITION, encode_path, escape_path_name
 
 log = logging.getLogger(__name__)
 
@@ -172,11 +172,18 @@ def collect_staged(
     tight_bounds: bool = False,
     identity: Sequence[tuple[IdentityColumn, str]] = (),
     threads: int = FOOTER_THREADS,
+    directory: str = "",
+    staged_partition_names: Sequence[str] | None = None,
 ) -> StagedResult:
     """Turns the files under ``staging`` (relative to the root) into add actions and
     moves them into the table (see the module docstring). ``identity``: the generated
-    identity columns with their Parquet column paths. On an error the files moved so
-    far are in ``StagedResult.moved`` of the exception's ``result`` attribute."""
+    identity columns with their Parquet column paths. ``directory``: where under the root
+    the files go (e.g. ``_change_data``; default the root). ``staged_partition_names``:
+    the names the staged directories use for the partition columns when they differ from
+    ``physical_partition_names`` (materialized partition columns: the files keep a data
+    column of the physical name, so Spark partitions by a stand-in); the files move to
+    directories named by the physical names. On an error the files moved so far are in
+    ``StagedResult.moved`` of the exception's ``result`` attribute."""
     staging_full = storage.join(staging)
     files = _walk(storage, staging_full)
     result = StagedResult()
@@ -196,7 +203,16 @@ def collect_staged(
                 storage.delete(src)
                 continue
             rel_dir = posixpath.dirname(rel)
-            values = partition_values_of(rel_dir, physical_partition_names)
+            if staged_partition_names is not None:
+                staged = partition_values_of(rel_dir, staged_partition_names)
+                values = dict(zip(physical_partition_names, staged.values()))
+                segments = [seg.partition("=")[2] for seg in rel_dir.split("/") if seg]
+                named = "/".join(f"{escape_path_name(n)}={v}" for n, v in zip(physical_partition_names, segments))
+                rel = posixpath.join(named, posixpath.basename(rel)) if named else posixpath.basename(rel)
+            else:
+                values = partition_values_of(rel_dir, physical_partition_names)
+            if directory:
+                rel = posixpath.join(directory, rel)
             dst = storage.join(rel)
             _move(storage, src, dst)
             result.moved.append(dst)

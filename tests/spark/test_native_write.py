@@ -18,7 +18,7 @@ from helpers import pydelta_write as ds_write
 from helpers import table_version as version
 
 from delta_pyds import write_delta
-from delta_pyds.errors import ConcurrentModificationError, ConstraintViolationError, UnsupportedFeatureError
+from delta_pyds.errors import ConcurrentModificationError, ConstraintViolationError
 from delta_pyds.spark.native.write import commit_files, write_files
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.native_files import STAGING_PREFIX
@@ -447,18 +447,21 @@ def test_write_files_rewrites_a_table_without_data_change(spark, tmp_path):
     assert_same_everywhere(spark, path, df)
 
 
-def test_materialized_partition_columns_are_refused_by_name(spark, tmp_path):
+def test_materialized_partition_columns_are_written_into_the_files(spark, tmp_path):
+    """A table with materializePartitionColumns: Spark writes the partition column into
+    the files too (it partitions by a stand-in column), the files sit in Delta's
+    partition directories, and the rows read back the same everywhere."""
     path = str(tmp_path / "t")
-    with pytest.raises(UnsupportedFeatureError, match="materializePartitionColumns"):
-        write_delta(
-            spark.range(2).selectExpr("id", "id % 2 p"),
-            path,
-            partitionBy="p",
-            **{"delta.feature.materializePartitionColumns": "supported"},
-        )
-    # no data and no commit; at most the empty _delta_log a first write makes (issue 24 item 11)
-    assert not os.path.exists(path) or os.listdir(path) in ([], ["_delta_log"])
-    assert not os.path.exists(os.path.join(path, "_delta_log")) or os.listdir(os.path.join(path, "_delta_log")) == []
+    df = spark.range(6).selectExpr("id", "id % 2 p")
+    write_delta(df, path, partitionBy="p", **{"delta.feature.materializePartitionColumns": "supported"})
+    snap = Snapshot.load(path)
+    assert "materializePartitionColumns" in (snap.protocol.writer_features or [])
+    for rel in snap.files.column("path").to_pylist():
+        data = pq.read_table(os.path.join(path, rel))
+        assert rel.startswith("p=") and data.column_names == ["id", "p"]
+        assert set(data.column("p").to_pylist()) == {int(rel.split("/")[0][2:])}
+    assert not [n for n in os.listdir(path) if n.startswith("_pydelta_staging")]
+    assert_same_everywhere(spark, path, df)
 
 
 def test_defaults_generated_columns_and_empty_writes(spark, tmp_path):

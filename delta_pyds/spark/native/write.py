@@ -27,8 +27,10 @@ worker:
 Guarantees: any failure (a violated rule, a Spark error, a lost conflict) deletes the
 staged and moved files and leaves the log unchanged; a rule violation raises
 :class:`~delta_pyds.errors.ConstraintViolationError` naming the rule. Refused by name:
-``targetFileSize`` (Spark rolls files by ``maxRecordsPerFile`` only) and tables with the
-``materializePartitionColumns`` feature. Expressions (constraints, generated columns,
+``targetFileSize`` (Spark rolls files by ``maxRecordsPerFile`` only). On tables with the
+``materializePartitionColumns`` feature the files keep the partition columns as data
+(Spark partitions by stand-in columns; the files move to the Delta partition
+directories). Expressions (constraints, generated columns,
 defaults) are evaluated by Spark in the session time zone, as delta-spark does, so any
 Spark SQL expression works (the plan keeps ones outside the core's evaluator as text). A string
 partition value equal to ``__HIVE_DEFAULT_PARTITION__`` is refused (its directory
@@ -89,6 +91,7 @@ _INT_RANGES = {
     "integer": (-(1 << 31), (1 << 31) - 1),
 }
 _DAY_MICROS = 86_400_000_000
+_STAND_IN = "__pydelta_partition_dir_"  # staged directory names of materialized partition columns
 
 
 def write_delta(
@@ -124,15 +127,9 @@ def write_files(
 
     This is the building block of :func:`write_delta`, and the native counterpart of
     executors running :func:`~delta_pyds.write.parquet_writer.write_task` (e.g. for DML
-    rewrites: ``data_change=False`` marks the adds of a rearrangement)."""
-    if spec.materialize_partition_columns:
-        raise UnsupportedFeatureError(
-            "the native writer cannot write tables with the materializePartitionColumns feature "
-            "(Spark's writer leaves partition columns out of the files); use df.write.format('pydelta')",
-            ("materializePartitionColumns",),
-        )
-    if spec.directory:
-        raise ValueError("write_files: spec.directory is not supported (data files go under the table root)")
+    rewrites: ``data_change=False`` marks the adds of a rearrangement). With
+    ``spec.directory`` (``_change_data``) the files go under that directory (change data
+    files: the caller turns the adds into ``cdc`` actions)."""
     staged = prepare(df, spec)
     staging = staging_name()
     try:
@@ -154,6 +151,8 @@ def write_files(
             stats_columns=spec.stats_columns,
             tight_bounds=spec.tight_bounds,
             identity=identity,
+            directory=spec.directory,
+            staged_partition_names=_staged_partition_names(spec) if spec.materialize_partition_columns else None,
         )
     except BaseException as exc:
         discard(spec.storage, staging, getattr(getattr(exc, "result", None), "moved", []))
@@ -333,13 +332,13 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
                     ),
                 )
             )
-        partitions.append(serialized.alias(f.physical_name(mode)))
+        partitions.append(serialized.alias(_partition_dir_name(spec, f.physical_name(mode))))
     if violations:
         guard = F.when(violations[0][0], F.raise_error(violations[0][1]))
         for cond, msg in violations[1:]:
             guard = guard.when(cond, F.raise_error(msg))
         frame = frame.where(guard.otherwise(F.lit(True)).cast("boolean"))
-    pset = {c.lower() for c in spec.partition_columns}
+    pset = set() if spec.materialize_partition_columns else {c.lower() for c in spec.partition_columns}
     data_fields = [f for f in schema.fields if f.name.lower() not in pset and not is_void(f)]
     physical = physical_schema(data_fields, mode)
     out = []
@@ -469,7 +468,10 @@ def write_staged(staged: DataFrame, spec: WriteSpec, staging: str, *, variant_sh
     )
     if spec.max_records_per_file:
         writer = writer.option("maxRecordsPerFile", str(spec.max_records_per_file))
-    names = [spec.table_schema.field(c).physical_name(spec.column_mapping_mode) for c in spec.partition_columns]
+    names = [
+        _partition_dir_name(spec, spec.table_schema.field(c).physical_name(spec.column_mapping_mode))
+        for c in spec.partition_columns
+    ]
     if names:
         writer = writer.partitionBy(*names)
     previous = {k: session.conf.get(k, None) for k in confs}
@@ -483,6 +485,18 @@ def write_staged(staged: DataFrame, spec: WriteSpec, staging: str, *, variant_sh
                 session.conf.unset(k)
             else:
                 session.conf.set(k, old)
+
+
+def _partition_dir_name(spec: WriteSpec, physical: str) -> str:
+    """The column Spark partitions the staged files by: the physical name, or a stand-in
+    when the files also keep the partition column as data (materialized partition
+    columns); :func:`collect_staged` names the directories by the physical names."""
+    return _STAND_IN + physical if spec.materialize_partition_columns else physical
+
+
+def _staged_partition_names(spec: WriteSpec) -> list[str]:
+    mode = spec.column_mapping_mode
+    return [_partition_dir_name(spec, spec.table_schema.field(c).physical_name(mode)) for c in spec.partition_columns]
 
 
 def _has_variant(dtype: DataType) -> bool:

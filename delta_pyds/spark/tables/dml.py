@@ -195,6 +195,14 @@ class TableRewriter:
             tdf = tdf.limit(0)
         return tdf.repartition(n).mapInArrow(read, out_schema)
 
+    def rescan(self, snap: Snapshot, candidates: pa.Table, scan, matched: list[str]):
+        """The rows of the ``matched`` files among ``candidates``: ``scan`` (their scan)
+        again when every candidate matched (no second planning and listing), else a scan
+        of only those files (Spark then reads only them)."""
+        if len(set(matched)) == candidates.num_rows:
+            return scan
+        return self.scan(snap, only_files(candidates, matched))
+
     def candidates(self, snap: Snapshot, condition) -> pa.Table:
         """The files that may hold rows matching ``condition`` (partition values and stats)."""
         preds = skipping_predicates(condition, snap.schema) if condition is not None else ()
@@ -305,10 +313,10 @@ class TableRewriter:
 
     def rewrite(self, df, spec, data_change: bool) -> list[dict]:
         """Writes the rows of ``df`` (table columns) as new files on executors; returns
-        their add actions. Spark's Parquet writer writes them when the last scan ran on
-        Spark's reader (and the spec allows: no ``directory``, no materialized partition
-        columns), else Python workers with pyarrow."""
-        if self.engine == "native" and not spec.directory and not spec.materialize_partition_columns:
+        their add actions (with ``spec.directory``: files under that directory, e.g.
+        change data files). Spark's Parquet writer writes them when the last scan ran on
+        Spark's reader, else Python workers with pyarrow."""
+        if self.engine == "native":
             from delta_pyds.spark.native.write import write_files
 
             return write_files(df, spec, data_change=data_change).adds
@@ -406,7 +414,7 @@ def delete_rows(rw: TableRewriter, condition=None) -> None:
     matched, deleted_rows = matching_files(scan, cond)
     if not matched:
         return
-    in_files = rw.scan(snap, only_files(candidates, matched))  # Spark then reads only these
+    in_files = rw.rescan(snap, candidates, scan, matched)
     hit = F.coalesce(cond, F.lit(False))
     spec = rw.write_spec(snap, row_tracking=True)
     adds = rw.rewrite(rw.tracked(snap, in_files.where(~hit)), spec, True)
@@ -466,7 +474,7 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
             cols.append(F.when(hit, exprs[f.name]).otherwise(F.col(f"`{f.name}`")).alias(f.name))
         else:
             cols.append(F.col(f"`{f.name}`"))
-    in_files = rw.scan(snap, only_files(candidates, matched))  # Spark then reads only these
+    in_files = rw.rescan(snap, candidates, scan, matched)
     spec = rw.write_spec(snap, row_tracking=True)
     extra = [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
     flagged = in_files.withColumn("__pydelta_hit", hit).select(*cols, *extra, "__pydelta_hit")

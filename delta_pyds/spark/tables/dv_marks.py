@@ -5,6 +5,8 @@ row index columns leave Spark). The marks are committed by
 
 from __future__ import annotations
 
+from typing import cast
+
 import pyarrow as pa
 
 from delta_pyds.protocol import features
@@ -15,11 +17,69 @@ from delta_pyds.table.snapshot import Snapshot
 
 def matching_files(scan, cond) -> tuple[list[str], int]:
     """The files holding a row of ``scan`` matching ``cond`` and the number of such rows
-    (one Spark job)."""
+    (one Spark job, no shuffle: see :func:`file_hits`)."""
+    hits = file_hits(scan, cond, positions=False)
+    return list(hits), sum(n for n, _ in hits.values())
+
+
+def file_hits(scan, hit, *, positions: bool) -> dict[str, tuple[int, bytes | None]]:
+    """Per file of ``scan`` holding a row where ``hit`` holds: the number of such rows and,
+    with ``positions``, the serialized bitmap of their row indexes. One Spark job without
+    a shuffle: each task reduces its rows to (file, count, bitmap) on the executor (only
+    the matching rows' file and row index reach its Python worker), the driver merges the
+    parts of a file that several tasks read."""
     from pyspark.sql import functions as F
 
-    rows = scan.where(cond).groupBy(SCAN_FILE).agg(F.count(F.lit(1)).alias("n")).collect()
-    return [r[SCAN_FILE] for r in rows], sum(int(r["n"]) for r in rows)
+    def per_task(batches):
+        # on executors: the matching rows of one task, reduced per file
+        import numpy as np
+
+        from delta_pyds.protocol.deletion_vectors import serialize_deleted_rows
+
+        rows: dict[str, list] = {}
+        for b in batches:
+            if not b.num_rows:
+                continue
+            files = b.column(0).dictionary_encode()
+            index = b.column(1).to_numpy(zero_copy_only=False)
+            codes = files.indices.to_numpy(zero_copy_only=False)
+            names = files.dictionary.to_pylist()
+            order = np.argsort(codes, kind="stable")
+            for group in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
+                name = names[int(codes[group[0]])]
+                rows.setdefault(name, []).append(index[group] if positions else len(group))
+        names = list(rows)
+        counts = [sum(len(x) for x in v) if positions else sum(v) for v in rows.values()]
+        bitmaps = [serialize_deleted_rows(np.concatenate(v)) if positions else None for v in rows.values()]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(names, pa.string()), pa.array(counts, pa.int64()), pa.array(bitmaps, pa.binary())],
+            names=["file", "n", "rows"],
+        )
+
+    parts = (
+        scan.where(F.coalesce(hit, F.lit(False)))
+        .select(SCAN_FILE, SCAN_ROW)
+        .mapInArrow(per_task, "file string, n long, rows binary")
+        .collect()
+    )
+    out: dict[str, tuple[int, bytes | None]] = {}
+    for r in parts:
+        name, n, data = r["file"], int(r["n"]), r["rows"]
+        if name in out:
+            before, old = out[name]
+            n, data = before + n, _union(old, data) if positions else None
+        out[name] = (n, bytes(data) if data is not None else None)
+    return out
+
+
+def _union(a: bytes | None, b: bytes | None) -> bytes:
+    from pyroaring import BitMap64
+
+    from delta_pyds.protocol.deletion_vectors import deserialize_deleted_rows, serialize_deleted_rows
+
+    bm = BitMap64(deserialize_deleted_rows(bytes(a or b"")))
+    bm |= BitMap64(deserialize_deleted_rows(bytes(b or b"")))
+    return serialize_deleted_rows(bm)
 
 
 def writes_dvs(snap: Snapshot) -> bool:
@@ -31,28 +91,8 @@ def writes_dvs(snap: Snapshot) -> bool:
 def dv_hits(scan, hit, active: pa.Table) -> tuple[pa.Table, list[bytes]]:
     """The active file actions holding a row of ``scan`` where ``hit`` holds, and per file
     the serialized bitmap of those rows' positions (built on executors: only the file
-    and row index columns leave Spark)."""
-    from pyspark.sql import functions as F
-
-    def to_bitmap(table: pa.Table) -> pa.Table:
-        # on executors: the row positions of one file, as DV bitmap bytes
-        from delta_pyds.protocol.deletion_vectors import serialize_deleted_rows
-
-        rows = table.column(SCAN_ROW).to_numpy()
-        return pa.table(
-            {
-                "file": pa.array([table.column(SCAN_FILE)[0].as_py()], pa.string()),
-                "rows": pa.array([serialize_deleted_rows(rows)], pa.binary()),
-            }
-        )
-
-    hits = (
-        scan.where(F.coalesce(hit, F.lit(False)))
-        .select(SCAN_FILE, SCAN_ROW)
-        .groupBy(SCAN_FILE)
-        .applyInArrow(to_bitmap, "file string, rows binary")
-        .collect()
-    )
+    and row index columns leave Spark; one job, see :func:`file_hits`)."""
+    hits = file_hits(scan, hit, positions=True)
     by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
-    idx = [by_path[h["file"]] for h in hits]
-    return active.take(pa.array(idx, pa.int64())), [h["rows"] for h in hits]
+    idx = [by_path[name] for name in hits]
+    return active.take(pa.array(idx, pa.int64())), [cast(bytes, data) for _, data in hits.values()]

@@ -11,8 +11,9 @@ row id and row commit version) planned by the core's one native planning entry
 * the files are selected by name (``pathGlobFilter``) or ``_metadata.file_path`` and
   checked against Spark's listing (a live file that is missing is an error, never
   skipped); the row position is ``_metadata.row_index``;
-* partition values, log paths and row tracking defaults come from the log through a
-  broadcast join on ``_metadata.file_path``; rows deleted by deletion vectors are dropped
+* partition values, log paths and row tracking defaults come from the log, looked up by
+  ``_metadata.file_path`` in literals for up to :data:`MAX_LITERAL_FILES` files (no extra
+  Spark job), else through a broadcast join; rows deleted by deletion vectors are dropped
   as the native read drops them (:func:`~delta_pyds.spark.native.read.drop_deleted_rows`:
   verified on the driver, bit buckets bounded by the files' rows);
 * Spark prunes columns: an operation that needs only the condition's columns (DELETE with
@@ -75,6 +76,11 @@ DML_ENGINE_CONF = "spark.pydelta.dml.engine"
 ENGINES = ("auto", "native", "python")
 _URI = "__pydelta_file_uri"
 _PART = "__pydelta_part_"
+_INDEX = "__pydelta_file_number"
+# up to this many files, a scan's per-file values (log path, partition values, row tracking
+# defaults) are literal lookups on the file URI; beyond it, a broadcast join (one more job,
+# but no per-row scan of a long literal map)
+MAX_LITERAL_FILES = 32
 
 
 def dml_engine(spark) -> str:
@@ -136,15 +142,14 @@ def native_rows(
         F.col("_metadata.file_path").alias(_URI),
         F.col("_metadata.row_index").alias(row_col),
     )
-    lookup_cols = {_URI: uris, file_col: plan.files.column(LOG_PATH)}
+    lookup_cols = {file_col: plan.files.column(LOG_PATH)}
     parts = [o for o in plan.output if o.partition]
     for o in parts:
         lookup_cols[_PART + o.name] = partition_text(plan.files.column(o.name).combine_chunks())
     if tracking:
         for name in ("base_row_id", "default_row_commit_version"):
             lookup_cols["__pydelta_" + name] = plan.files.column(name).cast(pa.int64())
-    lookup = spark.createDataFrame(pa.table(lookup_cols))
-    joined = base.join(F.broadcast(lookup), _URI, "inner")
+    joined = _with_file_columns(spark, base, uris, lookup_cols)
     selected = []
     for o, target in zip(plan.output, out_schema.fields, strict=True):
         src = F.col(_quote(_PART + o.name)) if o.partition else F.col(_quote(o.physical or o.name))
@@ -158,6 +163,28 @@ def native_rows(
             ),
         ]
     return joined.select(*selected), None
+
+
+def _with_file_columns(spark, df: DataFrame, uris: pa.ChunkedArray, columns: dict[str, pa.ChunkedArray]) -> DataFrame:
+    """``df`` (with the file URI column) plus per-file ``columns`` (one value per URI): for
+    up to :data:`MAX_LITERAL_FILES` files as literal lookups in the scan's own projection
+    (no broadcast, so no extra Spark job), beyond that a broadcast join. Rows of files
+    not in ``uris`` are dropped either way."""
+    if len(uris) > MAX_LITERAL_FILES:
+        lookup = spark.createDataFrame(pa.table({_URI: uris, **columns}))
+        return df.join(F.broadcast(lookup), _URI, "inner")
+    keys = uris.to_pylist()
+    index = F.element_at(
+        F.map_from_arrays(F.array(*[F.lit(k) for k in keys]), F.array(*[F.lit(i + 1) for i in range(len(keys))])),
+        F.col(_URI),
+    )
+    out = df.withColumn(_INDEX, index).where(F.col(_INDEX).isNotNull())
+    extra = []
+    for name, values in columns.items():
+        kind = "long" if pa.types.is_integer(values.type) else "string"
+        array = F.array(*[F.lit(v).cast(kind) for v in values.to_pylist()])
+        extra.append(F.element_at(array, F.col(_INDEX)).alias(name))
+    return out.select("*", *extra).drop(_INDEX)
 
 
 def _void(f: StructField) -> bool:

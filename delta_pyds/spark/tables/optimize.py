@@ -9,8 +9,11 @@ Guarantees:
   numeric, date or timestamp);
 * ``executeZOrderBy(cols)`` rewrites every file of each selected partition with its rows
   along a Z-order curve of ``cols`` (each bucketed into 256 approximate quantiles);
-* one Spark task per bin; the rewrite has ``dataChange=false``, applies deletion vectors
-  (rewritten files have none) and keeps row ids and commit versions on tracked tables;
+* one Spark task per bin (each bin's rows hash-partitioned to a partition of its own) and,
+  on Spark's writer, exactly one file per compaction bin; a bin larger than the target
+  (Z-order, purge) is split into files of about the target size by a row limit; the
+  rewrite has ``dataChange=false``, applies deletion vectors (rewritten files have none)
+  and keeps row ids and commit versions on tracked tables;
 * ``where`` accepts partition columns only and Z-order data columns only, failing with
   delta-spark's meaning (``DELTA_NON_PARTITION_COLUMN_REFERENCE``,
   ``DELTA_ZORDERING_ON_PARTITION_COLUMN``);
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -121,11 +125,11 @@ class DeltaOptimizeBuilder:
         victim_paths = set(victims.column("path").to_pylist())
         sel = [p in victim_paths for p in files.column("path").to_pylist()]
         scan_files = files.filter(pa.array(sel, pa.bool_()))
-        adds = rw.rewrite(
-            self._binned_rows(snap, active, scan_files, bins, zorder, clustered),
-            rw.write_spec(snap, target_file_size=self._target, row_tracking=True),
-            False,
-        )
+        spec = rw.write_spec(snap, target_file_size=self._target, row_tracking=True)
+        rows_cap = records_per_file(active, bins, self._target)
+        if rows_cap is not None:  # Spark's writer rolls files by rows only
+            spec = replace(spec, max_records_per_file=rows_cap, _derived={})
+        adds = rw.rewrite(self._binned_rows(snap, active, scan_files, bins, zorder, clustered), spec, False)
         removes = remove_actions(victims, data_change=False)
         txn = Transaction(rw.storage, snap)
         txn.remove_files(removes)
@@ -170,10 +174,20 @@ class DeltaOptimizeBuilder:
         from pyspark.sql import functions as F
 
         rw = self._rewriter
-        # one Spark task per bin: route each file's rows to its bin's task
-        bin_of = {active.column("path")[i].as_py(): b for b, members in enumerate(bins) for i in members}
-        mapping = rw.spark.createDataFrame(list(bin_of.items()), f"{SCAN_FILE} string, __bin int")
-        df = rw.scan(snap, scan_files).join(F.broadcast(mapping), SCAN_FILE).repartition(len(bins), "__bin")
+        # one Spark task per bin: route each file's rows to its bin's task. Each bin's key
+        # is an int that Spark's hash partitioning (pmod(murmur3(key, 42), n)) sends to the
+        # bin's own partition, so no two bins share a task (and so a file)
+        keys = bin_keys(len(bins))
+        bin_of = {active.column("path")[i].as_py(): (b, keys[b]) for b, members in enumerate(bins) for i in members}
+        mapping = rw.spark.createDataFrame(
+            [(p, b, k) for p, (b, k) in bin_of.items()], f"{SCAN_FILE} string, __bin int, __bin_key int"
+        )
+        df = (
+            rw.scan(snap, scan_files)
+            .join(F.broadcast(mapping), SCAN_FILE)
+            .repartition(len(bins), "__bin_key")
+            .drop("__bin_key")
+        )
         if zorder:
             df = df.withColumn("__z", zorder_key(df, zorder)).sortWithinPartitions("__bin", "__z").drop("__z")
         elif clustered:
@@ -195,6 +209,66 @@ OPTIMIZE_RESULT_SCHEMA = (
     "startTimeMs: bigint, endTimeMs: bigint, totalClusterParallelism: bigint, totalScheduledTasks: bigint, "
     "numTableColumns: bigint, numTableColumnsWithStats: bigint>"
 )
+
+
+def records_per_file(active: pa.Table, bins: list, target: int) -> int | None:
+    """A row limit per written file that keeps files near ``target`` bytes when a bin
+    holds more than that (Z-order and purge bins hold whole partitions or large files):
+    the densest such bin's rows per target size (row counts from the files' statistics);
+    None when every bin fits in one file (compaction: exactly one file per bin)."""
+    from delta_pyds.transaction.file_actions import add_actions, stat_rows
+
+    sizes = active.column("size").to_pylist()
+    limit = None
+    for members in bins:
+        total = sum(int(sizes[i]) for i in members)
+        if total <= target:
+            continue
+        rows = [
+            stat_rows(a, default=None)
+            for a in add_actions(active.take(pa.array(members, pa.int64())), data_change=False)
+        ]
+        if any(r is None for r in rows):
+            continue
+        cap = max(1, -(-sum(r for r in rows if r is not None) * target // total))
+        limit = cap if limit is None else min(limit, cap)
+    return limit
+
+
+def bin_keys(n: int) -> list[int]:
+    """``n`` ints, the ``b``-th of which Spark's ``repartition(n, col)`` sends to partition
+    ``b`` (hash partitioning: ``pmod(murmur3_x86_32(key, seed 42), n)``)."""
+    keys: list[int | None] = [None] * n
+    missing, k = n, 0
+    while missing:
+        b = spark_partition_of(k, n)
+        if keys[b] is None:
+            keys[b] = k
+            missing -= 1
+        k += 1
+    return [int(x) for x in keys if x is not None]
+
+
+def spark_partition_of(value: int, n: int) -> int:
+    """The partition Spark's hash partitioning into ``n`` gives an int ``value``: Murmur3
+    x86_32 of the 4-byte int with seed 42 (Spark's ``Murmur3Hash``), non-negative mod n."""
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    k1 = (value & mask) * 0xCC9E2D51 & mask
+    k1 = rotl(k1, 15) * 0x1B873593 & mask
+    h1 = 42 ^ k1
+    h1 = (rotl(h1, 13) * 5 + 0xE6546B64) & mask
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & mask
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & mask
+    h1 ^= h1 >> 16
+    signed = h1 - (1 << 32) if h1 & 0x80000000 else h1
+    return signed % n
 
 
 def purge_deletion_vectors(rewriter: TableRewriter):
