@@ -15,6 +15,7 @@ from delta_pyds.errors import ArgumentTypeError, SqlParseError, TableNotFoundErr
 from delta_pyds.spark.sql import alter, create, dml
 from delta_pyds.spark.sql.parser import Parser, TableRef
 from delta_pyds.spark.sql.tables import NAMES, delta_table, empty, run_statement
+from delta_pyds.spark.sql.views import refresh_view, view_path
 
 FORMS = {
     "DESCRIBE HISTORY": "DESCRIBE HISTORY <table> [LIMIT n]",
@@ -49,12 +50,16 @@ def sql(spark, statement: str, args: Any = None, **kwargs: Any):
     if not isinstance(statement, str):
         raise ArgumentTypeError(f"'statement' must be a str (one SQL statement), got {type(statement).__name__}")
     names = NAMES.get(spark, {})
-    p = Parser(statement, names)
+    p = Parser(statement, names, lambda name: view_path(spark, name))
     head = _head(p)
     if head is not None:
         p.statement, p.form = head, FORMS[head]
         run = _HANDLERS[head](spark, p)
-        return run()
+        result = run()
+        for name, path in p.view_paths.items():
+            if path is not None:  # the target was a temporary view: it reads the new version now
+                refresh_view(spark, name)
+        return result
     return run_statement(spark, p, statement, args, kwargs)
 
 
@@ -80,7 +85,7 @@ def _head(p: Parser) -> str | None:
     # statements Spark also has: Delta's only when they name a Delta table
     if p.accept("MERGE"):
         p.accept("WITH", "SCHEMA", "EVOLUTION")
-        if p.accept("INTO") and p.table_ref() is not None:
+        if p.accept("INTO") and p.table_ref(views=True) is not None:
             p.i = 1
             return "MERGE"
     p.i = 0
@@ -98,7 +103,7 @@ def _head(p: Parser) -> str | None:
     )
     for words, head in spark_too:
         if p.accept(*words):
-            if p.table_ref() is not None:
+            if p.table_ref(views=True) is not None:
                 p.i = len(words)
                 return head
             p.i = 0

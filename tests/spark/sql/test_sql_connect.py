@@ -73,6 +73,18 @@ out["create_same"] = (m1.schema_string, m1.partition_columns, m1.configuration) 
 )
 delta_pyds.sql(spark, f"CREATE OR REPLACE TABLE delta.`{c1}` USING delta AS SELECT * FROM delta.`{s}`")
 out["ctas_same"] = rows(c1) == rows(s)
+# temporary views over pydelta: Spark Connect shows no view options, so the path cannot be found
+views = {}
+spark.read.format("pydelta").load(s).createOrReplaceTempView("v_whole")
+spark.read.format("pydelta").load(s).where("id > 1").createOrReplaceTempView("v_filtered")
+for v in ("v_whole", "v_filtered"):
+    try:
+        delta_pyds.sql(spark, f"DELETE FROM {v} WHERE id = 0")
+        views[v] = "ran"
+    except Exception as e:
+        views[v] = [type(e).__name__, "Spark Connect" in str(e), "DELTA_OPERATION_ON_VIEW_NOT_ALLOWED" in str(e)]
+out["views"] = views
+out["after_views"] = rows(s) == rows(a)
 print(json.dumps(out))
 spark.stop()
 """
@@ -95,3 +107,8 @@ def test_sql_from_a_spark_connect_client(tmp_path):
     assert got["history"] == ["MERGE", "UPDATE", "DELETE", "WRITE", "WRITE"]
     assert got["props"] == "v"
     assert got["create_same"] and got["ctas_same"]
+    assert got["views"] == {
+        "v_whole": ["TemporaryViewError", True, False],
+        "v_filtered": ["TemporaryViewError", False, True],
+    }
+    assert got["after_views"]
