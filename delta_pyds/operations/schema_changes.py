@@ -9,7 +9,9 @@ Guarantees (delta-spark's rules):
 * a column is named by a dotted path (``"a.b"``, a nested struct field) or a sequence of
   names; names match case-insensitively as in Spark;
 * ADD COLUMNS adds nullable columns only (at the end of the table or of the struct
-  named by the path's prefix); a name already present is refused; under column mapping
+  named by the path's prefix, or at a position: ``FIRST`` / ``AFTER <sibling>``); a name
+  already present is refused; ALTER COLUMN ... FIRST / AFTER moves a column (or a nested
+  field) within its struct; under column mapping
   the new fields get fresh ids and physical names and ``delta.columnMapping.maxColumnId``
   moves up;
 * RENAME COLUMN and DROP COLUMN need column mapping (``delta.columnMapping.mode`` name or
@@ -64,6 +66,7 @@ from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import Transaction
 
 ColumnPath = str | Sequence[str]
+Position = str | None  # None (at the end), "FIRST" or "AFTER <sibling name>", case-insensitive
 _GENERATION = "delta.generationExpression"
 _WIDENINGS = {
     "byte": {"short", "integer", "long", "double"},
@@ -116,6 +119,44 @@ def _path(column: ColumnPath, arg: str = "column") -> list[str]:
     if not parts or any(not p for p in parts):
         raise SchemaChangeError(f"'{arg}' must name a column, got {column!r}")
     return parts
+
+
+def parse_position(position: Position, arg: str = "position") -> tuple[str, str | None] | None:
+    """``None``, ``("FIRST", None)`` or ``("AFTER", name)`` from a position argument."""
+    if position is None:
+        return None
+    if isinstance(position, str):
+        words = position.strip().split(None, 1)
+        if len(words) == 1 and words[0].upper() == "FIRST":
+            return ("FIRST", None)
+        if len(words) == 2 and words[0].upper() == "AFTER" and words[1].strip().strip("`"):
+            return ("AFTER", words[1].strip().strip("`"))
+    raise SchemaChangeError(f"'{arg}' must be None, 'FIRST' or 'AFTER <column>', got {position!r}")
+
+
+def _position_text(position: Position) -> str:
+    pos = parse_position(position)
+    assert pos is not None
+    return pos[0] if pos[1] is None else f"{pos[0]} {pos[1]}"
+
+
+def _place(fields: tuple[StructField, ...], new: StructField, position: Position, what: str) -> StructType:
+    """``fields`` with ``new`` put at ``position`` (see :data:`Position`)."""
+    pos = parse_position(position)
+    if pos is None:
+        return StructType(fields + (new,))
+    if pos[0] == "FIRST":
+        return StructType((new,) + fields)
+    after = str(pos[1])
+    index = next((i for i, f in enumerate(fields) if f.name.lower() == after.lower()), None)
+    if index is None:
+        if after.lower() == new.name.lower():
+            raise SchemaChangeError(f"{what}: a column cannot be placed AFTER itself")
+        raise ColumnNotFoundError(
+            f"[DELTA_COLUMN_NOT_FOUND_IN_SCHEMA] {what}: AFTER {after}: no such column among "
+            f"{', '.join(f.name for f in fields)}"
+        )
+    return StructType(fields[: index + 1] + (new,) + fields[index + 1 :])
 
 
 def _storage(table: Storage | str) -> Storage:
@@ -200,25 +241,30 @@ def _load(table: Storage | str) -> tuple[Storage, Snapshot]:
 
 
 # ------------------------------------------------------------------ operations
-def add_columns(table: Storage | str, columns: Sequence[tuple[ColumnPath, DataType | str, str | None]]) -> int:
-    """Adds nullable columns: ``(path, type, comment)`` each, the type a Delta type or its
-    JSON/simple name (``"long"``, ``"decimal(10,2)"``); returns the version committed."""
+def add_columns(table: Storage | str, columns: Sequence[tuple[Any, ...]]) -> int:
+    """Adds nullable columns: ``(path, type, comment[, position])`` each, the type a Delta type
+    or its JSON/simple name (``"long"``, ``"decimal(10,2)"``), the position ``"FIRST"`` or
+    ``"AFTER <sibling>"`` (None: at the end); returns the version committed."""
     storage, snap = _load(table)
     if not columns:
         raise SchemaChangeError("addColumns: 'columns' must name at least one column")
     schema = snap.schema
     added = []
-    for column, dtype, comment in columns:
+    for column, dtype, comment, *rest in columns:
+        position = rest[0] if rest else None
+        parse_position(position, "columns")
         parts = _path(column, "columns")
         if isinstance(dtype, str):
             dtype = parse_type_name(dtype, "columns")
         meta = {"comment": comment} if comment is not None else {}
         new = StructField(parts[-1], dtype, True, meta)
 
-        def add(struct: StructType, new: StructField = new, parts: list[str] = parts) -> StructType:
+        def add(
+            struct: StructType, new: StructField = new, parts: list[str] = parts, position: Position = position
+        ) -> StructType:
             if struct.get(new.name) is not None:
                 raise SchemaChangeError(f"addColumns: column {'.'.join(parts)!r} already exists")
-            return StructType(struct.fields + (new,))
+            return _place(struct.fields, new, position, f"ADD COLUMNS {'.'.join(parts)}")
 
         if len(parts) == 1:
             schema = add(schema)
@@ -235,7 +281,10 @@ def add_columns(table: Storage | str, columns: Sequence[tuple[ColumnPath, DataTy
                     tuple(replace(g, type=add(g.type)) if g is f else g for g in s.fields)  # type: ignore[arg-type]
                 ),
             )
-        added.append({"column": {"name": ".".join(parts), "type": dtype.to_json(), "nullable": True}})
+        entry: dict[str, Any] = {"column": {"name": ".".join(parts), "type": dtype.to_json(), "nullable": True}}
+        if position is not None:
+            entry["position"] = _position_text(position)
+        added.append(entry)
     conf = dict(snap.configuration)
     if _mode(snap) in ("name", "id"):
         schema, max_id = assign_column_mapping(schema, int(conf.get(COLUMN_MAPPING_MAX_ID) or 0))
@@ -347,16 +396,18 @@ def alter_column(
     nullable: bool | None = None,
     data_type: DataType | str | None = None,
     null_count: Callable[[int], int] | None = None,
+    position: Position = None,
 ) -> int:
-    """Changes a column's comment, nullability and/or type in one commit. ``nullable=False``
-    (SET NOT NULL) needs ``null_count(version)``: the number of nulls the column has at that
-    version (the caller scans; no scan here)."""
+    """Changes a column's comment, nullability, type and/or position in its struct
+    (``"FIRST"``, ``"AFTER <sibling>"``) in one commit. ``nullable=False`` (SET NOT NULL)
+    needs ``null_count(version)``: the number of nulls the column has at that version (the
+    caller scans; no scan here)."""
     storage, snap = _load(table)
     parts = _path(column)
     field = _find(snap.schema, parts)[-1]
     name = ".".join(parts)
-    if comment is None and nullable is None and data_type is None:
-        raise SchemaChangeError("alterColumn: give at least one of 'comment', 'nullable', 'dataType'")
+    if comment is None and nullable is None and data_type is None and position is None:
+        raise SchemaChangeError("alterColumn: give at least one of 'comment', 'nullable', 'dataType', 'position'")
     if nullable is not None and not isinstance(nullable, bool):
         raise SchemaChangeError(f"alterColumn: 'nullable' must be True or False, got {nullable!r}")
     if comment is not None and not isinstance(comment, str):
@@ -364,6 +415,8 @@ def alter_column(
     meta = dict(field.metadata)
     new_type = field.type
     params: dict[str, Any] = {"column": name}
+    if parse_position(position) is not None:
+        params["position"] = _position_text(position)
     if comment is not None:
         meta["comment"] = comment
         params["comment"] = comment
@@ -403,7 +456,13 @@ def alter_column(
     if nullable is not None:
         params["nullable"] = nullable
     new_field = StructField(field.name, new_type, new_nullable, meta)
-    schema = _rewrite(snap.schema, parts, lambda s, f: StructType(tuple(new_field if g is f else g for g in s.fields)))
+
+    def change(s: StructType, f: StructField) -> StructType:
+        if position is None:
+            return StructType(tuple(new_field if g is f else g for g in s.fields))
+        return _place(tuple(g for g in s.fields if g is not f), new_field, position, f"ALTER COLUMN {name}")
+
+    schema = _rewrite(snap.schema, parts, change)
     return _commit(storage, snap, schema, "CHANGE COLUMN", params, read_all=read_all)
 
 
