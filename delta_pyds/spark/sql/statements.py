@@ -29,7 +29,8 @@ FORMS = {
     "SHOW COLUMNS": "SHOW COLUMNS (IN | FROM) <table>",
     "ALTER TABLE": (
         "ALTER TABLE <table> SET TBLPROPERTIES ('k' = 'v', ...) | UNSET TBLPROPERTIES [IF EXISTS] ('k', ...)"
-        " | ADD CONSTRAINT name CHECK (expr) | DROP CONSTRAINT [IF EXISTS] name | " + alter.FORM.split("<table> ", 1)[1]
+        " | ADD CONSTRAINT name CHECK (expr) | DROP CONSTRAINT [IF EXISTS] name | DROP FEATURE f [TRUNCATE HISTORY]"
+        " | " + alter.FORM.split("<table> ", 1)[1]
     ),
     "GENERATE": "GENERATE symlink_format_manifest FOR TABLE <table>",
     "CONVERT TO DELTA": "CONVERT TO DELTA parquet.`path` [PARTITIONED BY (col type, ...)]",
@@ -247,12 +248,18 @@ def _alter_table(spark, p: Parser):
         name = p.word()
         p.end()
         return lambda: empty(spark, delta_table(spark, ref).dropConstraint(name, if_exists))
+    if p.accept("DROP", "FEATURE"):
+        t = p.peek()
+        feature = p.string() if t is not None and t.kind == "string" else p.word()
+        truncate = True if p.accept("TRUNCATE", "HISTORY") else None
+        p.end()
+        return lambda: empty(spark, delta_table(spark, ref).dropFeatureSupport(feature, truncate))
     run = alter.column_statement(spark, p, ref)
     if run is not None:
         return run
     p.fail(
-        "expected SET TBLPROPERTIES, UNSET TBLPROPERTIES, ADD CONSTRAINT, DROP CONSTRAINT, ADD COLUMNS,"
-        " RENAME COLUMN, DROP COLUMNS or ALTER COLUMN"
+        "expected SET TBLPROPERTIES, UNSET TBLPROPERTIES, ADD CONSTRAINT, DROP CONSTRAINT, DROP FEATURE,"
+        " ADD COLUMNS, RENAME COLUMN, DROP COLUMNS or ALTER COLUMN"
     )
     raise AssertionError
 
