@@ -28,6 +28,8 @@ Guarantees (delta-spark's rules):
   increases that keep the integer digits) and needs ``delta.enableTypeWidening = true``;
   it records ``delta.typeChanges`` in the field's metadata as delta-spark does;
 * a comment is the field metadata ``comment``;
+* an error's message starts with delta-spark's error class where one exists
+  (``[DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN]``, ``[DELTA_NEW_NOT_NULL_VIOLATION]`` ...);
 * CLUSTER BY sets the clustering columns of an unpartitioned table (``delta.clustering``
   domain, physical names under column mapping; the ``clustering`` and ``domainMetadata``
   features are added), CLUSTER BY NONE keeps the domain with no columns, as delta-spark;
@@ -175,7 +177,7 @@ def _find(schema: StructType, parts: list[str]) -> list[StructField]:
         f = current.get(name) if isinstance(current, StructType) else None
         if f is None:
             raise ColumnNotFoundError(
-                f"column {'.'.join(parts[: k + 1])!r} not found; the table has "
+                f"[DELTA_COLUMN_NOT_FOUND_IN_SCHEMA] column {'.'.join(parts[: k + 1])!r} not found; the table has "
                 f"{', '.join(current.names) if isinstance(current, StructType) else 'no struct there'}"
             )
         out.append(f)
@@ -203,6 +205,13 @@ def _users(snap: Snapshot, parts: list[str]) -> list[str]:
         if _GENERATION in f.metadata and word.search(str(f.metadata[_GENERATION]))
     ]
     return found
+
+
+def _dependent(users: list[str]) -> str:
+    """delta-spark's error class for a column change blocked by ``users`` (see :func:`_users`)."""
+    if any(u.startswith("delta.constraints.") for u in users):
+        return "[DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE]"
+    return "[DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE]"
 
 
 def _commit(
@@ -263,7 +272,9 @@ def add_columns(table: Storage | str, columns: Sequence[tuple[Any, ...]]) -> int
             struct: StructType, new: StructField = new, parts: list[str] = parts, position: Position = position
         ) -> StructType:
             if struct.get(new.name) is not None:
-                raise SchemaChangeError(f"addColumns: column {'.'.join(parts)!r} already exists")
+                raise SchemaChangeError(
+                    f"[DELTA_DUPLICATE_COLUMNS_FOUND] addColumns: column {'.'.join(parts)!r} already exists"
+                )
             return _place(struct.fields, new, position, f"ADD COLUMNS {'.'.join(parts)}")
 
         if len(parts) == 1:
@@ -272,7 +283,8 @@ def add_columns(table: Storage | str, columns: Sequence[tuple[Any, ...]]) -> int
             parent = _find(schema, parts[:-1])[-1]
             if not isinstance(parent.type, StructType):
                 raise SchemaChangeError(
-                    f"addColumns: {'.'.join(parts[:-1])!r} is a {parent.type.simple_string()}, not a struct"
+                    f"[DELTA_ADD_COLUMN_PARENT_NOT_STRUCT] addColumns: {'.'.join(parts[:-1])!r} is a "
+                    f"{parent.type.simple_string()}, not a struct"
                 )
             schema = _rewrite(
                 schema,
@@ -295,7 +307,8 @@ def add_columns(table: Storage | str, columns: Sequence[tuple[Any, ...]]) -> int
 def _need_mapping(snap: Snapshot, what: str) -> None:
     if _mode(snap) not in ("name", "id"):
         raise SchemaChangeError(
-            f"{what} is not supported for your Delta table: it needs column mapping "
+            f"[DELTA_UNSUPPORTED_{what.split()[0]}_COLUMN] {what} is not supported for your Delta table: "
+            "it needs column mapping "
             f"('{COLUMN_MAPPING_MODE}' = 'name', set when the table is created, with "
             "'delta.minReaderVersion' = '2' and 'delta.minWriterVersion' = '5'); the table's "
             f"'{COLUMN_MAPPING_MODE}' is {_mode(snap)!r}"
@@ -311,12 +324,16 @@ def rename_column(table: Storage | str, column: ColumnPath, new_name: str) -> in
     _need_mapping(snap, "RENAME COLUMN")
     old = _find(snap.schema, parts)[-1]
     if users := _users(snap, parts):
-        raise SchemaChangeError(f"RENAME COLUMN {'.'.join(parts)}: used by {', '.join(users)}; drop them first")
+        raise SchemaChangeError(
+            f"{_dependent(users)} RENAME COLUMN {'.'.join(parts)}: used by {', '.join(users)}; drop them first"
+        )
 
     def ren(struct: StructType, f: StructField) -> StructType:
         clash = struct.get(new_name)
         if clash is not None and clash is not f:
-            raise SchemaChangeError(f"RENAME COLUMN: a column named {new_name!r} already exists")
+            raise SchemaChangeError(
+                f"[DELTA_DUPLICATE_COLUMNS_FOUND] RENAME COLUMN: a column named {new_name!r} already exists"
+            )
         return StructType(tuple(replace(g, name=new_name) if g is f else g for g in struct.fields))
 
     schema = _rewrite(snap.schema, parts, ren)
@@ -353,20 +370,27 @@ def drop_columns(table: Storage | str, columns: Sequence[ColumnPath], *, if_exis
             raise
         if len(parts) == 1 and parts[0].lower() in (c.lower() for c in snap.metadata.partition_columns):
             raise SchemaChangeError(
-                f"DROP COLUMN: {parts[0]!r} is a partition column; partition columns cannot be dropped"
+                f"[DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN] DROP COLUMN: {parts[0]!r} is a partition column; "
+                "partition columns cannot be dropped"
             )
         if users := _users(snap, parts):
-            raise SchemaChangeError(f"DROP COLUMN {'.'.join(parts)}: used by {', '.join(users)}; drop them first")
+            raise SchemaChangeError(
+                f"{_dependent(users)} DROP COLUMN {'.'.join(parts)}: used by {', '.join(users)}; drop them first"
+            )
         clustering = table_clustering(snap.schema, snap.domain_metadata, _mode(snap)) or []
         if any([p.lower() for p in c[: len(parts)]] == [p.lower() for p in parts] for c in clustering):
             raise SchemaChangeError(
-                f"DROP COLUMN {'.'.join(parts)}: it is a clustering column; change them first (CLUSTER BY)"
+                f"[DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN] DROP COLUMN {'.'.join(parts)}: it is a clustering "
+                "column; change them first (CLUSTER BY)"
             )
 
         def drop(struct: StructType, f: StructField, parts: list[str] = parts) -> StructType:
             rest = tuple(g for g in struct.fields if g is not f)
             if not rest:
-                raise SchemaChangeError(f"DROP COLUMN {'.'.join(parts)}: cannot drop all columns of a table or struct")
+                raise SchemaChangeError(
+                    f"[DELTA_DROP_COLUMN_ON_SINGLE_FIELD_SCHEMA] DROP COLUMN {'.'.join(parts)}: cannot drop all "
+                    "columns of a table or struct"
+                )
             return StructType(rest)
 
         schema = _rewrite(schema, parts, drop)
@@ -426,13 +450,15 @@ def alter_column(
         if data_type != field.type:
             if not _widening_ok(field.type, data_type):
                 raise SchemaChangeError(
-                    f"ALTER COLUMN {name} TYPE: changing {field.type.simple_string()} to "
+                    f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER COLUMN {name} TYPE: changing "
+                    f"{field.type.simple_string()} to "
                     f"{data_type.simple_string()} is not a type widening Delta supports (byte -> short -> "
                     "integer -> long, float -> double, byte/short/integer -> double, wider decimals)"
                 )
             if not is_true(snap.configuration, ENABLE_TYPE_WIDENING):
                 raise SchemaChangeError(
-                    f"ALTER COLUMN {name} TYPE {data_type.simple_string()}: type widening is not enabled; "
+                    f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER COLUMN {name} TYPE "
+                    f"{data_type.simple_string()}: type widening is not enabled; "
                     f"set '{ENABLE_TYPE_WIDENING}' = 'true' first"
                 )
             if len(parts) == 1 and parts[0].lower() in (c.lower() for c in snap.metadata.partition_columns):
@@ -450,7 +476,8 @@ def alter_column(
         found = null_count(snap.version)
         if found:
             raise ConstraintViolationError(
-                f"ALTER COLUMN {name} SET NOT NULL: {found} existing rows have a null in {name}; nothing changed"
+                f"[DELTA_NEW_NOT_NULL_VIOLATION] ALTER COLUMN {name} SET NOT NULL: {found} existing rows have a "
+                f"null in {name}; nothing changed"
             )
         read_all = True
     if nullable is not None:
@@ -477,7 +504,10 @@ def cluster_by(table: Storage | str, columns: Sequence[ColumnPath] | None) -> in
     mode = _mode(snap)
     old = table_clustering(snap.schema, snap.domain_metadata, mode)
     if old is None and snap.metadata.partition_columns:
-        raise SchemaChangeError("CLUSTER BY: the table is partitioned; a partitioned table cannot be clustered")
+        raise SchemaChangeError(
+            "[DELTA_ALTER_TABLE_CLUSTER_BY_ON_PARTITIONED_TABLE_NOT_ALLOWED] CLUSTER BY: the table is "
+            "partitioned; a partitioned table cannot be clustered"
+        )
     txn = Transaction(storage, snap)
     new_protocol = required_protocol(
         snap.schema, snap.configuration, snap.protocol, extra_features=("clustering", "domainMetadata")
@@ -498,11 +528,15 @@ def add_constraint(table: Storage | str, name: str, expression: str, violations:
     storage, snap = _load(table)
     key = f"delta.constraints.{name.lower()}"
     if key in snap.configuration:
-        raise ConstraintViolationError(f"ADD CONSTRAINT: constraint {name!r} already exists: {snap.configuration[key]}")
+        raise ConstraintViolationError(
+            f"[DELTA_CONSTRAINT_ALREADY_EXISTS] ADD CONSTRAINT: constraint {name!r} already exists: "
+            f"{snap.configuration[key]}"
+        )
     bad = violations(snap.version)
     if bad:
         raise ConstraintViolationError(
-            f"ADD CONSTRAINT {name} CHECK ({expression}): {bad} existing rows violate it; nothing changed"
+            f"[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] ADD CONSTRAINT {name} CHECK ({expression}): {bad} existing "
+            "rows violate it; nothing changed"
         )
     conf = {**snap.configuration, key: expression}
     return _commit(
