@@ -36,6 +36,7 @@ from delta_pyds.errors import (
     StreamSinkError,
     TableExistsError,
     TableNotFoundError,
+    TemporaryViewError,
     TimestampParseError,
     UnknownArgumentError,
     UnsafeFileError,
@@ -86,6 +87,7 @@ __all__ = [
     "TimestampParseError",
     "MissingPropertyError",
     "SchemaChangeError",
+    "TemporaryViewError",
     "sql",
 ]
 

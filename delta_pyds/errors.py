@@ -179,3 +179,10 @@ class SchemaChangeError(SchemaError, ValueError):
     comment) the table cannot take; nothing was committed. The message says why and, where
     one exists, the table property that allows it (``delta.columnMapping.mode``,
     ``delta.enableTypeWidening``)."""
+
+
+class TemporaryViewError(DeltaError, ValueError):
+    """A Delta statement of :func:`delta_pyds.sql` names a temporary view that cannot stand for
+    its Delta table: the view filters, projects or time-travels a ``pydelta`` read (it is not a
+    table; delta-spark's ``DELTA_OPERATION_ON_VIEW_NOT_ALLOWED``), or, from a Spark Connect
+    client, the view's table path cannot be seen (use ``delta.`<path>``` instead)."""

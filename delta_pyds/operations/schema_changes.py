@@ -9,7 +9,9 @@ Guarantees (delta-spark's rules):
 * a column is named by a dotted path (``"a.b"``, a nested struct field) or a sequence of
   names; names match case-insensitively as in Spark;
 * ADD COLUMNS adds nullable columns only (at the end of the table or of the struct
-  named by the path's prefix); a name already present is refused; under column mapping
+  named by the path's prefix, or at a position: ``FIRST`` / ``AFTER <sibling>``); a name
+  already present is refused; ALTER COLUMN ... FIRST / AFTER moves a column (or a nested
+  field) within its struct; under column mapping
   the new fields get fresh ids and physical names and ``delta.columnMapping.maxColumnId``
   moves up;
 * RENAME COLUMN and DROP COLUMN need column mapping (``delta.columnMapping.mode`` name or
@@ -26,6 +28,8 @@ Guarantees (delta-spark's rules):
   increases that keep the integer digits) and needs ``delta.enableTypeWidening = true``;
   it records ``delta.typeChanges`` in the field's metadata as delta-spark does;
 * a comment is the field metadata ``comment``;
+* an error's message starts with delta-spark's error class where one exists
+  (``[DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN]``, ``[DELTA_NEW_NOT_NULL_VIOLATION]`` ...);
 * CLUSTER BY sets the clustering columns of an unpartitioned table (``delta.clustering``
   domain, physical names under column mapping; the ``clustering`` and ``domainMetadata``
   features are added), CLUSTER BY NONE keeps the domain with no columns, as delta-spark;
@@ -64,6 +68,7 @@ from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import Transaction
 
 ColumnPath = str | Sequence[str]
+Position = str | None  # None (at the end), "FIRST" or "AFTER <sibling name>", case-insensitive
 _GENERATION = "delta.generationExpression"
 _WIDENINGS = {
     "byte": {"short", "integer", "long", "double"},
@@ -118,6 +123,44 @@ def _path(column: ColumnPath, arg: str = "column") -> list[str]:
     return parts
 
 
+def parse_position(position: Position, arg: str = "position") -> tuple[str, str | None] | None:
+    """``None``, ``("FIRST", None)`` or ``("AFTER", name)`` from a position argument."""
+    if position is None:
+        return None
+    if isinstance(position, str):
+        words = position.strip().split(None, 1)
+        if len(words) == 1 and words[0].upper() == "FIRST":
+            return ("FIRST", None)
+        if len(words) == 2 and words[0].upper() == "AFTER" and words[1].strip().strip("`"):
+            return ("AFTER", words[1].strip().strip("`"))
+    raise SchemaChangeError(f"'{arg}' must be None, 'FIRST' or 'AFTER <column>', got {position!r}")
+
+
+def _position_text(position: Position) -> str:
+    pos = parse_position(position)
+    assert pos is not None
+    return pos[0] if pos[1] is None else f"{pos[0]} {pos[1]}"
+
+
+def _place(fields: tuple[StructField, ...], new: StructField, position: Position, what: str) -> StructType:
+    """``fields`` with ``new`` put at ``position`` (see :data:`Position`)."""
+    pos = parse_position(position)
+    if pos is None:
+        return StructType(fields + (new,))
+    if pos[0] == "FIRST":
+        return StructType((new,) + fields)
+    after = str(pos[1])
+    index = next((i for i, f in enumerate(fields) if f.name.lower() == after.lower()), None)
+    if index is None:
+        if after.lower() == new.name.lower():
+            raise SchemaChangeError(f"{what}: a column cannot be placed AFTER itself")
+        raise ColumnNotFoundError(
+            f"[DELTA_COLUMN_NOT_FOUND_IN_SCHEMA] {what}: AFTER {after}: no such column among "
+            f"{', '.join(f.name for f in fields)}"
+        )
+    return StructType(fields[: index + 1] + (new,) + fields[index + 1 :])
+
+
 def _storage(table: Storage | str) -> Storage:
     return table if isinstance(table, Storage) else Storage(table)
 
@@ -134,7 +177,7 @@ def _find(schema: StructType, parts: list[str]) -> list[StructField]:
         f = current.get(name) if isinstance(current, StructType) else None
         if f is None:
             raise ColumnNotFoundError(
-                f"column {'.'.join(parts[: k + 1])!r} not found; the table has "
+                f"[DELTA_COLUMN_NOT_FOUND_IN_SCHEMA] column {'.'.join(parts[: k + 1])!r} not found; the table has "
                 f"{', '.join(current.names) if isinstance(current, StructType) else 'no struct there'}"
             )
         out.append(f)
@@ -162,6 +205,13 @@ def _users(snap: Snapshot, parts: list[str]) -> list[str]:
         if _GENERATION in f.metadata and word.search(str(f.metadata[_GENERATION]))
     ]
     return found
+
+
+def _dependent(users: list[str]) -> str:
+    """delta-spark's error class for a column change blocked by ``users`` (see :func:`_users`)."""
+    if any(u.startswith("delta.constraints.") for u in users):
+        return "[DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE]"
+    return "[DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE]"
 
 
 def _commit(
@@ -200,25 +250,32 @@ def _load(table: Storage | str) -> tuple[Storage, Snapshot]:
 
 
 # ------------------------------------------------------------------ operations
-def add_columns(table: Storage | str, columns: Sequence[tuple[ColumnPath, DataType | str, str | None]]) -> int:
-    """Adds nullable columns: ``(path, type, comment)`` each, the type a Delta type or its
-    JSON/simple name (``"long"``, ``"decimal(10,2)"``); returns the version committed."""
+def add_columns(table: Storage | str, columns: Sequence[tuple[Any, ...]]) -> int:
+    """Adds nullable columns: ``(path, type, comment[, position])`` each, the type a Delta type
+    or its JSON/simple name (``"long"``, ``"decimal(10,2)"``), the position ``"FIRST"`` or
+    ``"AFTER <sibling>"`` (None: at the end); returns the version committed."""
     storage, snap = _load(table)
     if not columns:
         raise SchemaChangeError("addColumns: 'columns' must name at least one column")
     schema = snap.schema
     added = []
-    for column, dtype, comment in columns:
+    for column, dtype, comment, *rest in columns:
+        position = rest[0] if rest else None
+        parse_position(position, "columns")
         parts = _path(column, "columns")
         if isinstance(dtype, str):
             dtype = parse_type_name(dtype, "columns")
         meta = {"comment": comment} if comment is not None else {}
         new = StructField(parts[-1], dtype, True, meta)
 
-        def add(struct: StructType, new: StructField = new, parts: list[str] = parts) -> StructType:
+        def add(
+            struct: StructType, new: StructField = new, parts: list[str] = parts, position: Position = position
+        ) -> StructType:
             if struct.get(new.name) is not None:
-                raise SchemaChangeError(f"addColumns: column {'.'.join(parts)!r} already exists")
-            return StructType(struct.fields + (new,))
+                raise SchemaChangeError(
+                    f"[DELTA_DUPLICATE_COLUMNS_FOUND] addColumns: column {'.'.join(parts)!r} already exists"
+                )
+            return _place(struct.fields, new, position, f"ADD COLUMNS {'.'.join(parts)}")
 
         if len(parts) == 1:
             schema = add(schema)
@@ -226,7 +283,8 @@ def add_columns(table: Storage | str, columns: Sequence[tuple[ColumnPath, DataTy
             parent = _find(schema, parts[:-1])[-1]
             if not isinstance(parent.type, StructType):
                 raise SchemaChangeError(
-                    f"addColumns: {'.'.join(parts[:-1])!r} is a {parent.type.simple_string()}, not a struct"
+                    f"[DELTA_ADD_COLUMN_PARENT_NOT_STRUCT] addColumns: {'.'.join(parts[:-1])!r} is a "
+                    f"{parent.type.simple_string()}, not a struct"
                 )
             schema = _rewrite(
                 schema,
@@ -235,7 +293,10 @@ def add_columns(table: Storage | str, columns: Sequence[tuple[ColumnPath, DataTy
                     tuple(replace(g, type=add(g.type)) if g is f else g for g in s.fields)  # type: ignore[arg-type]
                 ),
             )
-        added.append({"column": {"name": ".".join(parts), "type": dtype.to_json(), "nullable": True}})
+        entry: dict[str, Any] = {"column": {"name": ".".join(parts), "type": dtype.to_json(), "nullable": True}}
+        if position is not None:
+            entry["position"] = _position_text(position)
+        added.append(entry)
     conf = dict(snap.configuration)
     if _mode(snap) in ("name", "id"):
         schema, max_id = assign_column_mapping(schema, int(conf.get(COLUMN_MAPPING_MAX_ID) or 0))
@@ -246,7 +307,8 @@ def add_columns(table: Storage | str, columns: Sequence[tuple[ColumnPath, DataTy
 def _need_mapping(snap: Snapshot, what: str) -> None:
     if _mode(snap) not in ("name", "id"):
         raise SchemaChangeError(
-            f"{what} is not supported for your Delta table: it needs column mapping "
+            f"[DELTA_UNSUPPORTED_{what.split()[0]}_COLUMN] {what} is not supported for your Delta table: "
+            "it needs column mapping "
             f"('{COLUMN_MAPPING_MODE}' = 'name', set when the table is created, with "
             "'delta.minReaderVersion' = '2' and 'delta.minWriterVersion' = '5'); the table's "
             f"'{COLUMN_MAPPING_MODE}' is {_mode(snap)!r}"
@@ -262,12 +324,16 @@ def rename_column(table: Storage | str, column: ColumnPath, new_name: str) -> in
     _need_mapping(snap, "RENAME COLUMN")
     old = _find(snap.schema, parts)[-1]
     if users := _users(snap, parts):
-        raise SchemaChangeError(f"RENAME COLUMN {'.'.join(parts)}: used by {', '.join(users)}; drop them first")
+        raise SchemaChangeError(
+            f"{_dependent(users)} RENAME COLUMN {'.'.join(parts)}: used by {', '.join(users)}; drop them first"
+        )
 
     def ren(struct: StructType, f: StructField) -> StructType:
         clash = struct.get(new_name)
         if clash is not None and clash is not f:
-            raise SchemaChangeError(f"RENAME COLUMN: a column named {new_name!r} already exists")
+            raise SchemaChangeError(
+                f"[DELTA_DUPLICATE_COLUMNS_FOUND] RENAME COLUMN: a column named {new_name!r} already exists"
+            )
         return StructType(tuple(replace(g, name=new_name) if g is f else g for g in struct.fields))
 
     schema = _rewrite(snap.schema, parts, ren)
@@ -304,20 +370,27 @@ def drop_columns(table: Storage | str, columns: Sequence[ColumnPath], *, if_exis
             raise
         if len(parts) == 1 and parts[0].lower() in (c.lower() for c in snap.metadata.partition_columns):
             raise SchemaChangeError(
-                f"DROP COLUMN: {parts[0]!r} is a partition column; partition columns cannot be dropped"
+                f"[DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN] DROP COLUMN: {parts[0]!r} is a partition column; "
+                "partition columns cannot be dropped"
             )
         if users := _users(snap, parts):
-            raise SchemaChangeError(f"DROP COLUMN {'.'.join(parts)}: used by {', '.join(users)}; drop them first")
+            raise SchemaChangeError(
+                f"{_dependent(users)} DROP COLUMN {'.'.join(parts)}: used by {', '.join(users)}; drop them first"
+            )
         clustering = table_clustering(snap.schema, snap.domain_metadata, _mode(snap)) or []
         if any([p.lower() for p in c[: len(parts)]] == [p.lower() for p in parts] for c in clustering):
             raise SchemaChangeError(
-                f"DROP COLUMN {'.'.join(parts)}: it is a clustering column; change them first (CLUSTER BY)"
+                f"[DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN] DROP COLUMN {'.'.join(parts)}: it is a clustering "
+                "column; change them first (CLUSTER BY)"
             )
 
         def drop(struct: StructType, f: StructField, parts: list[str] = parts) -> StructType:
             rest = tuple(g for g in struct.fields if g is not f)
             if not rest:
-                raise SchemaChangeError(f"DROP COLUMN {'.'.join(parts)}: cannot drop all columns of a table or struct")
+                raise SchemaChangeError(
+                    f"[DELTA_DROP_COLUMN_ON_SINGLE_FIELD_SCHEMA] DROP COLUMN {'.'.join(parts)}: cannot drop all "
+                    "columns of a table or struct"
+                )
             return StructType(rest)
 
         schema = _rewrite(schema, parts, drop)
@@ -347,16 +420,18 @@ def alter_column(
     nullable: bool | None = None,
     data_type: DataType | str | None = None,
     null_count: Callable[[int], int] | None = None,
+    position: Position = None,
 ) -> int:
-    """Changes a column's comment, nullability and/or type in one commit. ``nullable=False``
-    (SET NOT NULL) needs ``null_count(version)``: the number of nulls the column has at that
-    version (the caller scans; no scan here)."""
+    """Changes a column's comment, nullability, type and/or position in its struct
+    (``"FIRST"``, ``"AFTER <sibling>"``) in one commit. ``nullable=False`` (SET NOT NULL)
+    needs ``null_count(version)``: the number of nulls the column has at that version (the
+    caller scans; no scan here)."""
     storage, snap = _load(table)
     parts = _path(column)
     field = _find(snap.schema, parts)[-1]
     name = ".".join(parts)
-    if comment is None and nullable is None and data_type is None:
-        raise SchemaChangeError("alterColumn: give at least one of 'comment', 'nullable', 'dataType'")
+    if comment is None and nullable is None and data_type is None and position is None:
+        raise SchemaChangeError("alterColumn: give at least one of 'comment', 'nullable', 'dataType', 'position'")
     if nullable is not None and not isinstance(nullable, bool):
         raise SchemaChangeError(f"alterColumn: 'nullable' must be True or False, got {nullable!r}")
     if comment is not None and not isinstance(comment, str):
@@ -364,6 +439,8 @@ def alter_column(
     meta = dict(field.metadata)
     new_type = field.type
     params: dict[str, Any] = {"column": name}
+    if parse_position(position) is not None:
+        params["position"] = _position_text(position)
     if comment is not None:
         meta["comment"] = comment
         params["comment"] = comment
@@ -373,13 +450,15 @@ def alter_column(
         if data_type != field.type:
             if not _widening_ok(field.type, data_type):
                 raise SchemaChangeError(
-                    f"ALTER COLUMN {name} TYPE: changing {field.type.simple_string()} to "
+                    f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER COLUMN {name} TYPE: changing "
+                    f"{field.type.simple_string()} to "
                     f"{data_type.simple_string()} is not a type widening Delta supports (byte -> short -> "
                     "integer -> long, float -> double, byte/short/integer -> double, wider decimals)"
                 )
             if not is_true(snap.configuration, ENABLE_TYPE_WIDENING):
                 raise SchemaChangeError(
-                    f"ALTER COLUMN {name} TYPE {data_type.simple_string()}: type widening is not enabled; "
+                    f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER COLUMN {name} TYPE "
+                    f"{data_type.simple_string()}: type widening is not enabled; "
                     f"set '{ENABLE_TYPE_WIDENING}' = 'true' first"
                 )
             if len(parts) == 1 and parts[0].lower() in (c.lower() for c in snap.metadata.partition_columns):
@@ -397,13 +476,20 @@ def alter_column(
         found = null_count(snap.version)
         if found:
             raise ConstraintViolationError(
-                f"ALTER COLUMN {name} SET NOT NULL: {found} existing rows have a null in {name}; nothing changed"
+                f"[DELTA_NEW_NOT_NULL_VIOLATION] ALTER COLUMN {name} SET NOT NULL: {found} existing rows have a "
+                f"null in {name}; nothing changed"
             )
         read_all = True
     if nullable is not None:
         params["nullable"] = nullable
     new_field = StructField(field.name, new_type, new_nullable, meta)
-    schema = _rewrite(snap.schema, parts, lambda s, f: StructType(tuple(new_field if g is f else g for g in s.fields)))
+
+    def change(s: StructType, f: StructField) -> StructType:
+        if position is None:
+            return StructType(tuple(new_field if g is f else g for g in s.fields))
+        return _place(tuple(g for g in s.fields if g is not f), new_field, position, f"ALTER COLUMN {name}")
+
+    schema = _rewrite(snap.schema, parts, change)
     return _commit(storage, snap, schema, "CHANGE COLUMN", params, read_all=read_all)
 
 
@@ -418,7 +504,10 @@ def cluster_by(table: Storage | str, columns: Sequence[ColumnPath] | None) -> in
     mode = _mode(snap)
     old = table_clustering(snap.schema, snap.domain_metadata, mode)
     if old is None and snap.metadata.partition_columns:
-        raise SchemaChangeError("CLUSTER BY: the table is partitioned; a partitioned table cannot be clustered")
+        raise SchemaChangeError(
+            "[DELTA_ALTER_TABLE_CLUSTER_BY_ON_PARTITIONED_TABLE_NOT_ALLOWED] CLUSTER BY: the table is "
+            "partitioned; a partitioned table cannot be clustered"
+        )
     txn = Transaction(storage, snap)
     new_protocol = required_protocol(
         snap.schema, snap.configuration, snap.protocol, extra_features=("clustering", "domainMetadata")
@@ -439,11 +528,15 @@ def add_constraint(table: Storage | str, name: str, expression: str, violations:
     storage, snap = _load(table)
     key = f"delta.constraints.{name.lower()}"
     if key in snap.configuration:
-        raise ConstraintViolationError(f"ADD CONSTRAINT: constraint {name!r} already exists: {snap.configuration[key]}")
+        raise ConstraintViolationError(
+            f"[DELTA_CONSTRAINT_ALREADY_EXISTS] ADD CONSTRAINT: constraint {name!r} already exists: "
+            f"{snap.configuration[key]}"
+        )
     bad = violations(snap.version)
     if bad:
         raise ConstraintViolationError(
-            f"ADD CONSTRAINT {name} CHECK ({expression}): {bad} existing rows violate it; nothing changed"
+            f"[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] ADD CONSTRAINT {name} CHECK ({expression}): {bad} existing "
+            "rows violate it; nothing changed"
         )
     conf = {**snap.configuration, key: expression}
     return _commit(

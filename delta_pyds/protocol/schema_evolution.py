@@ -6,6 +6,10 @@ Guarantees:
   columns under ``mergeSchema``, or replaced under ``overwriteSchema``) and raises
   :class:`SchemaError` naming every offending column (extra columns, incompatible
   types, duplicate names) before any data is written;
+* :func:`evolve_for_merge` is delta-spark's MERGE schema evolution: the source columns the
+  clauses write merged into the table schema, new columns and new nested struct fields (in
+  structs, array elements, map keys and values) appended, nullable, by name
+  (case-insensitively), existing types kept;
 * :func:`assign_column_mapping` gives every field lacking them a fresh column id and a
   ``col-<uuid>`` physical name, as the protocol's column mapping requires;
 * :func:`conform_input` turns an Arrow column as Spark sends it into the table's
@@ -189,6 +193,38 @@ def _reconcile_type(t: DataType, d: DataType, merge: bool, name: str, problems: 
     if not _castable(d, t):
         problems.append(f"column {name} is {t.simple_string()} in the table but {d.simple_string()} in the DataFrame")
     return t
+
+
+def evolve_for_merge(table: StructType, source: StructType, columns: Iterable[str] | None) -> StructType | None:
+    """The table schema after a MERGE with schema evolution, as delta-spark's
+    ``ResolveDeltaMergeInto`` + ``SchemaMergingUtils.mergeSchemas`` make it: the source's
+    top-level ``columns`` (names; None: every source column, for ``updateAll`` / ``insertAll``)
+    merged into ``table``: new columns appended; in a column both have, the source's new
+    struct fields appended to the table's struct, nullable, also inside array elements and map
+    keys and values; an existing field keeps its type, name and nullability. None when nothing
+    changes. A type the table cannot take (a struct where the table has a number) raises
+    :class:`SchemaError` naming the column."""
+    wanted = None if columns is None else {c.lower() for c in columns}
+    picked = StructType(tuple(_comments_only(f) for f in source.fields if wanted is None or f.name.lower() in wanted))
+    merged = reconcile(table, picked, merge=True)
+    return None if merged is table else merged
+
+
+def _comments_only(field: StructField) -> StructField:
+    """``field`` with no metadata but comments, nested too (a source read from another Delta
+    table must not bring its column mapping ids or physical names)."""
+
+    def strip(t: DataType) -> DataType:
+        if isinstance(t, StructType):
+            return StructType(tuple(_comments_only(f) for f in t.fields))
+        if isinstance(t, ArrayType):
+            return ArrayType(strip(t.element_type), t.contains_null)
+        if isinstance(t, MapType):
+            return MapType(strip(t.key_type), strip(t.value_type), t.value_contains_null)
+        return t
+
+    meta = {k: v for k, v in field.metadata.items() if k == "comment"}
+    return StructField(field.name, strip(field.type), field.nullable, meta)
 
 
 def replace_schema(new: StructType, old: StructType | None) -> StructType:

@@ -17,9 +17,9 @@ from delta_pyds.spark.sql.parser import Parser, TableRef
 from delta_pyds.spark.sql.tables import delta_table, empty
 
 FORM = (
-    "ALTER TABLE <table> ADD COLUMN[S] (name type [COMMENT 'c'], ...) | RENAME COLUMN a TO b"
+    "ALTER TABLE <table> ADD COLUMN[S] (name type [COMMENT 'c'] [FIRST | AFTER col], ...) | RENAME COLUMN a TO b"
     " | DROP COLUMN[S] [IF EXISTS] (a, ...) | ALTER [COLUMN] a (COMMENT 'c' | SET NOT NULL | DROP NOT NULL"
-    " | TYPE type) | CLUSTER BY (a, ...) | CLUSTER BY NONE"
+    " | TYPE type | FIRST | AFTER col) | CLUSTER BY (a, ...) | CLUSTER BY NONE"
 )
 
 
@@ -48,15 +48,22 @@ def _columns(p: Parser) -> list[list[str]]:
     return out
 
 
-def _column_spec(p: Parser) -> tuple[list[str], str, str | None]:
+def _position(p: Parser) -> str | None:
+    """``FIRST`` or ``AFTER <name>`` at the cursor, as the API's position argument."""
+    if p.accept("FIRST"):
+        return "FIRST"
+    if p.accept("AFTER"):
+        return "AFTER " + p.word()
+    return None
+
+
+def _column_spec(p: Parser) -> tuple[list[str], str, str | None, str | None]:
     name = _column(p)
     dtype = p.type_text("COMMENT", "NOT", "FIRST", "AFTER")
     if p.at("NOT", "NULL"):
         p.fail("ADD COLUMNS adds nullable columns only (as delta-spark)")
     comment = p.string() if p.accept("COMMENT") else None
-    if p.at("FIRST") or p.at("AFTER"):
-        p.fail("column positions (FIRST / AFTER) are not supported; columns are added at the end")
-    return name, dtype, comment
+    return name, dtype, comment, _position(p)
 
 
 def column_statement(spark, p: Parser, ref: TableRef) -> Callable[[], Any] | None:
@@ -74,7 +81,7 @@ def column_statement(spark, p: Parser, ref: TableRef) -> Callable[[], Any] | Non
 
         def add():
             dt = delta_table(spark, ref)
-            return empty(spark, dt.addColumns([(n, _spark_type(t), c) for n, t, c in specs]))
+            return empty(spark, dt.addColumns([(n, _spark_type(t), c, pos) for n, t, c, pos in specs]))
 
         return add
     if p.accept("RENAME", "COLUMN"):
@@ -104,8 +111,10 @@ def column_statement(spark, p: Parser, ref: TableRef) -> Callable[[], Any] | Non
         elif p.accept("TYPE"):
             text = p.type_text("COMMENT", "NOT", "FIRST", "AFTER")
             kwargs["dataType"] = text
+        elif p.at("FIRST") or p.at("AFTER"):
+            kwargs["position"] = _position(p)
         else:
-            p.fail("expected COMMENT 'text', SET NOT NULL, DROP NOT NULL or TYPE <type>")
+            p.fail("expected COMMENT 'text', SET NOT NULL, DROP NOT NULL, TYPE <type>, FIRST or AFTER <column>")
         p.end()
 
         def alter():

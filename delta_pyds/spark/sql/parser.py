@@ -11,7 +11,7 @@ position and the supported form. No pyspark here."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -44,8 +44,12 @@ class Parser:
     """Non-whitespace tokens of one statement with a cursor; ``form`` is the supported form
     named in errors."""
 
-    def __init__(self, text: str, names: Mapping[str, str] | None = None):
+    def __init__(
+        self, text: str, names: Mapping[str, str] | None = None, views: Callable[[str], str | None] | None = None
+    ):
         self.text = text
+        self.views = views  # a temporary view's table path, or None (Delta statements' targets only)
+        self.view_paths: dict[str, str | None] = {}
         self.tokens = [t for t in tokenize(text) if t.kind != "ws"]
         while self.tokens and self.tokens[-1].text == ";":
             self.tokens.pop()
@@ -224,9 +228,12 @@ class Parser:
         return ".".join(parts)
 
     # ------------------------------------------------------------- tables
-    def table_ref(self, *, allow_string: bool = False, time_travel: bool = False) -> TableRef | None:
+    def table_ref(
+        self, *, allow_string: bool = False, time_travel: bool = False, views: bool = False
+    ) -> TableRef | None:
         """The Delta table reference at the cursor (and its time travel), or None if the cursor
-        is not at one (the cursor does not move then)."""
+        is not at one (the cursor does not move then). ``views``: a temporary view over a whole
+        ``pydelta`` table counts too (the targets of Delta statements)."""
         t = self.peek()
         if t is None:
             return None
@@ -245,6 +252,11 @@ class Parser:
                 dotted = self.dotted()
                 if dotted.lower() in self.names:
                     path, name = self.names[dotted.lower()], dotted
+                elif views and self.views is not None:
+                    if dotted not in self.view_paths:
+                        self.view_paths[dotted] = self.views(dotted)
+                    if self.view_paths[dotted] is not None:
+                        path, name = self.view_paths[dotted], dotted
             if path is None:
                 self.i = save
                 return None
@@ -275,9 +287,12 @@ class Parser:
         return TableRef(path, version, timestamp, start, end, name)
 
     def require_table(self, *, allow_string: bool = False) -> TableRef:
-        ref = self.table_ref(allow_string=allow_string)
+        ref = self.table_ref(allow_string=allow_string, views=True)
         if ref is None:
-            self.fail("expected a Delta table: delta.`/path` or a name from CREATE TABLE ... USING delta LOCATION")
+            self.fail(
+                "expected a Delta table: delta.`/path`, a name from CREATE TABLE ... USING delta LOCATION"
+                " or a temporary view over a pydelta table"
+            )
         assert ref is not None
         return ref
 

@@ -15,6 +15,7 @@ from delta_pyds.errors import ArgumentTypeError, SqlParseError, TableNotFoundErr
 from delta_pyds.spark.sql import alter, create, dml
 from delta_pyds.spark.sql.parser import Parser, TableRef
 from delta_pyds.spark.sql.tables import NAMES, delta_table, empty, run_statement
+from delta_pyds.spark.sql.views import refresh_view, view_path
 
 FORMS = {
     "DESCRIBE HISTORY": "DESCRIBE HISTORY <table> [LIMIT n]",
@@ -28,7 +29,8 @@ FORMS = {
     "SHOW COLUMNS": "SHOW COLUMNS (IN | FROM) <table>",
     "ALTER TABLE": (
         "ALTER TABLE <table> SET TBLPROPERTIES ('k' = 'v', ...) | UNSET TBLPROPERTIES [IF EXISTS] ('k', ...)"
-        " | ADD CONSTRAINT name CHECK (expr) | DROP CONSTRAINT [IF EXISTS] name | " + alter.FORM.split("<table> ", 1)[1]
+        " | ADD CONSTRAINT name CHECK (expr) | DROP CONSTRAINT [IF EXISTS] name | DROP FEATURE f [TRUNCATE HISTORY]"
+        " | " + alter.FORM.split("<table> ", 1)[1]
     ),
     "GENERATE": "GENERATE symlink_format_manifest FOR TABLE <table>",
     "CONVERT TO DELTA": "CONVERT TO DELTA parquet.`path` [PARTITIONED BY (col type, ...)]",
@@ -49,12 +51,16 @@ def sql(spark, statement: str, args: Any = None, **kwargs: Any):
     if not isinstance(statement, str):
         raise ArgumentTypeError(f"'statement' must be a str (one SQL statement), got {type(statement).__name__}")
     names = NAMES.get(spark, {})
-    p = Parser(statement, names)
+    p = Parser(statement, names, lambda name: view_path(spark, name))
     head = _head(p)
     if head is not None:
         p.statement, p.form = head, FORMS[head]
         run = _HANDLERS[head](spark, p)
-        return run()
+        result = run()
+        for name, path in p.view_paths.items():
+            if path is not None:  # the target was a temporary view: it reads the new version now
+                refresh_view(spark, name)
+        return result
     return run_statement(spark, p, statement, args, kwargs)
 
 
@@ -80,7 +86,7 @@ def _head(p: Parser) -> str | None:
     # statements Spark also has: Delta's only when they name a Delta table
     if p.accept("MERGE"):
         p.accept("WITH", "SCHEMA", "EVOLUTION")
-        if p.accept("INTO") and p.table_ref() is not None:
+        if p.accept("INTO") and p.table_ref(views=True) is not None:
             p.i = 1
             return "MERGE"
     p.i = 0
@@ -98,7 +104,7 @@ def _head(p: Parser) -> str | None:
     )
     for words, head in spark_too:
         if p.accept(*words):
-            if p.table_ref() is not None:
+            if p.table_ref(views=True) is not None:
                 p.i = len(words)
                 return head
             p.i = 0
@@ -242,12 +248,18 @@ def _alter_table(spark, p: Parser):
         name = p.word()
         p.end()
         return lambda: empty(spark, delta_table(spark, ref).dropConstraint(name, if_exists))
+    if p.accept("DROP", "FEATURE"):
+        t = p.peek()
+        feature = p.string() if t is not None and t.kind == "string" else p.word()
+        truncate = True if p.accept("TRUNCATE", "HISTORY") else None
+        p.end()
+        return lambda: empty(spark, delta_table(spark, ref).dropFeatureSupport(feature, truncate))
     run = alter.column_statement(spark, p, ref)
     if run is not None:
         return run
     p.fail(
-        "expected SET TBLPROPERTIES, UNSET TBLPROPERTIES, ADD CONSTRAINT, DROP CONSTRAINT, ADD COLUMNS,"
-        " RENAME COLUMN, DROP COLUMNS or ALTER COLUMN"
+        "expected SET TBLPROPERTIES, UNSET TBLPROPERTIES, ADD CONSTRAINT, DROP CONSTRAINT, DROP FEATURE,"
+        " ADD COLUMNS, RENAME COLUMN, DROP COLUMNS or ALTER COLUMN"
     )
     raise AssertionError
 

@@ -48,9 +48,6 @@ from typing import Any
 from delta_pyds.errors import DeltaError
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.identity import identity_columns
-from delta_pyds.protocol.schema import StructField as DeltaField
-from delta_pyds.protocol.schema import StructType as DeltaStruct
-from delta_pyds.protocol.schema import parse_type
 from delta_pyds.spark.tables.args import check_column_map, check_condition
 from delta_pyds.spark.tables.dml import TableRewriter, refuse_identity_updates
 from delta_pyds.spark.tables.dv_marks import writes_dvs
@@ -223,8 +220,7 @@ class DeltaMergeBuilder:
 
         identities = {c.name: c for c in identity_columns(snap.schema)}
         talias = self._target_alias or DEFAULT_TARGET_ALIAS
-        new_fields = self._new_columns(snap)
-        evolved = DeltaStruct(snap.schema.fields + tuple(new_fields)) if new_fields else None
+        evolved = self._evolved(snap)
         # delta-spark allows several source rows to match one target row only when the one
         # matched clause is an unconditional delete (every such pair deletes the same row)
         scope = MergeScope(
@@ -251,6 +247,10 @@ class DeltaMergeBuilder:
                 named = set_column_names(scope.target_schema, sets, what="merge", alias=talias)
                 refuse_identity_updates(snap, named, "merge")
         scope.src = self._source.withColumn(SRC, F.lit(True))
+        if evolved is not None:  # source structs take the evolved shape (new fields null)
+            from delta_pyds.spark.tables.merge_evolution import to_schema
+
+            scope.src = to_schema(scope.src, evolved, add_missing=False, complex_only=True)
         scope.src_cols = {c.lower(): c for c in self._source.columns}
         files = snap.files
         if not self._not_matched_by_source:  # else every target row is needed
@@ -263,8 +263,10 @@ class DeltaMergeBuilder:
                 files = self._rewriter.candidates(snap, pruning)
         scope.files_after_skipping = files.num_rows
         target = self._rewriter.scan(snap, files)
-        for f in new_fields:  # rows already in the table have no value for a new column
-            target = target.withColumn(f.name, F.lit(None).cast(to_spark_schema(DeltaStruct((f,))).fields[0].dataType))
+        if evolved is not None:  # rows already in the table: null in new columns and fields
+            from delta_pyds.spark.tables.merge_evolution import to_schema
+
+            target = to_schema(target, evolved, add_missing=True)
         scope.target = target.alias(talias)
         scope.cond = sql_expr(self._condition)
 
@@ -283,12 +285,14 @@ class DeltaMergeBuilder:
         )
         return scope
 
-    def _new_columns(self, snap: Snapshot) -> list:
-        """The source's top-level columns the table lacks that the clauses would write
-        (schema evolution; empty without ``withSchemaEvolution()``)."""
+    def _evolved(self, snap: Snapshot):
+        """The table schema with the source's columns and nested fields the clauses write
+        (schema evolution, delta-spark's rules; None without ``withSchemaEvolution()`` or
+        when nothing is new)."""
         if not self._evolve:
-            return []
-        existing = {f.name.lower() for f in snap.schema.fields}
+            return None
+        from delta_pyds.spark.tables.merge_evolution import evolved_schema
+
         star = any(sets is None for kind, _, sets in self._matched if kind == "update") or any(
             values is None for _, values in self._not_matched
         )
@@ -298,9 +302,4 @@ class DeltaMergeBuilder:
             if sets
             for k in sets
         } | {k.split(".")[-1].lower() for _, values in self._not_matched if values for k in values}
-        out = []
-        for f in self._source.schema.fields:
-            if f.name.lower() in existing or not (star or f.name.lower() in named):
-                continue
-            out.append(DeltaField(f.name, parse_type(f.dataType.jsonValue()), True, {}))
-        return out
+        return evolved_schema(snap.schema, self._source, None if star else named)

@@ -59,9 +59,10 @@ class SchemaChanges:
     def addColumns(self, columns: Any) -> int:
         """Adds nullable columns (delta_pyds extension; SQL ``ALTER TABLE ADD COLUMNS``).
         ``columns``: a pyspark ``StructType``, a ``{name: type}`` dict, or a list of
-        ``(name, type[, comment])``; a name ``"a.b"`` adds field ``b`` to struct ``a``.
-        Returns the version committed."""
-        items: list[tuple[Any, Any, str | None]] = []
+        ``(name, type[, comment[, position]])``, the position ``"FIRST"`` or ``"AFTER <column>"``
+        (SQL's ``FIRST`` / ``AFTER``; default: at the end); a name ``"a.b"`` adds field ``b``
+        to struct ``a``. Returns the version committed."""
+        items: list[tuple[Any, ...]] = []
         if hasattr(columns, "fields") and hasattr(columns, "jsonValue"):
             for f in columns.fields:
                 if not f.nullable:
@@ -71,11 +72,12 @@ class SchemaChanges:
             items = [(k, _type_text(v, "columns"), None) for k, v in columns.items()]
         elif isinstance(columns, Sequence) and not isinstance(columns, str):
             for c in columns:
-                if not isinstance(c, (tuple, list)) or len(c) not in (2, 3):
+                if not isinstance(c, (tuple, list)) or len(c) not in (2, 3, 4):
                     raise ArgumentTypeError(
-                        f"addColumns: each column must be (name, type) or (name, type, comment), got {c!r}"
+                        "addColumns: each column must be (name, type), (name, type, comment) or"
+                        f" (name, type, comment, position), got {c!r}"
                     )
-                items.append((c[0], _type_text(c[1], "columns"), c[2] if len(c) == 3 else None))
+                items.append((c[0], _type_text(c[1], "columns"), c[2] if len(c) >= 3 else None, *c[3:]))
         else:
             raise ArgumentTypeError(
                 "addColumns: 'columns' must be a pyspark StructType, a {name: type} dict or a list of "
@@ -97,12 +99,19 @@ class SchemaChanges:
         return ops.drop_columns(self._storage_for_changes(), cols, if_exists=bool(ifExists))
 
     def alterColumn(
-        self, column: str, *, comment: str | None = None, nullable: bool | None = None, dataType: Any = None
+        self,
+        column: str,
+        *,
+        comment: str | None = None,
+        nullable: bool | None = None,
+        dataType: Any = None,
+        position: str | None = None,
     ) -> int:
         """Changes a column's comment, nullability (``nullable=False``: SET NOT NULL, checked
-        against the existing rows first) and/or type (a widening; needs
-        ``delta.enableTypeWidening``) in one commit (delta_pyds extension; SQL ``ALTER TABLE
-        ALTER COLUMN``). Returns the version committed."""
+        against the existing rows first), type (a widening; needs
+        ``delta.enableTypeWidening``) and/or position in its struct (``"FIRST"``, ``"AFTER
+        <column>"``) in one commit (delta_pyds extension; SQL ``ALTER TABLE ALTER COLUMN``).
+        Returns the version committed."""
         parts = column.split(".") if isinstance(column, str) else list(column)
 
         def null_count(version: int) -> int:
@@ -118,6 +127,7 @@ class SchemaChanges:
             nullable=nullable,
             data_type=_type_text(dataType, "dataType"),
             null_count=null_count,
+            position=position,
         )
 
     def clusterBy(self, *columns: str) -> int:

@@ -1,6 +1,8 @@
 """delta_pyds.sql from a Spark Connect client (a local Connect server in a subprocess): tables
 written by write_delta and INSERT INTO, a query with time travel and a join, DELETE, UPDATE,
-MERGE, DESCRIBE HISTORY, SHOW TBLPROPERTIES, CREATE TABLE and CTAS, each compared with the same operation through
+MERGE (also WITH SCHEMA EVOLUTION adding a nested field), DESCRIBE HISTORY, SHOW TBLPROPERTIES,
+CREATE TABLE and CTAS, ADD COLUMNS ... FIRST, ALTER COLUMN ... AFTER, DROP FEATURE, and the
+refusal of Delta statements on temporary views over pydelta, each compared with the same operation through
 the Python API on a twin table."""
 
 from __future__ import annotations
@@ -73,6 +75,38 @@ out["create_same"] = (m1.schema_string, m1.partition_columns, m1.configuration) 
 )
 delta_pyds.sql(spark, f"CREATE OR REPLACE TABLE delta.`{c1}` USING delta AS SELECT * FROM delta.`{s}`")
 out["ctas_same"] = rows(c1) == rows(s)
+# temporary views over pydelta: Spark Connect shows no view options, so the path cannot be found
+views = {}
+spark.read.format("pydelta").load(s).createOrReplaceTempView("v_whole")
+spark.read.format("pydelta").load(s).where("id > 1").createOrReplaceTempView("v_filtered")
+for v in ("v_whole", "v_filtered"):
+    try:
+        delta_pyds.sql(spark, f"DELETE FROM {v} WHERE id = 0")
+        views[v] = "ran"
+    except Exception as e:
+        views[v] = [type(e).__name__, "Spark Connect" in str(e), "DELTA_OPERATION_ON_VIEW_NOT_ALLOWED" in str(e)]
+out["views"] = views
+out["after_views"] = rows(s) == rows(a)
+# column positions, DROP FEATURE and nested schema evolution, each against the API on the twin
+delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ADD COLUMNS (z STRING FIRST)")
+DeltaTable.forPath(spark, a).addColumns([("z", "string", None, "FIRST")])
+delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` ALTER COLUMN name AFTER z")
+DeltaTable.forPath(spark, a).alterColumn("name", position="AFTER z")
+out["positions"] = [delta_pyds.read_delta(spark, p).columns for p in (s, a)]
+for p in (s, a):
+    DeltaTable.forPath(spark, p).addFeatureSupport("changeDataFeed")
+delta_pyds.sql(spark, f"ALTER TABLE delta.`{s}` DROP FEATURE changeDataFeed")
+DeltaTable.forPath(spark, a).dropFeatureSupport("changeDataFeed")
+out["drop_feature"] = Snapshot.load(s).protocol == Snapshot.load(a).protocol
+n1, n2 = root + "/n1", root + "/n2"
+write(spark.createDataFrame([(1, (1,))], "id long, st struct<a: int>"), n1)
+write(spark.createDataFrame([(1, (2, "x")), (3, (4, "y"))], "id long, st struct<a: int, b: string>"), n2)
+delta_pyds.sql(
+    spark,
+    f"MERGE WITH SCHEMA EVOLUTION INTO delta.`{n1}` t USING delta.`{n2}` s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+)
+out["nested"] = sorted([r.id, r.st.a, r.st.b] for r in delta_pyds.read_delta(spark, n1).collect())
 print(json.dumps(out))
 spark.stop()
 """
@@ -95,3 +129,11 @@ def test_sql_from_a_spark_connect_client(tmp_path):
     assert got["history"] == ["MERGE", "UPDATE", "DELETE", "WRITE", "WRITE"]
     assert got["props"] == "v"
     assert got["create_same"] and got["ctas_same"]
+    assert got["views"] == {
+        "v_whole": ["TemporaryViewError", True, False],
+        "v_filtered": ["TemporaryViewError", False, True],
+    }
+    assert got["after_views"]
+    assert got["positions"] == [["z", "name", "id"], ["z", "name", "id"]]
+    assert got["drop_feature"]
+    assert got["nested"] == [[1, 2, "x"], [3, 4, "y"]]
