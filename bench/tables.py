@@ -14,7 +14,10 @@ import pyarrow as pa
 
 DATA = os.environ.get("PYDELTA_BENCH_DIR", "/tmp/pydelta-bench")
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED_300K = os.path.join(HERE, "..", "..", "shared", "bench", "300k-add-files-100-col-partitioned.tar.zst")
+# ../shared beside the repository (a worktree under wt/ sits one level deeper)
+_TAR = "300k-add-files-100-col-partitioned.tar.zst"
+_SHARED = [os.path.join(HERE, *[".."] * up, "shared", "bench", _TAR) for up in (2, 3)]
+SHARED_300K = next((p for p in _SHARED if os.path.exists(p)), _SHARED[0])
 
 
 def _exists(path: str) -> bool:

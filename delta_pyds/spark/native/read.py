@@ -6,12 +6,17 @@ the options of the ``pydelta`` data source (``versionAsOf``, ``timestampAsOf``, 
 ``where`` (a SQL condition). It returns::
 
     spark.read.schema(<physical columns>).option("recursiveFileLookup", "true").parquet(<root>)
-         .where(_metadata.file_path IN <live files>)       # pruned while Spark lists the root
+         .where(<live files by _metadata.file_path>)       # pruned while Spark lists the root
          [+ partition values from the log] [+ deletion vectors] [.where(where)]
          .select(<logical names and types>)
 
 Guarantees:
 
+* the live files are selected among those Spark lists by a condition on
+  ``_metadata.file_path`` naming the shorter side: ``NOT IN`` the listed files that are
+  not live (removed files still on disk: never opened), ``IN`` the live files when those
+  are fewer, nothing when every listed file is live (:func:`file_filter`), so a
+  300k-file table does not put 300k literals into every plan Spark renders;
 * the rows and column types are those of ``spark.read.format("pydelta")`` on the same
   version (columns are nullable, as in every Spark file source);
 * the version is pinned when the DataFrame is made: later commits are not seen;
@@ -73,6 +78,8 @@ log = logging.getLogger(__name__)
 FIELD_ID_CONF = "spark.sql.parquet.fieldId.read.enabled"
 # up to this many distinct partition value tuples become literals (CASE WHEN), else a join
 MAX_LITERAL_PARTITIONS = 16
+# ... naming at most this many file paths in all (beyond, the join)
+MAX_CASE_PATHS = 4096
 # deletion vectors are broadcast as bit buckets up to this many bytes (files of up to about
 # 512M rows in all, however many rows they delete); beyond, an Arrow UDF loads each file's
 # vector in the tasks
@@ -206,12 +213,43 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def file_filter(paths: list[str]):
-    """``_metadata.file_path IN (...)`` as one SQL expression (one call into the JVM,
-    however many files; Spark prunes files with it while listing)."""
-    if not paths:
+def file_filter(paths: list[str] | pa.Array | pa.ChunkedArray, listed: pa.Array | None = None):
+    """A condition on ``_metadata.file_path`` admitting exactly ``paths`` among ``listed``
+    (the files Spark's listing of this DataFrame found, :func:`listed_files`; Spark prunes
+    files with it while listing, so files it rejects are never opened).
+
+    Spark renders every value of an ``IN`` list each time it describes a plan (parse,
+    analysis, the SQL listener's and AQE's plan strings: 300k paths cost several seconds
+    per action), so the list is kept short: with ``listed`` given and fewer listed files
+    outside ``paths`` than in it, the condition is ``NOT IN`` those others (removed files
+    still on disk, files of other subsets), or no condition at all when there are none.
+    That form relies on the DataFrame's file listing staying the one ``listed`` was taken
+    from, which holds for every query of it (Spark keeps the listing in the plan); only
+    re-listing a *cached* DataFrame's root (``spark.catalog.refreshByPath``, ``REFRESH``)
+    would admit files written after it was made. Without ``listed``: ``IN (paths)``."""
+    wanted = _string_array(paths)
+    if listed is not None and len(wanted):
+        universe = pc.unique(_string_array(listed))
+        others = universe.filter(pc.invert(pc.is_in(universe, value_set=wanted)))
+        if len(others) < len(wanted):
+            return F.lit(True) if not len(others) else ~_in_list(others)
+    if not len(wanted):
         return F.lit(False)
-    return F.expr("_metadata.file_path IN (" + ",".join(_sql_string(p) for p in paths) + ")")
+    return _in_list(wanted)
+
+
+def _string_array(values: list[str] | pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        return values.combine_chunks()
+    if isinstance(values, pa.Array):
+        return values
+    return pa.array(values, pa.string())
+
+
+def _in_list(paths: pa.Array):
+    """``_metadata.file_path IN (...)`` as one SQL expression (one call into the JVM,
+    however many files)."""
+    return F.expr("_metadata.file_path IN (" + ",".join(_sql_string(p) for p in paths.to_pylist()) + ")")
 
 
 def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: Storage) -> DataFrame:
@@ -238,14 +276,12 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
     plain_files = plan.files.filter(pc.invert(has_dv)) if dv_count else plan.files
     parts = []
     if plain_files.num_rows:
-        plain_df = (
-            base if exact and not dv_count else base.where(file_filter(plain_files.column(FILE_PATH).to_pylist()))
-        )
+        plain_df = base if exact and not dv_count else base.where(file_filter(plain_files.column(FILE_PATH), listed))
         parts.append(_with_partitions(spark, plain_df, plan, plain_files, by_directory))
     if dv_count:
         dv_files = plan.files.filter(has_dv)
         every = exact and not plain_files.num_rows  # the glob admitted exactly these files
-        dv_df = base if every else base.where(file_filter(dv_files.column(FILE_PATH).to_pylist()))
+        dv_df = base if every else base.where(file_filter(dv_files.column(FILE_PATH), listed))
         dv_df = drop_deleted_rows(spark, dv_df, plan, storage)
         parts.append(_with_partitions(spark, dv_df, plan, dv_files, by_directory))
     df = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
@@ -373,27 +409,45 @@ def _with_partitions(spark, df: DataFrame, plan: NativePlan, files: pa.Table, by
     )
     distinct = text.drop_columns(["__pydelta_file_path"]).group_by(text.column_names[1:]).aggregate([])
     if distinct.num_rows <= MAX_LITERAL_PARTITIONS:
-        paths = text.column("__pydelta_file_path").combine_chunks()
-        columns = {}
-        for c in wanted:
-            alias = _partition_alias(c.name)
-            column = text.column(alias).combine_chunks()
-            values = pc.unique(column)
-            target = _spark_type(c.type)
-            if len(values) == 1:
-                columns[alias] = F.lit(values[0].as_py()).cast(target)
-                continue
-            expr: Any = None
-            for value in values:
-                mask = pc.is_null(column) if not value.is_valid else pc.fill_null(pc.equal(column, value), False)
-                cond = file_filter(paths.filter(mask).to_pylist())
-                lit = F.lit(value.as_py()).cast(target)
-                expr = F.when(cond, lit) if expr is None else expr.when(cond, lit)
-            columns[alias] = expr
-        return df.withColumns(columns)
+        columns = _partition_literals(text, wanted)
+        if columns is not None:
+            return df.withColumns(columns)
     lookup = spark.createDataFrame(text)
     joined = df.join(F.broadcast(lookup), F.col("_metadata.file_path") == lookup["__pydelta_file_path"], "inner")
     return joined.drop("__pydelta_file_path")
+
+
+def _partition_literals(text: pa.Table, wanted: list) -> dict[str, Any] | None:
+    """Per partition column a ``CASE`` over file sets (the most common value in ``ELSE``,
+    each set written as the shorter of its paths and its complement among ``text``'s
+    files), or None when the sets would name more than :data:`MAX_CASE_PATHS` paths in
+    all (Spark re-renders every literal each time it describes the plan)."""
+    paths = text.column("__pydelta_file_path").combine_chunks()
+    n = len(paths)
+    columns: dict[str, Any] = {}
+    named = 0
+    for c in wanted:
+        alias = _partition_alias(c.name)
+        column = text.column(alias).combine_chunks()
+        target = _spark_type(c.type)
+        counts = pc.value_counts(column)
+        order = np.argsort(-counts.field("counts").to_numpy(zero_copy_only=False), kind="stable")
+        values = counts.field("values").take(pa.array(order))
+        if len(values) == 1:
+            columns[alias] = F.lit(values[0].as_py()).cast(target)
+            continue
+        expr: Any = None
+        for value in values[1:]:
+            mask = pc.is_null(column) if not value.is_valid else pc.fill_null(pc.equal(column, value), False)
+            chosen = pc.sum(mask).as_py() or 0
+            named += min(chosen, n - chosen)
+            if named > MAX_CASE_PATHS:
+                return None
+            cond = file_filter(paths.filter(mask), paths)
+            lit = F.lit(value.as_py()).cast(target)
+            expr = F.when(cond, lit) if expr is None else expr.when(cond, lit)
+        columns[alias] = expr.otherwise(F.lit(values[0].as_py()).cast(target))
+    return columns
 
 
 def partition_text(values: pa.Array) -> pa.Array:
