@@ -11,6 +11,7 @@ from __future__ import annotations
 from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.protocol.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
+from delta_pyds.read.scan_plan import visible_schema
 
 _KEEP_METADATA = {"comment", "__COLLATIONS"}
 
@@ -51,6 +52,5 @@ def to_spark_schema(schema: StructType) -> SparkStructType:
 
 
 def drop_void(schema: StructType) -> StructType:
-    return StructType(
-        tuple(f for f in schema.fields if not (isinstance(f.type, PrimitiveType) and f.type.name == "void"))
-    )
+    """The read core's visible columns (:func:`delta_pyds.read.scan_plan.visible_schema`)."""
+    return visible_schema(schema)
