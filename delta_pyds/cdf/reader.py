@@ -26,6 +26,7 @@ from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_
 from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, PrimitiveType, StructField, StructType
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.scan import FileTask
+from delta_pyds.read.scan_plan import read_spec, visible_schema
 
 _CHANGE_TYPE_FIELD = StructField(
     CHANGE_TYPE, PrimitiveType("string"), True, {COLUMN_MAPPING_PHYSICAL_NAME: CHANGE_TYPE}
@@ -146,19 +147,10 @@ def _assemble(batch: pa.RecordBatch, spec: ReadSpec, f: ChangeFile) -> pa.Record
 def change_read_spec(
     storage, snapshot, output: StructType, arrow_schema: pa.Schema | None = None, *, batch_rows: int = 0
 ) -> ReadSpec:
-    """The ReadSpec of a change feed over ``snapshot``'s schema (the read schema)."""
-    from delta_pyds.protocol.schema import to_arrow_schema
-
-    return ReadSpec(
-        storage=storage,
-        output=output,
-        arrow_schema=arrow_schema if arrow_schema is not None else to_arrow_schema(output),
-        partition_columns=tuple(snapshot.partition_columns),
-        physical_partition_columns=tuple(snapshot.physical_partition_columns),
-        column_mapping_mode=snapshot.column_mapping_mode,
-        batch_rows=batch_rows,
-        table_schema=snapshot.schema,
-    )
+    """The ReadSpec of a change feed over ``snapshot``'s schema (the read schema): the read
+    core's (:func:`delta_pyds.read.scan_plan.read_spec`) on ``storage``."""
+    spec = read_spec(snapshot, output, arrow_schema, batch_rows=batch_rows)
+    return spec if storage is snapshot.storage else dataclasses.replace(spec, storage=storage)
 
 
 def read_changes(
@@ -188,13 +180,7 @@ def read_changes(
     )
     plan = plan_changes(storage, start=start, end=end, log=log)
     snapshot = plan.snapshot or Snapshot.load(storage, version=log.latest_version)
-    output = with_cdf_columns(
-        StructType(
-            tuple(
-                f for f in snapshot.schema.fields if not (isinstance(f.type, PrimitiveType) and f.type.name == "void")
-            )
-        )
-    )
+    output = with_cdf_columns(visible_schema(snapshot.schema))
     spec = change_read_spec(storage, snapshot, output)
     read = reader_for(spec)
     batches = [b for f in plan.files for b in read(f)]

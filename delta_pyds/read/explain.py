@@ -1,7 +1,8 @@
 """What a scan of a table would read, without Spark: the observable side of skipping.
 
 ``explain_scan(path, predicates)`` loads the table, applies the same partition and
-statistics pruning the ``pydelta`` reader applies to Spark's filters, and returns a
+statistics pruning the ``pydelta`` reader applies (the read core,
+:func:`delta_pyds.read.scan_plan.plan_scan`) to Spark's filters, and returns a
 :class:`ScanExplanation` with the files kept, the skipping report (how many files were
 pruned by partition values and by statistics) and the number of Spark tasks the reader
 would plan.
@@ -16,7 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from delta_pyds.read.scan import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES, plan_partitions
-from delta_pyds.skipping.files import SkippingReport, prune_files
+from delta_pyds.read.scan_plan import plan_scan
+from delta_pyds.skipping.files import SkippingReport
 from delta_pyds.table.snapshot import Snapshot
 
 
@@ -49,13 +51,9 @@ def explain_scan(
     """Explains the scan of ``path`` with ``predicates`` (see :mod:`delta_pyds.expressions.predicates`),
     e.g. ``explain_scan(path, [EqualTo("id", 5)])``."""
     snapshot = Snapshot.load(path, version=version, timestamp=timestamp, options=storage_options)
-    files, report = prune_files(
-        snapshot.files,
-        list(predicates),
-        schema=snapshot.schema,
-        partition_columns=snapshot.partition_columns,
-        column_mapping_mode=snapshot.column_mapping_mode,
-    )
+    scan = plan_scan(snapshot, predicates=predicates)
+    files = scan.files
+    report = scan.report or SkippingReport(files.num_rows, files.num_rows, 0, 0)
     tasks = plan_partitions(
         files,
         snapshot.physical_partition_columns,

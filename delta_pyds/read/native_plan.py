@@ -47,15 +47,14 @@ from delta_pyds.protocol.schema import (
     StructField,
     StructType,
 )
-from delta_pyds.skipping.files import SkippingReport, prune_files
+from delta_pyds.read.scan_plan import plan_scan
+from delta_pyds.skipping.files import SkippingReport
 from delta_pyds.table.snapshot import Snapshot
 
 # the column of NativePlan.files holding Spark's spelling of each file's path
 FILE_PATH = "file_path"
 HAS_DV = "has_dv"
 LOG_PATH = "__pydelta_log_path"  # the file's path as the log spells it (decoded, root-relative)
-# the field metadata key Spark reads and writes Parquet field ids from
-SPARK_FIELD_ID = "parquet.field.id"
 
 # characters java.net.URI quotes in a path component (what Hadoop's Path.toUri() gives),
 # besides ASCII controls; '%' first so that the escapes added later stay intact
@@ -183,36 +182,19 @@ def plan_native_scan(
     of the snapshot's live files (rows of ``snapshot.files``, e.g. a rewrite's candidates)
     to plan instead of all of them. The plan's file table keeps each file's log ``path``,
     and on tracked tables its ``base_row_id`` and ``default_row_commit_version``."""
-    schema = snapshot.schema
+    scan = plan_scan(snapshot, columns=columns, predicates=predicates, files=files)
     mode = snapshot.column_mapping_mode
     partition_columns = snapshot.partition_columns
     part_lower = {c.lower() for c in partition_columns}
-    fields = [f for f in schema.fields if not (isinstance(f.type, PrimitiveType) and f.type.name == "void")]
-    if columns:
-        wanted = [c.lower() for c in columns]
-        by_name = {f.name.lower(): f for f in fields}
-        missing = [c for c in columns if c.lower() not in by_name]
-        if missing:
-            raise ValueError(
-                f"option columns: {', '.join(missing)} not in the table; available: {', '.join(f.name for f in fields)}"
-            )
-        fields = [by_name[c] for c in wanted]
-    output: list[OutputColumn] = []
-    read_fields: list[StructField] = []
-    for f in fields:
-        if f.name.lower() in part_lower:
-            output.append(OutputColumn(f.name, f.type, f.nullable, None, partition=True))
-            continue
-        physical = f.physical_name(mode)
-        output.append(OutputColumn(f.name, f.type, f.nullable, physical))
-        read_fields.append(physical_field(f, mode))
+    fields = list(scan.output.fields)
+    output = [
+        OutputColumn(f.name, f.type, f.nullable, None, partition=True)
+        if f.name.lower() in part_lower
+        else OutputColumn(f.name, f.type, f.nullable, f.physical_name(mode))
+        for f in fields
+    ]
     root = root_uri if root_uri is not None else spark_root_uri(snapshot.storage.root_url)
-    files = snapshot.files if files is None else files
-    report = None
-    if predicates:
-        files, report = prune_files(
-            files, predicates, schema=schema, partition_columns=partition_columns, column_mapping_mode=mode
-        )
+    files, report = scan.files, scan.report
     unsupported = _unsupported(files)
     changes = unreadable_type_changes(StructType(tuple(f for f in fields if f.name.lower() not in part_lower)))
     if changes:
@@ -222,7 +204,7 @@ def plan_native_scan(
         version=snapshot.version,
         root_uri=root,
         files=table,
-        read_schema=StructType(tuple(read_fields)),
+        read_schema=scan.read_schema,
         output=output,
         partition_columns=list(partition_columns),
         column_mapping_mode=mode,
@@ -230,28 +212,6 @@ def plan_native_scan(
         unsupported=unsupported,
         directory_partitions=_directory_partitions(snapshot, files) if not unsupported else [],
     )
-
-
-def physical_field(f: StructField, mode: str) -> StructField:
-    """``f`` as the data files hold it: physical names all the way down; in ``id`` mode
-    every struct field carries its Parquet field id (``parquet.field.id``), which Spark
-    matches when ``spark.sql.parquet.fieldId.read.enabled`` is true."""
-    meta: dict[str, Any] = {}
-    if mode == "id" and f.field_id is not None:
-        meta[SPARK_FIELD_ID] = f.field_id
-    return StructField(f.physical_name(mode), _physical_type(f.type, mode), f.nullable, meta)
-
-
-def _physical_type(dtype: DataType, mode: str) -> DataType:
-    if isinstance(dtype, StructType):
-        return StructType(tuple(physical_field(f, mode) for f in dtype.fields))
-    if isinstance(dtype, ArrayType):
-        return ArrayType(_physical_type(dtype.element_type, mode), dtype.contains_null)
-    if isinstance(dtype, MapType):
-        return MapType(
-            _physical_type(dtype.key_type, mode), _physical_type(dtype.value_type, mode), dtype.value_contains_null
-        )
-    return dtype
 
 
 _INT_DIGITS = {"byte": 10, "short": 10, "integer": 10, "long": 20}  # Parquet INT32 / INT64

@@ -127,18 +127,6 @@ class ReadOptions:
             storage_options=storage,
         )
 
-    def select_columns(self, schema, what: str = "the table"):
-        """``schema`` narrowed to the ``columns`` option (unchanged without it); names a
-        missing column and the available ones."""
-        if not self.columns:
-            return schema
-        missing = [c for c in self.columns if schema.get(c) is None]
-        if missing:
-            raise ValueError(
-                f"option columns: {', '.join(missing)} not in {what}; available: {', '.join(schema.names)}"
-            )
-        return schema.select(list(self.columns))
-
 
 # ------------------------------------------------------- change data feed and streaming
 # Names as delta-spark spells them (DeltaOptions / DeltaDataSource).

@@ -21,11 +21,11 @@ from pyspark.sql.types import StructType as SparkStructType
 from delta_pyds.cdf.plan import CDF_COLUMNS, pack, plan_changes, resolve_range
 from delta_pyds.cdf.reader import change_read_spec, reader_for, with_cdf_columns
 from delta_pyds.log.commits import CommitLog
-from delta_pyds.protocol.schema import StructType, parse_type, project
+from delta_pyds.protocol.schema import StructType, parse_type
 from delta_pyds.read.file_reader import ReadSpec
 from delta_pyds.read.options import ChangeFeedOptions, ReadOptions
-from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
-from delta_pyds.storage.store import Storage
+from delta_pyds.read.scan_plan import cached_snapshot, project_output, select_columns, table_storage
+from delta_pyds.spark.schema_convert import to_spark_schema
 from delta_pyds.table.snapshot import Snapshot
 
 
@@ -57,26 +57,24 @@ def _zoned(log: CommitLog, options, value, option: str):
 
 
 def output_schema(snapshot: Snapshot, opts: ReadOptions) -> StructType:
-    return opts.select_columns(with_cdf_columns(drop_void(snapshot.schema)), "the change feed")
+    return select_columns(with_cdf_columns(snapshot.schema), opts.columns, "the change feed")
 
 
 def change_feed_schema(source) -> SparkStructType:
     """``DataSource.schema()`` for ``readChangeFeed=true``; pins the read schema's version."""
     opts = ReadOptions.parse(source.options)
-    storage = Storage(opts.path, opts.storage_options)
+    storage = table_storage(opts)
     log = CommitLog(storage)
-    snapshot = Snapshot.load(storage, version=_ending_version(log, source.options))
+    snapshot = cached_snapshot(storage, _ending_version(log, source.options))
     source._pinned_version = snapshot.version
     return to_spark_schema(output_schema(snapshot, opts))
 
 
 def change_feed_reader(source, schema: SparkStructType) -> DeltaChangeFeedReader:
     """``DataSource.reader()`` for ``readChangeFeed=true``."""
-    from delta_pyds.spark.reader import cached_snapshot
-
     opts = ReadOptions.parse(source.options)
     cdf = ChangeFeedOptions.parse(source.options)
-    storage = Storage(opts.path, opts.storage_options)
+    storage = table_storage(opts)
     log = CommitLog(storage)
     pinned = getattr(source, "_pinned_version", None)
     if pinned is None:
@@ -96,14 +94,7 @@ def change_feed_reader(source, schema: SparkStructType) -> DeltaChangeFeedReader
             )
     snapshot = cached_snapshot(storage, pinned)
     requested = cast(StructType, parse_type(schema.jsonValue()))  # Spark's schema is a struct
-    table = with_cdf_columns(snapshot.schema)
-    output = project(table, requested)
-    missing = [f.name for f in output.fields if table.get(f.name) is None]
-    if missing:
-        raise ValueError(
-            f"the schema given to the reader names columns not in the change feed: "
-            f"{', '.join(missing)}; available: {', '.join(table.names)}"
-        )
+    output = project_output(with_cdf_columns(snapshot.schema), requested, "the change feed")
     spec = change_read_spec(
         storage,
         snapshot,

@@ -35,12 +35,10 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.errors import SchemaError
-from delta_pyds.protocol.schema import StructType, parse_type, project
-from delta_pyds.read.file_reader import ReadSpec
+from delta_pyds.protocol.schema import StructType, parse_type
 from delta_pyds.read.options import ReadOptions, read_change_feed
-from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
-from delta_pyds.storage.store import Storage
-from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.read.scan_plan import load_snapshot, project_output, read_spec, select_columns
+from delta_pyds.spark.schema_convert import to_spark_schema
 from delta_pyds.write.option_names import READ_NAMES, READ_PREFIXES, WRITE_NAMES, WRITE_PREFIXES, warn_unknown_options
 
 log = logging.getLogger(__name__)
@@ -62,30 +60,6 @@ class DeltaDataSource(DataSource):
     def _read_options(self) -> ReadOptions:
         return ReadOptions.parse(self.options)
 
-    def _storage(self, opts: ReadOptions) -> Storage:
-        return Storage(opts.path, opts.storage_options)
-
-    def _load(self, opts: ReadOptions, version: int | None = None) -> Snapshot:
-        storage = self._storage(opts)
-        if version is not None:
-            from delta_pyds.spark.reader import cached_snapshot
-
-            return cached_snapshot(storage, version)
-        if opts.timestamp is not None:
-            from delta_pyds.log.time_travel import pin_zone, version_at_timestamp
-
-            when = pin_zone(
-                opts.timestamp,
-                zone=opts.time_zone,
-                option="timestampAsOf",
-                resolve=lambda ts: version_at_timestamp(storage, ts),
-            )
-            return Snapshot.load(storage, timestamp=when)
-        return Snapshot.load(storage, version=opts.version)
-
-    def _output_schema(self, snapshot: Snapshot, opts: ReadOptions) -> StructType:
-        return opts.select_columns(drop_void(snapshot.schema))
-
     # ------------------------------------------------------------------------ read
     def schema(self):
         warn_unknown_options(self.options, READ_NAMES, READ_PREFIXES, what="read")
@@ -94,9 +68,9 @@ class DeltaDataSource(DataSource):
 
             return change_feed_schema(self)
         opts = self._read_options()
-        snapshot = self._load(opts)
+        snapshot = load_snapshot(opts)
         self._pinned_version = snapshot.version  # reaches reader(): the DataFrame's version
-        return to_spark_schema(self._output_schema(snapshot, opts))
+        return to_spark_schema(select_columns(snapshot.schema, opts.columns))
 
     def reader(self, schema: SparkStructType):
         if read_change_feed(self.options):
@@ -106,26 +80,15 @@ class DeltaDataSource(DataSource):
         from delta_pyds.spark.reader import DeltaFilteringScanReader, DeltaScanReader
 
         opts = self._read_options()
-        snapshot = self._load(opts, getattr(self, "_pinned_version", None))
+        snapshot = load_snapshot(opts, version=getattr(self, "_pinned_version", None))
         requested = parse_type(schema.jsonValue())
         if not isinstance(requested, StructType):  # pragma: no cover
             raise SchemaError("the read schema must be a struct")
-        output = project(snapshot.schema, requested)
-        missing = [f.name for f in output.fields if snapshot.schema.get(f.name) is None]
-        if missing:
-            raise ValueError(
-                f"the schema given to the reader names columns not in the table: "
-                f"{', '.join(missing)}; available: {', '.join(snapshot.schema.names)}"
-            )
-        spec = ReadSpec(
-            storage=snapshot.storage,
-            output=output,
-            arrow_schema=to_arrow_schema(schema, timezone="UTC", prefers_large_types=False),
-            partition_columns=tuple(snapshot.partition_columns),
-            physical_partition_columns=tuple(snapshot.physical_partition_columns),
-            column_mapping_mode=snapshot.column_mapping_mode,
+        spec = read_spec(
+            snapshot,
+            project_output(snapshot.schema, requested),
+            to_arrow_schema(schema, timezone="UTC", prefers_large_types=False),
             batch_rows=opts.batch_rows,
-            table_schema=snapshot.schema,
         )
         cls = DeltaFilteringScanReader if _use_skipping(opts.filter_pushdown) else DeltaScanReader
         return cls(opts, snapshot.version, spec)

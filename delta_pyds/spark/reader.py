@@ -11,56 +11,17 @@ it to the rows, so results never depend on skipping.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator, Sequence
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from delta_pyds.errors import DeltaError
-from delta_pyds.log.files import LOG_DIR, commit_name
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.options import ReadOptions
 from delta_pyds.read.scan import iter_tasks, plan_partitions
-from delta_pyds.storage.store import Storage
+from delta_pyds.read.scan_plan import cached_snapshot, plan_scan
 from delta_pyds.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
-
-
-_CACHE: dict = {}
-_CACHE_SECONDS = 60.0
-
-
-def cached_snapshot(storage: Storage, version: int) -> Snapshot:
-    """A snapshot of a pinned version, shared by reader() and partitions() when Spark
-    runs both in one planning worker (a version's log never changes once written).
-    Entries live a minute and are keyed by the size and modification time of the version's
-    commit file too, so a table deleted and created again at the same path is never served
-    from the old one's entry; when that file cannot be inspected nothing is cached.
-    The cache is module state, never pickled to executors."""
-    try:
-        entry = storage.info(storage.join(LOG_DIR, commit_name(version)))
-    except (OSError, DeltaError):
-        return Snapshot.load(storage, version=version)
-    key = (
-        storage.root,
-        tuple(sorted(storage.options.items())),
-        storage.allow_external_paths,
-        version,
-        entry.size,
-        entry.modification_time,
-    )
-    now = time.monotonic()
-    for k in [k for k, (t, _) in _CACHE.items() if now - t > _CACHE_SECONDS]:
-        del _CACHE[k]
-    hit = _CACHE.get(key)
-    if hit is not None:
-        return hit[1]
-    snapshot = Snapshot.load(storage, version=version)
-    if len(_CACHE) >= 4:
-        _CACHE.pop(next(iter(_CACHE)))
-    _CACHE[key] = (now, snapshot)
-    return snapshot
 
 
 class DeltaInputPartition(InputPartition):
@@ -83,20 +44,8 @@ class DeltaScanReader(DataSourceReader):
 
     def plan(self):
         """(snapshot, kept file table, skipping report or None)."""
-        snapshot = self._snapshot()
-        files = snapshot.files
-        report = None
-        if self.predicates:
-            from delta_pyds.skipping.files import prune_files
-
-            files, report = prune_files(
-                files,
-                self.predicates,
-                schema=snapshot.schema,
-                partition_columns=snapshot.partition_columns,
-                column_mapping_mode=snapshot.column_mapping_mode,
-            )
-        return snapshot, files, report
+        scan = plan_scan(self._snapshot(), output=self.spec.output, predicates=self.predicates)
+        return scan.snapshot, scan.files, scan.report
 
     def partitions(self) -> Sequence[InputPartition]:
         snapshot, files, report = self.plan()

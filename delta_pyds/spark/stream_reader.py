@@ -35,10 +35,10 @@ from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.cdf.plan import ChangeFile, pack
 from delta_pyds.cdf.reader import change_read_spec, reader_for, with_cdf_columns
-from delta_pyds.protocol.schema import StructType, parse_type, project
+from delta_pyds.protocol.schema import StructType, parse_type
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.options import ReadOptions, StreamOptions
-from delta_pyds.storage.store import Storage
+from delta_pyds.read.scan_plan import cached_snapshot, project_output, table_storage
 from delta_pyds.streaming.offsets import AdmissionLimits, StreamOffset
 from delta_pyds.streaming.source import StreamSource
 
@@ -46,11 +46,9 @@ from delta_pyds.streaming.source import StreamSource
 def stream_reader(source, schema: SparkStructType) -> DeltaStreamReader:
     """``DataSource.streamReader()``: the stream's schema is the one ``schema()`` gave at
     ``load()`` (the table's schema then, plus the change columns for change feeds)."""
-    from delta_pyds.spark.reader import cached_snapshot
-
     opts = ReadOptions.parse(source.options)
     stream_opts = StreamOptions.parse(source.options)
-    storage = Storage(opts.path, opts.storage_options)
+    storage = table_storage(opts)
     if stream_opts.start.timestamp is not None:  # its zone: see delta_pyds.log.time_travel
         from dataclasses import replace
 
@@ -74,13 +72,7 @@ def stream_reader(source, schema: SparkStructType) -> DeltaStreamReader:
     snapshot = cached_snapshot(storage, pinned)
     requested = cast(StructType, parse_type(schema.jsonValue()))  # Spark's schema is a struct
     table = with_cdf_columns(snapshot.schema) if stream_opts.read_change_feed else snapshot.schema
-    output = project(table, requested)
-    missing = [f.name for f in output.fields if table.get(f.name) is None]
-    if missing:
-        raise ValueError(
-            f"the stream's schema names columns not in the table: {', '.join(missing)}; "
-            f"available: {', '.join(table.names)}"
-        )
+    output = project_output(table, requested)
     arrow_schema = to_arrow_schema(schema, timezone="UTC", prefers_large_types=False)
     spec = change_read_spec(storage, snapshot, output, arrow_schema, batch_rows=opts.batch_rows)
     return DeltaStreamReader(opts, stream_opts, snapshot.version, spec)
@@ -108,8 +100,6 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def source(self) -> StreamSource:
         if self._source is None:
-            from delta_pyds.spark.reader import cached_snapshot
-
             snapshot = cached_snapshot(self.spec.storage, self.version)
             self._source = StreamSource(self.spec.storage, snapshot, self.stream_opts)
         return self._source

@@ -50,38 +50,20 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
     ``rewrite_spec`` (a WriteSpec for the table) writes copy-on-write rewrites."""
     from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows, store_deletion_vectors
     from delta_pyds.protocol.schema_evolution import logical_arrow_schema
-    from delta_pyds.read.file_reader import ReadSpec, read_file
+    from delta_pyds.read.file_reader import read_file
     from delta_pyds.read.scan import FileTask
+    from delta_pyds.read.scan_plan import plan_scan
     from delta_pyds.table.state import file_actions
     from delta_pyds.transaction.commit import delete_files, remove_actions
     from delta_pyds.write.parquet_writer import write_task
 
-    files = snapshot.files
-    preds = skipping_predicates(text, snapshot.schema)
-    if preds and files.num_rows:
-        from delta_pyds.skipping.files import prune_files
-
-        files, _ = prune_files(
-            files,
-            preds,
-            schema=snapshot.schema,
-            partition_columns=snapshot.partition_columns,
-            column_mapping_mode=snapshot.column_mapping_mode,
-        )
+    scan = plan_scan(snapshot, output=snapshot.schema, predicates=skipping_predicates(text, snapshot.schema))
+    files = scan.files
     out = Replacement()
     if files.num_rows == 0:
         return out
     use_dv = features.is_enabled(snapshot.protocol, "deletionVectors") and is_true(snapshot.configuration, ENABLE_DV)
-    schema = snapshot.schema
-    spec = ReadSpec(
-        storage=snapshot.storage,
-        output=schema,
-        arrow_schema=logical_arrow_schema(schema),
-        partition_columns=tuple(snapshot.partition_columns),
-        physical_partition_columns=tuple(snapshot.physical_partition_columns),
-        column_mapping_mode=snapshot.column_mapping_mode,
-        table_schema=schema,
-    )
+    spec = scan.read_spec(logical_arrow_schema(snapshot.schema))
     pcols = list(snapshot.physical_partition_columns)
     removed, dv_rows, rewrites = [], [], []  # paths; (path, bitmap); (path, kept rows table)
     for f in files.to_pylist():

@@ -16,7 +16,6 @@ from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.read.native_plan import (
     FILE_PATH,
     HAS_DV,
-    SPARK_FIELD_ID,
     hidden_by_listing,
     plan_native_scan,
     spark_file_uri,
@@ -25,6 +24,7 @@ from delta_pyds.read.native_plan import (
     spark_root_uri,
     unreadable_type_changes,
 )
+from delta_pyds.read.scan_plan import SPARK_FIELD_ID
 from delta_pyds.table.snapshot import Snapshot
 
 

@@ -67,6 +67,7 @@ from delta_pyds.protocol.schema import StructField, StructType, nullable_type
 from delta_pyds.read.dv_buckets import BUCKET_BITS, BUCKET_ROWS, deleted_row_buckets
 from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, plan_native_scan
 from delta_pyds.read.options import ReadOptions, get_option, read_change_feed
+from delta_pyds.read.scan_plan import load_snapshot, table_storage
 from delta_pyds.spark.native.locations import SparkLocation, spark_location
 from delta_pyds.spark.schema_convert import to_spark_schema
 from delta_pyds.storage.store import Storage
@@ -116,14 +117,14 @@ def read_delta(
         if where is not None:
             raise ValueError("read_delta: give where= (trusted Spark SQL) or safe_where=, not both")
         safe_opts = ReadOptions.parse(opts_map)
-        schema = _load(spark, Storage(safe_opts.path, safe_opts.storage_options), safe_opts).schema
+        schema = _load(spark, table_storage(safe_opts), safe_opts).schema
         where, skip_where = safe_spark_sql(safe_where, schema), safe_where
     if native == "never":
         return _apply_where(_datasource_read(spark, opts_map), where)
     if read_change_feed(opts_map):
         return _fallback(spark, opts_map, where, native, "the change data feed is read by the data source")
     opts = ReadOptions.parse(opts_map)
-    storage = Storage(opts.path, opts.storage_options)
+    storage = table_storage(opts)
     snapshot = _load(spark, storage, opts)
     location, reason = spark_location(storage)
     if location is None:
@@ -152,18 +153,12 @@ def _option_text(value: Any) -> str:
 
 
 def _load(spark, storage: Storage, opts: ReadOptions) -> Snapshot:
-    if opts.timestamp is not None:
-        from delta_pyds.log.time_travel import SESSION_TIME_ZONE, pin_zone, version_at_timestamp
+    """The snapshot the options select; a ``timestampAsOf`` without offset and no ``timeZone``
+    option is in the session time zone, as delta-spark reads it."""
+    from delta_pyds.log.time_travel import SESSION_TIME_ZONE
 
-        zone = opts.time_zone or spark.conf.get(SESSION_TIME_ZONE, None) or "UTC"
-        when = pin_zone(
-            opts.timestamp,
-            zone=zone,
-            option="timestampAsOf",
-            resolve=lambda ts: version_at_timestamp(storage, ts),
-        )
-        return Snapshot.load(storage, timestamp=when)
-    return Snapshot.load(storage, version=opts.version)
+    zone = (spark.conf.get(SESSION_TIME_ZONE, None) or "UTC") if opts.timestamp is not None else None
+    return load_snapshot(opts, default_zone=zone, storage=storage)
 
 
 def _datasource_read(spark, opts_map: Mapping[str, str], version: int | None = None) -> DataFrame:

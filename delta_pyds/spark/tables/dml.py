@@ -55,7 +55,7 @@ from delta_pyds.operations.row_tracking import (
 from delta_pyds.protocol import features
 from delta_pyds.protocol.identity import identity_columns
 from delta_pyds.protocol.table_properties import ENABLE_CDF, is_true
-from delta_pyds.skipping.files import prune_files
+from delta_pyds.read.scan_plan import plan_scan
 from delta_pyds.skipping.rules import SkippingReport
 from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
@@ -126,20 +126,12 @@ class TableRewriter:
         from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark.sql.types import LongType, StringType, StructField
 
-        from delta_pyds.read.file_reader import ReadSpec
-        from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
+        from delta_pyds.spark.schema_convert import to_spark_schema
 
-        schema = drop_void(snap.schema)
-        spark_schema = to_spark_schema(schema)
-        spec = ReadSpec(
-            storage=snap.storage,
-            output=schema,
-            arrow_schema=to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False),
-            partition_columns=tuple(snap.partition_columns),
-            physical_partition_columns=tuple(snap.physical_partition_columns),
-            column_mapping_mode=snap.column_mapping_mode,
-            table_schema=snap.schema,
-        )
+        scan = plan_scan(snap, files=files)  # the read core: same columns and files as every reader
+        spark_schema = to_spark_schema(scan.output)
+        spec = scan.read_spec(to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False))
+        files = scan.files
         out_schema = spark_schema.add(StructField(SCAN_FILE, StringType(), False)).add(
             StructField(SCAN_ROW, LongType(), False)
         )
@@ -208,15 +200,9 @@ class TableRewriter:
         preds = skipping_predicates(condition, snap.schema) if condition is not None else ()
         if not preds:
             return snap.files
-        files, report = prune_files(
-            snap.files,
-            preds,
-            schema=snap.schema,
-            partition_columns=snap.partition_columns,
-            column_mapping_mode=snap.column_mapping_mode,
-        )
-        self.last_skipping = report
-        return files
+        scan = plan_scan(snap, predicates=preds)  # the read core's pruning, as every reader's
+        self.last_skipping = scan.report
+        return scan.files
 
     def inline_dv_limit(self) -> int:
         """Deletion vectors up to this many serialized bytes are stored inline in the log
