@@ -50,6 +50,7 @@ from delta_pyds.protocol.schema import (
     MapType,
     StructField,
     StructType,
+    is_void_type,
     project,
     to_arrow_schema,
     without_void_columns,
