@@ -216,16 +216,15 @@ class Suite:
 
         def native_plan(p):
             # the native path's planning: log replay, the Spark-spelled file list and the
-            # file condition as read_delta builds it against Spark's listing (the bench logs
-            # have no data files for Spark to list: the listing is taken to be the live
-            # files, as on a table whose removed files were vacuumed)
+            # file condition as read_delta builds it (IN the live files; the bench logs have
+            # no data files for Spark to list)
             from delta_pyds.read.native_plan import plan_native_scan
             from delta_pyds.spark.native.read import file_filter
             from delta_pyds.table.snapshot import Snapshot
 
             plan = plan_native_scan(Snapshot.load(p))
             paths = plan.files.column("file_path")
-            file_filter(paths, paths)
+            file_filter(paths)
             return plan.files.num_rows
 
         for label, p in logs:

@@ -1,7 +1,8 @@
 """How the Spark-native read selects a version's files among those Spark lists: the
-condition on ``_metadata.file_path`` names the shorter of the live files and the listed
-files that are not live (removed files still on disk), so planning a table of 300k live
-files does not put 300k literals in the plan; removed files are never opened."""
+condition on ``_metadata.file_path`` names the live files (never the complement of a
+listing: a file that appears in a later listing must stay out), removed files still on
+disk are never opened, and the conditions that split the live files further (deletion
+vector files, partition values) name the shorter side within them."""
 
 from __future__ import annotations
 
@@ -53,12 +54,12 @@ def _table_with_removed_files(path: str, partitioned: bool = False) -> tuple[set
 
 
 @pytest.mark.parametrize("partitioned", [False, True])
-def test_removed_files_are_named_not_the_live_ones(spark, tmp_path, per_row_filter, partitioned):
+def test_removed_files_are_never_opened(spark, tmp_path, per_row_filter, partitioned):
     path = str(tmp_path / "t")
     live, removed = _table_with_removed_files(path, partitioned)
     native = read_delta(spark, path, native="require")
     named = _names(_plan(native))
-    assert named == removed  # NOT IN (the removed files): shorter than the live list
+    assert named == live  # IN (the live files)
     # the removed files hold garbage: reading them would fail, so they were never opened
     expected = spark_rows(spark.read.format("pydelta").load(path))
     assert spark_rows(native) == expected
@@ -66,13 +67,25 @@ def test_removed_files_are_named_not_the_live_ones(spark, tmp_path, per_row_filt
     assert native.count() == 800 - 170
 
 
-def test_no_file_condition_when_every_listed_file_is_live(spark, tmp_path, per_row_filter):
+def test_a_file_appearing_after_the_dataframe_is_made_is_never_read(spark, tmp_path, per_row_filter):
+    """Every listed file is live when the DataFrame is made; then an uncommitted data file
+    appears (a concurrent writer's, or a later commit's) and Spark re-lists the root
+    (``refreshByPath`` of the cached DataFrame; Spark Connect re-analyses every query): the
+    DataFrame still reads this version's 60 rows, never the new file's."""
+    import shutil
+
     path = str(tmp_path / "t")
     for i in range(6):
         write_deltalake(path, pa.table({"id": np.arange(i * 10, (i + 1) * 10, dtype=np.int64)}), mode="append")
-    native = read_delta(spark, path, native="require")
-    assert "file_path" not in _plan(native)
-    assert native.count() == 60
+    native = read_delta(spark, path, native="require").cache()
+    try:
+        assert native.count() == 60
+        first = Snapshot.load(path).files.column("path")[0].as_py()
+        shutil.copy(f"{path}/{first}", f"{path}/part-99999-uncommitted.parquet")
+        spark.catalog.refreshByPath(path)
+        assert native.count() == 60
+    finally:
+        native.unpersist()
 
 
 def test_few_live_files_among_many_removed_are_named(spark, tmp_path, per_row_filter):

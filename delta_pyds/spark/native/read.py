@@ -12,11 +12,13 @@ the options of the ``pydelta`` data source (``versionAsOf``, ``timestampAsOf``, 
 
 Guarantees:
 
-* the live files are selected among those Spark lists by a condition on
-  ``_metadata.file_path`` naming the shorter side: ``NOT IN`` the listed files that are
-  not live (removed files still on disk: never opened), ``IN`` the live files when those
-  are fewer, nothing when every listed file is live (:func:`file_filter`), so a
-  300k-file table does not put 300k literals into every plan Spark renders;
+* the live files are selected by ``_metadata.file_path IN (<live files>)`` (Spark prunes
+  files with it while listing: removed files still on disk are never opened), or by a
+  ``pathGlobFilter`` of exactly their names; the condition names the live files, never the
+  complement of a listing, so a DataFrame that Spark re-lists later (Spark Connect
+  re-analyses plans; ``refreshByPath``) still reads only this version's files. Conditions
+  that split the live files further (deletion-vector files, partition values) name the
+  shorter side within them (:func:`file_filter`);
 * the rows and column types are those of ``spark.read.format("pydelta")`` on the same
   version (columns are nullable, as in every Spark file source);
 * the version is pinned when the DataFrame is made: later commits are not seen;
@@ -208,23 +210,18 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def file_filter(paths: list[str] | pa.Array | pa.ChunkedArray, listed: pa.Array | None = None):
-    """A condition on ``_metadata.file_path`` admitting exactly ``paths`` among ``listed``
-    (the files Spark's listing of this DataFrame found, :func:`listed_files`; Spark prunes
-    files with it while listing, so files it rejects are never opened).
+def file_filter(paths: list[str] | pa.Array | pa.ChunkedArray, among: pa.Array | pa.ChunkedArray | None = None):
+    """A condition on ``_metadata.file_path`` admitting exactly ``paths``.
 
-    Spark renders every value of an ``IN`` list each time it describes a plan (parse,
-    analysis, the SQL listener's and AQE's plan strings: 300k paths cost several seconds
-    per action), so the list is kept short: with ``listed`` given and fewer listed files
-    outside ``paths`` than in it, the condition is ``NOT IN`` those others (removed files
-    still on disk, files of other subsets), or no condition at all when there are none.
-    That form relies on the DataFrame's file listing staying the one ``listed`` was taken
-    from, which holds for every query of it (Spark keeps the listing in the plan); only
-    re-listing a *cached* DataFrame's root (``spark.catalog.refreshByPath``, ``REFRESH``)
-    would admit files written after it was made. Without ``listed``: ``IN (paths)``."""
+    Without ``among``: ``IN (paths)`` (Spark prunes files with it while listing, so files
+    it rejects are never opened). With ``among``, a set of files the rows are *already*
+    restricted to (by an ``IN`` of them): the shorter of ``IN (paths)`` and ``NOT IN``
+    the other files of ``among`` (no condition when there are none), since Spark renders
+    every ``IN`` value each time it describes a plan. A complement is never taken of a
+    listing: files that appear in a later listing must stay out."""
     wanted = _string_array(paths)
-    if listed is not None and len(wanted):
-        universe = pc.unique(_string_array(listed))
+    if among is not None and len(wanted):
+        universe = pc.unique(_string_array(among))
         others = universe.filter(pc.invert(pc.is_in(universe, value_set=wanted)))
         if len(others) < len(wanted):
             return F.lit(True) if not len(others) else ~_in_list(others)
@@ -269,14 +266,15 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
     if by_directory:
         plan = replace(plan, output=[replace(c, physical=_directory_name(plan, c.name)) for c in plan.output])
     plain_files = plan.files.filter(pc.invert(has_dv)) if dv_count else plan.files
+    live = plan.files.column(FILE_PATH)
+    scoped = base if exact else base.where(file_filter(live))  # only this version's files
     parts = []
     if plain_files.num_rows:
-        plain_df = base if exact and not dv_count else base.where(file_filter(plain_files.column(FILE_PATH), listed))
+        plain_df = scoped.where(file_filter(plain_files.column(FILE_PATH), live)) if dv_count else scoped
         parts.append(_with_partitions(spark, plain_df, plan, plain_files, by_directory))
     if dv_count:
         dv_files = plan.files.filter(has_dv)
-        every = exact and not plain_files.num_rows  # the glob admitted exactly these files
-        dv_df = base if every else base.where(file_filter(dv_files.column(FILE_PATH), listed))
+        dv_df = scoped.where(file_filter(dv_files.column(FILE_PATH), live)) if plain_files.num_rows else scoped
         dv_df = drop_deleted_rows(spark, dv_df, plan, storage)
         parts.append(_with_partitions(spark, dv_df, plan, dv_files, by_directory))
     df = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
