@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+# every character Spark escapes in partition directory names, and a few more
+SPARK_ESCAPED = [chr(c) for c in range(0x01, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^")
+
 
 def normalize(value, source="arrow"):
     """A comparable, hashable form of a value from Spark Rows (source="spark") or Arrow

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pytest
-from helpers import deltalake_table
+from helpers import SPARK_ESCAPED, deltalake_table
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from table_files import read_rows
@@ -27,8 +27,6 @@ from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.checkpoint_writer import write_checkpoint
 from delta_pyds.write.plan import write_arrow
 
-# every character Spark escapes in partition directory names, and a few more
-SPARK_ESCAPED = [chr(c) for c in range(0x01, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^")
 HOSTILE = [
     "10:00",
     "x/y",

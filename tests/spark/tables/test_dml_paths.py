@@ -194,9 +194,9 @@ def test_dml_without_a_partition_conjunct_conflicts_with_any_rewrite(spark, tmp_
 def test_dml_with_partition_values_from_all_of_unicode(spark, tmp_path_factory):
     """DELETE and UPDATE on tables partitioned by values drawn from all of Unicode (and
     every character Spark escapes): pydelta and deltalake read the expected rows."""
+    from helpers import SPARK_ESCAPED
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
-    from test_paths import SPARK_ESCAPED
 
     values = st.text(
         alphabet=st.one_of(
