@@ -49,11 +49,13 @@ CHANGE_ROWS = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimag
 
 
 def loadable(path: str, version: int) -> bool:
+    """Whether the version's log replays and its data files are all still there (the
+    copied tables keep only some versions' files)."""
     try:
-        Snapshot.load(path, version=version).files  # noqa: B018 (replays the files)
+        files = Snapshot.load(path, version=version).files
     except DeltaError:
         return False
-    return True
+    return all(os.path.exists(os.path.join(path, p)) for p in files.column("path").to_pylist())
 
 
 def versions_of(path: str, latest: int) -> list[int]:
@@ -151,10 +153,17 @@ def assert_readers_agree(spark, path: str, tmp_path, name: str, every: bool = Tr
         with pytest.raises(type(exc)):
             read_delta(spark, path).collect()
         return
+    if not loadable(path, latest.version):  # a log-only copy: both paths name a missing file
+        for read in (lambda: spark.read.format("pydelta").load(path).collect(), lambda: read_delta(spark, path)):
+            with pytest.raises(Exception, match="DataFileError|is referenced by the table log but is missing"):
+                read()
+        return
+    variant = '"variant"' in latest.schema.json()
     for version in versions_of(path, latest.version):
         expected = spark_rows(spark.read.format("pydelta").option("versionAsOf", version).load(path))
         assert spark_rows(read_delta(spark, path, versionAsOf=version)) == expected, f"read_delta v{version}"
-        assert core_rows(path, version) == expected, f"core read v{version}"
+        if not variant:  # the core's Python read returns variants in their binary encoding
+            assert core_rows(path, version) == expected, f"core read v{version}"
         if not every:
             continue
         assert dml_rows(spark, path, version, "python") == expected, f"DML Python scan v{version}"
