@@ -127,6 +127,12 @@ class StorageError(DeltaError, OSError):
     the operation and path, with every credential redacted."""
 
 
+class ShortReadError(StorageError):
+    """A read of a whole object returned another number of bytes than the listing reported
+    (a response body cut short behind a correct-looking Content-Length); the storage layer
+    retries it and raises :class:`StoreFaultError` when the retries run out."""
+
+
 class StoreFaultError(StorageError):
     """An object store kept failing with a transient fault (HTTP 5xx or 429, a reset
     connection, a timeout, a truncated or short response) until the retries ran out; the

@@ -90,10 +90,6 @@ _CONNECTION_ERRORS = (
 )
 
 
-class ShortReadError(OSError):
-    """A read returned another number of bytes than the listing reported."""
-
-
 def _names(exc: BaseException) -> set[str]:
     return {k.__name__ for k in type(exc).__mro__}
 

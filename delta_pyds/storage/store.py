@@ -60,6 +60,7 @@ from delta_pyds.errors import (
     CommitFailedError,
     DeltaError,
     ExternalPathError,
+    ShortReadError,
     StorageError,
     StoreFaultError,
     UnsafeFileError,
@@ -82,7 +83,6 @@ from delta_pyds.storage.put_if_absent import (
     put_if_absent_object,
 )
 from delta_pyds.storage.retry import (
-    ShortReadError,
     body_fault,
     client_options,
     configure_client,
