@@ -1,6 +1,7 @@
 """Soak test: concurrent writers and readers on one table, with injected failures.
 
     python bench/soak.py --writers 4 --seconds 60 [--readers 2] [--s3] [--seed N] [--json out.json]
+    python bench/soak.py --network-faults 0.02 [--store s3|azure|gcs] ...
 
 ``--writers`` processes commit through the core :mod:`delta_pyds.transaction.commit` API
 (Parquet data files written with pyarrow, then an ``add`` action committed): mostly
@@ -13,6 +14,16 @@ appends, some overwrites (remove every active file + add one). Injected faults:
 * ``putfail``: the commit PUT fails before writing; the commit must raise;
 * the supervisor SIGKILLs a random writer every ``--kill-every`` seconds (at any point,
   possibly mid-commit) and starts a replacement.
+
+``--network-faults RATE`` puts the fault proxy of ``tests/faults.py`` between every
+process and a local object store (``--store``, S3 by default) and injects, each at
+``RATE`` per matching request: HTTP 503 SlowDown / 500 / 429, connection resets
+in a request or a response, truncated bodies, bodies cut short behind a matching
+``Content-Length`` (commit JSON reads), 0.2-1 s of latency, and commit PUTs applied
+whose response is lost. The summary adds the faults injected by kind and the requests
+retried after a fault. A write the store kept refusing (``StoreFaultError``) counts as
+failed; a commit whose outcome the writer could not tell counts as ``unknown`` (never
+as failed or lost).
 
 ``--readers`` processes load snapshots continuously and check each one against an
 independent reference replay of the raw JSON commits: versions contiguous and never
@@ -85,7 +96,8 @@ def _commit_versions(storage) -> list[int]:
 def _read_commit(storage, version: int) -> list[dict]:
     from delta_pyds.log.files import LOG_DIR, commit_name
 
-    data = storage.read_bytes(storage.join(LOG_DIR, commit_name(version)))
+    path = storage.join(LOG_DIR, commit_name(version))
+    data = storage.read_bytes(path, size=storage.info(path).size)  # never a body cut short
     return [json.loads(line) for line in data.splitlines() if line.strip()]
 
 
@@ -121,7 +133,7 @@ def writer_main(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from delta_pyds.errors import CommitFailedError, ConcurrentModificationError, DeltaError
+    from delta_pyds.errors import CommitFailedError, ConcurrentModificationError, DeltaError, StoreFaultError
     from delta_pyds.transaction.commit import Transaction
 
     rng = random.Random(seed)
@@ -142,7 +154,11 @@ def writer_main(
                 buf,
             )
             data = buf.getvalue()
-            storage.fs.pipe_file(storage.join(name), data)
+            try:
+                storage.write_bytes(storage.join(name), data)
+            except StoreFaultError as exc:
+                _journal(journal, event="failed", writer=wid, seq=seq, txn=None, error=str(exc)[:200])
+                continue
             add = {
                 "path": name,
                 "partitionValues": {},
@@ -193,6 +209,12 @@ def writer_main(
             except ConcurrentModificationError as exc:
                 _journal(journal, event="conflicted", writer=wid, seq=seq, txn=txn.txn_id, error=str(exc)[:200])
             except CommitFailedError as exc:
+                # "cannot tell whether it was written": the outcome is unknown, not a failure
+                event = "unknown" if "cannot tell" in str(exc) else "failed"
+                _journal(
+                    journal, event=event, writer=wid, seq=seq, txn=txn.txn_id if txn else None, error=str(exc)[:200]
+                )
+            except StoreFaultError as exc:  # the store kept failing before the commit PUT
                 _journal(
                     journal, event="failed", writer=wid, seq=seq, txn=txn.txn_id if txn else None, error=str(exc)[:200]
                 )
@@ -365,7 +387,7 @@ def verify(root: str, options: dict, journals: list[str]) -> dict:
     expected_rows = sum(live.values())
     count = {
         e: sum(1 for r in records if r["event"] == e)
-        for e in ("attempt", "committed", "conflicted", "failed", "aborted", "error", "crash")
+        for e in ("attempt", "committed", "conflicted", "failed", "unknown", "aborted", "error", "crash")
     }
     committed = [r for r in records if r["event"] == "committed"]
     lost = [r for r in committed if log_txns.get(r["txn"]) != r["version"]]
@@ -393,6 +415,7 @@ def verify(root: str, options: dict, journals: list[str]) -> dict:
         "committed": count["committed"],
         "conflicted": count["conflicted"],
         "failed": count["failed"],
+        "unknown_outcome": count["unknown"],
         "aborted": count["aborted"],
         "writer_errors": count["error"],
         "writer_crashes": count["crash"],
@@ -421,6 +444,8 @@ def run(
     faults: dict | None = None,
     root: str | None = None,
     quiet: bool = False,
+    network_faults: float = 0.0,
+    store: str = "s3",
 ) -> dict:
     faults = {
         "overwrite": 0.05,
@@ -432,15 +457,20 @@ def run(
     }
     rng = random.Random(seed)
     work = tempfile.mkdtemp(prefix="pydelta-soak-")
-    server = None
+    server = proxy = None
     options: dict = {}
+    if network_faults and not s3:
+        s3 = True
     if s3:
         sys.path.insert(0, os.path.join(ROOT, "tests"))
         import servers
 
-        server = servers.start_seaweedfs()
+        server = servers.STARTERS[store]()
         options = dict(server.options)
         root = server.url(f"soak-{uuid.uuid4().hex[:8]}")
+        if network_faults:
+            proxy = start_fault_proxy(server, network_faults, seed or rng.randrange(1, 1 << 30))
+            options = _proxied_options(server, proxy)
     elif root is None:
         root = os.path.join(work, "table")
     ctx = mp.get_context("spawn")
@@ -497,7 +527,13 @@ def run(
             p.join(timeout=max(30.0, seconds))
             if p.is_alive():  # stuck: a bug, recorded below
                 p.kill()
+        if proxy is not None:  # verify against the store itself
+            proxy.clear()
+            summary_faults = fault_summary(proxy)
+            options = dict(server.options) if server is not None else options
         summary = verify(root, options, journals)
+        if proxy is not None:
+            summary.update(summary_faults)
         summary["supervisor_kills"] = kills
         summary["writer_processes"] = next_id
         reads = []
@@ -512,7 +548,10 @@ def run(
         summary["read_errors"] = sum(r["errors"] for r in reads)
         summary["problems"] += [p for r in reads for p in r["problems"]][:20]
         summary["seconds"] = round(time.time() - start, 1)
-        summary["backend"] = "s3 (SeaweedFS)" if s3 else "local"
+        names = {"s3": "s3 (SeaweedFS)", "azure": "azure (Azurite)", "gcs": "gcs (fake-gcs-server)"}
+        summary["backend"] = names[store] if s3 else "local"
+        if proxy is not None:
+            summary["backend"] += f" behind the fault proxy (rate {network_faults}, seed {proxy.seed})"
         summary["ok"] = (
             summary["lost"] == 0
             and summary["phantom"] == 0
@@ -527,11 +566,56 @@ def run(
             print(json.dumps(summary, indent=2))
         return summary
     finally:
+        if proxy is not None:
+            proxy.stop()
         if server is not None:
             server.stop()
         import shutil
 
         shutil.rmtree(work, ignore_errors=True)
+
+
+def start_fault_proxy(server, rate: float, seed: int):
+    """The fault proxy of tests/faults.py in front of ``server``, every fault kind at ``rate``."""
+    from faults import Fault, FaultProxy, upstream_of
+
+    proxy = FaultProxy(upstream_of(server), seed=seed, name=f"soak-{server.kind}").start()
+    commit = r"_delta_log/\d{20}\.json"
+    proxy.add(
+        Fault("lost_response", method="PUT", path=commit, count=-1, rate=rate * 5),
+        Fault("reset_request", method="PUT", after_bytes=120, count=-1, rate=rate),
+        Fault("status", status=503, count=-1, rate=rate),
+        Fault("status", status=500, count=-1, rate=rate),
+        Fault("status", status=429, count=-1, rate=rate),
+        Fault("reset_response", method="GET", after_bytes=150, count=-1, rate=rate),
+        Fault("truncate", method="GET", count=-1, rate=rate),
+        Fault("short_body", method="GET", path=commit, count=-1, rate=rate * 2),
+        Fault("latency", delay=0.5, count=-1, rate=rate),
+    )
+    return proxy
+
+
+def _proxied_options(server, proxy) -> dict:
+    from faults import proxied
+
+    return proxied(server, proxy)
+
+
+def fault_summary(proxy) -> dict:
+    """Faults injected by kind, and how many of the faulted requests were sent again."""
+    injected = dict(sorted(proxy.counts.items()))
+    seen: dict = {}
+    retried = 0
+    faulted = {(m, t) for _, m, t in proxy.injected}
+    for m, t in proxy.requests:
+        seen[(m, t)] = seen.get((m, t), 0) + 1
+    retried = sum(1 for key in faulted if seen.get(key, 0) > 1)
+    return {
+        "requests": len(proxy.requests),
+        "faults_injected": injected,
+        "faults_total": sum(injected.values()),
+        "faulted_requests_retried": retried,
+    }
 
 
 def main(argv=None) -> int:
@@ -543,8 +627,23 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kill-every", type=float, default=3.0, help="SIGKILL a random writer this often (0: never)")
     ap.add_argument("--json", help="also write the summary to this file")
+    ap.add_argument(
+        "--network-faults", type=float, default=0.0, help="inject network faults at this rate per kind (0: none)"
+    )
+    ap.add_argument(
+        "--store", choices=("s3", "azure", "gcs"), default="s3", help="the object store (with --s3 or faults)"
+    )
     args = ap.parse_args(argv)
-    summary = run(args.writers, args.readers, args.seconds, args.s3, args.seed, args.kill_every)
+    summary = run(
+        args.writers,
+        args.readers,
+        args.seconds,
+        args.s3 or args.store != "s3",
+        args.seed,
+        args.kill_every,
+        network_faults=args.network_faults,
+        store=args.store,
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=2)

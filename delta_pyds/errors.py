@@ -127,6 +127,13 @@ class StorageError(DeltaError, OSError):
     the operation and path, with every credential redacted."""
 
 
+class StoreFaultError(StorageError):
+    """An object store kept failing with a transient fault (HTTP 5xx or 429, a reset
+    connection, a timeout, a truncated or short response) until the retries ran out; the
+    message names the store (its endpoint), the operation, the path, the fault and the
+    attempts. Raise the storage option ``max_retries`` or ``timeout`` to wait longer."""
+
+
 class StreamingError(DeltaError):
     """A streaming source cannot continue (offset of another table, schema change...)."""
 

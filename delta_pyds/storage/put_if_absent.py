@@ -40,6 +40,7 @@ from typing import Any
 
 from delta_pyds.errors import CommitFailedError
 from delta_pyds.storage.options import redact
+from delta_pyds.storage.retry import fault_of
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +183,7 @@ def put_if_absent_object(
     *,
     create: ConditionalCreate,
     read_back: Callable[[str], bytes],
+    store: str = "object store",
 ) -> None:
     """Creates the object ``path`` with ``data`` on an object store (``kind`` ``s3``,
     ``azure`` or ``gcs``) through ``create``; retries S3's 409 conflicts a few times.
@@ -189,7 +191,8 @@ def put_if_absent_object(
     ``read_back(path)`` reads the object as it is now (bypassing listing caches): after
     a lost race, an object holding exactly ``data`` is ours (the retry of a successful
     request fails with 412), anything else raises FileExistsError. ``options`` are the
-    storage options whose secrets are redacted from errors."""
+    storage options whose secrets are redacted from errors; ``store`` names the store in
+    them."""
     attempts = 0
     while True:
         attempts += 1
@@ -203,7 +206,8 @@ def put_if_absent_object(
             elif is_conditional_conflict(exc) and attempts < 8:
                 outcome = "retry"
             else:
-                failure = redact(f"{type(exc).__name__}: {exc}", options)
+                fault = fault_of(exc)
+                failure = (f"{fault}: " if fault else "") + redact(f"{type(exc).__name__}: {exc}", options)
         if outcome == "retry":
             time.sleep(min(0.05 * 2**attempts, 1.0))
             continue
@@ -215,18 +219,26 @@ def put_if_absent_object(
             # an OSError, not a DeltaError: the outcome is unknown (the object may have
             # been written), so callers check before retrying. Raised here, outside the
             # except block, so that it keeps no link to the unredacted original.
-            raise OSError(errno.EIO, f"writing {path} failed: {failure}")
+            raise OSError(
+                errno.EIO, f"the {store} could not create {path} (the outcome is unknown: it may exist): {failure}"
+            )
         break
 
 
 def _already_ours(read_back: Callable[[str], bytes], path: str, data: bytes) -> bool:
     """After a lost race: is the existing object byte-identical to ours? Clients
     retry requests whose response was lost; the retry of a successful conditional
-    PUT fails with 412 although the commit is ours."""
+    PUT fails with 412 although the commit is ours. When the object cannot be read
+    back, the outcome is unknown: OSError (never a lost race: that would make the
+    writer retry on top of its own commit)."""
+    failure = None
     try:
         return read_back(path) == data
-    except Exception:
+    except FileNotFoundError:
         return False
+    except Exception as exc:
+        failure = f"{type(exc).__name__}: {exc}"
+    raise OSError(errno.EIO, f"{path} exists but could not be read back to compare with ours: {failure}")
 
 
 def check_conditional_put(

@@ -56,7 +56,14 @@ from urllib.parse import unquote, urlsplit
 
 import fsspec  # untyped (no stubs, no py.typed): Any, see [tool.mypy] in pyproject.toml
 
-from delta_pyds.errors import CommitFailedError, DeltaError, ExternalPathError, StorageError, UnsafeFileError
+from delta_pyds.errors import (
+    CommitFailedError,
+    DeltaError,
+    ExternalPathError,
+    StorageError,
+    StoreFaultError,
+    UnsafeFileError,
+)
 from delta_pyds.protocol.paths import is_absolute, scheme_of
 from delta_pyds.storage.options import (  # noqa: F401
     filesystem_kwargs,
@@ -73,6 +80,14 @@ from delta_pyds.storage.put_if_absent import (
     put_if_absent_local,
     put_if_absent_memory,
     put_if_absent_object,
+)
+from delta_pyds.storage.retry import (
+    ShortReadError,
+    body_fault,
+    client_options,
+    configure_client,
+    fault_of,
+    split_retry_options,
 )
 
 log = logging.getLogger(__name__)
@@ -164,6 +179,8 @@ class Storage:
         self.max_log_file_bytes = (
             DEFAULT_MAX_LOG_FILE_BYTES if bound is None else parse_positive_int(bound, "max_log_file_bytes")
         )
+        # max_retries, backoff_config.*, timeout, connect_timeout: retry.py's, and the client's
+        self.retry, self._client_settings, opts = split_retry_options(opts)
         self.options = opts
         self.allow_unsafe_commits = bool(unsafe)
         # False: refuse every data, deletion vector or sidecar path the log names outside
@@ -194,9 +211,11 @@ class Storage:
                 except Exception:  # pragma: no cover - backend-specific URL parsing
                     pass
             kwargs.update(filesystem_kwargs(cls, self.options))
+            kwargs = client_options(self.protocol, self._client_settings, kwargs)
             failure = None
             try:
                 self._fs = cls(**kwargs)
+                configure_client(self.protocol, self._client_settings, self._fs)
             except Exception as exc:
                 # the backend's message may quote a credential: raise it redacted, and
                 # outside this block so that it keeps no link to the original
@@ -204,6 +223,22 @@ class Storage:
             if failure is not None:
                 raise ValueError(f"cannot open the {self.protocol!r} filesystem for {self.root}: {failure}")
         return self._fs
+
+    @property
+    def store(self) -> str:
+        """The store, as errors and logs name it (backend and endpoint, no credential)."""
+        if self.protocol == "file":
+            return "local filesystem"
+        endpoint = ""
+        for k, v in self.options.items():
+            if squash_key(k) == "endpointurl" and v:
+                endpoint = str(v)
+            elif squash_key(k) == "connectionstring" and v and "BlobEndpoint=" in str(v):
+                endpoint = str(v).split("BlobEndpoint=", 1)[1].split(";", 1)[0]
+            elif squash_key(k) == "accountname" and v and not endpoint:
+                endpoint = f"https://{v}.blob.core.windows.net"
+        where = f" at {redact(endpoint, self.options)}" if endpoint else ""
+        return f"{self.protocol!r} store{where}"
 
     @property
     def root_url(self) -> str:
@@ -272,7 +307,15 @@ class Storage:
         self._check_size(path, size)
         if self.protocol == "file":
             return self._read_local(path)
-        return cast(bytes, self._call("read", path, self.fs.cat_file, path))
+        return self._call("read", path, self._read_whole, path, size)
+
+    def _read_whole(self, path: str, size: int | None) -> bytes:
+        """One GET of a whole object; a body of another length than the listing's size
+        (a response cut short behind a correct-looking Content-Length) is a fault."""
+        data = cast(bytes, self.fs.cat_file(path))
+        if size is not None and len(data) != size:
+            raise ShortReadError(errno.EIO, f"got {len(data)} of the {size} bytes the listing reported")
+        return data
 
     def read_many(self, paths: list[str], *, sizes: list[int] | None = None) -> list[bytes]:
         """Reads several whole (log) files (concurrently on async object stores); same
@@ -283,9 +326,13 @@ class Storage:
         for p, n in zip(paths, sizes or unknown):
             self._check_size(p, n)
         if len(paths) == 1 or self.protocol == "file":
-            return [self.read_bytes(p) for p in paths]
+            return [self.read_bytes(p, size=n) for p, n in zip(paths, sizes or unknown)]
         got = self._call("read", paths[0], self.fs.cat, list(paths), on_error="raise")
-        return [got[p] if p in got else got[self.fs._strip_protocol(p)] for p in paths]
+        out = [got[p] if p in got else got[self.fs._strip_protocol(p)] for p in paths]
+        for i, n in enumerate(sizes or unknown):
+            if n is not None and len(out[i]) != n:  # cut short: read it again on its own
+                out[i] = self.read_bytes(paths[i], size=n)
+        return out
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         self._check_regular(path)
@@ -352,18 +399,35 @@ class Storage:
         """``fn(*args, **kwargs)``; a backend failure other than a missing or existing file
         becomes a redacted :class:`StorageError` (local OSErrors are kept: they carry no
         credentials and callers rely on their types)."""
-        failure = None
+        failure = fault = None
         try:
-            return fn(*args, **kwargs)
+            if self.protocol == "file":
+                return fn(*args, **kwargs)
+            # bodies cut short are retried here; the clients retried the rest already
+            return self.retry.run(
+                lambda: fn(*args, **kwargs),
+                what=what,
+                path=path,
+                store=self.store,
+                retry_on=body_fault,
+                describe=lambda exc: _describe(exc, self.options),
+            )
         except (FileNotFoundError, FileExistsError, DeltaError):
             raise
         except OSError:
             if self.protocol == "file":
                 raise
             failure = _describe(sys.exc_info()[1], self.options)
+            fault = fault_of(cast(BaseException, sys.exc_info()[1]))
         except Exception:
             failure = _describe(sys.exc_info()[1], self.options)
+            fault = fault_of(cast(BaseException, sys.exc_info()[1]))
         # raised outside the except block: no link to the unredacted original
+        if fault is not None:
+            raise StoreFaultError(
+                f"the {self.store} could not {what} {path}: {fault}, after the client's retries "
+                f"(storage options max_retries, timeout); last error: {failure}"
+            )
         raise StorageError(f"cannot {what} {path} on the {self.protocol!r} filesystem: {failure}")
 
     # -- writes ---------------------------------------------------------------------
@@ -414,7 +478,13 @@ class Storage:
             if kind == "s3":
                 self._check_conditional_put()
             put_if_absent_object(
-                kind, path, data, self.options, create=self._conditional_create, read_back=self._read_back
+                kind,
+                path,
+                data,
+                self.options,
+                create=self._conditional_create,
+                read_back=self._read_back,
+                store=self.store,
             )
             self._invalidate(posixpath.dirname(path))
         elif self.allow_unsafe_commits:
@@ -446,8 +516,16 @@ class Storage:
 
     def _read_back(self, path: str) -> bytes:
         """The object at ``path`` as it is now (not from a listing cache)."""
-        self._invalidate(path)
-        return cast(bytes, self.fs.cat_file(path))
+        return self.read_back(path)
+
+    def read_back(self, path: str) -> bytes:
+        """A whole (log) file as it is now, its length checked against the size the store
+        reports for it (a HEAD): for comparing a log entry with what we wrote, where a
+        body cut short must not pass for another writer's entry."""
+        if self.protocol == "file":
+            return self.read_bytes(path)
+        self._invalidate(posixpath.dirname(path))  # adlfs answers info() from a cached listing
+        return self.read_bytes(path, size=self.info(path).size)
 
     def _invalidate(self, path: str) -> None:
         """Drops ``path`` from the filesystem's listing cache (some backends key it

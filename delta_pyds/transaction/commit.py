@@ -290,7 +290,7 @@ class Transaction:
         except Exception as exc:
             # ambiguous failure: did our entry land?
             try:
-                if self.storage.read_bytes(path) == data:
+                if self.storage.read_back(path) == data:  # length checked: never a body cut short
                     return
             except FileNotFoundError:
                 raise CommitFailedError(f"could not write {path}: {exc}") from exc
@@ -568,10 +568,45 @@ def remove_actions(files, *, data_change: bool = True, timestamp: int | None = N
     return out
 
 
+# how many of the newest commits delete_files reads to prove files are not committed
+RECENT_COMMITS_CHECKED = 10
+
+
+def _in_recent_commits(storage: Storage, adds: list[dict]) -> set[str] | None:
+    """The raw paths of ``adds`` that one of the newest commits names (a commit whose
+    outcome was unknown may have landed), or None when the log cannot be read."""
+    try:
+        names = [e for e in storage.list_dir(storage.join(LOG_DIR)) if e.name.endswith(".json")]
+        recent = names[-RECENT_COMMITS_CHECKED:]
+        datas = storage.read_many([e.path for e in recent], sizes=[e.size for e in recent])
+    except Exception:
+        return None
+    raw = {str(a.get("path") or "") for a in adds}
+    return {p for p in raw if p and any(json.dumps(p)[1:-1].encode() in d for d in datas)}
+
+
 def delete_files(storage: Storage, adds: Iterable[dict]) -> None:
     """Deletes the data files of add actions that were never committed: only files
-    below the table root (an absolute path or a '..' segment is never followed)."""
+    below the table root (an absolute path or a '..' segment is never followed), and
+    only when the newest commits can be read and name none of them (a commit PUT whose
+    outcome was unknown may have landed: its files are kept; files of a write that
+    did not commit and could not be checked are left to VACUUM)."""
+    adds = list(adds)
+    if not adds:
+        return
+    committed = _in_recent_commits(storage, adds)
+    if committed is None:
+        log.warning(
+            "pydelta: keeping %d uncommitted data file(s) of %s: the log cannot be read to check that "
+            "no commit names them (VACUUM removes them if none does)",
+            len(adds),
+            storage.root,
+        )
+        return
     for a in adds:
+        if str(a.get("path") or "") in committed:
+            log.warning("pydelta: keeping %s: a commit names it (a commit of unknown outcome landed)", a.get("path"))
+            continue
         path = canonical(a.get("path") or "", storage.root)
         if is_absolute(path) or unsafe_reason(path) is not None:
             log.warning("pydelta: not deleting %r: it is not a file below the table root", a.get("path"))
