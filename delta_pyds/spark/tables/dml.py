@@ -315,11 +315,27 @@ class TableRewriter:
         """Writes the rows of ``df`` (table columns) as new files on executors; returns
         their add actions (with ``spec.directory``: files under that directory, e.g.
         change data files). Spark's Parquet writer writes them when the last scan ran on
-        Spark's reader, else Python workers with pyarrow."""
+        Spark's reader, else Python workers with pyarrow; also Python workers when Spark's
+        writer turns out not to reach the store (a scan of no files never asked Spark),
+        unless the session's engine is ``native``."""
         if self.engine == "native":
+            from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
             from delta_pyds.spark.native.write import write_files
+            from delta_pyds.spark.tables.native_rows import NativeReadUnavailable, dml_engine
 
-            return write_files(df, spec, data_change=data_change).adds
+            location, why = spark_target(self.spark, self.storage)
+            if location is not None or self.storage.protocol == "file":
+                try:
+                    return write_files(df, spec, data_change=data_change).adds
+                except Exception as exc:  # write_files deleted what it wrote
+                    why = unreachable_reason(exc, location) if location is not None else None
+                    if why is None or location is None:
+                        raise
+                    remember_unreachable(self.spark, location, why)
+            if dml_engine(self.spark) == "native":
+                raise NativeReadUnavailable(f"pydelta: Spark's writer cannot reach {self.path}: {why}")
+            log.warning("pydelta DML on %s: rows written by Python workers: %s", self.path, why)
+            self.engine, self.fallback_reason = "python", why
         return self._python_rewrite(df, spec, data_change)
 
     def _python_rewrite(self, df, spec, data_change: bool) -> list[dict]:

@@ -20,10 +20,11 @@ row id and row commit version) planned by the core's one native planning entry
   deletion vectors) reads only those.
 
 When Spark's reader cannot serve the table (the native read's rules: a storage scheme with
-no Hadoop filesystem, files outside the root or in paths Spark's listing skips, type
-changes Spark cannot widen) :func:`native_rows` returns None and the reason, and the caller
-uses the Python-worker path. The session conf :data:`DML_ENGINE_CONF` chooses: ``auto``
-(default), ``python`` (always the Python workers) or ``native`` (raise
+no Hadoop filesystem in this Spark, learnt from the first listing and remembered per session
+and scheme (:func:`~delta_pyds.spark.native.locations.spark_target`), files outside the root
+or in paths Spark's listing skips, type changes Spark cannot widen) :func:`native_rows`
+returns None and the reason, and the caller uses the Python-worker path. The session conf
+:data:`DML_ENGINE_CONF` chooses: ``auto`` (default), ``python`` (always the Python workers) or ``native`` (raise
 :class:`~delta_pyds.spark.native.read.NativeReadUnavailable` instead of falling back).
 """
 
@@ -50,7 +51,7 @@ __all__ = [
 
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
 from delta_pyds.read.native_plan import FILE_PATH, LOG_PATH, plan_native_scan
-from delta_pyds.spark.native.locations import spark_location
+from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.read import (
     FIELD_ID_CONF,
     NativeReadUnavailable,
@@ -108,7 +109,7 @@ def native_rows(
 ) -> tuple[DataFrame | None, str | None]:
     """(the rows of ``files`` as described in the module docstring, None), or (None, why
     Spark's reader cannot serve them)."""
-    location, reason = spark_location(snap.storage)
+    location, reason = spark_target(spark, snap.storage)
     if location is None:
         return None, reason
     plan = plan_native_scan(snap, root_uri=location.root_uri, files=files)
@@ -132,8 +133,15 @@ def native_rows(
     reader = spark.read.schema(read_schema).options(**location.hadoop_conf).option("recursiveFileLookup", "true")
     if glob is not None:
         reader = reader.option("pathGlobFilter", glob)
-    base = reader.parquet(location.load_path)
-    listed = listed_files(base)
+    try:  # the first listing tells whether this Spark can reach the store at all
+        base = reader.parquet(location.load_path)
+        listed = listed_files(base)
+    except Exception as exc:
+        why = unreachable_reason(exc, location)
+        if why is None:
+            raise
+        remember_unreachable(spark, location, why)
+        return None, why
     check_listed(plan, listed)
     if glob is None or len(pc.unique(listed)) != plan.files.num_rows:
         base = base.where(file_filter(uris.to_pylist()))
