@@ -65,6 +65,11 @@ def test_write_delta_and_read_delta_fall_back(spark, s3_server, caplog):
     with caplog.at_level(logging.WARNING, logger="delta_pyds.spark.native.write"):
         write_delta(_rows(spark, 0, 10), url, partitionBy="p", **opts)
     assert any("through the pydelta data source" in r.getMessage() for r in caplog.records)
+    # remembered for this session and scheme: later operations do not ask Spark again
+    from delta_pyds.spark.native.locations import spark_target
+
+    location, reason = spark_target(spark, Storage(url, s3_server.options))
+    assert location is None and "s3a://" in (reason or ""), reason
     write_delta(_rows(spark, 10, 5, "b"), url, **opts)
     _check(spark, s3_server, url, [(i, i % 2, "a" if i < 10 else "b") for i in range(15)])
     write_delta(_rows(spark, 100, 4, "o"), url, mode="overwrite", **opts)
@@ -131,3 +136,14 @@ def test_native_engine_raises_naming_the_store(spark, s3_server):
     finally:
         spark.conf.unset(DML_ENGINE_CONF)
     _check(spark, s3_server, url, [(i, i % 2, "a") for i in range(4)])
+
+
+def test_unreachable_reason_classifies_only_missing_filesystems():
+    from delta_pyds.spark.native.locations import SparkLocation, unreachable_reason
+
+    location = SparkLocation("s3a://bucket/t", "s3a://bucket/t")
+    assert unreachable_reason(RuntimeError("PATH_NOT_FOUND: s3a://bucket/t"), location) is None
+    outer = RuntimeError("An error occurred while calling o95.parquet.")
+    outer.__cause__ = RuntimeError("java.lang.ClassNotFoundException: Class org.apache.hadoop.fs.s3a.S3AFileSystem")
+    reason = unreachable_reason(outer, location)
+    assert reason is not None and "s3a://bucket/t" in reason and "S3AFileSystem" in reason
