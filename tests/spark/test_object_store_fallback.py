@@ -147,3 +147,20 @@ def test_unreachable_reason_classifies_only_missing_filesystems():
     outer.__cause__ = RuntimeError("java.lang.ClassNotFoundException: Class org.apache.hadoop.fs.s3a.S3AFileSystem")
     reason = unreachable_reason(outer, location)
     assert reason is not None and "s3a://bucket/t" in reason and "S3AFileSystem" in reason
+
+
+def test_merge_into_empty_table_falls_back_at_the_write(spark, s3_server, caplog):
+    """A scan of no files never lists the store, so the first thing Spark is asked to do is
+    the native write: its failure falls back to Python workers too (a new session: nothing
+    remembered yet)."""
+    url = s3_server.url(f"fallback-empty/{uuid.uuid4().hex}")
+    opts = s3_server.spark_options()
+    _rows(spark, 0, 0).write.format("pydelta").mode("append").options(**opts).save(url)
+    session = spark.newSession()
+    session.conf.set("spark.sql.session.timeZone", "UTC")
+    dt = DeltaTable.forPath(session, url, hadoopConf=s3_server.options)
+    source = session.range(0, 3).selectExpr("id", "cast(id % 2 as int) p", "'m' s")
+    with caplog.at_level(logging.WARNING, logger="delta_pyds.spark.tables.dml"):
+        dt.alias("t").merge(source.alias("x"), "t.id = x.id").whenNotMatchedInsertAll().execute()
+    assert any("rows written by Python workers" in r.getMessage() for r in caplog.records)
+    _check(spark, s3_server, url, [(i, i % 2, "m") for i in range(3)])

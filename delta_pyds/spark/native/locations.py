@@ -131,8 +131,8 @@ def unreachable_reason(exc: BaseException, location: SparkLocation) -> str | Non
             break
         text = str(current)
         if any(mark in text for mark in _MISSING_FILESYSTEM):
-            first = text.strip().splitlines()[0][:200] if text.strip() else type(current).__name__
-            return f"Spark cannot reach {location.load_path} ({_scheme(location)}://): {first}"
+            said = next(line for line in text.splitlines() if any(mark in line for mark in _MISSING_FILESYSTEM))
+            return f"Spark cannot reach {location.load_path} ({_scheme(location)}://): {said.strip()[:200]}"
         current = current.__cause__ or current.__context__
     return None
 
