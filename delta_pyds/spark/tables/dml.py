@@ -319,19 +319,11 @@ class TableRewriter:
         writer turns out not to reach the store (a scan of no files never asked Spark),
         unless the session's engine is ``native``."""
         if self.engine == "native":
-            from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
-            from delta_pyds.spark.native.write import write_files
-            from delta_pyds.spark.tables.native_rows import NativeReadUnavailable, dml_engine
+            from delta_pyds.spark.tables.native_rows import NativeReadUnavailable, dml_engine, native_rewrite
 
-            location, why = spark_target(self.spark, self.storage)
-            if location is not None or self.storage.protocol == "file":
-                try:
-                    return write_files(df, spec, data_change=data_change).adds
-                except Exception as exc:  # write_files deleted what it wrote
-                    why = unreachable_reason(exc, location) if location is not None else None
-                    if why is None or location is None:
-                        raise
-                    remember_unreachable(self.spark, location, why)
+            adds, why = native_rewrite(self.spark, self.storage, df, spec, data_change=data_change)
+            if adds is not None:
+                return adds
             if dml_engine(self.spark) == "native":
                 raise NativeReadUnavailable(f"pydelta: Spark's writer cannot reach {self.path}: {why}")
             log.warning("pydelta DML on %s: rows written by Python workers: %s", self.path, why)

@@ -23,7 +23,9 @@ When Spark's reader cannot serve the table (the native read's rules: a storage s
 no Hadoop filesystem in this Spark, learnt from the first listing and remembered per session
 and scheme (:func:`~delta_pyds.spark.native.locations.spark_target`), files outside the root
 or in paths Spark's listing skips, type changes Spark cannot widen) :func:`native_rows`
-returns None and the reason, and the caller uses the Python-worker path. The session conf
+returns None and the reason, and the caller uses the Python-worker path; so does
+:func:`native_rewrite` when Spark's writer is the first to find the store unreachable
+(a scan of no files never lists it). The session conf
 :data:`DML_ENGINE_CONF` chooses: ``auto`` (default), ``python`` (always the Python workers) or ``native`` (raise
 :class:`~delta_pyds.spark.native.read.NativeReadUnavailable` instead of falling back).
 """
@@ -46,6 +48,7 @@ __all__ = [
     "SCAN_ROW_VERSION",
     "NativeReadUnavailable",
     "dml_engine",
+    "native_rewrite",
     "native_rows",
 ]
 
@@ -62,8 +65,11 @@ from delta_pyds.spark.native.read import (
     name_glob,
     partition_text,
 )
+from delta_pyds.spark.native.write import write_files
 from delta_pyds.spark.schema_convert import to_spark_schema
+from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.parquet_writer import WriteSpec
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +177,26 @@ def native_rows(
             ),
         ]
     return joined.select(*selected), None
+
+
+def native_rewrite(
+    spark, storage: Storage, df: DataFrame, spec: WriteSpec, *, data_change: bool
+) -> tuple[list[dict] | None, str | None]:
+    """(the add actions of ``df`` written by Spark's Parquet writer
+    (:func:`~delta_pyds.spark.native.write.write_files`), None), or (None, why) when Spark's
+    writer cannot reach the store (remembered for the session, as a failed listing is);
+    nothing written is left behind. Other failures raise."""
+    location, why = spark_target(spark, storage)
+    if location is None and storage.protocol != "file":
+        return None, why
+    try:
+        return write_files(df, spec, data_change=data_change).adds, None
+    except Exception as exc:  # write_files deleted what it wrote
+        why = unreachable_reason(exc, location) if location is not None else None
+        if why is None or location is None:
+            raise
+        remember_unreachable(spark, location, why)
+        return None, why
 
 
 def _with_file_columns(spark, df: DataFrame, uris: pa.ChunkedArray, columns: dict[str, pa.ChunkedArray]) -> DataFrame:
