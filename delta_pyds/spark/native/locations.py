@@ -7,15 +7,26 @@ and ``s3n://``; ``gs://`` for ``gs://``/``gcs://``; ``abfss://container@account.
 (``fs.s3a.*`` per bucket, ``fs.azure.account.key.*``, ``fs.gs.*``). It returns None, with the
 reason, for what Spark's reader cannot be given: other schemes (``memory://``, ``http://``,
 ...), roots with glob characters (Spark expands ``*?[]{}`` in load paths), and storage
-options with no Hadoop equivalent. It never checks that the Hadoop connector is installed:
-the caller tries the read and falls back when Spark reports a missing filesystem.
+options with no Hadoop equivalent.
+
+Whether this Spark has the Hadoop connector for the store is learnt from the first real
+read, listing or write (no JVM gateway needed, so Spark Connect too):
+:func:`unreachable_reason` classifies Spark's failure ("No FileSystem for scheme",
+``ClassNotFoundException`` of the connector, ``UnsupportedFileSystemException``) and
+:func:`remember_unreachable` records it per Spark session and Hadoop scheme, so
+:func:`spark_target` (what the native read, DML and write all ask) answers None for that
+scheme from then on without trying Spark again. A store Spark can reach is never cached
+(nothing to retry).
 """
 
 from __future__ import annotations
 
 import re
+import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from delta_pyds.read.native_plan import spark_root_uri
@@ -73,6 +84,64 @@ def spark_location(storage: Storage) -> tuple[SparkLocation | None, str | None]:
     if unknown:
         return None, f"storage option(s) {', '.join(sorted(unknown))} have no Hadoop setting"
     return SparkLocation(url, spark_root_uri(url), conf), None
+
+
+# Spark's words for "this Spark has no Hadoop filesystem for the scheme"
+_MISSING_FILESYSTEM = ("No FileSystem for scheme", "ClassNotFoundException", "UnsupportedFileSystem")
+# Spark session -> {Hadoop scheme: why Spark cannot reach it}; sessions are weakly held
+_UNREACHABLE: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+_UNREACHABLE_BY_ID: dict[int, dict[str, str]] = {}  # sessions that cannot be weakly referenced
+_LOCK = threading.Lock()
+
+
+def _scheme(location: SparkLocation) -> str:
+    return urlsplit(location.load_path).scheme.lower() or "file"
+
+
+def _known(spark) -> dict[str, str]:
+    try:
+        return _UNREACHABLE.setdefault(spark, {})
+    except TypeError:
+        return _UNREACHABLE_BY_ID.setdefault(id(spark), {})
+
+
+def spark_target(spark, storage: Storage) -> tuple[SparkLocation | None, str | None]:
+    """:func:`spark_location`, and None with the recorded reason when this Spark session
+    already failed to reach the location's Hadoop scheme (:func:`remember_unreachable`):
+    the one answer read, DML and write share to "can Spark's own reader and writer reach
+    this store?"."""
+    location, reason = spark_location(storage)
+    if location is None:
+        return None, reason
+    with _LOCK:
+        known = _known(spark).get(_scheme(location))
+    if known is not None:
+        return None, known
+    return location, None
+
+
+def unreachable_reason(exc: BaseException, location: SparkLocation) -> str | None:
+    """Why Spark cannot reach ``location``, when ``exc`` (raised by a Spark read, listing or
+    write of it) says this Spark has no Hadoop filesystem for its scheme; else None (any
+    other failure is the caller's to raise)."""
+    text = ""
+    current: BaseException | None = exc
+    for _ in range(10):  # Spark's message, or a cause's
+        if current is None:
+            break
+        text = str(current)
+        if any(mark in text for mark in _MISSING_FILESYSTEM):
+            said = next(line for line in text.splitlines() if any(mark in line for mark in _MISSING_FILESYSTEM))
+            return f"Spark cannot reach {location.load_path} ({_scheme(location)}://): {said.strip()[:200]}"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def remember_unreachable(spark, location: SparkLocation, reason: str) -> None:
+    """Records that ``spark`` cannot reach ``location``'s Hadoop scheme (see
+    :func:`spark_target`)."""
+    with _LOCK:
+        _known(spark)[_scheme(location)] = reason
 
 
 def _s3_conf(bucket: str, options: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:

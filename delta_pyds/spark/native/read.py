@@ -70,7 +70,7 @@ from delta_pyds.read.dv_buckets import BUCKET_BITS, BUCKET_ROWS, deleted_row_buc
 from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, plan_native_scan
 from delta_pyds.read.options import ReadOptions, get_option, read_change_feed
 from delta_pyds.read.scan_plan import load_snapshot, table_storage
-from delta_pyds.spark.native.locations import SparkLocation, spark_location
+from delta_pyds.spark.native.locations import SparkLocation, remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.schema_convert import to_spark_schema
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
@@ -128,7 +128,7 @@ def read_delta(
     opts = ReadOptions.parse(opts_map)
     storage = table_storage(opts)
     snapshot = _load(spark, storage, opts)
-    location, reason = spark_location(storage)
+    location, reason = spark_target(spark, storage)
     if location is None:
         return _fallback(spark, opts_map, where, native, reason or "", snapshot.version)
     predicates = skipping_predicates(skip_where, snapshot.schema) if isinstance(skip_where, str) else ()
@@ -140,11 +140,11 @@ def read_delta(
     try:
         df = native_dataframe(spark, plan, location, snapshot.storage)
     except Exception as exc:  # Spark reports a missing Hadoop filesystem only when asked
-        text = str(exc)
-        if "No FileSystem for scheme" in text or "ClassNotFoundException" in text or "UnsupportedFileSystem" in text:
-            first = text.strip().splitlines()[0][:200] if text.strip() else type(exc).__name__
-            return _fallback(spark, opts_map, where, native, f"Spark cannot read {location.load_path}: {first}")
-        raise
+        why = unreachable_reason(exc, location)
+        if why is None:
+            raise
+        remember_unreachable(spark, location, why)
+        return _fallback(spark, opts_map, where, native, why)
     return _apply_where(df, where)
 
 

@@ -54,6 +54,8 @@ from delta_pyds.protocol import features
 from delta_pyds.protocol.identity import IdentityColumn
 from delta_pyds.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructField, StructType
 from delta_pyds.protocol.schema_evolution import from_spark_json
+from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
+from delta_pyds.spark.native.read import NativeReadUnavailable
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.commit import CommitResult
 from delta_pyds.write.constraints import WriteChecks, describe_rule
@@ -107,13 +109,40 @@ def write_delta(
     ...). Without a ``partitionOverwriteMode`` option, the session's
     ``spark.sql.sources.partitionOverwriteMode`` applies. Returns the commit, or None
     when nothing was written (``ignore`` on an existing table, a txn already committed)."""
-    opts = _parse_options(df, path, mode, partitionBy, options)
+    raw, overwrite = _option_map(df, path, mode, partitionBy, options)
+    session_mode = df.sparkSession.conf.get(SESSION_PARTITION_OVERWRITE_MODE, "static") or "static"
+    opts = WriteOptions.parse(raw, overwrite=overwrite, session_partition_overwrite_mode=session_mode)
     plan = plan_write(opts, from_spark_json(df.schema.jsonValue()), spark_sql_rules=True)
     if plan.skip:
         log.info("pydelta: nothing written to %s: %s", plan.storage.root, plan.skip)
         return None
-    files = write_files(df, cast(WriteSpec, plan.spec), variant_shredding=_shredding_allowed(plan))  # not skipped
+    location = None
+    if plan.storage.protocol != "file":
+        location, reason = spark_target(df.sparkSession, plan.storage)
+        if location is None:
+            _datasource_write(df, raw, overwrite, session_mode, reason or "")
+            return None
+    try:
+        files = write_files(df, cast(WriteSpec, plan.spec), variant_shredding=_shredding_allowed(plan))  # not skipped
+    except Exception as exc:  # write_files deleted what it wrote
+        why = unreachable_reason(exc, location) if location is not None else None
+        if why is None or location is None:
+            raise
+        remember_unreachable(df.sparkSession, location, why)
+        _datasource_write(df, raw, overwrite, session_mode, why)
+        return None
     return commit_files(plan, files)
+
+
+def _datasource_write(df: DataFrame, raw: dict[str, str], overwrite: bool, session_mode: str, reason: str) -> None:
+    """The write through the ``pydelta`` data source (Python workers write the files, the
+    driver commits), with the same options, for a store Spark's own writer cannot reach."""
+    log.warning("pydelta: write_delta to %s through the pydelta data source (Python workers): %s", raw["path"], reason)
+    options = dict(raw)
+    path = options.pop("path")
+    if not any(k.lower() == "partitionoverwritemode" for k in options) and session_mode.lower() != "static":
+        options["partitionOverwriteMode"] = session_mode
+    df.write.format("pydelta").mode("overwrite" if overwrite else "append").options(**options).save(path)
 
 
 def write_files(
@@ -178,7 +207,11 @@ def commit_files(plan: WritePlan, files: StagedResult) -> CommitResult:
     return commit
 
 
-def _parse_options(df: DataFrame, path: str, mode: str, partition_by, options: Mapping[str, Any]) -> WriteOptions:
+def _option_map(
+    df: DataFrame, path: str, mode: str, partition_by, options: Mapping[str, Any]
+) -> tuple[dict[str, str], bool]:
+    """The write's options as the data source takes them (text values, ``saveMode``,
+    ``partitionBy`` as JSON, ``path``), and whether the write overwrites."""
     if not isinstance(mode, str) or mode.strip().lower() not in _MODES:
         raise ValueError(f"mode: expected append, overwrite, error, errorifexists or ignore, got {mode!r}")
     overwrite, save_mode = _MODES[mode.strip().lower()]
@@ -197,8 +230,7 @@ def _parse_options(df: DataFrame, path: str, mode: str, partition_by, options: M
             raise TypeError(f"partitionBy: expected a column name or a list of names, got {partition_by!r}")
         raw["partitionBy"] = json.dumps(names)
     raw["path"] = path
-    session_mode = df.sparkSession.conf.get(SESSION_PARTITION_OVERWRITE_MODE, "static")
-    return WriteOptions.parse(raw, overwrite=overwrite, session_partition_overwrite_mode=session_mode)
+    return raw, overwrite
 
 
 def _option_text(value: Any) -> str:
@@ -431,10 +463,19 @@ def _utc_text(micros: Column) -> Column:
 
 
 # ----------------------------------------------------------------- writing
-def spark_location(storage: Storage, relative: str) -> str:
-    """Where Spark writes ``relative`` (under the table root): a ``file:`` URI locally."""
-    full = storage.join(relative)
-    return "file://" + full if storage.protocol == "file" else full
+def spark_write_path(spark, storage: Storage, relative: str) -> tuple[str, Mapping[str, str]]:
+    """Where Spark writes ``relative`` (under the table root) and the Hadoop settings it
+    needs: a ``file:`` URI locally; elsewhere the location the native read uses
+    (:func:`~delta_pyds.spark.native.locations.spark_target`: ``s3a://`` for ``s3://``, ...,
+    with the storage options as Hadoop settings). Raises
+    :class:`~delta_pyds.spark.native.read.NativeReadUnavailable` for a store Spark cannot
+    be pointed at (or already failed to reach)."""
+    if storage.protocol == "file":
+        return "file://" + storage.join(relative), {}
+    location, reason = spark_target(spark, storage)
+    if location is None:
+        raise NativeReadUnavailable(f"pydelta: Spark's writer cannot reach {storage.root}: {reason}")
+    return location.load_path.rstrip("/") + "/" + relative, location.hadoop_conf
 
 
 def _shredding_allowed(plan: WritePlan) -> bool:
@@ -453,6 +494,7 @@ def write_staged(staged: DataFrame, spec: WriteSpec, staging: str, *, variant_sh
     directory name under the table root), partitioned by the physical partition names.
     Variants are written unshredded unless ``variant_shredding`` (the table allows it)."""
     session = staged.sparkSession
+    target, hadoop_conf = spark_write_path(session, spec.storage, staging)
     confs: dict[str, str] = {}
     if _has_variant(spec.table_schema) and not variant_shredding:
         confs["spark.sql.variant.writeShredding.enabled"] = "false"
@@ -465,6 +507,7 @@ def write_staged(staged: DataFrame, spec: WriteSpec, staging: str, *, variant_sh
         .option("spark.sql.parquet.int96RebaseModeInWrite", "CORRECTED")
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .option("parquet.enable.summary-metadata", "false")
+        .options(**hadoop_conf)
     )
     if spec.max_records_per_file:
         writer = writer.option("maxRecordsPerFile", str(spec.max_records_per_file))
@@ -478,7 +521,7 @@ def write_staged(staged: DataFrame, spec: WriteSpec, staging: str, *, variant_sh
     for k, v in confs.items():
         session.conf.set(k, v)
     try:
-        writer.parquet(spark_location(spec.storage, staging))
+        writer.parquet(target)
     finally:
         for k, old in previous.items():
             if old is None:

@@ -301,11 +301,19 @@ class TableRewriter:
         """Writes the rows of ``df`` (table columns) as new files on executors; returns
         their add actions (with ``spec.directory``: files under that directory, e.g.
         change data files). Spark's Parquet writer writes them when the last scan ran on
-        Spark's reader, else Python workers with pyarrow."""
+        Spark's reader, else Python workers with pyarrow; also Python workers when Spark's
+        writer turns out not to reach the store (a scan of no files never asked Spark),
+        unless the session's engine is ``native``."""
         if self.engine == "native":
-            from delta_pyds.spark.native.write import write_files
+            from delta_pyds.spark.tables.native_rows import NativeReadUnavailable, dml_engine, native_rewrite
 
-            return write_files(df, spec, data_change=data_change).adds
+            adds, why = native_rewrite(self.spark, self.storage, df, spec, data_change=data_change)
+            if adds is not None:
+                return adds
+            if dml_engine(self.spark) == "native":
+                raise NativeReadUnavailable(f"pydelta: Spark's writer cannot reach {self.path}: {why}")
+            log.warning("pydelta DML on %s: rows written by Python workers: %s", self.path, why)
+            self.engine, self.fallback_reason = "python", why
         return self._python_rewrite(df, spec, data_change)
 
     def _python_rewrite(self, df, spec, data_change: bool) -> list[dict]:

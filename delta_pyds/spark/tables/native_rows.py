@@ -20,10 +20,13 @@ row id and row commit version) planned by the core's one native planning entry
   deletion vectors) reads only those.
 
 When Spark's reader cannot serve the table (the native read's rules: a storage scheme with
-no Hadoop filesystem, files outside the root or in paths Spark's listing skips, type
-changes Spark cannot widen) :func:`native_rows` returns None and the reason, and the caller
-uses the Python-worker path. The session conf :data:`DML_ENGINE_CONF` chooses: ``auto``
-(default), ``python`` (always the Python workers) or ``native`` (raise
+no Hadoop filesystem in this Spark, learnt from the first listing and remembered per session
+and scheme (:func:`~delta_pyds.spark.native.locations.spark_target`), files outside the root
+or in paths Spark's listing skips, type changes Spark cannot widen) :func:`native_rows`
+returns None and the reason, and the caller uses the Python-worker path; so does
+:func:`native_rewrite` when Spark's writer is the first to find the store unreachable
+(a scan of no files never lists it). The session conf
+:data:`DML_ENGINE_CONF` chooses: ``auto`` (default), ``python`` (always the Python workers) or ``native`` (raise
 :class:`~delta_pyds.spark.native.read.NativeReadUnavailable` instead of falling back).
 """
 
@@ -45,12 +48,13 @@ __all__ = [
     "SCAN_ROW_VERSION",
     "NativeReadUnavailable",
     "dml_engine",
+    "native_rewrite",
     "native_rows",
 ]
 
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
 from delta_pyds.read.native_plan import FILE_PATH, LOG_PATH, plan_native_scan
-from delta_pyds.spark.native.locations import spark_location
+from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.read import (
     FIELD_ID_CONF,
     NativeReadUnavailable,
@@ -61,8 +65,11 @@ from delta_pyds.spark.native.read import (
     name_glob,
     partition_text,
 )
+from delta_pyds.spark.native.write import write_files
 from delta_pyds.spark.schema_convert import to_spark_schema
+from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.parquet_writer import WriteSpec
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +115,7 @@ def native_rows(
 ) -> tuple[DataFrame | None, str | None]:
     """(the rows of ``files`` as described in the module docstring, None), or (None, why
     Spark's reader cannot serve them)."""
-    location, reason = spark_location(snap.storage)
+    location, reason = spark_target(spark, snap.storage)
     if location is None:
         return None, reason
     plan = plan_native_scan(snap, root_uri=location.root_uri, files=files)
@@ -132,8 +139,15 @@ def native_rows(
     reader = spark.read.schema(read_schema).options(**location.hadoop_conf).option("recursiveFileLookup", "true")
     if glob is not None:
         reader = reader.option("pathGlobFilter", glob)
-    base = reader.parquet(location.load_path)
-    listed = listed_files(base)
+    try:  # the first listing tells whether this Spark can reach the store at all
+        base = reader.parquet(location.load_path)
+        listed = listed_files(base)
+    except Exception as exc:
+        why = unreachable_reason(exc, location)
+        if why is None:
+            raise
+        remember_unreachable(spark, location, why)
+        return None, why
     check_listed(plan, listed)
     if glob is None or len(pc.unique(listed)) != plan.files.num_rows:
         base = base.where(file_filter(uris.to_pylist()))
@@ -163,6 +177,26 @@ def native_rows(
             ),
         ]
     return joined.select(*selected), None
+
+
+def native_rewrite(
+    spark, storage: Storage, df: DataFrame, spec: WriteSpec, *, data_change: bool
+) -> tuple[list[dict] | None, str | None]:
+    """(the add actions of ``df`` written by Spark's Parquet writer
+    (:func:`~delta_pyds.spark.native.write.write_files`), None), or (None, why) when Spark's
+    writer cannot reach the store (remembered for the session, as a failed listing is);
+    nothing written is left behind. Other failures raise."""
+    location, why = spark_target(spark, storage)
+    if location is None and storage.protocol != "file":
+        return None, why
+    try:
+        return write_files(df, spec, data_change=data_change).adds, None
+    except Exception as exc:  # write_files deleted what it wrote
+        why = unreachable_reason(exc, location) if location is not None else None
+        if why is None or location is None:
+            raise
+        remember_unreachable(spark, location, why)
+        return None, why
 
 
 def _with_file_columns(spark, df: DataFrame, uris: pa.ChunkedArray, columns: dict[str, pa.ChunkedArray]) -> DataFrame:
