@@ -3,18 +3,19 @@ one script; its results come back as JSON and are asserted here): every Delta st
 docs/sql.md, each compared with the same operation through the Python API on a twin table.
 
 Covered: INSERT INTO, INSERT OVERWRITE [REPLACE WHERE]; queries with VERSION AS OF, TIMESTAMP AS
-OF, ``delta.`p@v1``` and a join; DELETE, UPDATE; MERGE (UPDATE SET * / INSERT *, WHEN NOT MATCHED
-BY SOURCE [AND] DELETE | UPDATE, WITH SCHEMA EVOLUTION adding a nested field); CREATE TABLE, CREATE
-TABLE IF NOT EXISTS (no commit), CTAS, REPLACE TABLE, CREATE TABLE <name> USING delta LOCATION (a
-session name used by a later DELETE and SELECT); DESCRIBE HISTORY [LIMIT n], DESCRIBE DETAIL;
-OPTIMIZE [WHERE] [ZORDER BY], RESTORE TABLE ... TO VERSION AS OF, VACUUM [RETAIN n HOURS] [DRY
-RUN]; CONVERT TO DELTA parquet.`p` PARTITIONED BY, GENERATE symlink_format_manifest; ALTER TABLE
-SET | UNSET TBLPROPERTIES, SHOW TBLPROPERTIES, ADD | DROP CONSTRAINT (a violating constraint and a
-violating INSERT refused), ADD COLUMNS ... FIRST, RENAME COLUMN and DROP COLUMN (column mapping),
-ALTER COLUMN ... AFTER | COMMENT | SET NOT NULL | DROP NOT NULL | TYPE (type widening), CLUSTER
-BY, DROP FEATURE, SHOW COLUMNS; and the refusal of Delta statements on temporary views over
-pydelta. Schemas are compared in the Delta log (reads are nullable and comment-free, as every
-Spark file source reads)."""
+OF, ``delta.`p@v1``` and a join; DELETE, UPDATE; MERGE (USING a table or a subquery, UPDATE SET *
+/ INSERT *, [AND] DELETE, WHEN NOT MATCHED BY SOURCE [AND] DELETE | UPDATE, WITH SCHEMA EVOLUTION
+adding a nested field); CREATE TABLE, CREATE TABLE IF NOT EXISTS (no commit), CTAS, REPLACE
+TABLE, CREATE TABLE <name> USING delta LOCATION (a session name used by later DELETE, MERGE and
+SELECT); DESCRIBE HISTORY [LIMIT n], DESCRIBE DETAIL; OPTIMIZE [WHERE] [ZORDER BY], RESTORE
+[TABLE] ... TO VERSION | TIMESTAMP AS OF, VACUUM [RETAIN n HOURS] [DRY RUN]; CONVERT TO DELTA
+parquet.`p` PARTITIONED BY, GENERATE symlink_format_manifest; ALTER TABLE SET | UNSET
+TBLPROPERTIES, SHOW TBLPROPERTIES, ADD | DROP CONSTRAINT (a violating constraint and a violating
+INSERT refused), ADD COLUMNS ... FIRST, RENAME COLUMN and DROP COLUMN (column mapping), ALTER
+COLUMN ... AFTER | COMMENT | SET NOT NULL | DROP NOT NULL | TYPE (type widening), CLUSTER BY, DROP
+FEATURE, SHOW COLUMNS; and the refusal of Delta statements on temporary views over pydelta.
+Schemas are compared in the Delta log (reads are nullable and comment-free, as every Spark file
+source reads)."""
 
 from __future__ import annotations
 
@@ -276,6 +277,22 @@ delta_pyds.sql(spark, f"CREATE TABLE orders USING delta LOCATION '{t}'")
 n = delta_pyds.sql(spark, "DELETE FROM orders WHERE id = 5").collect()[0].num_affected_rows
 DeltaTable.forPath(spark, u).delete("id = 5")
 out["session_name"] = [n, delta_pyds.sql(spark, "SELECT count(*) AS c FROM orders").collect()[0].c, rows(t) == rows(u)]
+m = delta_pyds.sql(
+    spark,
+    f"MERGE INTO orders t USING (SELECT id, 'sub' AS name FROM delta.`{src}` WHERE id < 5) s ON t.id = s.id "
+    "WHEN MATCHED AND t.part = 1 THEN DELETE",
+)
+api = (
+    DeltaTable.forPath(spark, u).alias("t")
+    .merge(delta_pyds.read_delta(spark, src).where("id < 5").selectExpr("id", "'sub' name").alias("s"), "t.id = s.id")
+    .whenMatchedDelete("t.part = 1").execute()
+)
+out["merge_subquery"] = [tuple(m.collect()[0]), m.collect() == api.collect(), rows(t) == rows(u)]
+r1 = delta_pyds.sql(spark, f"RESTORE delta.`{t}` TO TIMESTAMP AS OF '{stamp}'").collect()[0]
+ts0_u = {h["version"]: h["timestamp"] for h in history(u)}[0]  # the twin's own version 0, written later
+stamp_u = dt.datetime.fromtimestamp(ts0_u / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+r2 = DeltaTable.forPath(spark, u).restoreToTimestamp(stamp_u).collect()[0]
+out["restore_ts"] = [r1.num_of_files_after_restore, r2.num_of_files_after_restore, rows(t), rows(t) == rows(u)]
 print(json.dumps(out))
 spark.stop()
 """
@@ -343,3 +360,6 @@ def test_sql_from_a_spark_connect_client(tmp_path):
     assert got["if_not_exists"] == [[7, 7], [7, 7], True]
     assert got["replace"] == [[["id", "integer", False, None, None], ["w", "double", True, "c", None]], True, [], True]
     assert got["session_name"] == [1, 7, True]
+    assert got["merge_subquery"] == [[1, 0, 1, 0], True, True]
+    assert got["restore_ts"][0] == got["restore_ts"][1]
+    assert got["restore_ts"][2:] == [[[i, f"n{i}", i % 2] for i in range(6)], True]
