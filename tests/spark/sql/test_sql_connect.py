@@ -15,7 +15,8 @@ INSERT refused), ADD COLUMNS ... FIRST, RENAME COLUMN and DROP COLUMN (column ma
 COLUMN ... AFTER | COMMENT | SET NOT NULL | DROP NOT NULL | TYPE (type widening), CLUSTER BY, DROP
 FEATURE, SHOW COLUMNS; and the refusal of Delta statements on temporary views over pydelta.
 Schemas are compared in the Delta log (reads are nullable and comment-free, as every Spark file
-source reads)."""
+source reads); at the end the two read paths (``format("pydelta")`` and ``read_delta``) agree on
+every table the statements changed."""
 
 from __future__ import annotations
 
@@ -293,6 +294,9 @@ ts0_u = {h["version"]: h["timestamp"] for h in history(u)}[0]  # the twin's own 
 stamp_u = dt.datetime.fromtimestamp(ts0_u / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 r2 = DeltaTable.forPath(spark, u).restoreToTimestamp(stamp_u).collect()[0]
 out["restore_ts"] = [r1.num_of_files_after_restore, r2.num_of_files_after_restore, rows(t), rows(t) == rows(u)]
+# the two read paths agree on every table the statements changed
+ds_rows = lambda p: sorted(tuple(r) for r in spark.read.format("pydelta").load(p).collect())
+out["paths_agree"] = [ds_rows(p) == rows(p) for p in (s, t, u, k, pq1, n1)]
 print(json.dumps(out))
 spark.stop()
 """
@@ -362,4 +366,5 @@ def test_sql_from_a_spark_connect_client(tmp_path):
     assert got["session_name"] == [1, 7, True]
     assert got["merge_subquery"] == [[1, 0, 1, 0], True, True]
     assert got["restore_ts"][0] == got["restore_ts"][1]
+    assert got["paths_agree"] == [True] * 6
     assert got["restore_ts"][2:] == [[[i, f"n{i}", i % 2] for i in range(6)], True]
