@@ -373,3 +373,26 @@ def upstream_of(server) -> str:
     opts = server.options
     url = opts.get("endpoint_url") or re.search(r"BlobEndpoint=(http://[^/;]+)", opts["connection_string"]).group(1)
     return url.split("://", 1)[1].rstrip("/")
+
+
+def proxy_fixtures(name: str):
+    """The fixtures a test module of faults on S3 uses: ``s3_proxy`` (one proxy named
+    ``name`` per module, in front of the session's S3 server) and ``proxy`` (that proxy
+    with no faults scripted and its counters zeroed around each test). Assign both at
+    module level: ``s3_proxy, proxy = proxy_fixtures("s3")``."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def s3_proxy(s3_server):
+        started = FaultProxy(upstream_of(s3_server), name=name).start()
+        yield started
+        started.stop()
+
+    @pytest.fixture
+    def proxy(s3_proxy):
+        s3_proxy.clear()
+        s3_proxy.reset_counts()
+        yield s3_proxy
+        s3_proxy.clear()
+
+    return s3_proxy, proxy

@@ -10,7 +10,7 @@ import logging
 import uuid
 
 import pytest
-from faults import Fault, FaultProxy, proxied, upstream_of
+from faults import Fault, FaultProxy, proxied, proxy_fixtures, upstream_of
 
 from delta_pyds.errors import StoreFaultError
 from delta_pyds.storage.store import Storage
@@ -19,19 +19,7 @@ BODY = b'{"commitInfo":{"n":1}}\n' * 40  # 920 bytes
 QUICK = {"backoff_config.init_backoff": "0.01", "backoff_config.max_backoff": "0.05"}
 
 
-@pytest.fixture(scope="module")
-def s3_proxy(s3_server):
-    proxy = FaultProxy(upstream_of(s3_server), name="s3").start()
-    yield proxy
-    proxy.stop()
-
-
-@pytest.fixture
-def proxy(s3_proxy):
-    s3_proxy.clear()
-    s3_proxy.reset_counts()
-    yield s3_proxy
-    s3_proxy.clear()
+s3_proxy, proxy = proxy_fixtures("s3")
 
 
 def storage_via(server, proxy, **extra) -> Storage:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from faults import Fault, FaultProxy, proxied, upstream_of
+from faults import Fault, proxied, proxy_fixtures
 
 import delta_pyds
 from delta_pyds.spark.tables.delta_table import DeltaTable
@@ -19,19 +19,7 @@ from delta_pyds.storage.store import Storage
 QUICK = {"backoff_config.init_backoff": "0.01", "backoff_config.max_backoff": "0.05"}
 
 
-@pytest.fixture(scope="module")
-def s3_proxy(s3_server):
-    proxy = FaultProxy(upstream_of(s3_server), name="s3-spark").start()
-    yield proxy
-    proxy.stop()
-
-
-@pytest.fixture
-def proxy(s3_proxy):
-    s3_proxy.clear()
-    s3_proxy.reset_counts()
-    yield s3_proxy
-    s3_proxy.clear()
+s3_proxy, proxy = proxy_fixtures("s3-spark")
 
 
 def spark_options(server, proxy) -> dict:
