@@ -115,6 +115,21 @@ How to read it:
 """
 
 
+# the sections after this line in docs/benchmarks.md are written by hand (measurements
+# with their own commands and explanations) and survive a regeneration of the table above
+HAND_WRITTEN = "<!-- written by hand below this line: bench/report.py keeps it -->"
+
+
+def _hand_written(page: str) -> str:
+    """The hand-written part of ``page`` (everything after :data:`HAND_WRITTEN`), or ''."""
+    if not os.path.exists(page):
+        return ""
+    with open(page) as f:
+        text = f.read()
+    at = text.find(HAND_WRITTEN)
+    return "" if at < 0 else text[at + len(HAND_WRITTEN) :].rstrip("\n")
+
+
 def _special(r) -> str | None:
     if r["mode"] == "concurrent":
         return (
@@ -157,10 +172,13 @@ def main():
     for run in runs:
         m = run["machine"]
         key = (run["command"], m["cpus"], m["memory_gb"], m["pyspark"], m["pyarrow"], m["deltalake"])
-        seen.setdefault(key, []).append(run["when"])
-    for (command, cpus, mem, pyspark, pyarrow, deltalake), whens in seen.items():
+        seen.setdefault(key, []).append((run["when"], m.get("load_average")))
+    for (command, cpus, mem, pyspark, pyarrow, deltalake), runs_of in seen.items():
+        whens = [when for when, _ in runs_of]
+        loads = [avg[0] for _, avg in runs_of if avg]
+        at_start = f", load average {min(loads)}-{max(loads)} at start" if loads else ""
         lines.append(
-            f"- `{command}` ({min(whens)} to {max(whens)}) on {cpus} cores / {mem} GB, "
+            f"- `{command}` ({min(whens)} to {max(whens)}) on {cpus} cores / {mem} GB{at_start}, "
             f"pyspark {pyspark}, pyarrow {pyarrow}, deltalake {deltalake}"
         )
     lines += [
@@ -185,8 +203,10 @@ def main():
         )
     if plot(rows, os.path.join(DOCS, "benchmarks.png")):
         lines += ["", "![ratios](benchmarks.png)"]
-    with open(os.path.join(DOCS, "benchmarks.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    page = os.path.join(DOCS, "benchmarks.md")
+    lines += ["", HAND_WRITTEN + _hand_written(page)]
+    with open(page, "w") as f:
+        f.write("\n".join(lines).rstrip("\n") + "\n")
     print("\n".join(lines))
 
 

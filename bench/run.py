@@ -46,6 +46,9 @@ def machine() -> dict:
         "pyspark": pyspark.__version__,
         "pyarrow": pyarrow.__version__,
         "deltalake": dl,
+        # 1/5/15-minute load averages when the run started: ratios measured on a shared
+        # machine (load well above its cores) compare only within one run
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
 
 
