@@ -224,11 +224,12 @@ class ScanPlan:
     def version(self) -> int:
         return self.snapshot.version
 
-    def is_partition(self, name: str) -> bool:
-        return name.lower() in {c.lower() for c in self.snapshot.partition_columns}
-
     def read_spec(
-        self, arrow_schema: pa.Schema | None = None, *, batch_rows: int = DEFAULT_BATCH_ROWS, skip_row_groups=False
+        self,
+        arrow_schema: pa.Schema | None = None,
+        *,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+        skip_row_groups: bool = False,
     ) -> ReadSpec:
         """The executor-side spec of this plan. ``skip_row_groups``: also skip the row
         groups the predicates rule out, for readers whose caller filters the rows anyway;

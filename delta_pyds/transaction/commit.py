@@ -136,10 +136,6 @@ class Transaction:
 
     # ------------------------------------------------------------------------ state
     @property
-    def table_exists(self) -> bool:
-        return self.snapshot is not None
-
-    @property
     def metadata(self) -> Metadata | None:
         return self._metadata or (self.snapshot.metadata if self.snapshot else None)
 
@@ -305,7 +301,7 @@ class Transaction:
             raise FileExistsError(path) from exc
 
     def _rebase(self, state: _AttemptState) -> Rebase | None:
-        listing = list_log(self.storage)
+        listing = list_log(self.storage, from_version=state.version)  # only the winners' commits
         sizes = {f.version: f.size for f in listing if f.kind == "commit" and f.version >= state.version}
         versions = sorted(sizes)
         if not versions or versions[0] != state.version:

@@ -134,7 +134,6 @@ class Rebase:
     in_commit_timestamp: int | None = None
     already_committed: bool = False  # an idempotent write some winner recorded
     table_created_by_winner: dict | None = None  # winner's metaData when both created the table
-    winner_protocol: dict | None = None
 
 
 def check(
@@ -160,7 +159,6 @@ def check(
         if creating and w.metadata is not None and w.version == min(x.version for x in winners):
             if accept_created is not None and accept_created(w.metadata, w.protocol or {}):
                 rebase.table_created_by_winner = w.metadata
-                rebase.winner_protocol = w.protocol
                 creating = False
                 continue
             raise ConcurrentModificationError(f"the table was created by {where} while this write was creating it")
