@@ -259,37 +259,31 @@ def test_object_store_tests_carry_the_objectstore_marker():
     assert collected("not objectstore") == {"tests/storage/test_storage.py"}
 
 
-# modules being changed in parallel (the DML issue #25, cdf/) that still keep their own copy
-# (issue #28: left for after those changes land)
-ENCODING_COPIES_LEFT = {
-    "void": {
-        "delta_pyds.cdf.reader",
-        "delta_pyds.read.file_reader",
-        "delta_pyds.read.native_plan",
-        "delta_pyds.write.native_files",
-        "delta_pyds.spark.tables.native_rows",
-    },
-    "null partition name": {"delta_pyds.read.native_plan"},
-    "escape set": {"delta_pyds.read.native_plan"},
-}
-
-
 def test_shared_encodings_are_spelled_once_in_protocol():
-    # the void-type test (protocol.schema.is_void_type), the null partition directory name and
-    # the Hive escape set (protocol.partition_values) are defined once; everything else calls them
+    # the void-type test (protocol.schema.is_void_type), a field as the data files hold it
+    # (protocol.schema.physical_field), the null partition directory name, the Hive escape set
+    # and its inverse (protocol.partition_values), and "attach a deletion vector, loosen the
+    # stats" (protocol.deletion_vectors.with_deletion_vector) are defined once; everything
+    # else calls them
     patterns = {
         "void": r"""==\s*["']void["']|["']void["']\s*\)""",
         "null partition name": r"""=\s*["']__HIVE_DEFAULT_PARTITION__["']""",
         "escape set": r"chr\(c\) for c in range\(",
+        "percent unescape": r"%\(\[0-9A-Fa-f\]\{2\}\)",
+        "physical field": r"def _?physical_(field|type)\(",
+        "attach a deletion vector": r"""\[["']deletionVector["']\]\s*=\s*\w+\.to_dict\(\)""",
     }
     owners = {
         "void": "delta_pyds.protocol.schema",
         "null partition name": "delta_pyds.protocol.partition_values",
         "escape set": "delta_pyds.protocol.partition_values",
+        "percent unescape": "delta_pyds.protocol.partition_values",
+        "physical field": "delta_pyds.protocol.schema",
+        "attach a deletion vector": "delta_pyds.protocol.deletion_vectors",
     }
     for what, pattern in patterns.items():
         spelled = {n for n, p in MODULES.items() if re.search(pattern, p.read_text(encoding="utf-8"))}
-        assert spelled - ENCODING_COPIES_LEFT[what] == {owners[what]}, what
+        assert spelled == {owners[what]}, what
 
 
 def test_drop_void_is_the_core_rule():

@@ -45,6 +45,7 @@ from delta_pyds.protocol.schema import (
     PrimitiveType,
     StructField,
     StructType,
+    is_void_type,
 )
 from delta_pyds.read.scan import FileTask
 from delta_pyds.storage.store import Storage
@@ -434,9 +435,9 @@ def readable_as(physical: pa.DataType, dtype: DataType) -> bool:
         return bits is not None and dtype.precision - dtype.scale >= _DECIMAL_DIGITS[bits]
     if not isinstance(dtype, PrimitiveType):
         return False
-    name = dtype.name
-    if name == "void":
+    if is_void_type(dtype):
         return True
+    name = dtype.name
     if name in _INTEGER_TARGET_BITS:
         target = _INTEGER_TARGET_BITS[name]
         if physical in _SIGNED_BITS:

@@ -30,38 +30,30 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
-import re
 import time
 import uuid
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow.parquet as pq
 
 from delta_pyds.protocol.identity import IdentityColumn
-from delta_pyds.protocol.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
+from delta_pyds.protocol.partition_values import HIVE_DEFAULT_PARTITION, escape_path_name, unescape_path_name
+from delta_pyds.protocol.schema import StructField, StructType, is_void_type, physical_field
 from delta_pyds.protocol.stats import StatsColumn, footer_bounds, stats_from_footer
 from delta_pyds.storage.store import Storage
-from delta_pyds.write.parquet_writer import HIVE_DEFAULT_PARTITION, encode_path, escape_path_name
+from delta_pyds.write.parquet_writer import encode_path
 
 log = logging.getLogger(__name__)
 
 STAGING_PREFIX = "_pydelta_staging-"
-SPARK_FIELD_ID = "parquet.field.id"  # field metadata Spark writes as the Parquet field id
 FOOTER_THREADS = 8
-_ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
 def staging_name() -> str:
     """A fresh staging directory name (relative to the table root)."""
     return f"{STAGING_PREFIX}{uuid.uuid4()}"
-
-
-def unescape_path_name(text: str) -> str:
-    """Spark's ``ExternalCatalogUtils.unescapePathName``: ``%XX`` -> the character."""
-    return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
 
 
 def partition_values_of(rel_dir: str, physical_names: Sequence[str]) -> dict[str, str | None]:
@@ -80,32 +72,17 @@ def partition_values_of(rel_dir: str, physical_names: Sequence[str]) -> dict[str
 
 
 # ------------------------------------------------------------------- schemas
-def _physical_type(dtype: DataType, mode: str) -> DataType:
-    if isinstance(dtype, StructType):
-        return StructType(tuple(physical_field(f, mode) for f in dtype.fields))
-    if isinstance(dtype, ArrayType):
-        return ArrayType(_physical_type(dtype.element_type, mode), True)
-    if isinstance(dtype, MapType):
-        return MapType(_physical_type(dtype.key_type, mode), _physical_type(dtype.value_type, mode), True)
-    return dtype
-
-
-def physical_field(f: StructField, mode: str) -> StructField:
-    """A field as a data file holds it: physical name, nullable, the field id as
-    ``parquet.field.id`` under column mapping, no other metadata."""
-    meta: dict[str, Any] = {}
-    if mode in ("name", "id") and f.field_id is not None:
-        meta[SPARK_FIELD_ID] = f.field_id
-    return StructField(f.physical_name(mode), _physical_type(f.type, mode), True, meta)
-
-
-def is_void(f: StructField) -> bool:
-    return isinstance(f.type, PrimitiveType) and f.type.name == "void"
-
-
 def physical_schema(fields: Iterable[StructField], mode: str) -> StructType:
-    """The data columns of the files (void columns are never written)."""
-    return StructType(tuple(physical_field(f, mode) for f in fields if not is_void(f)))
+    """The data columns of the files (void columns are never written): physical names,
+    nullable at every level, the field ids under column mapping (``name`` mode too), no
+    other metadata."""
+    return StructType(
+        tuple(
+            physical_field(f, mode, force_nullable=True, ids_in_name_mode=True)
+            for f in fields
+            if not is_void_type(f.type)
+        )
+    )
 
 
 # ------------------------------------------------------------------- staged files

@@ -29,8 +29,8 @@ from delta_pyds.errors import DeltaError
 from delta_pyds.expressions.evaluator import evaluate_predicate
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.protocol import features
+from delta_pyds.protocol.deletion_vectors import with_deletion_vector
 from delta_pyds.protocol.paths import relative_to
-from delta_pyds.protocol.stats import loosen_bounds
 from delta_pyds.protocol.table_properties import ENABLE_CDF, ENABLE_DV, ROW_TRACKING_SUSPENDED, is_true
 from delta_pyds.transaction.file_actions import add_actions
 
@@ -119,14 +119,7 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
                 if d.storage_type != "i"
             ][:1]
             for a, d in zip(add_actions(rows([p for p, _ in dv_rows]), data_change=True), descriptors):
-                a["deletionVector"] = d.to_dict()
-                if a.get("stats"):
-                    loose = loosen_bounds(a["stats"])
-                    if loose is None:
-                        a.pop("stats")
-                    else:
-                        a["stats"] = loose
-                out.adds.append(a)
+                out.adds.append(with_deletion_vector(a, d))
             out.deletion_vectors = len(dv_rows)
         if rewrites:
             names = tuple(spec.arrow_schema.names)

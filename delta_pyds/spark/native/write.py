@@ -52,7 +52,17 @@ from pyspark.sql import types as T
 from delta_pyds.errors import ConstraintViolationError, UnsupportedFeatureError
 from delta_pyds.protocol import features
 from delta_pyds.protocol.identity import IdentityColumn
-from delta_pyds.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructField, StructType
+from delta_pyds.protocol.partition_values import HIVE_DEFAULT_PARTITION
+from delta_pyds.protocol.schema import (
+    ArrayType,
+    DataType,
+    DecimalType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+    is_void_type,
+)
 from delta_pyds.protocol.schema_evolution import from_spark_json
 from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.read import NativeReadUnavailable
@@ -64,14 +74,13 @@ from delta_pyds.write.native_files import (
     collect_staged,
     delete_moved,
     discard,
-    is_void,
     physical_schema,
     remove_staging,
     staging_name,
 )
 from delta_pyds.write.option_names import WRITE_NAMES, WRITE_PREFIXES, check_keywords
 from delta_pyds.write.options import SESSION_PARTITION_OVERWRITE_MODE, WriteOptions
-from delta_pyds.write.parquet_writer import HIVE_DEFAULT_PARTITION, WriteSpec
+from delta_pyds.write.parquet_writer import WriteSpec
 from delta_pyds.write.plan import WritePlan, commit_write, plan_write
 
 log = logging.getLogger(__name__)
@@ -311,7 +320,7 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
     src = {f.name.lower(): f for f in df.schema.fields}
     columns = []
     for f in schema.fields:
-        if is_void(f):
+        if is_void_type(f.type):
             continue
         s = src.get(f.name.lower())
         if s is not None:
@@ -371,7 +380,7 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
             guard = guard.when(cond, F.raise_error(msg))
         frame = frame.where(guard.otherwise(F.lit(True)).cast("boolean"))
     pset = set() if spec.materialize_partition_columns else {c.lower() for c in spec.partition_columns}
-    data_fields = [f for f in schema.fields if f.name.lower() not in pset and not is_void(f)]
+    data_fields = [f for f in schema.fields if f.name.lower() not in pset and not is_void_type(f.type)]
     physical = physical_schema(data_fields, mode)
     out = []
     for f, pf in zip(data_fields, physical.fields):
