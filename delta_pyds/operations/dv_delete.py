@@ -33,8 +33,8 @@ from delta_pyds.protocol.deletion_vectors import (
     with_deletion_vector,
 )
 from delta_pyds.storage.store import Storage
-from delta_pyds.transaction.commit import Transaction, remove_actions
-from delta_pyds.transaction.file_actions import add_actions, stat_rows
+from delta_pyds.transaction.commit import Transaction
+from delta_pyds.transaction.file_actions import add_actions, remove_actions, stat_rows
 
 
 @dataclass

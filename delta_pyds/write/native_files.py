@@ -151,6 +151,7 @@ def collect_staged(
     threads: int = FOOTER_THREADS,
     directory: str = "",
     staged_partition_names: Sequence[str] | None = None,
+    into: StagedResult | None = None,
 ) -> StagedResult:
     """Turns the files under ``staging`` (relative to the root) into add actions and
     moves them into the table (see the module docstring). ``identity``: the generated
@@ -159,63 +160,59 @@ def collect_staged(
     the names the staged directories use for the partition columns when they differ from
     ``physical_partition_names`` (materialized partition columns: the files keep a data
     column of the physical name, so Spark partitions by a stand-in); the files move to
-    directories named by the physical names. On an error the files moved so far are in
-    ``StagedResult.moved`` of the exception's ``result`` attribute."""
+    directories named by the physical names. The result is ``into`` when given, filled as
+    the files move: on an error, ``into.moved`` holds the files moved so far."""
     staging_full = storage.join(staging)
     files = _walk(storage, staging_full)
-    result = StagedResult()
+    result = StagedResult() if into is None else into
     id_paths = {path: "int" for _, path in identity}
 
-    def footer(item: tuple[str, int]):
+    def footer(item: tuple[str, int]) -> pq.FileMetaData:
         rel, _ = item
         with storage.fs.open(posixpath.join(staging_full, rel), "rb") as fh:
             return pq.ParquetFile(fh).metadata
 
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, min(threads, len(files) or 1))) as pool:
-            metas = list(pool.map(footer, files))
-        for (rel, size), meta in zip(files, metas):
-            src = posixpath.join(staging_full, rel)
-            if meta.num_rows == 0:
-                storage.delete(src)
-                continue
-            rel_dir = posixpath.dirname(rel)
-            if staged_partition_names is not None:
-                staged = partition_values_of(rel_dir, staged_partition_names)
-                values = dict(zip(physical_partition_names, staged.values()))
-                segments = [seg.partition("=")[2] for seg in rel_dir.split("/") if seg]
-                named = "/".join(f"{escape_path_name(n)}={v}" for n, v in zip(physical_partition_names, segments))
-                rel = posixpath.join(named, posixpath.basename(rel)) if named else posixpath.basename(rel)
-            else:
-                values = partition_values_of(rel_dir, physical_partition_names)
-            if directory:
-                rel = posixpath.join(directory, rel)
-            dst = storage.join(rel)
-            _move(storage, src, dst)
-            result.moved.append(dst)
-            result.num_rows += meta.num_rows
-            result.adds.append(
-                {
-                    "path": encode_path(rel),
-                    "partitionValues": values,
-                    "size": size,
-                    "modificationTime": int(time.time() * 1000),
-                    "dataChange": True,
-                    "stats": stats_from_footer(meta, stats_columns, tight_bounds=tight_bounds),
-                }
-            )
-            if identity:
-                bounds = footer_bounds(meta, id_paths)
-                for col, path in identity:
-                    raw = bounds.get(path)
-                    if raw is None:
-                        raise ValueError(f"identity column {col.name}: the written file {rel} has no min/max")
-                    value = int(raw[1]) if col.step > 0 else int(raw[0])
-                    prev = result.identity.get(col.name)
-                    result.identity[col.name] = value if prev is None else col.beyond(prev, value)
-    except BaseException as exc:
-        exc.result = result  # type: ignore[attr-defined]
-        raise
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(files) or 1))) as pool:
+        metas = list(pool.map(footer, files))
+    for (rel, size), meta in zip(files, metas):
+        src = posixpath.join(staging_full, rel)
+        if meta.num_rows == 0:
+            storage.delete(src)
+            continue
+        rel_dir = posixpath.dirname(rel)
+        if staged_partition_names is not None:
+            staged = partition_values_of(rel_dir, staged_partition_names)
+            values = dict(zip(physical_partition_names, staged.values()))
+            segments = [seg.partition("=")[2] for seg in rel_dir.split("/") if seg]
+            named = "/".join(f"{escape_path_name(n)}={v}" for n, v in zip(physical_partition_names, segments))
+            rel = posixpath.join(named, posixpath.basename(rel)) if named else posixpath.basename(rel)
+        else:
+            values = partition_values_of(rel_dir, physical_partition_names)
+        if directory:
+            rel = posixpath.join(directory, rel)
+        dst = storage.join(rel)
+        _move(storage, src, dst)
+        result.moved.append(dst)
+        result.num_rows += meta.num_rows
+        result.adds.append(
+            {
+                "path": encode_path(rel),
+                "partitionValues": values,
+                "size": size,
+                "modificationTime": int(time.time() * 1000),
+                "dataChange": True,
+                "stats": stats_from_footer(meta, stats_columns, tight_bounds=tight_bounds),
+            }
+        )
+        if identity:
+            bounds = footer_bounds(meta, id_paths)
+            for col, path in identity:
+                raw = bounds.get(path)
+                if raw is None:
+                    raise ValueError(f"identity column {col.name}: the written file {rel} has no min/max")
+                value = int(raw[1]) if col.step > 0 else int(raw[0])
+                prev = result.identity.get(col.name)
+                result.identity[col.name] = value if prev is None else col.beyond(prev, value)
     return result
 
 

@@ -19,7 +19,7 @@ data files or materialized row ids there; enable deletion vectors instead).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +32,9 @@ from delta_pyds.protocol import features
 from delta_pyds.protocol.deletion_vectors import with_deletion_vector
 from delta_pyds.protocol.paths import relative_to
 from delta_pyds.protocol.table_properties import ENABLE_CDF, ENABLE_DV, ROW_TRACKING_SUSPENDED, is_true
+from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.file_actions import add_actions
+from delta_pyds.write.parquet_writer import WriteSpec
 
 
 @dataclass
@@ -45,7 +47,7 @@ class Replacement:
     deletion_vectors: int = 0
 
 
-def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacement:
+def replace_matching_rows(snapshot: Snapshot, node: Any, text: str, rewrite_spec: WriteSpec) -> Replacement:
     """Removes the rows of ``snapshot`` matching ``node`` (the parsed ``text``);
     ``rewrite_spec`` (a WriteSpec for the table) writes copy-on-write rewrites."""
     from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows, store_deletion_vectors
@@ -54,7 +56,8 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
     from delta_pyds.read.scan import FileTask
     from delta_pyds.read.scan_plan import plan_scan
     from delta_pyds.table.state import file_actions
-    from delta_pyds.transaction.commit import delete_files, remove_actions
+    from delta_pyds.transaction.file_actions import remove_actions
+    from delta_pyds.transaction.staged_files import delete_on_failure
     from delta_pyds.write.parquet_writer import write_task
 
     scan = plan_scan(snapshot, output=snapshot.schema, predicates=skipping_predicates(text, snapshot.schema))
@@ -100,12 +103,13 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
     active = file_actions(snapshot).active
     by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
 
-    def rows(paths):
+    def rows(paths: list[str]) -> pa.Table:
         return active.take(pa.array([by_path[p] for p in paths], pa.int64()))
 
     touched = removed + [p for p, _ in dv_rows] + [p for p, _ in rewrites]
     out.removes = remove_actions(rows(touched)) if touched else []
-    try:
+    # out.written grows as files are written: all of them are deleted if a later one fails
+    with delete_on_failure(snapshot.storage, out.written):
         if dv_rows:
             descriptors = store_deletion_vectors(snapshot.storage, [r for _, r in dv_rows])
             out.written += [
@@ -129,13 +133,10 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
                 out.written += result.adds
                 out.adds += result.adds
                 out.copied_rows += kept.num_rows
-    except BaseException:
-        delete_files(snapshot.storage, out.written)
-        raise
     return out
 
 
-def _refuse_rewrites(snapshot) -> None:
+def _refuse_rewrites(snapshot: Snapshot) -> None:
     conf = snapshot.configuration
     if is_true(conf, ENABLE_CDF):
         raise DeltaError(

@@ -68,6 +68,7 @@ from delta_pyds.spark.native.locations import remember_unreachable, spark_target
 from delta_pyds.spark.native.read import NativeReadUnavailable
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.commit import CommitResult
+from delta_pyds.transaction.staged_files import cleanup_on_failure, delete_on_failure
 from delta_pyds.write.constraints import WriteChecks, describe_rule
 from delta_pyds.write.native_files import (
     StagedResult,
@@ -171,9 +172,9 @@ def write_files(
     staged = prepare(df, spec)
     staging = staging_name()
     try:
-        write_staged(staged, spec, staging, variant_shredding=variant_shredding)
-    except BaseException as exc:
-        discard(spec.storage, staging)
+        with cleanup_on_failure(lambda: discard(spec.storage, staging), what="the staged files"):
+            write_staged(staged, spec, staging, variant_shredding=variant_shredding)
+    except Exception as exc:  # a rule that failed in Spark becomes the named error
         violation = _violation(exc)
         if violation is not None:
             raise ConstraintViolationError(violation) from None
@@ -181,8 +182,9 @@ def write_files(
     schema, mode = spec.table_schema, spec.column_mapping_mode
     physical = [schema.field(c).physical_name(mode) for c in spec.partition_columns]
     identity = [(col, schema.field(col.name).physical_name(mode)) for col in spec.identity]
-    try:
-        result = collect_staged(
+    result = StagedResult()
+    with cleanup_on_failure(lambda: discard(spec.storage, staging, result.moved), what="the staged files"):
+        collect_staged(
             spec.storage,
             staging,
             physical_partition_names=physical,
@@ -191,10 +193,8 @@ def write_files(
             identity=identity,
             directory=spec.directory,
             staged_partition_names=_staged_partition_names(spec) if spec.materialize_partition_columns else None,
+            into=result,
         )
-    except BaseException as exc:
-        discard(spec.storage, staging, getattr(getattr(exc, "result", None), "moved", []))
-        raise
     remove_staging(spec.storage, staging)
     if not data_change:
         for a in result.adds:
@@ -205,11 +205,8 @@ def write_files(
 def commit_files(plan: WritePlan, files: StagedResult) -> CommitResult:
     """Commits the files :func:`write_files` wrote for ``plan`` (one commit, with the
     plan's conflict checks and retries); on a failure or a skipped commit deletes them."""
-    try:
+    with delete_on_failure(plan.storage, files.adds):  # keeps them if a commit naming them landed
         commit = commit_write(plan, files.adds, num_rows=files.num_rows, identity_marks=files.identity)
-    except BaseException:
-        delete_moved(plan.storage, files.moved)
-        raise
     if commit.skipped:
         delete_moved(plan.storage, files.moved)
         log.info("pydelta: write to %s skipped (already committed or table created concurrently)", plan.storage.root)
