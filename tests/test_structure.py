@@ -332,7 +332,6 @@ LONG_FUNCTIONS_LEFT = frozenset(
         "delta_pyds.spark.tables.native_rows:native_rows",
         "delta_pyds.spark.tables.optimize:_execute",
         "delta_pyds.storage.put_if_absent:check_conditional_put",
-        "delta_pyds.transaction.conflicts:check",
         "delta_pyds.variant.json:_to_json",
         "delta_pyds.variant.shredding:_primitive_items",
         "delta_pyds.write.constraints:build_checks",
