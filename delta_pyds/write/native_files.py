@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -179,15 +180,7 @@ def collect_staged(
         if meta.num_rows == 0:
             storage.delete(src)
             continue
-        rel_dir = posixpath.dirname(rel)
-        if staged_partition_names is not None:
-            staged = partition_values_of(rel_dir, staged_partition_names)
-            values = dict(zip(physical_partition_names, staged.values()))
-            segments = [seg.partition("=")[2] for seg in rel_dir.split("/") if seg]
-            named = "/".join(f"{escape_path_name(n)}={v}" for n, v in zip(physical_partition_names, segments))
-            rel = posixpath.join(named, posixpath.basename(rel)) if named else posixpath.basename(rel)
-        else:
-            values = partition_values_of(rel_dir, physical_partition_names)
+        rel, values = _table_location(rel, physical_partition_names, staged_partition_names)
         if directory:
             rel = posixpath.join(directory, rel)
         dst = storage.join(rel)
@@ -205,15 +198,41 @@ def collect_staged(
             }
         )
         if identity:
-            bounds = footer_bounds(meta, id_paths)
-            for col, path in identity:
-                raw = bounds.get(path)
-                if raw is None:
-                    raise ValueError(f"identity column {col.name}: the written file {rel} has no min/max")
-                value = int(raw[1]) if col.step > 0 else int(raw[0])
-                prev = result.identity.get(col.name)
-                result.identity[col.name] = value if prev is None else col.beyond(prev, value)
+            _record_identity(result.identity, footer_bounds(meta, id_paths), identity, rel)
     return result
+
+
+def _table_location(
+    rel: str, physical_names: Sequence[str], staged_names: Sequence[str] | None
+) -> tuple[str, dict[str, str | None]]:
+    """Where a staged file (``rel`` below the staging directory) goes in the table, and its
+    partition values: under the directories Spark wrote, or, when Spark partitioned by
+    stand-in names (``staged_names``), under directories named by the physical names."""
+    rel_dir = posixpath.dirname(rel)
+    if staged_names is None:
+        return rel, partition_values_of(rel_dir, physical_names)
+    staged = partition_values_of(rel_dir, staged_names)
+    values = dict(zip(physical_names, staged.values()))
+    segments = [seg.partition("=")[2] for seg in rel_dir.split("/") if seg]
+    named = "/".join(f"{escape_path_name(n)}={v}" for n, v in zip(physical_names, segments))
+    return (posixpath.join(named, posixpath.basename(rel)) if named else posixpath.basename(rel)), values
+
+
+def _record_identity(
+    marks: dict[str, int],
+    bounds: dict[str, tuple[Any, ...]],
+    identity: Sequence[tuple[IdentityColumn, str]],
+    rel: str,
+) -> None:
+    """Folds a written file's identity column bounds into ``marks`` (the extreme value
+    generated so far, in each column's direction)."""
+    for col, path in identity:
+        raw = bounds.get(path)
+        if raw is None:
+            raise ValueError(f"identity column {col.name}: the written file {rel} has no min/max")
+        value = int(raw[1]) if col.step > 0 else int(raw[0])
+        prev = marks.get(col.name)
+        marks[col.name] = value if prev is None else col.beyond(prev, value)
 
 
 def discard(storage: Storage, staging: str, moved: Iterable[str] = ()) -> None:
