@@ -259,37 +259,31 @@ def test_object_store_tests_carry_the_objectstore_marker():
     assert collected("not objectstore") == {"tests/storage/test_storage.py"}
 
 
-# modules being changed in parallel (the DML issue #25, cdf/) that still keep their own copy
-# (issue #28: left for after those changes land)
-ENCODING_COPIES_LEFT = {
-    "void": {
-        "delta_pyds.cdf.reader",
-        "delta_pyds.read.file_reader",
-        "delta_pyds.read.native_plan",
-        "delta_pyds.write.native_files",
-        "delta_pyds.spark.tables.native_rows",
-    },
-    "null partition name": {"delta_pyds.read.native_plan"},
-    "escape set": {"delta_pyds.read.native_plan"},
-}
-
-
 def test_shared_encodings_are_spelled_once_in_protocol():
-    # the void-type test (protocol.schema.is_void_type), the null partition directory name and
-    # the Hive escape set (protocol.partition_values) are defined once; everything else calls them
+    # the void-type test (protocol.schema.is_void_type), a field as the data files hold it
+    # (protocol.schema.physical_field), the null partition directory name, the Hive escape set
+    # and its inverse (protocol.partition_values), and "attach a deletion vector, loosen the
+    # stats" (protocol.deletion_vectors.with_deletion_vector) are defined once; everything
+    # else calls them
     patterns = {
         "void": r"""==\s*["']void["']|["']void["']\s*\)""",
         "null partition name": r"""=\s*["']__HIVE_DEFAULT_PARTITION__["']""",
         "escape set": r"chr\(c\) for c in range\(",
+        "percent unescape": r"%\(\[0-9A-Fa-f\]\{2\}\)",
+        "physical field": r"def _?physical_(field|type)\(",
+        "attach a deletion vector": r"""\[["']deletionVector["']\]\s*=\s*\w+\.to_dict\(\)""",
     }
     owners = {
         "void": "delta_pyds.protocol.schema",
         "null partition name": "delta_pyds.protocol.partition_values",
         "escape set": "delta_pyds.protocol.partition_values",
+        "percent unescape": "delta_pyds.protocol.partition_values",
+        "physical field": "delta_pyds.protocol.schema",
+        "attach a deletion vector": "delta_pyds.protocol.deletion_vectors",
     }
     for what, pattern in patterns.items():
         spelled = {n for n, p in MODULES.items() if re.search(pattern, p.read_text(encoding="utf-8"))}
-        assert spelled - ENCODING_COPIES_LEFT[what] == {owners[what]}, what
+        assert spelled == {owners[what]}, what
 
 
 def test_drop_void_is_the_core_rule():
@@ -307,3 +301,54 @@ def test_drop_void_is_the_core_rule():
     from delta_pyds.spark.schema_convert import drop_void
 
     assert drop_void(schema) == without_void_columns(schema)
+
+
+# functions of more than 60 lines (issue #28 item 2: bodies as named steps). Left for later:
+# the DML and SQL files (spark/tables/, spark/sql/, changed in parallel), and bodies that
+# are flat dispatches or one pass over a structure (options parsing, the SQL evaluator,
+# JSON and variant rendering, type parsing) or have not been split yet. The list may only
+# shrink (a name split elsewhere may stay listed until that lands).
+LONG_FUNCTIONS_LEFT = frozenset(
+    {
+        "delta_pyds.cdf.plan:version_changes",
+        "delta_pyds.expressions.evaluator:evaluate",
+        "delta_pyds.operations.convert:convert_to_delta",
+        "delta_pyds.operations.schema_changes:alter_column",
+        "delta_pyds.protocol.schema:parse_type",
+        "delta_pyds.read.file_reader:read_file",
+        "delta_pyds.skipping.files:load_stats",
+        "delta_pyds.spark.native.write:prepare",
+        "delta_pyds.spark.sql.alter:column_statement",
+        "delta_pyds.spark.sql.create:parse",
+        "delta_pyds.spark.sql.dml:merge",
+        "delta_pyds.spark.sql.statements:_head",
+        "delta_pyds.spark.tables.delta_table:detail",
+        "delta_pyds.spark.tables.dml:_python_scan",
+        "delta_pyds.spark.tables.dml:delete_rows",
+        "delta_pyds.spark.tables.dml:update_rows",
+        "delta_pyds.spark.tables.merge:_scope",
+        "delta_pyds.spark.tables.merge_commit:write_and_commit",
+        "delta_pyds.spark.tables.merge_pruning:target_filter",
+        "delta_pyds.spark.tables.native_rows:native_rows",
+        "delta_pyds.spark.tables.optimize:_execute",
+        "delta_pyds.storage.put_if_absent:check_conditional_put",
+        "delta_pyds.variant.json:_to_json",
+        "delta_pyds.variant.shredding:_primitive_items",
+        "delta_pyds.write.constraints:build_checks",
+        "delta_pyds.write.options:parse",
+    }
+)
+
+
+def _long_functions(limit: int = 60) -> set[str]:
+    out = set()
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if node.end_lineno - node.lineno + 1 > limit:
+                    out.add(f"{name}:{node.name}")
+    return out
+
+
+def test_functions_are_short():
+    assert _long_functions() - LONG_FUNCTIONS_LEFT == set()

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from delta_pyds.errors import ChangeDataError, UnsupportedFeatureError, VersionNotFoundError
 from delta_pyds.log.commits import Commit, CommitLog, FileAction
 from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import Metadata, Protocol
-from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, StructType, parse_schema
+from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, StructField, StructType, parse_schema
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 
@@ -204,7 +205,7 @@ def check_schema_compatible(
             )
 
 
-def _physical(f) -> str:
+def _physical(f: StructField) -> str:
     return f.metadata.get(COLUMN_MAPPING_PHYSICAL_NAME) or f.name
 
 
@@ -260,9 +261,9 @@ def resolve_range(
     log: CommitLog,
     *,
     starting_version: int | None = None,
-    starting_timestamp=None,
+    starting_timestamp: Any = None,
     ending_version: int | None = None,
-    ending_timestamp=None,
+    ending_timestamp: Any = None,
 ) -> tuple[int, int]:
     """(start, end) versions for the change data feed options, as delta-spark resolves them:
     a starting timestamp picks the first commit at or after it, an ending timestamp the

@@ -14,7 +14,8 @@ suggesting VACUUM as the cause.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +28,8 @@ from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, PrimitiveTy
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.scan import FileTask
 from delta_pyds.read.scan_plan import read_spec, visible_schema
+from delta_pyds.storage.store import Storage
+from delta_pyds.table.snapshot import Snapshot
 
 _CHANGE_TYPE_FIELD = StructField(
     CHANGE_TYPE, PrimitiveType("string"), True, {COLUMN_MAPPING_PHYSICAL_NAME: CHANGE_TYPE}
@@ -46,7 +49,7 @@ def with_cdf_columns(schema: StructType) -> StructType:
     return StructType(tuple(schema.fields) + cdf_fields())
 
 
-def selected_rows(storage, f: ChangeFile) -> np.ndarray | None:
+def selected_rows(storage: Storage, f: ChangeFile) -> np.ndarray | None:
     """The sorted row positions to read, or None to read all rows minus the file's DV."""
     if f.selected is None:
         return None
@@ -112,7 +115,7 @@ def read_change_file(spec: ReadSpec, f: ChangeFile, *, specs: _DataSpecs | None 
         ) from None
 
 
-def reader_for(spec: ReadSpec):
+def reader_for(spec: ReadSpec) -> Callable[[ChangeFile], Iterator[pa.RecordBatch]]:
     """A function reading ChangeFiles with shared per-spec state (one per partition)."""
     specs = _DataSpecs(spec)
     return lambda f: read_change_file(spec, f, specs=specs)
@@ -145,7 +148,12 @@ def _assemble(batch: pa.RecordBatch, spec: ReadSpec, f: ChangeFile) -> pa.Record
 
 
 def change_read_spec(
-    storage, snapshot, output: StructType, arrow_schema: pa.Schema | None = None, *, batch_rows: int = 0
+    storage: Storage,
+    snapshot: Snapshot,
+    output: StructType,
+    arrow_schema: pa.Schema | None = None,
+    *,
+    batch_rows: int = 0,
 ) -> ReadSpec:
     """The ReadSpec of a change feed over ``snapshot``'s schema (the read schema): the read
     core's (:func:`delta_pyds.read.scan_plan.read_spec`) on ``storage``."""
@@ -154,13 +162,13 @@ def change_read_spec(
 
 
 def read_changes(
-    table,
+    table: str | Storage,
     *,
     starting_version: int | None = None,
-    starting_timestamp=None,
+    starting_timestamp: Any = None,
     ending_version: int | None = None,
-    ending_timestamp=None,
-    options=None,
+    ending_timestamp: Any = None,
+    options: Mapping[str, str] | None = None,
 ) -> pa.Table:
     """The change data feed of a table as one Arrow table (no Spark): the table's columns
     at the ending version, then ``_change_type``, ``_commit_version``, ``_commit_timestamp``."""

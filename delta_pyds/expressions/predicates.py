@@ -177,8 +177,6 @@ class Or:
 Comparison = EqualTo | EqualNullSafe | LessThan | LessThanOrEqual | GreaterThan | GreaterThanOrEqual
 Predicate = Comparison | In | IsNull | IsNotNull | StartsWith | Not | And | Or
 
-COMPARISONS = (EqualTo, EqualNullSafe, LessThan, LessThanOrEqual, GreaterThan, GreaterThanOrEqual)
-
 
 def conjunction(predicates: Iterable[Predicate]) -> Predicate | None:
     """``p1 AND p2 AND ...`` (None for no predicates)."""

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+from typing import Any
 
 from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions import predicates as P
 from delta_pyds.expressions.ast import Call, Col, Lit
 from delta_pyds.expressions.parser import parse
-from delta_pyds.protocol.schema import PrimitiveType
+from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "<=>": "<=>"}
 
 
-def skipping_predicates(condition, schema) -> tuple:
+def skipping_predicates(condition: Any, schema: StructType) -> tuple:
     """Skipping predicates implied by a SQL condition string (empty when nothing simple
     can be said; a Column condition gives none). Conservative: every row matching the
     condition matches the predicates, so pruning with them never drops a matching file."""
@@ -37,7 +38,7 @@ def skipping_predicates(condition, schema) -> tuple:
 _NO = object()
 
 
-def _literal_for(value, field):
+def _literal_for(value: Any, field: StructField) -> Any:
     """The literal as the column's type for skipping, or _NO when that is not exact."""
     t = field.type
     if value is None or not isinstance(t, PrimitiveType):
@@ -61,7 +62,7 @@ def _literal_for(value, field):
     return _NO
 
 
-def _to_predicate(node, schema):
+def _to_predicate(node: Any, schema: StructType) -> Any:
     """(predicate or None, exact): exact means the predicate is equivalent to the node."""
     if not isinstance(node, Call):
         return None, False
@@ -83,7 +84,7 @@ def _to_predicate(node, schema):
         child, exact = _to_predicate(args[0], schema)
         return (P.Not(child), True) if child is not None and exact else (None, False)
 
-    def column(arg):
+    def column(arg: Any) -> Any:
         if isinstance(arg, Col) and len(arg.path) == 1:
             return schema.get(arg.path[0])
         return None

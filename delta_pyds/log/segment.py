@@ -13,8 +13,18 @@ Invariants of a ``LogSegment`` for version ``v``:
   covered by a log compaction file ``<a>.<b>.compacted.json`` (a <= b, inside the
   segment) are replaced by that file — it holds the reconciled actions of versions a..b,
   so replaying it at version b is equivalent;
-* ``_last_checkpoint`` is only a hint: it is used when valid (JSON, checksum) and
-  ignored when missing, corrupt or stale, the listing being the truth.
+* ``_last_checkpoint`` is only a hint: when it is valid (JSON, an integer version,
+  checksum) and the version asked for is at or after it, only the files from its version
+  on are listed (:func:`delta_pyds.log.listing.list_log_from`: a start-after listing on
+  S3); that partial listing is used only if it holds a usable checkpoint at or after the
+  hint, and then it gives the same segment as the whole listing would (every checkpoint
+  newer than the hint and every commit after it sort after the hint's name, so a stale
+  hint still finds the newest checkpoint). Otherwise (hint missing, unreadable, torn,
+  pointing at a missing, incomplete or excluded checkpoint, or at a version past the
+  log; time travel to a version before it) the whole ``_delta_log`` is listed, the
+  listing being the truth;
+* ``listed_from`` is the version the listing started at (0: the whole log):
+  ``all_commits`` and ``all_checkpoint_versions`` hold what that listing saw.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from typing import Any
 
 from delta_pyds.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
 from delta_pyds.log.files import LAST_CHECKPOINT, LOG_DIR, LogFile, last_checkpoint_checksum, parse_log_file_name
+from delta_pyds.log.listing import list_log_from
 from delta_pyds.storage.store import Storage
 
 log = logging.getLogger(__name__)
@@ -42,33 +53,43 @@ class LogSegment:
     all_commits: list[LogFile] = field(default_factory=list)
     all_checkpoint_versions: list[int] = field(default_factory=list)
     replay_files: list[LogFile] = field(default_factory=list)
+    # the first version the listing covered (0: the whole log)
+    listed_from: int = 0
 
 
 def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
+    """The ``_last_checkpoint`` hint, or None when it is missing or cannot be trusted
+    (unreadable, not a regular file, too large, not a JSON object with an integer
+    ``version``, a checksum that does not match): a hint never fails a read."""
     path = storage.join(LOG_DIR, LAST_CHECKPOINT)
     try:
         raw = storage.read_bytes(path)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        log.warning("cannot read %s (%s); listing the log instead", path, exc)
+    except OSError as exc:  # also UnsafeFileError, StorageError (both OSErrors)
+        log.warning("cannot read %s (%s); listing the log instead", path, type(exc).__name__)
         return None
     try:
-        hint = json.loads(raw)
-        if not isinstance(hint, dict) or not isinstance(hint.get("version"), int):
+        parsed = json.loads(raw)
+        hint: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
+        version = hint.get("version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise ValueError("no version")
-    except ValueError:
+        checksum = hint.get("checksum")
+        if checksum is not None and checksum != last_checkpoint_checksum(hint):
+            log.warning("ignoring %s: its checksum does not match its content", path)
+            return None
+    except (ValueError, RecursionError):  # also UnicodeError: bad bytes, lone surrogates
         log.warning("ignoring a corrupt %s", path)
-        return None
-    checksum = hint.get("checksum")
-    if checksum is not None and checksum != last_checkpoint_checksum(hint):
-        log.warning("ignoring %s: its checksum does not match its content", path)
         return None
     return hint
 
 
-def list_log(storage: Storage) -> list[LogFile]:
-    entries = storage.list_dir(storage.join(LOG_DIR))
+def list_log(storage: Storage, *, from_version: int | None = None) -> list[LogFile]:
+    """The log files of ``storage``'s table; with ``from_version``, only those of that
+    version and later (the files before it are not listed where the store allows)."""
+    directory = storage.join(LOG_DIR)
+    entries = storage.list_dir(directory) if from_version is None else list_log_from(storage, directory, from_version)
     files = []
     for e in entries:
         parsed = parse_log_file_name(e.name, e.path, e.size, e.modification_time)
@@ -113,7 +134,37 @@ def build_log_segment(
     exclude_checkpoints: frozenset[int] = frozenset(),
     listing: list[LogFile] | None = None,
 ) -> LogSegment:
-    files = list_log(storage) if listing is None else listing
+    """The segment of ``version`` (None: the latest) from ``listing``, or, without one,
+    from the log listed from ``_last_checkpoint`` on when that gives a usable checkpoint,
+    else from the whole log (module docstring)."""
+    if listing is not None:
+        return segment_from_listing(storage, listing, version=version, exclude_checkpoints=exclude_checkpoints)
+    hint = read_last_checkpoint(storage)
+    start = hint["version"] if hint is not None else None
+    if start is not None and (version is None or version >= start):
+        partial = list_log(storage, from_version=start)
+        try:
+            segment = segment_from_listing(
+                storage, partial, version=version, exclude_checkpoints=exclude_checkpoints, listed_from=start
+            )
+        except (CorruptLogError, TableNotFoundError, VersionNotFoundError):
+            segment = None  # the whole listing decides (and words the error)
+        if segment is not None and segment.checkpoint_version is not None and segment.checkpoint_version >= start:
+            return segment
+        log.info("%s names checkpoint %s, which is not usable; listing the whole log", LAST_CHECKPOINT, start)
+    return segment_from_listing(storage, list_log(storage), version=version, exclude_checkpoints=exclude_checkpoints)
+
+
+def segment_from_listing(
+    storage: Storage,
+    files: list[LogFile],
+    *,
+    version: int | None = None,
+    exclude_checkpoints: frozenset[int] = frozenset(),
+    listed_from: int = 0,
+) -> LogSegment:
+    """The segment of ``version`` from the log files in ``files`` (a listing that covers
+    every file from ``listed_from`` on)."""
     commits = {f.version: f for f in files if f.kind == "commit"}
     checkpoints = {v: parts for v, parts in complete_checkpoints(files).items() if v not in exclude_checkpoints}
     if not commits and not checkpoints:
@@ -156,6 +207,7 @@ def build_log_segment(
         replay_files=_with_compactions(segment_commits, compactions),
         all_commits=[commits[v] for v in sorted(commits)],
         all_checkpoint_versions=sorted(checkpoints),
+        listed_from=listed_from,
     )
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from delta_pyds.errors import SchemaError, TableExistsError, TableNotFoundError
 from delta_pyds.protocol import features
-from delta_pyds.protocol.actions import Metadata
+from delta_pyds.protocol.actions import Metadata, Protocol
 from delta_pyds.protocol.clustering import CLUSTERING_DOMAIN, domain_config, resolve, table_clustering
 from delta_pyds.protocol.identity import ALLOW_EXPLICIT_INSERT, START, STEP
 from delta_pyds.protocol.partition_values import partition_field
@@ -57,7 +57,8 @@ from delta_pyds.protocol.table_properties import (
 from delta_pyds.storage.store import Storage
 from delta_pyds.storage.tree import visible_files
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.transaction.commit import CommitResult, Transaction, remove_actions
+from delta_pyds.transaction.commit import CommitResult, Transaction
+from delta_pyds.transaction.file_actions import remove_actions
 from delta_pyds.write.constraints import GENERATION_EXPRESSION, build_checks
 
 MODES = ("create", "createIfNotExists", "replace", "createOrReplace")
@@ -173,20 +174,62 @@ def create_table(
     if mode not in MODES:
         raise ValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
     snapshot = _load(storage)
+    if not _should_create(storage, snapshot, mode):
+        return None
+    if not definition.columns:
+        raise SchemaError("a table needs at least one column: call addColumn() or addColumns()")
+    if snapshot is not None:
+        features.check_write(snapshot.protocol)
+    props = _properties(definition.properties)
+    conf = {k: v for k, v in props.items() if k not in PROTOCOL_PROPERTIES and not k.startswith(FEATURE_PREFIX)}
+    if is_true(conf, ENABLE_ROW_TRACKING):
+        conf.setdefault(ROW_ID_COLUMN, f"_row-id-col-{uuid.uuid4()}")
+        conf.setdefault(ROW_COMMIT_VERSION_COLUMN, f"_row-commit-version-col-{uuid.uuid4()}")
+    schema, partition_columns, clustering = _table_schema(definition, conf)
+    protocol = required_protocol(
+        schema,
+        {**conf, **{k: v for k, v in props.items() if k.startswith(FEATURE_PREFIX)}},
+        snapshot.protocol if snapshot is not None else None,
+        min_reader=int(props[MIN_READER_VERSION]) if MIN_READER_VERSION in props else None,
+        min_writer=int(props[MIN_WRITER_VERSION]) if MIN_WRITER_VERSION in props else None,
+        extra_features=("clustering", "domainMetadata") if clustering is not None else (),
+    )
+    features.check_write(protocol)
+    metadata = Metadata(
+        id=snapshot.metadata.id if snapshot is not None else str(uuid.uuid4()),
+        schema_string=schema.json(),
+        partition_columns=partition_columns,
+        configuration=conf,
+        created_time=int(time.time() * 1000) if now_ms is None else now_ms,
+        description=definition.description,
+    )
+    txn = _create_transaction(storage, snapshot, metadata, protocol, schema, clustering)
+    params: dict[str, object] = {
+        "isManaged": "false",
+        "description": definition.description,
+        "partitionBy": json.dumps(list(partition_columns)),
+        "properties": json.dumps(conf),
+    }
+    if clustering is not None:
+        params["clusterBy"] = json.dumps([".".join(p) for p in clustering])
+    return txn.commit(_OPERATION[mode], params)
+
+
+def _should_create(storage: Storage, snapshot: Snapshot | None, mode: str) -> bool:
+    """False when ``createIfNotExists`` finds a table; raises when ``mode`` refuses what is
+    at the location (a table for ``create``, none for ``replace``, plain files for any)."""
     if snapshot is not None and mode == "create":
         raise TableExistsError(
             f"a Delta table already exists at {storage.root} (delta-spark: DELTA_TABLE_ALREADY_EXISTS); "
             "use createIfNotExists(), replace() or createOrReplace()"
         )
     if snapshot is not None and mode == "createIfNotExists":
-        return None
+        return False
     if snapshot is None and mode == "replace":
         raise TableNotFoundError(
             f"cannot replace {storage.root}: there is no Delta table there "
             "(delta-spark: DELTA_CANNOT_REPLACE_MISSING_TABLE); use createOrReplace()"
         )
-    if not definition.columns:
-        raise SchemaError("a table needs at least one column: call addColumn() or addColumns()")
     if snapshot is None:
         existing = visible_files(storage)
         if existing:
@@ -196,13 +239,14 @@ def create_table(
                 "DeltaTable.convertToDelta for a Parquet directory, or an empty location "
                 "(delta-spark: DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION)"
             )
-    if snapshot is not None:
-        features.check_write(snapshot.protocol)
-    props = _properties(definition.properties)
-    conf = {k: v for k, v in props.items() if k not in PROTOCOL_PROPERTIES and not k.startswith(FEATURE_PREFIX)}
-    if is_true(conf, ENABLE_ROW_TRACKING):
-        conf.setdefault(ROW_ID_COLUMN, f"_row-id-col-{uuid.uuid4()}")
-        conf.setdefault(ROW_COMMIT_VERSION_COLUMN, f"_row-commit-version-col-{uuid.uuid4()}")
+    return True
+
+
+def _table_schema(
+    definition: TableDefinition, conf: dict[str, str]
+) -> tuple[StructType, tuple[str, ...], list[tuple[str, ...]] | None]:
+    """The checked schema (column mapping ids assigned, ``conf``'s max id advanced), the
+    partition columns and the clustering columns (None: not clustered) of ``definition``."""
     schema = StructType(tuple(definition.columns))
     mode_cm = (conf.get(COLUMN_MAPPING_MODE) or "none").lower()
     check_names(schema, column_mapping=mode_cm != "none")
@@ -216,28 +260,24 @@ def create_table(
         schema, max_id = assign_column_mapping(schema, int(conf.get(COLUMN_MAPPING_MAX_ID) or 0))
         conf[COLUMN_MAPPING_MAX_ID] = str(max_id)
     build_checks(schema, conf, schema.names)  # generation expressions and constraints compile
-    protocol = required_protocol(
-        schema,
-        {**conf, **{k: v for k, v in props.items() if k.startswith(FEATURE_PREFIX)}},
-        snapshot.protocol if snapshot is not None else None,
-        min_reader=int(props[MIN_READER_VERSION]) if MIN_READER_VERSION in props else None,
-        min_writer=int(props[MIN_WRITER_VERSION]) if MIN_WRITER_VERSION in props else None,
-        extra_features=("clustering", "domainMetadata") if clustering is not None else (),
-    )
-    features.check_write(protocol)
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    metadata = Metadata(
-        id=snapshot.metadata.id if snapshot is not None else str(uuid.uuid4()),
-        schema_string=schema.json(),
-        partition_columns=partition_columns,
-        configuration=conf,
-        created_time=now,
-        description=definition.description,
-    )
+    return schema, partition_columns, clustering
+
+
+def _create_transaction(
+    storage: Storage,
+    snapshot: Snapshot | None,
+    metadata: Metadata,
+    protocol: Protocol,
+    schema: StructType,
+    clustering: list[tuple[str, ...]] | None,
+) -> Transaction:
+    """The transaction creating the table, or replacing ``snapshot``'s: every file removed,
+    its clustering domain set or removed."""
     txn = Transaction(storage, snapshot)
     txn.create_conflict = "error"
     txn.update_metadata(metadata)
     txn.update_protocol(protocol)
+    mode_cm = (metadata.configuration.get(COLUMN_MAPPING_MODE) or "none").lower()
     if clustering is not None:
         txn.set_domain_metadata(CLUSTERING_DOMAIN, domain_config(schema, clustering, mode_cm))
     elif (
@@ -250,12 +290,4 @@ def create_table(
 
         txn.read_whole_table()
         txn.remove_files(remove_actions(file_actions(snapshot).active))
-    params: dict[str, object] = {
-        "isManaged": "false",
-        "description": definition.description,
-        "partitionBy": json.dumps(list(partition_columns)),
-        "properties": json.dumps(conf),
-    }
-    if clustering is not None:
-        params["clusterBy"] = json.dumps([".".join(p) for p in clustering])
-    return txn.commit(_OPERATION[mode], params)
+    return txn

@@ -30,11 +30,11 @@ from delta_pyds.protocol.deletion_vectors import (
     deserialize_deleted_rows,
     load_deleted_rows,
     store_deletion_vectors,
+    with_deletion_vector,
 )
-from delta_pyds.protocol.stats import loosen_bounds
 from delta_pyds.storage.store import Storage
-from delta_pyds.transaction.commit import Transaction, remove_actions
-from delta_pyds.transaction.file_actions import add_actions, stat_rows
+from delta_pyds.transaction.commit import Transaction
+from delta_pyds.transaction.file_actions import add_actions, remove_actions, stat_rows
 
 
 @dataclass
@@ -80,16 +80,7 @@ def stage_dv_marks(
     descriptors = store_deletion_vectors(storage, bitmaps, inline_max_bytes=inline_max_bytes)
     new_adds = []
     for a, d in zip(dv_files, descriptors):
-        a = dict(a)
-        a["deletionVector"] = d.to_dict()
-        a["dataChange"] = True
-        if a.get("stats"):
-            loose = loosen_bounds(a["stats"])
-            if loose is None:
-                a.pop("stats")
-            else:
-                a["stats"] = loose
-        new_adds.append(a)
+        new_adds.append(with_deletion_vector(a, d))  # dataChange: true (add_actions above)
     txn.remove_files(remove_actions(old))
     txn.add_files(new_adds)
     return DvMarks(

@@ -221,6 +221,17 @@ def _without(snap: Snapshot, feature: str, conf: dict[str, str]) -> Protocol:
     )
 
 
+# the table properties each feature's drop turns off (and removes)
+_PROPERTIES_OFF = {
+    "changeDataFeed": (ENABLE_CDF,),
+    "inCommitTimestamp": (ENABLE_ICT, ICT_ENABLEMENT_VERSION, ICT_ENABLEMENT_TIMESTAMP),
+    "deletionVectors": (ENABLE_DV,),
+    "typeWidening": (ENABLE_TYPE_WIDENING,),
+    "typeWidening-preview": (ENABLE_TYPE_WIDENING,),
+    "v2Checkpoint": (CHECKPOINT_POLICY,),
+}
+
+
 def drop_feature_support(
     storage: Storage,
     name: str,
@@ -232,6 +243,29 @@ def drop_feature_support(
     rewrites the files with deletion vectors (Spark). Returns the version committed."""
     feature = _canonical_feature(name, "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE")
     snap = Snapshot.load(storage)
+    _check_droppable(snap, feature)
+    conf = dict(snap.configuration)
+    off = _PROPERTIES_OFF.get(feature, ())
+    if feature in READER_DROPPABLE:
+        # step 1: turn the feature off and remove its traces from the latest version
+        snap, conf = _turn_off(storage, snap, feature, off, purge)
+        if feature == "v2Checkpoint":
+            return _drop_v2_checkpoint(storage, snap, truncate_history)
+        snap = _without_history_traces(storage, snap, feature, truncate_history)
+    else:
+        for k in off:
+            conf.pop(k, None)
+    txn = Transaction(storage, snap)
+    txn.update_metadata(replace(snap.metadata, configuration=conf))
+    txn.update_protocol(_without(snap, feature, conf))
+    params = {"featureName": feature}
+    if truncate_history:
+        params["truncateHistory"] = "true"
+    return txn.commit("DROP FEATURE", params).version
+
+
+def _check_droppable(snap: Snapshot, feature: str) -> None:
+    """Raises when ``feature`` cannot be dropped from ``snap``'s table as it is."""
     features.check_write(snap.protocol)
     if not features.is_enabled(snap.protocol, feature):
         raise FeatureDropError(
@@ -242,7 +276,7 @@ def drop_feature_support(
         raise UnsupportedFeatureError(
             f"dropFeatureSupport({feature}): delta_pyds can drop only {', '.join(DROPPABLE)}", (feature,)
         )
-    conf = dict(snap.configuration)
+    conf = snap.configuration
     if feature == "checkConstraints" and constraints_of(conf):
         raise FeatureDropError(
             f"dropFeatureSupport(checkConstraints): the table has constraints "
@@ -264,56 +298,54 @@ def drop_feature_support(
             "dropping the feature needs the files written before them rewritten, which delta_pyds does not do",
             (feature,),
         )
-    # step 1: turn the feature off and remove its traces from the latest version
-    off = {
-        "changeDataFeed": (ENABLE_CDF,),
-        "inCommitTimestamp": (ENABLE_ICT, ICT_ENABLEMENT_VERSION, ICT_ENABLEMENT_TIMESTAMP),
-        "deletionVectors": (ENABLE_DV,),
-        "typeWidening": (ENABLE_TYPE_WIDENING,),
-        "typeWidening-preview": (ENABLE_TYPE_WIDENING,),
-        "v2Checkpoint": (CHECKPOINT_POLICY,),
-    }.get(feature, ())
-    if feature in READER_DROPPABLE:
-        target = {k: v for k, v in conf.items() if k not in off}
-        if feature == "deletionVectors":
-            target[ENABLE_DV] = "false"
-        if target != conf:
-            conf = target
-            txn = Transaction(storage, snap)
-            txn.update_metadata(replace(snap.metadata, configuration=conf))
-            txn.commit("SET TBLPROPERTIES", {"properties": {k: conf.get(k, "") for k in off}})
-            snap = Snapshot.load(storage)
-        if feature == "deletionVectors" and any(snap.files.column("deletion_vector").to_pylist()):
-            if purge is None:
-                raise FeatureDropError("dropFeatureSupport(deletionVectors): files with deletion vectors remain")
-            purge(snap)
-            snap = Snapshot.load(storage)
-        if feature == "v2Checkpoint":
-            return _drop_v2_checkpoint(storage, snap, truncate_history)
+
+
+def _turn_off(
+    storage: Storage,
+    snap: Snapshot,
+    feature: str,
+    off: tuple[str, ...],
+    purge: Callable[[Snapshot], None] | None,
+) -> tuple[Snapshot, dict[str, str]]:
+    """Commits the reader feature's properties off (when any is set) and, for deletion
+    vectors, purges the files that still have one; the snapshot after, and its
+    configuration."""
+    conf = dict(snap.configuration)
+    target = {k: v for k, v in conf.items() if k not in off}
+    if feature == "deletionVectors":
+        target[ENABLE_DV] = "false"
+    if target != conf:
+        conf = target
+        txn = Transaction(storage, snap)
+        txn.update_metadata(replace(snap.metadata, configuration=conf))
+        txn.commit("SET TBLPROPERTIES", {"properties": {k: conf.get(k, "") for k in off}})
+        snap = Snapshot.load(storage)
+    if feature in NEEDS_REWRITE and any(snap.files.column("deletion_vector").to_pylist()):
+        if purge is None:
+            raise FeatureDropError(f"dropFeatureSupport({feature}): files with deletion vectors remain")
+        purge(snap)
+        snap = Snapshot.load(storage)
+    return snap, conf
+
+
+def _without_history_traces(storage: Storage, snap: Snapshot, feature: str, truncate_history: bool) -> Snapshot:
+    """Raises while log entries still use ``feature`` (after truncating the history older
+    than 24 hours, with ``truncate_history``); the snapshot to drop it from."""
+    traces = _history_traces(storage, feature)
+    if traces and truncate_history:
+        truncate_history_of(storage, snap)
+        snap = Snapshot.load(storage)  # the old one may read entries the truncation deleted
         traces = _history_traces(storage, feature)
-        if traces and truncate_history:
-            truncate_history_of(storage, snap)
-            snap = Snapshot.load(storage)  # the old one may read entries the truncation deleted
-            traces = _history_traces(storage, feature)
-        if traces:
-            raise FeatureDropError(
-                f"dropFeatureSupport({feature}): the feature is off and the latest version no longer "
-                f"uses it, but log entries still in _delta_log do (versions {traces[0]}..{traces[-1]}); "
-                "readers of those versions need the feature. Wait 24 hours, then run "
-                "dropFeatureSupport again with truncateHistory=True: it checkpoints and deletes the "
-                "log entries older than 24 hours (delta-spark: DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD"
-                " / DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST)"
-            )
-    else:
-        for k in off:
-            conf.pop(k, None)
-    txn = Transaction(storage, snap)
-    txn.update_metadata(replace(snap.metadata, configuration=conf))
-    txn.update_protocol(_without(snap, feature, conf))
-    params = {"featureName": feature}
-    if truncate_history:
-        params["truncateHistory"] = "true"
-    return txn.commit("DROP FEATURE", params).version
+    if traces:
+        raise FeatureDropError(
+            f"dropFeatureSupport({feature}): the feature is off and the latest version no longer "
+            f"uses it, but log entries still in _delta_log do (versions {traces[0]}..{traces[-1]}); "
+            "readers of those versions need the feature. Wait 24 hours, then run "
+            "dropFeatureSupport again with truncateHistory=True: it checkpoints and deletes the "
+            "log entries older than 24 hours (delta-spark: DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD"
+            " / DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST)"
+        )
+    return snap
 
 
 def _drop_v2_checkpoint(storage: Storage, snap: Snapshot, truncate_history: bool) -> int:

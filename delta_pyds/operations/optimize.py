@@ -28,7 +28,7 @@ from delta_pyds.protocol.clustering import dotted
 from delta_pyds.protocol.schema import StructType
 from delta_pyds.protocol.stats import stats_columns
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import partition_predicate
+from delta_pyds.write.partition_match import partition_predicate
 
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 _ZORDER_TYPES = ("byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz")

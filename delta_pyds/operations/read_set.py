@@ -17,7 +17,7 @@ from delta_pyds.expressions.ast import Call, Col, Node, columns_of
 from delta_pyds.expressions.parser import parse
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import Transaction
-from delta_pyds.write.plan import partition_predicate
+from delta_pyds.write.partition_match import partition_predicate
 
 
 def record_read(

@@ -22,8 +22,8 @@ from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.table.state import file_actions
-from delta_pyds.transaction.commit import CommitResult, Transaction, remove_actions
-from delta_pyds.transaction.file_actions import add_actions, keys, sum_size
+from delta_pyds.transaction.commit import CommitResult, Transaction
+from delta_pyds.transaction.file_actions import add_actions, keys, remove_actions, sum_size
 
 
 def restore(

@@ -59,6 +59,7 @@ from delta_pyds.protocol.table_properties import deleted_file_retention_ms
 from delta_pyds.storage.store import Storage
 from delta_pyds.storage.tree import FILE, TreeEntry, is_within, list_tree, real_root, resolve_all
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.transaction.staged_files import cleanup_on_failure
 from delta_pyds.write.native_files import STAGING_PREFIX
 
 CHANGE_DATA_DIR = "_change_data"
@@ -211,7 +212,12 @@ def vacuum(
             )
         stale_dirs = _stale_staging_dirs(storage, threshold)
         deleted = 0
-        try:
+
+        def record_failure() -> None:  # with the number deleted when the failure came
+            if log_commits:
+                _commit_vacuum_end(storage, "FAILED", deleted, result)
+
+        with cleanup_on_failure(record_failure, what="the VACUUM END (FAILED) commit"):
             for _, listed, _ in candidates:
                 storage.delete(listed)
                 deleted += 1
@@ -220,10 +226,6 @@ def vacuum(
                     os.rmdir(d)
                 except OSError:
                     pass
-        except BaseException:
-            if log_commits:
-                _commit_vacuum_end(storage, "FAILED", deleted, result)
-            raise
         if log_commits:
             _commit_vacuum_end(storage, "COMPLETED", deleted, result)
     return result

@@ -36,6 +36,8 @@ Guarantees:
   of 4 bytes, UUIDs are encoded from their 16 big-endian bytes into 20 characters, and
   :func:`write_deletion_vectors` writes one new ``deletion_vector_<uuid>.bin`` file and
   returns ``'u'`` descriptors whose offsets, sizes and cardinalities match that file.
+* :func:`with_deletion_vector` is the one way an add action gets a DV: the descriptor
+  attached and its statistics loosened (``tightBounds: false``).
 * No pyspark import; only numpy, pyroaring and the package's storage layer.
 """
 
@@ -53,6 +55,7 @@ from pyroaring import BitMap64
 
 from delta_pyds.errors import DeletionVectorError
 from delta_pyds.protocol.paths import canonical, unsafe_reason
+from delta_pyds.protocol.stats import loosen_bounds
 
 __all__ = [
     "MAGIC_NUMBER",
@@ -240,6 +243,23 @@ class DeletionVectorDescriptor:
 
 
 # -- reading --------------------------------------------------------------------------
+def with_deletion_vector(add: Mapping[str, Any], dv: DeletionVectorDescriptor) -> dict[str, Any]:
+    """A copy of the add action ``add`` whose rows ``dv`` now hides: the descriptor attached
+    and the statistics, when there are any, marked ``tightBounds: false`` (their bounds may
+    now be wider than the visible rows); statistics that are not a JSON object are dropped.
+    Used by every writer that adds a deletion vector to a file (DELETE, UPDATE, MERGE,
+    replaceWhere)."""
+    out = dict(add)
+    out["deletionVector"] = dv.to_dict()
+    if out.get("stats"):
+        loose = loosen_bounds(out["stats"])
+        if loose is None:
+            out.pop("stats")
+        else:
+            out["stats"] = loose
+    return out
+
+
 def load_deleted_rows(
     storage: DVStorage | None, descriptor: DeletionVectorDescriptor | Mapping[str, Any], *, max_rows: int | None = None
 ) -> np.ndarray:

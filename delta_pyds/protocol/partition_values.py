@@ -8,13 +8,16 @@ string are null; timestamps are read as UTC whether written as
 :class:`CorruptLogError` naming the column (never a default such as false). ``serialize_partition_value``
 writes the form delta-spark writes. Partition directory names (Hive style, which the
 log never relies on) are spelled once here: :data:`HIVE_DEFAULT_PARTITION` for a null or
-empty value and :func:`escape_path_name` over :data:`HIVE_ESCAPED_CHARACTERS`.
+empty value, :func:`escape_path_name` over :data:`HIVE_ESCAPED_CHARACTERS` (and
+:func:`escape_directory_values`, the same over an Arrow column), and its inverse
+:func:`unescape_path_name`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -48,6 +51,27 @@ fails). The log keeps the real value in ``partitionValues``."""
 def escape_path_name(text: str) -> str:
     """``text`` as a partition directory name component (column name or value)."""
     return "".join(f"%{ord(ch):02X}" if ch in HIVE_ESCAPED_CHARACTERS else ch for ch in text)
+
+
+# '%' first, so that the escapes added after it stay intact
+_ESCAPE_ORDER = sorted(HIVE_ESCAPED_CHARACTERS, key=lambda ch: (ch != "%", ch))
+_ESCAPED_TEXT = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def escape_directory_values(values: pa.Array) -> pa.Array:
+    """Serialized partition values as :func:`escape_path_name` spells them in a directory
+    name, vectorised; nulls and empty strings as :data:`HIVE_DEFAULT_PARTITION`."""
+    out = values.cast(pa.string())
+    for ch in _ESCAPE_ORDER:
+        out = pc.replace_substring(out, ch, f"%{ord(ch):02X}")
+    out = pc.if_else(pc.equal(out, ""), pa.scalar(None, pa.string()), out)
+    return pc.fill_null(out, HIVE_DEFAULT_PARTITION)
+
+
+def unescape_path_name(text: str) -> str:
+    """The inverse of :func:`escape_path_name` (Spark's ``ExternalCatalogUtils.unescapePathName``):
+    every ``%XX`` becomes the character."""
+    return _ESCAPED_TEXT.sub(lambda m: chr(int(m.group(1), 16)), text)
 
 
 def parse_partition_values(values: pa.Array, dtype: DataType, *, column: str = "?") -> pa.Array:

@@ -360,21 +360,40 @@ def to_arrow_schema(schema: StructType) -> pa.Schema:
 
 
 # ----------------------------------------------------------------------- column mapping
-def physical_type(dtype: DataType, mode: str) -> DataType:
-    """The type with nested struct fields renamed to their physical names."""
+SPARK_FIELD_ID = "parquet.field.id"
+"""The field metadata key Spark's Parquet reader and writer take as the Parquet field id."""
+
+
+def physical_field(
+    f: StructField, mode: str, *, force_nullable: bool = False, ids_in_name_mode: bool = False
+) -> StructField:
+    """``f`` as the data files hold it: physical names all the way down (column mapping
+    ``mode``), no metadata but the Parquet field id (:data:`SPARK_FIELD_ID`) of every
+    struct field that has one, in ``id`` mode (and in ``name`` mode with
+    ``ids_in_name_mode``: what writers put in the files they write, so that a later switch
+    to ``id`` mode finds them). Nullability is the field's (readers: a required field stays
+    required), or, with ``force_nullable``, nullable at every level (what Spark's file
+    writers produce)."""
+    meta: dict[str, Any] = {}
+    if f.field_id is not None and (mode == "id" or (ids_in_name_mode and mode == "name")):
+        meta[SPARK_FIELD_ID] = f.field_id
+    dtype = physical_type(f.type, mode, force_nullable=force_nullable, ids_in_name_mode=ids_in_name_mode)
+    return StructField(f.physical_name(mode), dtype, force_nullable or f.nullable, meta)
+
+
+def physical_type(
+    dtype: DataType, mode: str, *, force_nullable: bool = False, ids_in_name_mode: bool = False
+) -> DataType:
+    """``dtype`` with every nested struct field as :func:`physical_field` gives it (array
+    elements and map values nullable too with ``force_nullable``)."""
+    options: dict[str, Any] = {"force_nullable": force_nullable, "ids_in_name_mode": ids_in_name_mode}
     if isinstance(dtype, StructType):
-        return StructType(
-            tuple(
-                StructField(f.physical_name(mode), physical_type(f.type, mode), f.nullable, f.metadata)
-                for f in dtype.fields
-            )
-        )
+        return StructType(tuple(physical_field(f, mode, **options) for f in dtype.fields))
     if isinstance(dtype, ArrayType):
-        return ArrayType(physical_type(dtype.element_type, mode), dtype.contains_null)
+        return ArrayType(physical_type(dtype.element_type, mode, **options), force_nullable or dtype.contains_null)
     if isinstance(dtype, MapType):
-        return MapType(
-            physical_type(dtype.key_type, mode), physical_type(dtype.value_type, mode), dtype.value_contains_null
-        )
+        key, value = (physical_type(t, mode, **options) for t in (dtype.key_type, dtype.value_type))
+        return MapType(key, value, force_nullable or dtype.value_contains_null)
     return dtype
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any, cast
 
 import pyarrow as pa
@@ -424,10 +423,6 @@ def to_physical(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: str) 
 def without_fields(schema: StructType, names: Iterable[str]) -> StructType:
     drop = {n.lower() for n in names}
     return StructType(tuple(f for f in schema.fields if f.name.lower() not in drop))
-
-
-def with_nullable(schema: StructType, names: set[str]) -> StructType:
-    return StructType(tuple(replace(f, nullable=True) if f.name in names else f for f in schema.fields))
 
 
 def from_arrow_schema(schema: pa.Schema) -> StructType:

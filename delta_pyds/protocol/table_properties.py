@@ -16,10 +16,8 @@ Guarantees:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
 
 from delta_pyds.protocol.actions import Protocol
 from delta_pyds.protocol.features import FEATURES, reader_features, writer_features
@@ -370,17 +368,6 @@ def _feature_order(name: str) -> tuple[int, str]:
     return (_ORDER.get(name, len(_ORDER)), name)
 
 
-def protocol_covers(protocol: Protocol, other: Protocol) -> bool:
-    """Whether ``protocol`` supports everything ``other`` does (no upgrade needed)."""
-    if protocol.min_reader_version < other.min_reader_version:
-        return False
-    if protocol.min_writer_version < other.min_writer_version:
-        return False
-    return set(writer_features(other)) <= set(writer_features(protocol)) and set(reader_features(other)) <= set(
-        reader_features(protocol)
-    )
-
-
 def constraints_of(configuration: Mapping[str, str]) -> dict[str, str]:
     """CHECK constraints: name -> SQL expression."""
     return {
@@ -388,7 +375,3 @@ def constraints_of(configuration: Mapping[str, str]) -> dict[str, str]:
         for k, v in configuration.items()
         if k.startswith(CONSTRAINT_PREFIX) and v is not None
     }
-
-
-def json_config(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))

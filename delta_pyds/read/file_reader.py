@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +46,7 @@ from delta_pyds.protocol.schema import (
     PrimitiveType,
     StructField,
     StructType,
+    is_void_type,
 )
 from delta_pyds.read.scan import FileTask
 from delta_pyds.storage.store import Storage
@@ -69,7 +71,7 @@ class ReadSpec:
     table_schema: StructType | None = None
     partition_index: dict = field(default_factory=dict, init=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.partition_index = {c.lower(): i for i, c in enumerate(self.partition_columns)}
 
 
@@ -156,7 +158,7 @@ def _check_inside_root(path: str) -> None:
         raise DataFileError(f"data file path {path!r} {reason}")
 
 
-def _any_between(rows: np.ndarray, lo, hi) -> bool:
+def _any_between(rows: np.ndarray, lo: int, hi: int) -> bool:
     """Whether sorted ``rows`` has a value in [lo, hi)."""
     i = np.searchsorted(rows, np.uint64(lo), side="left")
     return bool(i < len(rows) and rows[i] < np.uint64(hi))
@@ -179,7 +181,7 @@ def _adaptive_batch_rows(metadata: pq.FileMetaData, columns: list[str], schema: 
     return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, TARGET_BATCH_BYTES // per_row)))
 
 
-def task_deleted_rows(storage: Storage, task: FileTask, *, max_rows: int | None = None):
+def task_deleted_rows(storage: Storage, task: FileTask, *, max_rows: int | None = None) -> np.ndarray | None:
     if not task.deletion_vector:
         return None
     from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
@@ -222,7 +224,7 @@ def _find_field(schema: pa.Schema, f: StructField, mode: str) -> int | None:
 
 
 def _convert(
-    batch: pa.RecordBatch, spec: ReadSpec, selection, task: FileTask, n: int, source: str = ""
+    batch: pa.RecordBatch, spec: ReadSpec, selection: Any, task: FileTask, n: int, source: str = ""
 ) -> pa.RecordBatch:
     arrays = []
     data_iter = iter(selection)
@@ -434,9 +436,9 @@ def readable_as(physical: pa.DataType, dtype: DataType) -> bool:
         return bits is not None and dtype.precision - dtype.scale >= _DECIMAL_DIGITS[bits]
     if not isinstance(dtype, PrimitiveType):
         return False
-    name = dtype.name
-    if name == "void":
+    if is_void_type(dtype):
         return True
+    name = dtype.name
     if name in _INTEGER_TARGET_BITS:
         target = _INTEGER_TARGET_BITS[name]
         if physical in _SIGNED_BITS:

@@ -10,7 +10,7 @@ the log in Python. This module computes everything that path needs, without Spar
   letters and ``=`` are kept), in Arrow, with no Python object per file on the hot path;
 * each file's typed partition values, from the log, and whether Spark's partition discovery
   would give exactly those values (every path ``<col>=<escaped value>/.../<file>`` for
-  string, integer, date, boolean and decimal columns: :func:`escape_partition_text`);
+  string, integer, date, boolean and decimal columns: :func:`escape_directory_values`);
 * which files have a deletion vector (only those pay for reading ``_metadata.row_index``);
 * the physical read schema (physical names under column mapping, Parquet field ids in
   ``id`` mode) and, for every output column, its physical source or partition column;
@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.protocol.partition_values import parse_partition_values
+from delta_pyds.protocol.partition_values import escape_directory_values, parse_partition_values
 from delta_pyds.protocol.paths import ABSOLUTE_PATTERN
 from delta_pyds.protocol.schema import (
     ArrayType,
@@ -237,22 +237,9 @@ def unreadable_type_changes(schema: StructType, prefix: str = "") -> list[str]:
     return found
 
 
-# characters Spark's ExternalCatalogUtils.escapePathName escapes in partition directory names
-_PARTITION_ESCAPED = "%" + "".join(chr(c) for c in range(1, 32)) + "\"#'*/:=?\\\x7f{[]^"
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 # partition types Spark's partition discovery casts from a directory name exactly as the log's
 # value parses (timestamps depend on the session zone, floats and binary on spelling: joined)
 _DIRECTORY_TYPES = {"string", "byte", "short", "integer", "long", "date", "boolean"}
-
-
-def escape_partition_text(values: pa.Array) -> pa.Array:
-    """Serialized partition values as Spark escapes them in a directory name (``%XX``), nulls
-    and empty strings as ``__HIVE_DEFAULT_PARTITION__``."""
-    out = values.cast(pa.string())
-    for ch in _PARTITION_ESCAPED:
-        out = pc.replace_substring(out, ch, f"%{ord(ch):02X}")
-    out = pc.if_else(pc.equal(out, ""), pa.scalar(None, pa.string()), out)
-    return pc.fill_null(out, HIVE_NULL)
 
 
 def _directory_partitions(snapshot: Snapshot, files: pa.Table) -> list[StructField]:
@@ -281,7 +268,7 @@ def _directory_partitions(snapshot: Snapshot, files: pa.Table) -> list[StructFie
     pv = files.column("partition_values").combine_chunks()
     parts = []
     for name in physical:
-        parts.append(pc.binary_join_element_wise(name + "=", escape_partition_text(pc.struct_field(pv, name)), ""))
+        parts.append(pc.binary_join_element_wise(name + "=", escape_directory_values(pc.struct_field(pv, name)), ""))
     base = pc.extract_regex(paths, r"(?P<name>[^/]+)$").field("name")
     expected = pc.binary_join_element_wise(*parts, base, "/")
     if not pc.all(pc.fill_null(pc.equal(paths, expected), False)).as_py():

@@ -12,7 +12,7 @@ faster than one object per file or than many small Arrow tables.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,7 +60,7 @@ class PartitionFiles:
 
 def plan_partitions(
     files: pa.Table,
-    physical_partition_columns=(),
+    physical_partition_columns: Sequence[str] = (),
     *,
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
     open_cost: int = DEFAULT_OPEN_COST_BYTES,
@@ -88,7 +88,7 @@ def plan_partitions(
     starts.append(n)
     ordered = files.take(pa.array(order))
 
-    def column(name):
+    def column(name: str) -> list | None:
         col = ordered.column(name) if name in ordered.column_names else None
         if col is None or col.null_count == n:
             return None
@@ -102,7 +102,7 @@ def plan_partitions(
         pvs = [pc.struct_field(pv, c).to_pylist() for c in physical_partition_columns]
     dvs, bases, drcvs = column("deletion_vector"), column("base_row_id"), column("default_row_commit_version")
 
-    def cut(values, a, b):
+    def cut(values: list | None, a: int, b: int) -> list | None:
         return None if values is None else values[a:b]
 
     return [

@@ -45,12 +45,8 @@ import pyarrow as pa
 from delta_pyds.errors import DeltaError
 from delta_pyds.log.files import LOG_DIR, commit_name
 from delta_pyds.protocol.schema import (
-    ArrayType,
-    DataType,
-    MapType,
-    StructField,
     StructType,
-    is_void_type,
+    physical_field,
     project,
     to_arrow_schema,
     without_void_columns,
@@ -60,9 +56,6 @@ from delta_pyds.read.options import ReadOptions
 from delta_pyds.skipping.files import SkippingReport, prune_files
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
-
-# the field metadata key Spark reads and writes Parquet field ids from
-SPARK_FIELD_ID = "parquet.field.id"
 
 # ------------------------------------------------------------------------- snapshots
 _CACHE: dict = {}
@@ -128,11 +121,6 @@ def load_snapshot(
 
 
 # --------------------------------------------------------------------------- columns
-def is_void(f: StructField) -> bool:
-    """Whether the column ``f`` is ``void`` (:func:`~delta_pyds.protocol.schema.is_void_type`)."""
-    return is_void_type(f.type)
-
-
 def visible_schema(schema: StructType) -> StructType:
     """``schema`` without its ``void`` columns (delta-spark drops them on read)."""
     return without_void_columns(schema)
@@ -161,27 +149,6 @@ def project_output(table: StructType, requested: StructType, what: str = "the ta
             f"{', '.join(missing)}; available: {', '.join(table.names)}"
         )
     return output
-
-
-def physical_field(f: StructField, mode: str) -> StructField:
-    """``f`` as the data files hold it: physical names all the way down; in ``id`` mode
-    every struct field carries its Parquet field id (``parquet.field.id``)."""
-    meta: dict[str, Any] = {}
-    if mode == "id" and f.field_id is not None:
-        meta[SPARK_FIELD_ID] = f.field_id
-    return StructField(f.physical_name(mode), _physical_type(f.type, mode), f.nullable, meta)
-
-
-def _physical_type(dtype: DataType, mode: str) -> DataType:
-    if isinstance(dtype, StructType):
-        return StructType(tuple(physical_field(f, mode) for f in dtype.fields))
-    if isinstance(dtype, ArrayType):
-        return ArrayType(_physical_type(dtype.element_type, mode), dtype.contains_null)
-    if isinstance(dtype, MapType):
-        return MapType(
-            _physical_type(dtype.key_type, mode), _physical_type(dtype.value_type, mode), dtype.value_contains_null
-        )
-    return dtype
 
 
 # ------------------------------------------------------------------------------ scans
@@ -224,11 +191,12 @@ class ScanPlan:
     def version(self) -> int:
         return self.snapshot.version
 
-    def is_partition(self, name: str) -> bool:
-        return name.lower() in {c.lower() for c in self.snapshot.partition_columns}
-
     def read_spec(
-        self, arrow_schema: pa.Schema | None = None, *, batch_rows: int = DEFAULT_BATCH_ROWS, skip_row_groups=False
+        self,
+        arrow_schema: pa.Schema | None = None,
+        *,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+        skip_row_groups: bool = False,
     ) -> ReadSpec:
         """The executor-side spec of this plan. ``skip_row_groups``: also skip the row
         groups the predicates rule out, for readers whose caller filters the rows anyway;

@@ -420,7 +420,7 @@ def _range_prune(leaf: _Leaf, st: ColumnStats) -> pa.Array | None:
         if len(pairs) <= _IN_LIST_EXACT:
             return _k_and(*[_k_or(pc.greater(st.lo, s), _all_lt(st, s, r)) for s, r in pairs])
         lo_s, lo_r = min(pairs, key=lambda p: p[1])
-        hi_s, hi_r = max(pairs, key=lambda p: p[1])
+        hi_s, _ = max(pairs, key=lambda p: p[1])
         return _k_or(pc.greater(st.lo, hi_s), _all_lt(st, lo_s, lo_r))
     if op == "notin":
         if is_float:

@@ -18,7 +18,7 @@ from typing import cast
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from delta_pyds.streaming.sink import commit_batch, sink_app_id, sink_options
-from delta_pyds.transaction.commit import delete_files
+from delta_pyds.transaction.staged_files import delete_files
 from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.write.plan import WritePlan, plan_write
 

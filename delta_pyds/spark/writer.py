@@ -21,7 +21,7 @@ from typing import cast
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from delta_pyds.protocol.identity import merge_marks
-from delta_pyds.transaction.commit import delete_files
+from delta_pyds.transaction.staged_files import delete_files, delete_on_failure
 from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.write.plan import WritePlan, commit_write
 
@@ -76,15 +76,12 @@ class DeltaBatchWriter(DataSourceArrowWriter):
             return
         adds = [a for m in messages if m is not None for a in m.adds]
         rows = sum(m.num_rows for m in messages if m is not None)
-        try:
+        with delete_on_failure(self.plan.storage, adds):
             marks = merge_marks(
                 cast(WriteSpec, self.plan.spec).identity,  # not skipped
                 [m.identity for m in messages if m is not None],
             )
             result = commit_write(self.plan, adds, num_rows=rows, identity_marks=marks)
-        except BaseException:
-            delete_files(self.plan.storage, adds)
-            raise
         if result.skipped:
             delete_files(self.plan.storage, adds)
             log.info(

@@ -31,7 +31,8 @@ from dataclasses import replace
 from delta_pyds.errors import StreamSinkError
 from delta_pyds.protocol.schema import StructType
 from delta_pyds.storage.store import Storage
-from delta_pyds.transaction.commit import CommitResult, delete_files
+from delta_pyds.transaction.commit import CommitResult
+from delta_pyds.transaction.staged_files import delete_files, delete_on_failure
 from delta_pyds.write.options import WriteOptions, get_option
 from delta_pyds.write.plan import WritePlan, commit_write, plan_write
 
@@ -101,11 +102,8 @@ def commit_batch(
         txn_version=int(batch_id),
         save_mode="overwrite" if written.opts.overwrite else "append",
     )
-    try:
+    with delete_on_failure(written.storage, adds):
         current = plan_write(opts, data_schema, storage=written.storage)
-    except BaseException:
-        delete_files(written.storage, adds)
-        raise
     if current.skip:
         log.info(
             "pydelta sink: batch %s of %s is already in %s (%s); skipping it",
@@ -132,11 +130,8 @@ def commit_batch(
             f"the schema or partitioning of {written.storage.root} changed while the streaming query "
             "was running; restart the query so its files are written for the table's current schema"
         )
-    try:
+    with delete_on_failure(written.storage, adds):
         result = commit_write(current, adds, num_rows=num_rows, operation="STREAMING UPDATE")
-    except BaseException:
-        delete_files(written.storage, adds)
-        raise
     if result.skipped:  # our txn landed in a race we lost: this replay is a duplicate
         delete_files(written.storage, adds)
         return None

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import cast
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,7 +36,14 @@ from delta_pyds.errors import DeltaError, StreamingError, VersionNotFoundError
 from delta_pyds.log.commits import Commit, CommitLog, FileAction
 from delta_pyds.protocol.actions import Metadata
 from delta_pyds.protocol.features import check_read
-from delta_pyds.protocol.schema import COLUMN_MAPPING_ID, COLUMN_MAPPING_PHYSICAL_NAME, StructType, parse_schema
+from delta_pyds.protocol.schema import (
+    COLUMN_MAPPING_ID,
+    COLUMN_MAPPING_PHYSICAL_NAME,
+    DataType,
+    StructField,
+    StructType,
+    parse_schema,
+)
 from delta_pyds.read.options import StreamOptions
 from delta_pyds.read.scan import FileTask
 from delta_pyds.storage.store import Storage
@@ -150,7 +157,7 @@ class StreamSource:
         end = self._scan(start, limits, log, self.available_now_bound)
         return replace(end, query_start_version=start.version) if first else end
 
-    def _scan(self, start: StreamOffset, limits, log: CommitLog, bound: StreamOffset | None) -> StreamOffset:
+    def _scan(self, start: StreamOffset, limits: Any, log: CommitLog, bound: StreamOffset | None) -> StreamOffset:
         last = None
         for f in take_admitted(self._entries(start, bound, log, {}), limits):
             last = f
@@ -344,15 +351,15 @@ def _numbered(version: int, actions: list[FileAction]) -> list[IndexedFile]:
     return [IndexedFile(version, i, a.size, i == n - 1, a) for i, a in enumerate(actions)]
 
 
-def _field_key(f) -> tuple:
+def _field_key(f: StructField) -> tuple:
     meta = f.metadata or {}
     return (meta.get(COLUMN_MAPPING_PHYSICAL_NAME), meta.get(COLUMN_MAPPING_ID), _type_key(f.type), f.nullable)
 
 
-def _type_key(dtype) -> str:
+def _type_key(dtype: DataType) -> str:
     import json
 
-    def strip(obj):
+    def strip(obj: Any) -> Any:
         if isinstance(obj, dict):
             return {
                 k: (

@@ -81,12 +81,15 @@ class Snapshot:
         options: Mapping[str, str] | None = None,
     ) -> Snapshot:
         storage = table if isinstance(table, Storage) else Storage(table, options)
-        listing = list_log(storage)
+        # the whole log only for timestamps (every commit's time); otherwise the segment
+        # lists from _last_checkpoint on when it can (delta_pyds.log.segment)
+        listing = None
         if timestamp is not None:
             if version is not None:
                 raise ValueError("give either versionAsOf or timestampAsOf, not both")
             from delta_pyds.log.time_travel import version_at_timestamp
 
+            listing = list_log(storage)
             version = version_at_timestamp(storage, timestamp, listing=listing)
         excluded: set[int] = set()
         checkpoint_error: CorruptCheckpointError | None = None
@@ -236,7 +239,7 @@ class Snapshot:
         removes: list[tuple[pa.Table, np.ndarray]] = []
         adds: list[tuple[pa.Table, np.ndarray]] = []
         if self._checkpoint is not None:
-            cp_adds, cp_removes = self._checkpoint.file_actions(self.physical_partition_columns)
+            _, cp_removes = self._checkpoint.file_actions(self.physical_partition_columns)
             if cp_removes is not None:
                 removes.append((cp_removes, np.full(cp_removes.num_rows, -1, dtype=np.int64)))
         table, _versions, seq = self._commit_actions

@@ -19,8 +19,9 @@ removes repeat them). Every checkpoint kind is read
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +33,8 @@ from delta_pyds.log.checkpoint_reader import CheckpointReader
 from delta_pyds.log.replay import file_keys, latest_per_key, live_once
 from delta_pyds.protocol.actions import DV_TYPE, json_actions_schema, partition_struct_type, read_json_actions
 from delta_pyds.protocol.paths import canonical_array
+from delta_pyds.storage.store import Storage
+from delta_pyds.table.snapshot import Snapshot
 
 COLUMNS = {
     "path": pa.string(),
@@ -110,7 +113,7 @@ def _struct_rows(col: pa.ChunkedArray) -> pa.Table | None:
     return pa.Table.from_struct_array(col.combine_chunks())
 
 
-def _map_to_struct(col, pcols) -> pa.Array:
+def _map_to_struct(col: Any, pcols: Sequence[str]) -> pa.Array:
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if not pcols:
         return pa.array([{}] * len(arr), pa.struct([]))
@@ -118,7 +121,9 @@ def _map_to_struct(col, pcols) -> pa.Array:
     return pa.StructArray.from_arrays(children, names=list(pcols))
 
 
-def _parquet_actions(storage, path: str, pcols, pstruct, adds: list, removes: list) -> None:
+def _parquet_actions(
+    storage: Storage, path: str, pcols: Sequence[str], pstruct: pa.DataType, adds: list, removes: list
+) -> None:
     try:
         pf = pq.ParquetFile(storage.open_input(path))
         names = [n for n in ("add", "remove") if n in pf.schema_arrow.names]
@@ -147,7 +152,7 @@ def _parquet_actions(storage, path: str, pcols, pstruct, adds: list, removes: li
         out.append(_normalize(rows, pstruct, storage.root))
 
 
-def _checkpoint_actions(snapshot, pcols, pstruct) -> tuple[list, list]:
+def _checkpoint_actions(snapshot: Snapshot, pcols: Sequence[str], pstruct: pa.DataType) -> tuple[list, list]:
     """Adds and removes of the snapshot's checkpoint: classic, multi-part, or v2 (its
     top-level file, JSON or Parquet, and its sidecars)."""
     adds: list[pa.Table | None] = []
@@ -173,7 +178,7 @@ def _checkpoint_actions(snapshot, pcols, pstruct) -> tuple[list, list]:
     return adds, removes
 
 
-def _dv(col) -> pa.Array:
+def _dv(col: Any) -> pa.Array:
     arr = col.combine_chunks()
     present = {f.name for f in arr.type}
     children = [
@@ -182,7 +187,7 @@ def _dv(col) -> pa.Array:
     return pa.StructArray.from_arrays(children, fields=list(DV_TYPE), mask=pc.invert(pc.is_valid(arr)))
 
 
-def file_actions(snapshot) -> FileActions:
+def file_actions(snapshot: Snapshot) -> FileActions:
     """The active files and tombstones of ``snapshot`` with raw paths."""
     pcols = snapshot.physical_partition_columns
     pstruct = partition_struct_type(pcols)
@@ -202,7 +207,7 @@ def file_actions(snapshot) -> FileActions:
     parts, is_add, seq = [], [], []
     position = 0
 
-    def push(table, flag):
+    def push(table: pa.Table | None, flag: bool) -> None:
         nonlocal position
         if table is None:
             return

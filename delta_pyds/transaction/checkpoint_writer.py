@@ -26,6 +26,9 @@ import io
 import json
 import logging
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,8 +37,9 @@ import pyarrow.parquet as pq
 
 from delta_pyds.log.files import LAST_CHECKPOINT, LOG_DIR, classic_checkpoint_name, last_checkpoint_checksum
 from delta_pyds.protocol import features
-from delta_pyds.protocol.actions import DV_TYPE
+from delta_pyds.protocol.actions import DV_TYPE, Metadata, Protocol
 from delta_pyds.protocol.partition_values import parse_partition_values
+from delta_pyds.protocol.schema import StructField
 from delta_pyds.protocol.schema_evolution import without_fields
 from delta_pyds.protocol.stats import stats_columns, stats_schema
 from delta_pyds.protocol.table_properties import (
@@ -205,92 +209,13 @@ def _parse_stats(stats: pa.Array, schema: pa.StructType) -> pa.Array:
 def checkpoint_table(snapshot: Snapshot, *, now_ms: int | None = None) -> tuple[pa.Table, int]:
     """The checkpoint of ``snapshot`` as an Arrow table, and its number of add actions."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)
-    conf = snapshot.configuration
     actions = file_actions(snapshot)
-    active, tombstones = actions.active, actions.tombstones
-    retention = deleted_file_retention_ms(conf)
-    if tombstones.num_rows:
-        ts = tombstones.column("deletionTimestamp")
-        keep = pc.or_(pc.is_null(ts), pc.greater(ts, now - retention))
-        tombstones = tombstones.filter(keep)
-    mode = snapshot.column_mapping_mode
-    with_json = is_true(conf, WRITE_STATS_AS_JSON, default=True)
-    as_struct = is_true(conf, WRITE_STATS_AS_STRUCT)
-    parsed_partitions = parsed_stats = None
-    if as_struct:
-        pfields = [snapshot.schema.field(c) for c in snapshot.partition_columns]
-        if pfields:
-            from delta_pyds.protocol.schema import to_arrow_type
-
-            parsed_partitions = pa.struct([(f.physical_name(mode), to_arrow_type(f.type)) for f in pfields])
-        data_schema = without_fields(snapshot.schema, snapshot.partition_columns)
-        from delta_pyds.protocol.clustering import table_clustering
-
-        clustering = table_clustering(snapshot.schema, snapshot.domain_metadata, mode) or ()
-        columns = stats_columns(data_schema, conf, mode, required=clustering)
-        parsed_stats = stats_schema(columns, data_schema, mode)
-    add_type = _add_type(parsed_partitions, parsed_stats, with_json)
-    n = active.num_rows
-    children = {
-        "path": active.column("raw_path").combine_chunks(),
-        "partitionValues": _to_map(active.column("partitionValues"), n),
-        "size": active.column("size").combine_chunks(),
-        "modificationTime": pc.fill_null(active.column("modificationTime"), 0).combine_chunks(),
-        "dataChange": pa.array([False] * n, pa.bool_()),
-        "stats": active.column("stats").combine_chunks(),
-        "tags": _tags(active, n),
-        "deletionVector": _dv(active.column("deletionVector")),
-        "baseRowId": active.column("baseRowId").combine_chunks(),
-        "defaultRowCommitVersion": active.column("defaultRowCommitVersion").combine_chunks(),
-    }
-    if parsed_partitions is not None:
-        pv = active.column("partitionValues").combine_chunks()
-        parsed = []
-        for f, name in zip(pfields, snapshot.physical_partition_columns):
-            raw = pc.struct_field(pv, name) if n else pa.array([], pa.string())
-            parsed.append(parse_partition_values(raw, f.type, column=f.name))
-        children["partitionValues_parsed"] = pa.StructArray.from_arrays(parsed, fields=list(parsed_partitions))
-    if parsed_stats is not None:
-        children["stats_parsed"] = _parse_stats(children["stats"], parsed_stats)
-    adds = pa.StructArray.from_arrays([children[f.name] for f in add_type], fields=list(add_type))
-
-    m = tombstones.num_rows
-    removes = pa.StructArray.from_arrays(
-        [
-            tombstones.column("raw_path").combine_chunks(),
-            tombstones.column("deletionTimestamp").combine_chunks(),
-            pa.array([False] * m, pa.bool_()),
-            pa.array([True] * m, pa.bool_()),
-            _to_map(tombstones.column("partitionValues"), m),
-            tombstones.column("size").combine_chunks(),
-            _dv(tombstones.column("deletionVector")),
-            tombstones.column("baseRowId").combine_chunks(),
-            tombstones.column("defaultRowCommitVersion").combine_chunks(),
-        ],
-        fields=list(REMOVE),
+    active, tombstones = actions.active, _unexpired(actions.tombstones, snapshot.configuration, now)
+    parsed = _ParsedColumns.of(snapshot)
+    add_type = _add_type(
+        parsed.partitions, parsed.stats, is_true(snapshot.configuration, WRITE_STATS_AS_JSON, default=True)
     )
-
-    p = snapshot.protocol
-    proto_row = {
-        "minReaderVersion": p.min_reader_version,
-        "minWriterVersion": p.min_writer_version,
-        "readerFeatures": list(p.reader_features or []) if p.min_reader_version >= 3 else None,
-        "writerFeatures": list(p.writer_features or []) if p.min_writer_version >= 7 else None,
-    }
-    md = snapshot.metadata
-    md_row = {
-        "id": md.id,
-        "name": md.name,
-        "description": md.description,
-        "format": {"provider": md.format_provider, "options": list(md.format_options.items())},
-        "schemaString": md.schema_string,
-        "partitionColumns": list(md.partition_columns),
-        "configuration": [(k, v) for k, v in md.configuration.items()],
-        "createdTime": md.created_time,
-    }
-    txns = snapshot.app_transactions
-    domains = snapshot.domain_metadata
-    v2 = features.is_enabled(p, "v2Checkpoint")
+    v2 = features.is_enabled(snapshot.protocol, "v2Checkpoint")
     fields = [
         ("txn", TXN),
         ("add", add_type),
@@ -307,34 +232,131 @@ def checkpoint_table(snapshot: Snapshot, *, now_ms: int | None = None) -> tuple[
         k = len(next(iter(cols.values())))
         return pa.table({f.name: cols.get(f.name, pa.nulls(k, f.type)) for f in schema}, schema=schema)
 
-    parts = (
-        [
-            rows(checkpointMetadata=pa.array([{"version": snapshot.version, "tags": None}], CHECKPOINT_METADATA)),
-        ]
-        if v2
-        else []
-    )
+    parts = []
+    if v2:
+        parts.append(
+            rows(checkpointMetadata=pa.array([{"version": snapshot.version, "tags": None}], CHECKPOINT_METADATA))
+        )
     parts += [
-        rows(protocol=pa.array([proto_row], PROTOCOL)),
-        rows(metaData=pa.array([md_row], METADATA)),
+        rows(protocol=pa.array([_protocol_row(snapshot.protocol)], PROTOCOL)),
+        rows(metaData=pa.array([_metadata_row(snapshot.metadata)], METADATA)),
     ]
+    txns = snapshot.app_transactions
     if txns:
         parts.append(
             rows(txn=pa.array([{"appId": a, "version": v, "lastUpdated": None} for a, v in sorted(txns.items())], TXN))
         )
+    domains = snapshot.domain_metadata
     if domains:
-        parts.append(
-            rows(
-                domainMetadata=pa.array(
-                    [{"domain": d, "configuration": c, "removed": False} for d, c in sorted(domains.items())], DOMAIN
-                )
-            )
-        )
-    if n:
-        parts.append(rows(add=adds))
-    if m:
-        parts.append(rows(remove=removes))
-    return pa.concat_tables(parts), n
+        dm = [{"domain": d, "configuration": c, "removed": False} for d, c in sorted(domains.items())]
+        parts.append(rows(domainMetadata=pa.array(dm, DOMAIN)))
+    if active.num_rows:
+        parts.append(rows(add=_add_column(snapshot, active, add_type, parsed)))
+    if tombstones.num_rows:
+        parts.append(rows(remove=_remove_column(tombstones)))
+    return pa.concat_tables(parts), active.num_rows
+
+
+def _unexpired(tombstones: pa.Table, conf: Mapping[str, str], now: int) -> pa.Table:
+    """The tombstones a checkpoint keeps: those younger than the deleted-file retention
+    (and those without a deletion time)."""
+    if not tombstones.num_rows:
+        return tombstones
+    ts = tombstones.column("deletionTimestamp")
+    return tombstones.filter(pc.or_(pc.is_null(ts), pc.greater(ts, now - deleted_file_retention_ms(conf))))
+
+
+@dataclass
+class _ParsedColumns:
+    """The struct types of ``partitionValues_parsed`` and ``stats_parsed`` (None when the
+    table does not write stats as structs, or has no partition columns)."""
+
+    partition_fields: list[StructField]
+    partitions: pa.StructType | None
+    stats: pa.StructType | None
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> _ParsedColumns:
+        conf, mode = snapshot.configuration, snapshot.column_mapping_mode
+        if not is_true(conf, WRITE_STATS_AS_STRUCT):
+            return cls([], None, None)
+        from delta_pyds.protocol.clustering import table_clustering
+        from delta_pyds.protocol.schema import to_arrow_type
+
+        pfields = [snapshot.schema.field(c) for c in snapshot.partition_columns]
+        partitions = pa.struct([(f.physical_name(mode), to_arrow_type(f.type)) for f in pfields]) if pfields else None
+        data_schema = without_fields(snapshot.schema, snapshot.partition_columns)
+        clustering = table_clustering(snapshot.schema, snapshot.domain_metadata, mode) or ()
+        columns = stats_columns(data_schema, conf, mode, required=clustering)
+        return cls(pfields, partitions, stats_schema(columns, data_schema, mode))
+
+
+def _add_column(snapshot: Snapshot, active: pa.Table, add_type: pa.StructType, parsed: _ParsedColumns) -> pa.Array:
+    """The ``add`` struct column of the live files (``dataChange`` false)."""
+    n = active.num_rows
+    children = {
+        "path": active.column("raw_path").combine_chunks(),
+        "partitionValues": _to_map(active.column("partitionValues"), n),
+        "size": active.column("size").combine_chunks(),
+        "modificationTime": pc.fill_null(active.column("modificationTime"), 0).combine_chunks(),
+        "dataChange": pa.array([False] * n, pa.bool_()),
+        "stats": active.column("stats").combine_chunks(),
+        "tags": _tags(active, n),
+        "deletionVector": _dv(active.column("deletionVector")),
+        "baseRowId": active.column("baseRowId").combine_chunks(),
+        "defaultRowCommitVersion": active.column("defaultRowCommitVersion").combine_chunks(),
+    }
+    if parsed.partitions is not None:
+        pv = active.column("partitionValues").combine_chunks()
+        values = []
+        for f, name in zip(parsed.partition_fields, snapshot.physical_partition_columns):
+            raw = pc.struct_field(pv, name) if n else pa.array([], pa.string())
+            values.append(parse_partition_values(raw, f.type, column=f.name))
+        children["partitionValues_parsed"] = pa.StructArray.from_arrays(values, fields=list(parsed.partitions))
+    if parsed.stats is not None:
+        children["stats_parsed"] = _parse_stats(children["stats"], parsed.stats)
+    return pa.StructArray.from_arrays([children[f.name] for f in add_type], fields=list(add_type))
+
+
+def _remove_column(tombstones: pa.Table) -> pa.Array:
+    """The ``remove`` struct column of the kept tombstones."""
+    m = tombstones.num_rows
+    return pa.StructArray.from_arrays(
+        [
+            tombstones.column("raw_path").combine_chunks(),
+            tombstones.column("deletionTimestamp").combine_chunks(),
+            pa.array([False] * m, pa.bool_()),
+            pa.array([True] * m, pa.bool_()),
+            _to_map(tombstones.column("partitionValues"), m),
+            tombstones.column("size").combine_chunks(),
+            _dv(tombstones.column("deletionVector")),
+            tombstones.column("baseRowId").combine_chunks(),
+            tombstones.column("defaultRowCommitVersion").combine_chunks(),
+        ],
+        fields=list(REMOVE),
+    )
+
+
+def _protocol_row(p: Protocol) -> dict[str, Any]:
+    return {
+        "minReaderVersion": p.min_reader_version,
+        "minWriterVersion": p.min_writer_version,
+        "readerFeatures": list(p.reader_features or []) if p.min_reader_version >= 3 else None,
+        "writerFeatures": list(p.writer_features or []) if p.min_writer_version >= 7 else None,
+    }
+
+
+def _metadata_row(md: Metadata) -> dict[str, Any]:
+    return {
+        "id": md.id,
+        "name": md.name,
+        "description": md.description,
+        "format": {"provider": md.format_provider, "options": list(md.format_options.items())},
+        "schemaString": md.schema_string,
+        "partitionColumns": list(md.partition_columns),
+        "configuration": [(k, v) for k, v in md.configuration.items()],
+        "createdTime": md.created_time,
+    }
 
 
 def write_checkpoint(storage: Storage, version: int) -> dict:

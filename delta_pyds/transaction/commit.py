@@ -38,7 +38,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from delta_pyds.errors import (  # noqa: F401
     AppendOnlyError,
@@ -53,7 +53,7 @@ from delta_pyds.log.files import LOG_DIR, commit_name
 from delta_pyds.log.segment import list_log
 from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import Metadata, Protocol
-from delta_pyds.protocol.paths import canonical, is_absolute, unsafe_reason
+from delta_pyds.protocol.paths import canonical
 from delta_pyds.protocol.schema import StructType, parse_schema
 from delta_pyds.protocol.table_properties import (
     APPEND_ONLY,
@@ -70,9 +70,7 @@ from delta_pyds.protocol.table_properties import (
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.conflicts import ROW_TRACKING_DOMAIN, ReadSet, Rebase, WinningCommit, check
-
-if TYPE_CHECKING:
-    import pyarrow as pa
+from delta_pyds.transaction.log_entry import CommitInfo, entry_actions, serialize, with_row_ids
 
 log = logging.getLogger(__name__)
 
@@ -135,10 +133,6 @@ class Transaction:
         return cls(storage, snapshot)
 
     # ------------------------------------------------------------------------ state
-    @property
-    def table_exists(self) -> bool:
-        return self.snapshot is not None
-
     @property
     def metadata(self) -> Metadata | None:
         return self._metadata or (self.snapshot.metadata if self.snapshot else None)
@@ -247,9 +241,7 @@ class Transaction:
         while True:
             attempts += 1
             actions = self._actions(state, operation, parameters or {}, user_metadata, metrics)
-            data = ("\n".join(json.dumps(a, separators=(",", ":"), ensure_ascii=False) for a in actions) + "\n").encode(
-                "utf-8"
-            )
+            data = serialize(actions)
             path = self.storage.join(LOG_DIR, commit_name(state.version))
             try:
                 self._put(path, data)
@@ -305,7 +297,7 @@ class Transaction:
             raise FileExistsError(path) from exc
 
     def _rebase(self, state: _AttemptState) -> Rebase | None:
-        listing = list_log(self.storage)
+        listing = list_log(self.storage, from_version=state.version)  # only the winners' commits
         sizes = {f.version: f.size for f in listing if f.kind == "commit" and f.version >= state.version}
         versions = sorted(sizes)
         if not versions or versions[0] != state.version:
@@ -409,83 +401,64 @@ class Transaction:
         user_metadata: str | None,
         metrics: Mapping[str, Any] | None,
     ) -> list[dict]:
+        """The actions of the attempt at ``state.version`` (:mod:`.log_entry`)."""
         now = _now_ms()
+        effective_md = self.metadata
+        ict, md = self._in_commit_timestamp(state, now)
+        row_tracking = effective_md is not None and self._row_tracking(state.protocol, effective_md)
+        isolation = (effective_md.configuration.get(ISOLATION_LEVEL) if effective_md else None) or "WriteSerializable"
+        info = CommitInfo(
+            timestamp=now,
+            operation=operation,
+            parameters=parameters,
+            read_version=self.read_version,
+            isolation_level=isolation,
+            blind_append=self.is_blind_append(),
+            engine=self.engine,
+            txn_id=self.txn_id,
+            in_commit_timestamp=ict,
+            metrics=metrics,
+            user_metadata=user_metadata,
+            row_tracking_preserved=row_tracking,
+        )
+        domains = dict(self.domains)
+        adds = self.adds
+        if row_tracking and adds:
+            adds, hwm = with_row_ids(adds, high_water_mark=state.row_id_hwm, version=state.version)
+            if hwm != state.row_id_hwm:
+                domains[ROW_TRACKING_DOMAIN] = json.dumps({"rowIdHighWaterMark": hwm}, separators=(",", ":"))
+        changed_protocol = self.snapshot is None or state.protocol != self.snapshot.protocol
+        return entry_actions(
+            info,
+            protocol=state.protocol if changed_protocol else None,
+            metadata=md,
+            app_transaction=(self.app_id, self.app_version) if self.app_id is not None else None,
+            domains=domains,
+            removes=self.removes,
+            adds=adds,
+            cdcs=self.cdcs,
+        )
+
+    def _in_commit_timestamp(self, state: _AttemptState, now: int) -> tuple[int | None, Metadata | None]:
+        """The attempt's in-commit timestamp (None when the table does not use them) and
+        the metadata to commit: this transaction's, with the enablement version and
+        timestamp recorded when this commit turns in-commit timestamps on."""
         md = self._metadata
         effective_md = self.metadata
-        protocol = state.protocol if self.snapshot is None or state.protocol != self.snapshot.protocol else None
-        ict = None
-        if (
+        if not (
             effective_md is not None
             and is_true(effective_md.configuration, ENABLE_ICT)
             and features.is_enabled(state.protocol, "inCommitTimestamp")
         ):
-            ict = max(now, (state.last_ict or 0) + 1)
-            was_enabled = self.snapshot is not None and is_true(self.snapshot.configuration, ENABLE_ICT)
-            if md is not None and not was_enabled and self.snapshot is not None:
-                conf = dict(md.configuration)
-                conf[ICT_ENABLEMENT_VERSION] = str(state.version)
-                conf[ICT_ENABLEMENT_TIMESTAMP] = str(ict)
-                md = replace(md, configuration=conf)
-        info: dict[str, Any] = {"timestamp": now}
-        if ict is not None:
-            info["inCommitTimestamp"] = ict
-        info["operation"] = operation
-        info["operationParameters"] = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in parameters.items()}
-        if self.read_version >= 0:
-            info["readVersion"] = self.read_version
-        isolation = (effective_md.configuration.get(ISOLATION_LEVEL) if effective_md else None) or "WriteSerializable"
-        info["isolationLevel"] = isolation
-        info["isBlindAppend"] = self.is_blind_append()
-        if metrics:
-            info["operationMetrics"] = {k: str(v) for k, v in metrics.items()}
-        if user_metadata is not None:
-            info["userMetadata"] = user_metadata
-        info["engineInfo"] = self.engine
-        info["txnId"] = self.txn_id
-        actions: list[dict] = []
-        row_tracking = effective_md is not None and self._row_tracking(state.protocol, effective_md)
-        if row_tracking:
-            info["tags"] = {"delta.rowTracking.preserved": "true"}
-        actions.append({"commitInfo": info})
-        if protocol is not None:
-            actions.append({"protocol": protocol.to_dict()})
-        if md is not None:
-            actions.append({"metaData": md.to_dict()})
-        if self.app_id is not None:
-            actions.append({"txn": {"appId": self.app_id, "version": self.app_version, "lastUpdated": now}})
-        domains = dict(self.domains)
-        adds = self.adds
-        if row_tracking and adds:
-            hwm = state.row_id_hwm
-            adds = []
-            for a in self.adds:
-                a = dict(a)
-                if a.get("baseRowId") is None:  # a re-added file (new DV, restore) keeps its row ids
-                    a["baseRowId"] = hwm + 1
-                    a["defaultRowCommitVersion"] = state.version
-                    hwm += _num_records(a)
-                adds.append(a)
-            if hwm != state.row_id_hwm:
-                domains[ROW_TRACKING_DOMAIN] = json.dumps({"rowIdHighWaterMark": hwm}, separators=(",", ":"))
-        for domain, domain_conf in domains.items():
-            actions.append(
-                {
-                    "domainMetadata": {
-                        "domain": domain,
-                        "configuration": domain_conf or "",
-                        "removed": domain_conf is None,
-                    }
-                }
-            )
-        for r in self.removes:
-            r = dict(r)
-            r.setdefault("deletionTimestamp", now)
-            actions.append({"remove": r})
-        for a in adds:
-            actions.append({"add": a})
-        for c in self.cdcs:
-            actions.append({"cdc": c})
-        return actions
+            return None, md
+        ict = max(now, (state.last_ict or 0) + 1)
+        was_enabled = self.snapshot is not None and is_true(self.snapshot.configuration, ENABLE_ICT)
+        if md is not None and not was_enabled and self.snapshot is not None:
+            conf = dict(md.configuration)
+            conf[ICT_ENABLEMENT_VERSION] = str(state.version)
+            conf[ICT_ENABLEMENT_TIMESTAMP] = str(ict)
+            md = replace(md, configuration=conf)
+        return ict, md
 
     # ---------------------------------------------------------------- checkpoints
     def _maybe_checkpoint(self, version: int, state: _AttemptState) -> bool:
@@ -520,101 +493,8 @@ class _AttemptState:
     creating: bool
 
 
-def _num_records(add: dict) -> int:
-    stats = add.get("stats")
-    if stats:
-        try:
-            return int(json.loads(stats)["numRecords"])
-        except (ValueError, KeyError, TypeError):
-            pass
-    raise DeltaError(f"row tracking needs numRecords in the stats of {add.get('path')}")
-
-
 def _backoff(attempt: int) -> None:
     if attempt <= 2:
         time.sleep(random.uniform(0, 0.01))
         return
     time.sleep(min(2.0, 0.01 * (2 ** min(attempt, 10))) * random.uniform(0.5, 1.0))
-
-
-# ----------------------------------------------------------------------- helpers
-def remove_actions(files: pa.Table, *, data_change: bool = True, timestamp: int | None = None) -> list[dict]:
-    """Remove actions for rows of a :func:`table_state.file_actions` table (raw paths)."""
-    ts = timestamp if timestamp is not None else _now_ms()
-    out: list[dict] = []
-    if files is None or files.num_rows == 0:
-        return out
-    cols = files.to_pydict()
-    n = files.num_rows
-    all_tags = cols.get("tags") or [None] * n
-    for i in range(n):
-        r: dict[str, Any] = {
-            "path": cols["raw_path"][i],
-            "deletionTimestamp": ts,
-            "dataChange": data_change,
-            "extendedFileMetadata": True,
-            "partitionValues": cols["partitionValues"][i] or {},
-            "size": cols["size"][i],
-        }
-        dv = cols["deletionVector"][i]
-        if dv:
-            r["deletionVector"] = {k: v for k, v in dv.items() if v is not None}
-        for key in ("baseRowId", "defaultRowCommitVersion"):
-            if cols[key][i] is not None:
-                r[key] = cols[key][i]
-        if cols["stats"][i]:
-            r["stats"] = cols["stats"][i]
-        tags = all_tags[i]
-        if tags:
-            r["tags"] = dict(tags)
-        out.append(r)
-    return out
-
-
-# how many of the newest commits delete_files reads to prove files are not committed
-RECENT_COMMITS_CHECKED = 10
-
-
-def _in_recent_commits(storage: Storage, adds: list[dict]) -> set[str] | None:
-    """The raw paths of ``adds`` that one of the newest commits names (a commit whose
-    outcome was unknown may have landed), or None when the log cannot be read."""
-    try:
-        names = [e for e in storage.list_dir(storage.join(LOG_DIR)) if e.name.endswith(".json")]
-        recent = names[-RECENT_COMMITS_CHECKED:]
-        datas = storage.read_many([e.path for e in recent], sizes=[e.size for e in recent])
-    except Exception:
-        return None
-    raw = {str(a.get("path") or "") for a in adds}
-    return {p for p in raw if p and any(json.dumps(p)[1:-1].encode() in d for d in datas)}
-
-
-def delete_files(storage: Storage, adds: Iterable[dict]) -> None:
-    """Deletes the data files of add actions that were never committed: only files
-    below the table root (an absolute path or a '..' segment is never followed), and
-    only when the newest commits can be read and name none of them (a commit PUT whose
-    outcome was unknown may have landed: its files are kept; files of a write that
-    did not commit and could not be checked are left to VACUUM)."""
-    adds = list(adds)
-    if not adds:
-        return
-    committed = _in_recent_commits(storage, adds)
-    if committed is None:
-        log.warning(
-            "pydelta: keeping %d uncommitted data file(s) of %s: the log cannot be read to check that "
-            "no commit names them (VACUUM removes them if none does)",
-            len(adds),
-            storage.root,
-        )
-        return
-    for a in adds:
-        if str(a.get("path") or "") in committed:
-            log.warning("pydelta: keeping %s: a commit names it (a commit of unknown outcome landed)", a.get("path"))
-            continue
-        path = canonical(a.get("path") or "", storage.root)
-        if is_absolute(path) or unsafe_reason(path) is not None:
-            log.warning("pydelta: not deleting %r: it is not a file below the table root", a.get("path"))
-            continue
-        try:
-            storage.delete(storage.resolve(path))
-        except Exception:  # pragma: no cover - best effort
-            log.warning("pydelta: could not delete uncommitted file %s", a.get("path"))

@@ -134,7 +134,6 @@ class Rebase:
     in_commit_timestamp: int | None = None
     already_committed: bool = False  # an idempotent write some winner recorded
     table_created_by_winner: dict | None = None  # winner's metaData when both created the table
-    winner_protocol: dict | None = None
 
 
 def check(
@@ -154,13 +153,11 @@ def check(
     ``read.paths`` and ``removed_paths`` hold canonical paths of the table at ``root``."""
     rebase = Rebase(latest_version=max(w.version for w in winners))
     for w in winners:
-        where = f"a concurrent commit (version {w.version}"
         op = (w.commit_info or {}).get("operation")
-        where += f", {op})" if op else ")"
+        where = f"a concurrent commit (version {w.version}" + (f", {op})" if op else ")")
         if creating and w.metadata is not None and w.version == min(x.version for x in winners):
             if accept_created is not None and accept_created(w.metadata, w.protocol or {}):
                 rebase.table_created_by_winner = w.metadata
-                rebase.winner_protocol = w.protocol
                 creating = False
                 continue
             raise ConcurrentModificationError(f"the table was created by {where} while this write was creating it")
@@ -180,31 +177,7 @@ def check(
             if domain in w.domains and domain != ROW_TRACKING_DOMAIN:
                 raise ConcurrentModificationError(f"metadata domain {domain!r} was changed by {where}")
         if not read.empty:
-            candidates = (
-                [a for a in w.adds if a.get("dataChange", True)] if (serializable or not w.is_blind_append) else []
-            )
-            if candidates:
-                if read.whole_table:
-                    raise ConcurrentModificationError(
-                        f"files were added to the table by {where} while this write was replacing "
-                        "the data it read; retry the write"
-                    )
-                hits = [False] * len(candidates)
-                for pred in read.predicates:
-                    matched = pred([a["partitionValues"] for a in candidates])
-                    hits = [h or m for h, m in zip(hits, matched)]
-                if any(hits):
-                    raise ConcurrentModificationError(
-                        f"files were added by {where} to partitions this write read "
-                        f"({'; '.join(read.descriptions) or 'its predicate'}); retry the write"
-                    )
-            touched = {canonical(r["path"], root) for r in w.removes if r.get("path")}
-            lost = touched & (read.paths | removed_paths)
-            if lost:
-                raise ConcurrentModificationError(
-                    f"{len(lost)} file(s) this write read or removed were removed by {where} "
-                    f"(e.g. {sorted(lost)[0]}); retry the write"
-                )
+            _check_read_set(w, where, read, removed_paths, serializable=serializable, root=root)
         hwm = w.row_id_high_water_mark
         if hwm is not None:
             rebase.row_id_high_water_mark = max(hwm, rebase.row_id_high_water_mark or -1)
@@ -212,3 +185,34 @@ def check(
         if ict is not None:
             rebase.in_commit_timestamp = max(ict, rebase.in_commit_timestamp or 0)
     return rebase
+
+
+def _check_read_set(
+    w: WinningCommit, where: str, read: ReadSet, removed_paths: set, *, serializable: bool, root: str
+) -> None:
+    """Raises when the winner ``w`` added files to what this transaction read (any file
+    when it read the whole table, else files in the partitions its predicates match;
+    blind appends count only under Serializable) or removed a file it read or removed."""
+    candidates = [a for a in w.adds if a.get("dataChange", True)] if (serializable or not w.is_blind_append) else []
+    if candidates:
+        if read.whole_table:
+            raise ConcurrentModificationError(
+                f"files were added to the table by {where} while this write was replacing "
+                "the data it read; retry the write"
+            )
+        hits = [False] * len(candidates)
+        for pred in read.predicates:
+            matched = pred([a["partitionValues"] for a in candidates])
+            hits = [h or m for h, m in zip(hits, matched)]
+        if any(hits):
+            raise ConcurrentModificationError(
+                f"files were added by {where} to partitions this write read "
+                f"({'; '.join(read.descriptions) or 'its predicate'}); retry the write"
+            )
+    touched = {canonical(r["path"], root) for r in w.removes if r.get("path")}
+    lost = touched & (read.paths | removed_paths)
+    if lost:
+        raise ConcurrentModificationError(
+            f"{len(lost)} file(s) this write read or removed were removed by {where} "
+            f"(e.g. {sorted(lost)[0]}); retry the write"
+        )

@@ -1,13 +1,14 @@
 """File actions as table operations re-commit them: the add actions that re-add files of
-a :func:`delta_pyds.table.state.file_actions` table (with their stored path strings, stats,
-deletion vectors, row tracking fields and tags), keys that identify a file with its
-deletion vector, and row counts from statistics.
+a :func:`delta_pyds.table.state.file_actions` table and the remove actions that remove
+them (with their stored path strings, stats, deletion vectors, row tracking fields and
+tags), keys that identify a file with its deletion vector, and row counts from statistics.
 
 Pure functions over Arrow tables of file actions: no I/O."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from typing import Any, overload
 
@@ -57,27 +58,53 @@ def num_live_rows(active: pa.Table) -> int | None:
 
 def add_actions(files: pa.Table, *, data_change: bool) -> list[dict]:
     """Add actions re-adding rows of a :func:`table_state.file_actions` table."""
-    out = []
     cols = files.to_pydict()
-    all_tags = cols.get("tags") or [None] * files.num_rows
-    for i in range(files.num_rows):
-        a: dict[str, Any] = {
+    return [
+        {
             "path": cols["raw_path"][i],
             "partitionValues": cols["partitionValues"][i] or {},
             "size": cols["size"][i],
             "modificationTime": cols["modificationTime"][i] or 0,
             "dataChange": data_change,
+            **_kept_fields(cols, i),
         }
-        if cols["stats"][i]:
-            a["stats"] = cols["stats"][i]
-        dv = cols["deletionVector"][i]
-        if dv:
-            a["deletionVector"] = {k: v for k, v in dv.items() if v is not None}
-        for key in ("baseRowId", "defaultRowCommitVersion"):
-            if cols[key][i] is not None:
-                a[key] = cols[key][i]
-        tags = all_tags[i]
-        if tags:
-            a["tags"] = dict(tags)
-        out.append(a)
+        for i in range(files.num_rows)
+    ]
+
+
+def remove_actions(files: pa.Table, *, data_change: bool = True, timestamp: int | None = None) -> list[dict]:
+    """Remove actions for rows of a :func:`table_state.file_actions` table (raw paths)."""
+    if files is None or files.num_rows == 0:
+        return []
+    ts = timestamp if timestamp is not None else int(time.time() * 1000)
+    cols = files.to_pydict()
+    return [
+        {
+            "path": cols["raw_path"][i],
+            "deletionTimestamp": ts,
+            "dataChange": data_change,
+            "extendedFileMetadata": True,
+            "partitionValues": cols["partitionValues"][i] or {},
+            "size": cols["size"][i],
+            **_kept_fields(cols, i),
+        }
+        for i in range(files.num_rows)
+    ]
+
+
+def _kept_fields(cols: dict[str, list[Any]], i: int) -> dict[str, Any]:
+    """The optional fields an add or remove action of row ``i`` carries over: statistics,
+    the deletion vector, row tracking fields and tags (absent when null or empty)."""
+    out: dict[str, Any] = {}
+    if cols["stats"][i]:
+        out["stats"] = cols["stats"][i]
+    dv = cols["deletionVector"][i]
+    if dv:
+        out["deletionVector"] = {k: v for k, v in dv.items() if v is not None}
+    for key in ("baseRowId", "defaultRowCommitVersion"):
+        if cols[key][i] is not None:
+            out[key] = cols[key][i]
+    tags = cols["tags"][i] if "tags" in cols else None
+    if tags:
+        out["tags"] = dict(tags)
     return out

@@ -22,6 +22,7 @@ writes that omit the column).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -31,7 +32,7 @@ from delta_pyds.errors import ConstraintViolationError, ExpressionError, Unsuppo
 from delta_pyds.expressions.ast import Node, columns_of
 from delta_pyds.expressions.evaluator import evaluate_predicate, evaluate_value, resolve_column
 from delta_pyds.expressions.parser import parse
-from delta_pyds.protocol.schema import StructType
+from delta_pyds.protocol.schema import DataType, StructType
 from delta_pyds.protocol.table_properties import constraints_of
 
 GENERATION_EXPRESSION = "delta.generationExpression"
@@ -118,7 +119,7 @@ def describe_rule(rule: _Rule) -> str:
     )
 
 
-def _leaf(batch: pa.RecordBatch, path: tuple[str, ...]):
+def _leaf(batch: pa.RecordBatch, path: tuple[str, ...]) -> tuple[pa.Array, pa.Array | None]:
     arr = batch.column(batch.schema.get_field_index(path[0]))
     parent_valid = None
     for name in path[1:]:
@@ -128,7 +129,7 @@ def _leaf(batch: pa.RecordBatch, path: tuple[str, ...]):
     return arr, parent_valid
 
 
-def _row_text(batch, columns, row: int, bullet: bool = False) -> str:
+def _row_text(batch: pa.RecordBatch, columns: Sequence[tuple[str, ...]], row: int, bullet: bool = False) -> str:
     parts = []
     for path in columns:
         try:
@@ -204,8 +205,8 @@ def _value_rule(
 
 def build_checks(
     schema: StructType,
-    configuration,
-    input_columns,
+    configuration: Mapping[str, str],
+    input_columns: Sequence[str],
     *,
     replace_where: str | None = None,
     logical_schema: pa.Schema | None = None,
@@ -223,7 +224,7 @@ def build_checks(
     provided = {c.lower() for c in input_columns}
     not_null = []
 
-    def walk(dtype, prefix):
+    def walk(dtype: DataType, prefix: tuple[str, ...]) -> None:
         if isinstance(dtype, StructType):
             for f in dtype.fields:
                 path = prefix + (f.name,)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
-import re
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -41,27 +40,21 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from delta_pyds.protocol.identity import IdentityColumn
-from delta_pyds.protocol.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
+from delta_pyds.protocol.partition_values import HIVE_DEFAULT_PARTITION, escape_path_name, unescape_path_name
+from delta_pyds.protocol.schema import StructField, StructType, is_void_type, physical_field
 from delta_pyds.protocol.stats import StatsColumn, footer_bounds, stats_from_footer
 from delta_pyds.storage.store import Storage
-from delta_pyds.write.parquet_writer import HIVE_DEFAULT_PARTITION, encode_path, escape_path_name
+from delta_pyds.write.parquet_writer import encode_path
 
 log = logging.getLogger(__name__)
 
 STAGING_PREFIX = "_pydelta_staging-"
-SPARK_FIELD_ID = "parquet.field.id"  # field metadata Spark writes as the Parquet field id
 FOOTER_THREADS = 8
-_ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
 def staging_name() -> str:
     """A fresh staging directory name (relative to the table root)."""
     return f"{STAGING_PREFIX}{uuid.uuid4()}"
-
-
-def unescape_path_name(text: str) -> str:
-    """Spark's ``ExternalCatalogUtils.unescapePathName``: ``%XX`` -> the character."""
-    return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
 
 
 def partition_values_of(rel_dir: str, physical_names: Sequence[str]) -> dict[str, str | None]:
@@ -80,32 +73,17 @@ def partition_values_of(rel_dir: str, physical_names: Sequence[str]) -> dict[str
 
 
 # ------------------------------------------------------------------- schemas
-def _physical_type(dtype: DataType, mode: str) -> DataType:
-    if isinstance(dtype, StructType):
-        return StructType(tuple(physical_field(f, mode) for f in dtype.fields))
-    if isinstance(dtype, ArrayType):
-        return ArrayType(_physical_type(dtype.element_type, mode), True)
-    if isinstance(dtype, MapType):
-        return MapType(_physical_type(dtype.key_type, mode), _physical_type(dtype.value_type, mode), True)
-    return dtype
-
-
-def physical_field(f: StructField, mode: str) -> StructField:
-    """A field as a data file holds it: physical name, nullable, the field id as
-    ``parquet.field.id`` under column mapping, no other metadata."""
-    meta: dict[str, Any] = {}
-    if mode in ("name", "id") and f.field_id is not None:
-        meta[SPARK_FIELD_ID] = f.field_id
-    return StructField(f.physical_name(mode), _physical_type(f.type, mode), True, meta)
-
-
-def is_void(f: StructField) -> bool:
-    return isinstance(f.type, PrimitiveType) and f.type.name == "void"
-
-
 def physical_schema(fields: Iterable[StructField], mode: str) -> StructType:
-    """The data columns of the files (void columns are never written)."""
-    return StructType(tuple(physical_field(f, mode) for f in fields if not is_void(f)))
+    """The data columns of the files (void columns are never written): physical names,
+    nullable at every level, the field ids under column mapping (``name`` mode too), no
+    other metadata."""
+    return StructType(
+        tuple(
+            physical_field(f, mode, force_nullable=True, ids_in_name_mode=True)
+            for f in fields
+            if not is_void_type(f.type)
+        )
+    )
 
 
 # ------------------------------------------------------------------- staged files
@@ -174,6 +152,7 @@ def collect_staged(
     threads: int = FOOTER_THREADS,
     directory: str = "",
     staged_partition_names: Sequence[str] | None = None,
+    into: StagedResult | None = None,
 ) -> StagedResult:
     """Turns the files under ``staging`` (relative to the root) into add actions and
     moves them into the table (see the module docstring). ``identity``: the generated
@@ -182,64 +161,78 @@ def collect_staged(
     the names the staged directories use for the partition columns when they differ from
     ``physical_partition_names`` (materialized partition columns: the files keep a data
     column of the physical name, so Spark partitions by a stand-in); the files move to
-    directories named by the physical names. On an error the files moved so far are in
-    ``StagedResult.moved`` of the exception's ``result`` attribute."""
+    directories named by the physical names. The result is ``into`` when given, filled as
+    the files move: on an error, ``into.moved`` holds the files moved so far."""
     staging_full = storage.join(staging)
     files = _walk(storage, staging_full)
-    result = StagedResult()
+    result = StagedResult() if into is None else into
     id_paths = {path: "int" for _, path in identity}
 
-    def footer(item: tuple[str, int]):
+    def footer(item: tuple[str, int]) -> pq.FileMetaData:
         rel, _ = item
         with storage.fs.open(posixpath.join(staging_full, rel), "rb") as fh:
             return pq.ParquetFile(fh).metadata
 
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, min(threads, len(files) or 1))) as pool:
-            metas = list(pool.map(footer, files))
-        for (rel, size), meta in zip(files, metas):
-            src = posixpath.join(staging_full, rel)
-            if meta.num_rows == 0:
-                storage.delete(src)
-                continue
-            rel_dir = posixpath.dirname(rel)
-            if staged_partition_names is not None:
-                staged = partition_values_of(rel_dir, staged_partition_names)
-                values = dict(zip(physical_partition_names, staged.values()))
-                segments = [seg.partition("=")[2] for seg in rel_dir.split("/") if seg]
-                named = "/".join(f"{escape_path_name(n)}={v}" for n, v in zip(physical_partition_names, segments))
-                rel = posixpath.join(named, posixpath.basename(rel)) if named else posixpath.basename(rel)
-            else:
-                values = partition_values_of(rel_dir, physical_partition_names)
-            if directory:
-                rel = posixpath.join(directory, rel)
-            dst = storage.join(rel)
-            _move(storage, src, dst)
-            result.moved.append(dst)
-            result.num_rows += meta.num_rows
-            result.adds.append(
-                {
-                    "path": encode_path(rel),
-                    "partitionValues": values,
-                    "size": size,
-                    "modificationTime": int(time.time() * 1000),
-                    "dataChange": True,
-                    "stats": stats_from_footer(meta, stats_columns, tight_bounds=tight_bounds),
-                }
-            )
-            if identity:
-                bounds = footer_bounds(meta, id_paths)
-                for col, path in identity:
-                    raw = bounds.get(path)
-                    if raw is None:
-                        raise ValueError(f"identity column {col.name}: the written file {rel} has no min/max")
-                    value = int(raw[1]) if col.step > 0 else int(raw[0])
-                    prev = result.identity.get(col.name)
-                    result.identity[col.name] = value if prev is None else col.beyond(prev, value)
-    except BaseException as exc:
-        exc.result = result  # type: ignore[attr-defined]
-        raise
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(files) or 1))) as pool:
+        metas = list(pool.map(footer, files))
+    for (rel, size), meta in zip(files, metas):
+        src = posixpath.join(staging_full, rel)
+        if meta.num_rows == 0:
+            storage.delete(src)
+            continue
+        rel, values = _table_location(rel, physical_partition_names, staged_partition_names)
+        if directory:
+            rel = posixpath.join(directory, rel)
+        dst = storage.join(rel)
+        _move(storage, src, dst)
+        result.moved.append(dst)
+        result.num_rows += meta.num_rows
+        result.adds.append(
+            {
+                "path": encode_path(rel),
+                "partitionValues": values,
+                "size": size,
+                "modificationTime": int(time.time() * 1000),
+                "dataChange": True,
+                "stats": stats_from_footer(meta, stats_columns, tight_bounds=tight_bounds),
+            }
+        )
+        if identity:
+            _record_identity(result.identity, footer_bounds(meta, id_paths), identity, rel)
     return result
+
+
+def _table_location(
+    rel: str, physical_names: Sequence[str], staged_names: Sequence[str] | None
+) -> tuple[str, dict[str, str | None]]:
+    """Where a staged file (``rel`` below the staging directory) goes in the table, and its
+    partition values: under the directories Spark wrote, or, when Spark partitioned by
+    stand-in names (``staged_names``), under directories named by the physical names."""
+    rel_dir = posixpath.dirname(rel)
+    if staged_names is None:
+        return rel, partition_values_of(rel_dir, physical_names)
+    staged = partition_values_of(rel_dir, staged_names)
+    values = dict(zip(physical_names, staged.values()))
+    segments = [seg.partition("=")[2] for seg in rel_dir.split("/") if seg]
+    named = "/".join(f"{escape_path_name(n)}={v}" for n, v in zip(physical_names, segments))
+    return (posixpath.join(named, posixpath.basename(rel)) if named else posixpath.basename(rel)), values
+
+
+def _record_identity(
+    marks: dict[str, int],
+    bounds: dict[str, tuple[Any, ...]],
+    identity: Sequence[tuple[IdentityColumn, str]],
+    rel: str,
+) -> None:
+    """Folds a written file's identity column bounds into ``marks`` (the extreme value
+    generated so far, in each column's direction)."""
+    for col, path in identity:
+        raw = bounds.get(path)
+        if raw is None:
+            raise ValueError(f"identity column {col.name}: the written file {rel} has no min/max")
+        value = int(raw[1]) if col.step > 0 else int(raw[0])
+        prev = marks.get(col.name)
+        marks[col.name] = value if prev is None else col.beyond(prev, value)
 
 
 def discard(storage: Storage, staging: str, moved: Iterable[str] = ()) -> None:

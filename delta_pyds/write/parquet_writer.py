@@ -33,7 +33,7 @@ import posixpath
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
@@ -43,20 +43,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_pyds.write.constraints import WriteChecks
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
 from delta_pyds.protocol.identity import IdentityGenerator
-from delta_pyds.protocol.partition_values import (  # write.native_files, spark.native.write import these here
-    HIVE_DEFAULT_PARTITION,
-    escape_path_name,
-    serialize_partition_value,
-)
+from delta_pyds.protocol.partition_values import HIVE_DEFAULT_PARTITION, escape_path_name, serialize_partition_value
 from delta_pyds.protocol.schema import DataType, PrimitiveType, StructType, is_void_type
 from delta_pyds.protocol.schema_evolution import conform_input, logical_arrow_schema, physical_arrow_schema, to_physical
 from delta_pyds.protocol.stats import FileStats, StatsColumn
 from delta_pyds.storage.store import Storage
+from delta_pyds.transaction.staged_files import cleanup_on_failure
+from delta_pyds.write.constraints import WriteChecks
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +71,7 @@ def encode_path(relative: str) -> str:
     return quote(relative, safe=_URI_SAFE)
 
 
-def partition_dir(physical_names, values) -> str:
+def partition_dir(physical_names: Sequence[str], values: Sequence[str | None]) -> str:
     parts = []
     for name, value in zip(physical_names, values):
         v = HIVE_DEFAULT_PARTITION if value is None or value == "" else escape_path_name(value)
@@ -82,7 +79,7 @@ def partition_dir(physical_names, values) -> str:
     return "/".join(parts)
 
 
-def serialize_value(value, dtype: DataType) -> str | None:
+def serialize_value(value: Any, dtype: DataType) -> str | None:
     """A partition value as the string stored in ``partitionValues``."""
     if value is None:
         return None
@@ -123,7 +120,7 @@ class WriteSpec:
     # derived (computed lazily on the executor)
     _derived: dict = field(default_factory=dict, repr=False)
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_derived"] = {}
         return state
@@ -168,14 +165,11 @@ class TaskResult:
 def write_task(spec: WriteSpec, batches: Iterable[pa.RecordBatch], *, task_id: int = 0, attempt: int = 0) -> TaskResult:
     """Writes one task's batches; returns the add actions of the files written."""
     writer = _TaskWriter(spec, task_id)
-    try:
+    with cleanup_on_failure(writer.abort, what="the files of a failed write task"):
         for batch in batches:
             if batch.num_rows:
                 writer.write(batch)
         writer.close()
-    except BaseException:
-        writer.abort()
-        raise
     return TaskResult(writer.adds, writer.num_rows, dict(writer.identity.marks) if writer.identity is not None else {})
 
 
@@ -310,7 +304,7 @@ def _codec_suffix(codec: str) -> str:
 
 
 class _Partition:
-    def __init__(self, key, rel_dir: str, values: dict):
+    def __init__(self, key: tuple, rel_dir: str, values: dict) -> None:
         self.key = key
         self.rel_dir = rel_dir
         self.values = values
@@ -393,7 +387,7 @@ class _TaskWriter:
             part = taken.slice(int(s), int(e - s))
             yield self._key_of(part, pidx, 0) + (part,)
 
-    def _key_of(self, batch: pa.RecordBatch, pidx, row: int):
+    def _key_of(self, batch: pa.RecordBatch, pidx: Sequence[int], row: int) -> tuple:
         d = self.spec.derived
         values = []
         for i, f in zip(pidx, d["partition_fields"]):
@@ -402,7 +396,7 @@ class _TaskWriter:
         return key, values
 
     # -- buffering ------------------------------------------------------------------
-    def _buffer(self, key, values, part: pa.RecordBatch) -> None:
+    def _buffer(self, key: tuple, values: list[str | None], part: pa.RecordBatch) -> None:
         p = self.partitions.get(key)
         if p is None:
             d = self.spec.derived
@@ -436,7 +430,7 @@ class _TaskWriter:
 
     # -- the file thread: every file operation runs there, in submission order, so
     # encoding overlaps with receiving the next batches (pyarrow releases the GIL) --
-    def _submit(self, fn, *args) -> None:
+    def _submit(self, fn: Callable[..., Any], *args: Any) -> None:
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 

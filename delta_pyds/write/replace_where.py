@@ -19,7 +19,7 @@ data files or materialized row ids there; enable deletion vectors instead).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -29,10 +29,13 @@ from delta_pyds.errors import DeltaError
 from delta_pyds.expressions.evaluator import evaluate_predicate
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.protocol import features
+from delta_pyds.protocol.deletion_vectors import with_deletion_vector
 from delta_pyds.protocol.paths import relative_to
-from delta_pyds.protocol.stats import loosen_bounds
 from delta_pyds.protocol.table_properties import ENABLE_CDF, ENABLE_DV, ROW_TRACKING_SUSPENDED, is_true
+from delta_pyds.read.file_reader import ReadSpec
+from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.file_actions import add_actions
+from delta_pyds.write.parquet_writer import WriteSpec
 
 
 @dataclass
@@ -45,27 +48,62 @@ class Replacement:
     deletion_vectors: int = 0
 
 
-def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacement:
+@dataclass
+class _Matches:
+    """What happens to each file with matching rows: removed whole (every live row
+    matches), marked in a new deletion vector, or rewritten without them."""
+
+    removed: list[str] = field(default_factory=list)  # paths
+    dv_rows: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (path, rows deleted after)
+    rewrites: list[tuple[str, pa.Table]] = field(default_factory=list)  # (path, rows kept)
+
+
+def replace_matching_rows(snapshot: Snapshot, node: Any, text: str, rewrite_spec: WriteSpec) -> Replacement:
     """Removes the rows of ``snapshot`` matching ``node`` (the parsed ``text``);
     ``rewrite_spec`` (a WriteSpec for the table) writes copy-on-write rewrites."""
-    from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows, store_deletion_vectors
     from delta_pyds.protocol.schema_evolution import logical_arrow_schema
-    from delta_pyds.read.file_reader import read_file
-    from delta_pyds.read.scan import FileTask
     from delta_pyds.read.scan_plan import plan_scan
     from delta_pyds.table.state import file_actions
-    from delta_pyds.transaction.commit import delete_files, remove_actions
-    from delta_pyds.write.parquet_writer import write_task
+    from delta_pyds.transaction.file_actions import remove_actions
+    from delta_pyds.transaction.staged_files import delete_on_failure
 
     scan = plan_scan(snapshot, output=snapshot.schema, predicates=skipping_predicates(text, snapshot.schema))
-    files = scan.files
     out = Replacement()
-    if files.num_rows == 0:
+    if scan.files.num_rows == 0:
         return out
-    use_dv = features.is_enabled(snapshot.protocol, "deletionVectors") and is_true(snapshot.configuration, ENABLE_DV)
     spec = scan.read_spec(logical_arrow_schema(snapshot.schema))
+    found = _find_matches(snapshot, scan.files, spec, node, out)
+    if found.rewrites:
+        _refuse_rewrites(snapshot)
+    active = file_actions(snapshot).active
+    by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
+
+    def rows(paths: list[str]) -> pa.Table:
+        return active.take(pa.array([by_path[p] for p in paths], pa.int64()))
+
+    touched = found.removed + [p for p, _ in found.dv_rows] + [p for p, _ in found.rewrites]
+    out.removes = remove_actions(rows(touched)) if touched else []
+    # out.written grows as files are written: all of them are deleted if a later one fails
+    with delete_on_failure(snapshot.storage, out.written):
+        if found.dv_rows:
+            _add_deletion_vectors(snapshot, rows([p for p, _ in found.dv_rows]), found.dv_rows, out)
+        if found.rewrites:
+            names = tuple(spec.arrow_schema.names)
+            _rewrite(replace(rewrite_spec, input_columns=names, checks=None, identity=(), _derived={}), found, out)
+    return out
+
+
+def _find_matches(snapshot: Snapshot, files: pa.Table, spec: ReadSpec, node: Any, out: Replacement) -> _Matches:
+    """Reads every candidate file, counts its live rows matching ``node`` into
+    ``out.deleted_rows`` and decides what happens to it (deletion vectors when the table
+    has them enabled, else a rewrite)."""
+    from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
+    from delta_pyds.read.file_reader import read_file
+    from delta_pyds.read.scan import FileTask
+
+    use_dv = features.is_enabled(snapshot.protocol, "deletionVectors") and is_true(snapshot.configuration, ENABLE_DV)
     pcols = list(snapshot.physical_partition_columns)
-    removed, dv_rows, rewrites = [], [], []  # paths; (path, bitmap); (path, kept rows table)
+    found = _Matches()
     for f in files.to_pylist():
         pv = tuple((f["partition_values"] or {}).get(c) for c in pcols)
         table = pa.Table.from_batches(
@@ -89,60 +127,44 @@ def replace_matching_rows(snapshot, node, text: str, rewrite_spec) -> Replacemen
             continue
         out.deleted_rows += n_hit
         if n_hit == int(live.sum()):
-            removed.append(f["path"])
+            found.removed.append(f["path"])
         elif use_dv:
-            positions = np.flatnonzero(hit | ~live).astype(np.uint64)
-            dv_rows.append((f["path"], positions))
+            found.dv_rows.append((f["path"], np.flatnonzero(hit | ~live).astype(np.uint64)))
         else:
-            rewrites.append((f["path"], table.filter(pa.array(live & ~hit))))
-    if rewrites:
-        _refuse_rewrites(snapshot)
-    active = file_actions(snapshot).active
-    by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
-
-    def rows(paths):
-        return active.take(pa.array([by_path[p] for p in paths], pa.int64()))
-
-    touched = removed + [p for p, _ in dv_rows] + [p for p, _ in rewrites]
-    out.removes = remove_actions(rows(touched)) if touched else []
-    try:
-        if dv_rows:
-            descriptors = store_deletion_vectors(snapshot.storage, [r for _, r in dv_rows])
-            out.written += [
-                {
-                    "path": relative_to(
-                        cast(str, d.absolute_path(snapshot.storage)),  # not inline
-                        snapshot.storage.root,
-                    )
-                }
-                for d in descriptors
-                if d.storage_type != "i"
-            ][:1]
-            for a, d in zip(add_actions(rows([p for p, _ in dv_rows]), data_change=True), descriptors):
-                a["deletionVector"] = d.to_dict()
-                if a.get("stats"):
-                    loose = loosen_bounds(a["stats"])
-                    if loose is None:
-                        a.pop("stats")
-                    else:
-                        a["stats"] = loose
-                out.adds.append(a)
-            out.deletion_vectors = len(dv_rows)
-        if rewrites:
-            names = tuple(spec.arrow_schema.names)
-            cow = replace(rewrite_spec, input_columns=names, checks=None, identity=(), _derived={})
-            for _, kept in rewrites:
-                result = write_task(cow, kept.to_batches())
-                out.written += result.adds
-                out.adds += result.adds
-                out.copied_rows += kept.num_rows
-    except BaseException:
-        delete_files(snapshot.storage, out.written)
-        raise
-    return out
+            found.rewrites.append((f["path"], table.filter(pa.array(live & ~hit))))
+    return found
 
 
-def _refuse_rewrites(snapshot) -> None:
+def _add_deletion_vectors(
+    snapshot: Snapshot, files: pa.Table, dv_rows: list[tuple[str, np.ndarray]], out: Replacement
+) -> None:
+    """Stores the new deletion vectors (one DV file, listed in ``out.written``) and re-adds
+    ``files`` (their file actions, in ``dv_rows``' order) with them."""
+    from delta_pyds.protocol.deletion_vectors import store_deletion_vectors
+
+    descriptors = store_deletion_vectors(snapshot.storage, [r for _, r in dv_rows])
+    out.written += [
+        {"path": relative_to(cast(str, d.absolute_path(snapshot.storage)), snapshot.storage.root)}  # not inline
+        for d in descriptors
+        if d.storage_type != "i"
+    ][:1]
+    for a, d in zip(add_actions(files, data_change=True), descriptors):
+        out.adds.append(with_deletion_vector(a, d))
+    out.deletion_vectors = len(dv_rows)
+
+
+def _rewrite(cow: WriteSpec, found: _Matches, out: Replacement) -> None:
+    """Writes the kept rows of each rewritten file (copy-on-write), one task per file."""
+    from delta_pyds.write.parquet_writer import write_task
+
+    for _, kept in found.rewrites:
+        result = write_task(cow, kept.to_batches())
+        out.written += result.adds
+        out.adds += result.adds
+        out.copied_rows += kept.num_rows
+
+
+def _refuse_rewrites(snapshot: Snapshot) -> None:
     conf = snapshot.configuration
     if is_true(conf, ENABLE_CDF):
         raise DeltaError(

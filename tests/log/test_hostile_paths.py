@@ -23,7 +23,7 @@ from delta_pyds.log.cleanup import cleanup_expired_logs
 from delta_pyds.operations.vacuum import vacuum
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.transaction.commit import delete_files
+from delta_pyds.transaction.staged_files import delete_files
 from delta_pyds.write.plan import write_arrow
 
 LATER = int(time.time() * 1000) + 2 * 86_400_000  # "now" two days ahead: every file is old enough

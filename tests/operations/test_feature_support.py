@@ -107,7 +107,8 @@ def test_drop_deletion_vectors_with_history_waits(copy_table):
 
     def purge(snap):  # what the Spark layer does: rewrite the files with DVs (here: drop them)
         from delta_pyds.table.state import file_actions
-        from delta_pyds.transaction.commit import Transaction, remove_actions
+        from delta_pyds.transaction.commit import Transaction
+        from delta_pyds.transaction.file_actions import remove_actions
 
         purged.append(snap.version)
         txn = Transaction(Storage(path), snap)
@@ -184,7 +185,8 @@ def test_drop_with_a_torn_older_checkpoint_raises_only_named_errors(copy_table, 
 
     def purge(snap):
         from delta_pyds.table.state import file_actions
-        from delta_pyds.transaction.commit import Transaction, remove_actions
+        from delta_pyds.transaction.commit import Transaction
+        from delta_pyds.transaction.file_actions import remove_actions
 
         txn = Transaction(storage, snap)
         txn.remove_files(remove_actions(file_actions(snap).active, data_change=False))

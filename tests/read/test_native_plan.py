@@ -12,7 +12,7 @@ import pytest
 from conftest import table_path
 
 from delta_pyds.expressions import predicates as P
-from delta_pyds.protocol.schema import parse_schema
+from delta_pyds.protocol.schema import SPARK_FIELD_ID, parse_schema
 from delta_pyds.read.native_plan import (
     FILE_PATH,
     HAS_DV,
@@ -24,7 +24,6 @@ from delta_pyds.read.native_plan import (
     spark_root_uri,
     unreadable_type_changes,
 )
-from delta_pyds.read.scan_plan import SPARK_FIELD_ID
 from delta_pyds.table.snapshot import Snapshot
 
 

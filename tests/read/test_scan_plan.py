@@ -10,11 +10,10 @@ import pytest
 from conftest import table_path
 
 from delta_pyds.expressions import predicates as P
-from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
+from delta_pyds.protocol.schema import SPARK_FIELD_ID, PrimitiveType, StructField, StructType
 from delta_pyds.read.native_plan import plan_native_scan
 from delta_pyds.read.options import ReadOptions
 from delta_pyds.read.scan_plan import (
-    SPARK_FIELD_ID,
     cached_snapshot,
     load_snapshot,
     plan_scan,

@@ -424,7 +424,8 @@ def test_write_files_rewrites_a_table_without_data_change(spark, tmp_path):
     (identity values kept), committed with the removes of the old files."""
     from delta_pyds.protocol.schema_evolution import from_spark_json
     from delta_pyds.table.state import file_actions
-    from delta_pyds.transaction.commit import Transaction, remove_actions
+    from delta_pyds.transaction.commit import Transaction
+    from delta_pyds.transaction.file_actions import remove_actions
 
     path = str(tmp_path / "t")
     df = spark.range(20, numPartitions=4).selectExpr("id", "cast(id % 2 as int) p", "named_struct('a', id) st")

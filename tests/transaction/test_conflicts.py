@@ -36,7 +36,7 @@ def test_concurrent_blind_appends_rebase(tmp_path):
 
 def test_overwrite_conflicts_with_a_concurrent_overwrite(tmp_path):
     from delta_pyds.table.state import file_actions
-    from delta_pyds.transaction.commit import remove_actions
+    from delta_pyds.transaction.file_actions import remove_actions
 
     path = str(tmp_path / "t")
     write_arrow(path, pa.table({"a": [0]}))
@@ -51,7 +51,7 @@ def test_overwrite_conflicts_with_a_concurrent_overwrite(tmp_path):
 
 def test_overwrite_keeps_a_concurrent_blind_append(tmp_path):
     from delta_pyds.table.state import file_actions
-    from delta_pyds.transaction.commit import remove_actions
+    from delta_pyds.transaction.file_actions import remove_actions
 
     path = str(tmp_path / "t")
     write_arrow(path, pa.table({"a": [0]}))
@@ -65,7 +65,7 @@ def test_overwrite_keeps_a_concurrent_blind_append(tmp_path):
 
 def test_replace_where_conflicts_only_on_its_partitions(tmp_path):
     from delta_pyds.expressions.parser import parse
-    from delta_pyds.write.plan import partition_predicate
+    from delta_pyds.write.partition_match import partition_predicate
 
     path = str(tmp_path / "t")
     write_arrow(path, pa.table({"a": [1, 2], "p": [1, 2]}), options={"partitionBy": "p"})

@@ -52,26 +52,36 @@ from pyspark.sql import types as T
 from delta_pyds.errors import ConstraintViolationError, UnsupportedFeatureError
 from delta_pyds.protocol import features
 from delta_pyds.protocol.identity import IdentityColumn
-from delta_pyds.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructField, StructType
+from delta_pyds.protocol.partition_values import HIVE_DEFAULT_PARTITION
+from delta_pyds.protocol.schema import (
+    ArrayType,
+    DataType,
+    DecimalType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+    is_void_type,
+)
 from delta_pyds.protocol.schema_evolution import from_spark_json
 from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.read import NativeReadUnavailable
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.commit import CommitResult
+from delta_pyds.transaction.staged_files import cleanup_on_failure, delete_on_failure
 from delta_pyds.write.constraints import WriteChecks, describe_rule
 from delta_pyds.write.native_files import (
     StagedResult,
     collect_staged,
     delete_moved,
     discard,
-    is_void,
     physical_schema,
     remove_staging,
     staging_name,
 )
 from delta_pyds.write.option_names import WRITE_NAMES, WRITE_PREFIXES, check_keywords
 from delta_pyds.write.options import SESSION_PARTITION_OVERWRITE_MODE, WriteOptions
-from delta_pyds.write.parquet_writer import HIVE_DEFAULT_PARTITION, WriteSpec
+from delta_pyds.write.parquet_writer import WriteSpec
 from delta_pyds.write.plan import WritePlan, commit_write, plan_write
 
 log = logging.getLogger(__name__)
@@ -162,9 +172,9 @@ def write_files(
     staged = prepare(df, spec)
     staging = staging_name()
     try:
-        write_staged(staged, spec, staging, variant_shredding=variant_shredding)
-    except BaseException as exc:
-        discard(spec.storage, staging)
+        with cleanup_on_failure(lambda: discard(spec.storage, staging), what="the staged files"):
+            write_staged(staged, spec, staging, variant_shredding=variant_shredding)
+    except Exception as exc:  # a rule that failed in Spark becomes the named error
         violation = _violation(exc)
         if violation is not None:
             raise ConstraintViolationError(violation) from None
@@ -172,8 +182,9 @@ def write_files(
     schema, mode = spec.table_schema, spec.column_mapping_mode
     physical = [schema.field(c).physical_name(mode) for c in spec.partition_columns]
     identity = [(col, schema.field(col.name).physical_name(mode)) for col in spec.identity]
-    try:
-        result = collect_staged(
+    result = StagedResult()
+    with cleanup_on_failure(lambda: discard(spec.storage, staging, result.moved), what="the staged files"):
+        collect_staged(
             spec.storage,
             staging,
             physical_partition_names=physical,
@@ -182,10 +193,8 @@ def write_files(
             identity=identity,
             directory=spec.directory,
             staged_partition_names=_staged_partition_names(spec) if spec.materialize_partition_columns else None,
+            into=result,
         )
-    except BaseException as exc:
-        discard(spec.storage, staging, getattr(getattr(exc, "result", None), "moved", []))
-        raise
     remove_staging(spec.storage, staging)
     if not data_change:
         for a in result.adds:
@@ -196,11 +205,8 @@ def write_files(
 def commit_files(plan: WritePlan, files: StagedResult) -> CommitResult:
     """Commits the files :func:`write_files` wrote for ``plan`` (one commit, with the
     plan's conflict checks and retries); on a failure or a skipped commit deletes them."""
-    try:
+    with delete_on_failure(plan.storage, files.adds):  # keeps them if a commit naming them landed
         commit = commit_write(plan, files.adds, num_rows=files.num_rows, identity_marks=files.identity)
-    except BaseException:
-        delete_moved(plan.storage, files.moved)
-        raise
     if commit.skipped:
         delete_moved(plan.storage, files.moved)
         log.info("pydelta: write to %s skipped (already committed or table created concurrently)", plan.storage.root)
@@ -311,7 +317,7 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
     src = {f.name.lower(): f for f in df.schema.fields}
     columns = []
     for f in schema.fields:
-        if is_void(f):
+        if is_void_type(f.type):
             continue
         s = src.get(f.name.lower())
         if s is not None:
@@ -371,7 +377,7 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
             guard = guard.when(cond, F.raise_error(msg))
         frame = frame.where(guard.otherwise(F.lit(True)).cast("boolean"))
     pset = set() if spec.materialize_partition_columns else {c.lower() for c in spec.partition_columns}
-    data_fields = [f for f in schema.fields if f.name.lower() not in pset and not is_void(f)]
+    data_fields = [f for f in schema.fields if f.name.lower() not in pset and not is_void_type(f.type)]
     physical = physical_schema(data_fields, mode)
     out = []
     for f, pf in zip(data_fields, physical.fields):

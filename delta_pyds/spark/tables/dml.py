@@ -372,7 +372,9 @@ def delete_rows(rw: TableRewriter, condition=None) -> None:
     from pyspark.sql import functions as F
 
     from delta_pyds.table.state import file_actions
-    from delta_pyds.transaction.commit import Transaction, delete_files, remove_actions
+    from delta_pyds.transaction.commit import Transaction
+    from delta_pyds.transaction.file_actions import remove_actions
+    from delta_pyds.transaction.staged_files import delete_files
 
     snap = rw.dml_snapshot()
     check_condition_resolves(rw.spark, table_spark_schema(snap), condition)
@@ -443,7 +445,9 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
     from pyspark.sql import functions as F
 
     from delta_pyds.table.state import file_actions
-    from delta_pyds.transaction.commit import Transaction, delete_files, remove_actions
+    from delta_pyds.transaction.commit import Transaction
+    from delta_pyds.transaction.file_actions import remove_actions
+    from delta_pyds.transaction.staged_files import delete_files
 
     if not set:
         raise ValueError("update: set must name at least one column")
@@ -513,7 +517,8 @@ def _update_with_dvs(rw: TableRewriter, snap: Snapshot, condition, candidates: p
 
     from delta_pyds.operations.dv_delete import stage_dv_marks
     from delta_pyds.table.state import file_actions
-    from delta_pyds.transaction.commit import Transaction, delete_files
+    from delta_pyds.transaction.commit import Transaction
+    from delta_pyds.transaction.staged_files import delete_files
 
     active = file_actions(snap).active
     old, bitmaps = dv_hits(scan, hit, active)

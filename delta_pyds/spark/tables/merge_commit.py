@@ -54,7 +54,9 @@ def write_and_commit(
     from pyspark.sql import functions as F
 
     from delta_pyds.table.state import file_actions
-    from delta_pyds.transaction.commit import Transaction, delete_files, remove_actions
+    from delta_pyds.transaction.commit import Transaction
+    from delta_pyds.transaction.file_actions import remove_actions
+    from delta_pyds.transaction.staged_files import delete_files
 
     snap = scope.snap
     marks = identity_marks(mr, outcome)

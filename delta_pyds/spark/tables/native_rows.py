@@ -52,7 +52,7 @@ __all__ = [
     "native_rows",
 ]
 
-from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
+from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType, is_void_type
 from delta_pyds.read.native_plan import FILE_PATH, LOG_PATH, plan_native_scan
 from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.read import (
@@ -222,7 +222,7 @@ def _with_file_columns(spark, df: DataFrame, uris: pa.ChunkedArray, columns: dic
 
 
 def _void(f: StructField) -> bool:
-    return isinstance(f.type, PrimitiveType) and f.type.name == "void"
+    return is_void_type(f.type)
 
 
 def _quote(name: str) -> str:

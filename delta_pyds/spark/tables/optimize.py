@@ -95,11 +95,9 @@ class DeltaOptimizeBuilder:
     def _execute(self, zorder, *, purge: bool = False):
         from delta_pyds.protocol.clustering import table_clustering
         from delta_pyds.table.state import file_actions
-        from delta_pyds.transaction.commit import (
-            Transaction,
-            delete_files,
-            remove_actions,
-        )
+        from delta_pyds.transaction.commit import Transaction
+        from delta_pyds.transaction.file_actions import remove_actions
+        from delta_pyds.transaction.staged_files import delete_files
 
         rw = self._rewriter
         started = int(time.time() * 1000)
