@@ -55,16 +55,28 @@ def delete_on_failure(storage: Storage, adds: Sequence[dict[str, Any]]) -> Any:
 
 
 def _in_recent_commits(storage: Storage, adds: list[dict[str, Any]]) -> set[str] | None:
-    """The raw paths of ``adds`` that one of the newest commits names (a commit whose
-    outcome was unknown may have landed), or None when the log cannot be read."""
+    """The raw paths of ``adds`` that one of the newest commits names in an ``add`` or
+    ``cdc`` action (a commit whose outcome was unknown may have landed), or None when
+    the log cannot be read or parsed (then nothing may be deleted). The commits are
+    parsed, not searched as text: a path is spelled differently in JSON depending on the
+    writer (UTF-8 or ``\\u`` escapes, escaped ``/``)."""
     try:
         names = [e for e in storage.list_dir(storage.join(LOG_DIR)) if e.name.endswith(".json")]
         recent = names[-RECENT_COMMITS_CHECKED:]
         datas = storage.read_many([e.path for e in recent], sizes=[e.size for e in recent])
+        named: set[str] = set()
+        for data in datas:
+            for line in data.decode("utf-8").split("\n"):  # not splitlines: U+2028 is no line break
+                if not line.strip():
+                    continue
+                action = json.loads(line)
+                for kind in ("add", "cdc"):
+                    entry = action.get(kind) if isinstance(action, dict) else None
+                    if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+                        named.add(entry["path"])
     except Exception:
         return None
-    raw = {str(a.get("path") or "") for a in adds}
-    return {p for p in raw if p and any(json.dumps(p)[1:-1].encode() in d for d in datas)}
+    return {p for p in (str(a.get("path") or "") for a in adds) if p and p in named}
 
 
 def delete_files(storage: Storage, adds: Iterable[dict[str, Any]]) -> None:

@@ -99,3 +99,44 @@ def test_cleanup_runs_once_and_only_on_failure():
         with cleanup_on_failure(lambda: calls.append(1)):
             1 / 0
     assert calls == [1]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "p=é/ü-a.parquet",  # non-ASCII: commits are written as UTF-8, not as \u escapes
+        "p=日本/b.parquet",
+        "p=😀/c.parquet",  # outside the BMP: a surrogate pair when escaped
+        'p=a"b\\c/d.parquet',  # characters JSON escapes
+        "p=a%20b/e.parquet",  # a URI-encoded path as the log spells it
+        "p=a\u2028b/f.parquet",  # a line separator: not a JSON line break
+    ],
+)
+def test_files_a_landed_commit_names_are_kept_whatever_their_characters(table, name):
+    """A commit of unknown outcome that landed (written with this library's commit writer)
+    names files whose paths hold any character: they are found and kept."""
+    from delta_pyds.transaction.log_entry import serialize
+
+    add = data_file(table, name)
+    log_dir = os.path.join(table, "_delta_log")
+    with open(os.path.join(log_dir, f"{1:020d}.json"), "wb") as f:
+        f.write(serialize([{"commitInfo": {"operation": "WRITE"}}, {"add": add}]))
+    with pytest.raises(RuntimeError):
+        with delete_on_failure(Storage(table), [add]):
+            raise RuntimeError("ambiguous commit failure")
+    assert exists(table, add)
+
+
+def test_uncommitted_files_beside_a_landed_commit_with_unusual_paths_are_still_deleted(table):
+    """Parsing the recent commits (U+2028 inside a path included) still lets the files no
+    commit names be deleted: the check is exact, not a refusal to clean up."""
+    from delta_pyds.transaction.log_entry import serialize
+
+    landed = data_file(table, "p=a\u2028b/landed.parquet")
+    stray = data_file(table, "p=a\u2028b/stray.parquet")
+    with open(os.path.join(table, "_delta_log", f"{1:020d}.json"), "wb") as f:
+        f.write(serialize([{"commitInfo": {"operation": "WRITE"}}, {"add": landed}]))
+    with pytest.raises(RuntimeError):
+        with delete_on_failure(Storage(table), [landed, stray]):
+            raise RuntimeError("ambiguous commit failure")
+    assert exists(table, landed) and not exists(table, stray)
