@@ -86,7 +86,8 @@ def configure_client(protocol: str, client: Mapping[str, Any], fs: Any, policy: 
         if "max_retries" in client:
             fs.retries = client["max_retries"] + 1  # s3fs's own retries around botocore's
         attempts = client["max_retries"] + 1 if "max_retries" in client else BOTOCORE_DEFAULT_ATTEMPTS
-        configure_s3(fs, attempts, store)
+        # standard mode (max_retries given) does not retry HTTP 429: pydelta's handler does
+        configure_s3(fs, attempts, store, policy if "max_retries" in client else None)
     elif protocol in AZURE_PROTOCOLS:
         configure_azure(fs, policy, store)
     elif protocol in GCS_PROTOCOLS:
@@ -118,17 +119,20 @@ def _log_retry(store: str, method: str, path: str, attempt: int, total: int, fau
 BOTOCORE_DEFAULT_ATTEMPTS = 5
 
 
-def configure_s3(fs: Any, attempts: int, store: str) -> None:
+def configure_s3(fs: Any, attempts: int, store: str, retry_429: RetryPolicy | None = None) -> None:
     """Botocore's retries of the s3fs filesystem logged: a handler of its ``needs-retry``
-    event on the session its client is made from (before the client exists)."""
+    event on the session its client is made from (before the client exists). With
+    ``retry_429`` (botocore's standard mode, which retries 429 only for a few throttling
+    codes, never on a HEAD) the handler retries HTTP 429 itself with that backoff."""
     if getattr(fs, "_s3", None) is not None or getattr(fs, "session", None) is not None:
         return  # connected already (a cached instance: configured when it was made)
     import aiobotocore.session
 
     def needs_retry(
         response: Any = None, attempts: int = 0, caught_exception: Any = None, request_dict: Any = None, **_: Any
-    ) -> None:
+    ) -> float | None:
         fault = None
+        status = 0
         if caught_exception is not None:
             fault = type(caught_exception).__name__
         elif response is not None:
@@ -136,11 +140,15 @@ def configure_s3(fs: Any, attempts: int, store: str) -> None:
             status = getattr(http, "status_code", 0)
             if status >= 500 or status == 429:
                 code = (parsed or {}).get("Error", {}).get("Code", "") if isinstance(parsed, dict) else ""
-                fault = f"HTTP {status}" + (f" {code}" if code else "")
+                fault = f"HTTP {status}" + (f" {code}" if code and code != str(status) else "")
         if fault is None:
-            return
+            return None
         request = request_dict or {}
         method, path = request.get("method", "?"), _where(request.get("url", ""))
+        if attempts < total and status == 429 and retry_429 is not None:
+            wait = retry_429.delay(attempts)
+            _log_retry(store, method, path, attempts, total, fault, wait)
+            return wait  # botocore sleeps this long, then retries
         if attempts < total:
             _log_retry(store, method, path, attempts, total, fault, 0.0)
         else:
@@ -152,6 +160,7 @@ def configure_s3(fs: Any, attempts: int, store: str) -> None:
                 attempts,
                 fault,
             )
+        return None
 
     total = attempts
     session = aiobotocore.session.AioSession(**(getattr(fs, "kwargs", None) or {}))

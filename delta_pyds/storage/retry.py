@@ -62,6 +62,9 @@ _THROTTLE_CODES = (
     "OperationTimedOut",
 )
 _BODY_ERRORS = (
+    # a JSON response body (GCS object metadata, listings) cut short where the client
+    # cannot tell (no Content-Length): only the parser notices
+    "JSONDecodeError",
     "ClientPayloadError",
     "ContentLengthError",
     "IncompleteRead",

@@ -53,7 +53,7 @@ from delta_pyds.log.files import LOG_DIR, commit_name
 from delta_pyds.log.segment import list_log
 from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import Metadata, Protocol
-from delta_pyds.protocol.paths import canonical, is_absolute, unsafe_reason
+from delta_pyds.protocol.paths import canonical
 from delta_pyds.protocol.schema import StructType, parse_schema
 from delta_pyds.protocol.table_properties import (
     APPEND_ONLY,
@@ -70,6 +70,7 @@ from delta_pyds.protocol.table_properties import (
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.conflicts import ROW_TRACKING_DOMAIN, ReadSet, Rebase, WinningCommit, check
+from delta_pyds.transaction.uncommitted import delete_deletion_vector_files, delete_files  # noqa: F401
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -123,6 +124,9 @@ class Transaction:
         # conflicts with what this transaction read), for changes validated against the data
         # read (SET NOT NULL, ADD CONSTRAINT)
         self.serializable = False
+        # deletion vector descriptors whose files were written for this commit: deleted
+        # when it fails (unless a recent commit names them: an unknown outcome that landed)
+        self.written_deletion_vectors: list[dict] = []
 
     @classmethod
     def start(cls, table: str | Storage, *, options: Mapping[str, str] | None = None) -> Transaction:
@@ -234,6 +238,21 @@ class Transaction:
         checkpoint: bool = True,
     ) -> CommitResult:
         """Commits the collected actions as the next version (see the module docstring)."""
+        try:
+            return self._commit(operation, parameters, user_metadata, metrics, max_attempts, checkpoint)
+        except BaseException:
+            delete_deletion_vector_files(self.storage, self.written_deletion_vectors)
+            raise
+
+    def _commit(
+        self,
+        operation: str,
+        parameters: Mapping[str, Any] | None,
+        user_metadata: str | None,
+        metrics: Mapping[str, Any] | None,
+        max_attempts: int,
+        checkpoint: bool,
+    ) -> CommitResult:
         protocol = self._final_protocol()
         self._validate(protocol)
         state = _AttemptState(
@@ -569,52 +588,3 @@ def remove_actions(files: pa.Table, *, data_change: bool = True, timestamp: int 
             r["tags"] = dict(tags)
         out.append(r)
     return out
-
-
-# how many of the newest commits delete_files reads to prove files are not committed
-RECENT_COMMITS_CHECKED = 10
-
-
-def _in_recent_commits(storage: Storage, adds: list[dict]) -> set[str] | None:
-    """The raw paths of ``adds`` that one of the newest commits names (a commit whose
-    outcome was unknown may have landed), or None when the log cannot be read."""
-    try:
-        names = [e for e in storage.list_dir(storage.join(LOG_DIR)) if e.name.endswith(".json")]
-        recent = names[-RECENT_COMMITS_CHECKED:]
-        datas = storage.read_many([e.path for e in recent], sizes=[e.size for e in recent])
-    except Exception:
-        return None
-    raw = {str(a.get("path") or "") for a in adds}
-    return {p for p in raw if p and any(json.dumps(p)[1:-1].encode() in d for d in datas)}
-
-
-def delete_files(storage: Storage, adds: Iterable[dict]) -> None:
-    """Deletes the data files of add actions that were never committed: only files
-    below the table root (an absolute path or a '..' segment is never followed), and
-    only when the newest commits can be read and name none of them (a commit PUT whose
-    outcome was unknown may have landed: its files are kept; files of a write that
-    did not commit and could not be checked are left to VACUUM)."""
-    adds = list(adds)
-    if not adds:
-        return
-    committed = _in_recent_commits(storage, adds)
-    if committed is None:
-        log.warning(
-            "pydelta: keeping %d uncommitted data file(s) of %s: the log cannot be read to check that "
-            "no commit names them (VACUUM removes them if none does)",
-            len(adds),
-            storage.root,
-        )
-        return
-    for a in adds:
-        if str(a.get("path") or "") in committed:
-            log.warning("pydelta: keeping %s: a commit names it (a commit of unknown outcome landed)", a.get("path"))
-            continue
-        path = canonical(a.get("path") or "", storage.root)
-        if is_absolute(path) or unsafe_reason(path) is not None:
-            log.warning("pydelta: not deleting %r: it is not a file below the table root", a.get("path"))
-            continue
-        try:
-            storage.delete(storage.resolve(path))
-        except Exception:  # pragma: no cover - best effort
-            log.warning("pydelta: could not delete uncommitted file %s", a.get("path"))
