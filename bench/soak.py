@@ -576,17 +576,22 @@ def run(
 
 
 def start_fault_proxy(server, rate: float, seed: int):
-    """The fault proxy of tests/faults.py in front of ``server``, every fault kind at ``rate``."""
+    """The fault proxy of tests/faults.py in front of ``server``, every fault kind at
+    ``rate``, errors in the store's own shape (Azure: 503 ServerBusy and 500 only, the
+    statuses its client retries; a throttled Azure account answers 503)."""
     from faults import Fault, FaultProxy, upstream_of
 
-    proxy = FaultProxy(upstream_of(server), seed=seed, name=f"soak-{server.kind}").start()
-    commit = r"_delta_log/\d{20}\.json"
+    proxy = FaultProxy(upstream_of(server), seed=seed, name=f"soak-{server.kind}", flavor=server.kind).start()
+    commit = r"_delta_log(/|%2F)\d{20}\.json"  # GCS object names are URL-quoted in the path
+    # GCS uploads name the object in the body: every upload may lose its response
+    commit_put = (r"POST|PUT", r"uploadType") if server.kind == "gcs" else ("PUT", commit)
+    statuses = (503, 500) if server.kind == "azure" else (503, 500, 429)
     proxy.add(
-        Fault("lost_response", method="PUT", path=commit, count=-1, rate=rate * 5),
-        Fault("reset_request", method="PUT", after_bytes=120, count=-1, rate=rate),
-        Fault("status", status=503, count=-1, rate=rate),
-        Fault("status", status=500, count=-1, rate=rate),
-        Fault("status", status=429, count=-1, rate=rate),
+        Fault("lost_response", method=commit_put[0], path=commit_put[1], count=-1, rate=rate * 5),
+        Fault(
+            "reset_request", method="PUT" if server.kind == "s3" else "PUT|POST", after_bytes=120, count=-1, rate=rate
+        ),
+        *(Fault("status", status=status, count=-1, rate=rate) for status in statuses),
         Fault("reset_response", method="GET", after_bytes=150, count=-1, rate=rate),
         Fault("truncate", method="GET", count=-1, rate=rate),
         Fault("short_body", method="GET", path=commit, count=-1, rate=rate * 2),

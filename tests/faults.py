@@ -14,7 +14,9 @@ Faults (:class:`Fault`) are scripted per request: the first fault whose ``method
 
 ==================  ==========================================================
 ``status``          answer ``status`` (503 ``SlowDown``, 500 ``InternalError``,
-                    429 ...) with S3's XML error body; nothing is forwarded
+                    429 ...) with the store's error body (``flavor``: S3 XML,
+                    Azure XML and ``x-ms-error-code``, GCS JSON); nothing is
+                    forwarded
 ``reset_request``   forward ``after_bytes`` bytes of the request, then reset both
                     connections (the store never sees a whole request)
 ``reset_response``  forward the request, send ``after_bytes`` bytes of the
@@ -150,18 +152,48 @@ def _reset(writer: asyncio.StreamWriter) -> None:
         writer.close()
 
 
-def error_response(status: int, target: str) -> bytes:
-    code = _CODES.get(status, "ServiceUnavailable")
-    body = (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        f"<Error><Code>{code}</Code><Message>{_MESSAGES.get(status, code)}</Message>"
-        f"<Resource>{target.split('?', 1)[0]}</Resource><RequestId>fault-proxy</RequestId></Error>"
-    ).encode()
+_AZURE_CODES = {500: "InternalError", 503: "ServerBusy"}
+_AZURE_MESSAGES = {
+    500: "The server encountered an internal error. Please retry the request.",
+    503: "The server is busy.",
+}
+
+
+def error_response(status: int, target: str, flavor: str = "s3") -> bytes:
+    """An error answer in the store's own shape: S3 XML (``SlowDown``...), Azure XML
+    with ``x-ms-error-code`` (``ServerBusy``, ``InternalError``), GCS JSON."""
+    resource = target.split("?", 1)[0]
+    extra = ""
+    if flavor == "azure":
+        code = _AZURE_CODES.get(status, "ServerBusy")
+        body = (
+            '<?xml version="1.0" encoding="utf-8"?>\n'
+            f"<Error><Code>{code}</Code><Message>{_AZURE_MESSAGES.get(status, code)}\n"
+            "RequestId:fault-proxy</Message></Error>"
+        ).encode()
+        ctype = "application/xml"
+        extra = f"x-ms-error-code: {code}\r\nx-ms-request-id: fault-proxy\r\n"
+    elif flavor == "gcs":
+        message = {503: "Service Unavailable", 429: "The rate of requests is too high."}.get(status, "Backend Error")
+        body = (
+            '{"error": {"code": %d, "message": "%s", "errors": [{"message": "%s", "reason": "backendError"}]}}'
+            % (status, message, message)
+        ).encode()
+        ctype = "application/json; charset=UTF-8"
+    else:
+        code = _CODES.get(status, "ServiceUnavailable")
+        body = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f"<Error><Code>{code}</Code><Message>{_MESSAGES.get(status, code)}</Message>"
+            f"<Resource>{resource}</Resource><RequestId>fault-proxy</RequestId></Error>"
+        ).encode()
+        ctype = "application/xml"
+        extra = "x-amz-request-id: fault-proxy\r\n"
     head = (
         f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
-        "Content-Type: application/xml\r\n"
+        f"Content-Type: {ctype}\r\n"
         f"Content-Length: {len(body)}\r\n"
-        "x-amz-request-id: fault-proxy\r\n\r\n"
+        f"{extra}\r\n"
     ).encode()
     return head + body
 
@@ -169,8 +201,11 @@ def error_response(status: int, target: str) -> bytes:
 class FaultProxy:
     """A proxy from ``127.0.0.1:<port>`` to ``upstream`` (``host:port``)."""
 
-    def __init__(self, upstream: str, *, seed: int | None = None, name: str = "proxy", quiet: bool = False):
+    def __init__(
+        self, upstream: str, *, seed: int | None = None, name: str = "proxy", quiet: bool = False, flavor: str = "s3"
+    ):
         host, _, port = upstream.rpartition(":")
+        self.flavor = flavor  # the error bodies' shape: s3, azure or gcs
         self.upstream = (host or HOST, int(port))
         self.seed = int(os.environ.get("DELTA_PYDS_FAULT_SEED", "0") or 0) or (
             seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
@@ -286,7 +321,7 @@ class FaultProxy:
                 fault = self._choose(method, target)
                 kind = fault.kind if fault else None
                 if fault is not None and kind == "status":
-                    answer = error_response(fault.status, target)
+                    answer = error_response(fault.status, target, self.flavor)
                     if method == "HEAD":  # a head only: HEAD responses have no body
                         answer = answer.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n"
                     cwriter.write(answer)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_pyds.errors import CorruptCheckpointError
+from delta_pyds.errors import CorruptCheckpointError, StoreFaultError
 from delta_pyds.log.files import LOG_DIR, SIDECAR_DIR, LogFile
 from delta_pyds.protocol.actions import (
     json_actions_schema,
@@ -72,6 +72,8 @@ class CheckpointReader:
             return pq.ParquetFile(self.storage.open_input(path))
         except FileNotFoundError:
             raise CorruptCheckpointError(f"checkpoint file {path} is missing") from None
+        except StoreFaultError:  # the store kept failing: not a corrupt checkpoint
+            raise
         except (pa.ArrowInvalid, OSError) as exc:
             raise CorruptCheckpointError(f"checkpoint file {path} is not a readable Parquet file: {exc}") from None
 
@@ -83,6 +85,8 @@ class CheckpointReader:
             return pa.table({})
         try:
             return pf.read(columns=columns)
+        except StoreFaultError:
+            raise
         except (pa.ArrowInvalid, OSError) as exc:
             raise CorruptCheckpointError(f"checkpoint file {path} cannot be read: {exc}") from None
 

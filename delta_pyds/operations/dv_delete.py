@@ -83,6 +83,7 @@ def stage_dv_marks(
         new_adds.append(with_deletion_vector(a, d))  # dataChange: true (add_actions above)
     txn.remove_files(remove_actions(old))
     txn.add_files(new_adds)
+    txn.written_deletion_vectors.extend(d.to_dict() for d in descriptors)  # deleted if the commit fails
     return DvMarks(
         deleted_now=deleted_now,
         vectors_added=len(new_adds),

@@ -53,7 +53,7 @@ from typing import Any, Protocol, cast
 import numpy as np
 from pyroaring import BitMap64
 
-from delta_pyds.errors import DeletionVectorError
+from delta_pyds.errors import DeletionVectorError, StoreFaultError
 from delta_pyds.protocol.paths import canonical, unsafe_reason
 from delta_pyds.protocol.stats import loosen_bounds
 
@@ -365,6 +365,8 @@ def _read_framed(storage: DVStorage, path: str, descriptor: DeletionVectorDescri
         blob = storage.read_range(path, start, length)
     except FileNotFoundError:
         raise DeletionVectorError(f"{where}: the deletion vector file does not exist") from None
+    except StoreFaultError:  # the store kept failing: not a bad deletion vector
+        raise
     except OSError as exc:
         raise DeletionVectorError(f"{where}: cannot read the deletion vector file ({exc})") from exc
     if len(blob) < length:

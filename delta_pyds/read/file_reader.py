@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_pyds.errors import ColumnTypeError, DataFileError
+from delta_pyds.errors import ColumnTypeError, DataFileError, StoreFaultError
 from delta_pyds.protocol.arrow_nested import rebuild_list, rebuild_map, rebuild_struct
 from delta_pyds.protocol.partition_values import parse_partition_values
 from delta_pyds.protocol.paths import unsafe_reason
@@ -97,6 +97,8 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
     with source:
         try:
             pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
+        except StoreFaultError:  # the store kept failing: not a bad file
+            raise
         except (pa.ArrowInvalid, OSError) as exc:
             raise DataFileError(f"data file {path} is not a readable Parquet file: {exc}") from None
         deleted = task_deleted_rows(storage, task, max_rows=pf.metadata.num_rows) if rows is None else None
@@ -135,6 +137,8 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
                     start += n
                     if out.num_rows:
                         yield out
+            except StoreFaultError:
+                raise
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
                 raise DataFileError(f"cannot read data file {path}: {exc}") from None
         if deleted is not None and len(deleted) and int(deleted[-1]) >= pf.metadata.num_rows:

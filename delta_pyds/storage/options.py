@@ -31,6 +31,21 @@ SECRET_KEY_PARTS = (
 )
 
 
+# connection string parts that are not secrets (compared as squash_key gives them)
+PUBLIC_CONNECTION_STRING_PARTS = frozenset(
+    {
+        "defaultendpointsprotocol",
+        "accountname",
+        "blobendpoint",
+        "queueendpoint",
+        "tableendpoint",
+        "fileendpoint",
+        "dfsendpoint",
+        "endpointsuffix",
+    }
+)
+
+
 def squash_key(key: str) -> str:
     """An option key lowercased without ``_`` and ``-`` (how keys are compared)."""
     return key.lower().replace("_", "").replace("-", "")
@@ -86,11 +101,12 @@ def _secret_values(options: Mapping[str, Any]) -> list[str]:
             continue
         if len(text) >= 4:
             values.append(text)
-        # parts of connection strings: AccountKey=...;SharedAccessSignature=...
+        # parts of connection strings: AccountKey=...;SharedAccessSignature=... (not the
+        # endpoints and the account name: errors name the store by them)
         for part in re.split(r"[;&\s]", text):
             if "=" in part:
-                _, _, secret = part.partition("=")
-                if len(secret) >= 6:
+                name, _, secret = part.partition("=")
+                if len(secret) >= 6 and squash_key(name) not in PUBLIC_CONNECTION_STRING_PARTS:
                     values.append(secret)
     return sorted(set(values), key=len, reverse=True)
 

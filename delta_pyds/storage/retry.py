@@ -17,10 +17,8 @@ Guarantees:
 
 Storage options (names as delta-rs / object_store spell them, matched ignoring case and
 ``_``): ``max_retries``, ``backoff_config.init_backoff`` and ``backoff_config.max_backoff``
-(seconds). :func:`client_options` turns ``max_retries``, ``timeout`` and
-``connect_timeout`` into the client's own settings: S3, botocore's ``retries`` and
-timeouts in ``config_kwargs`` and s3fs's ``retries``; Azure, adlfs's ``read_timeout`` and
-``connection_timeout`` (whole seconds). On GCS they only bound the retries here.
+(seconds); :mod:`delta_pyds.storage.client_retries` applies them, with ``timeout`` and
+``connect_timeout``, to the clients' own retries.
 """
 
 from __future__ import annotations
@@ -64,6 +62,9 @@ _THROTTLE_CODES = (
     "OperationTimedOut",
 )
 _BODY_ERRORS = (
+    # a JSON response body (GCS object metadata, listings) cut short where the client
+    # cannot tell (no Content-Length): only the parser notices
+    "JSONDecodeError",
     "ClientPayloadError",
     "ContentLengthError",
     "IncompleteRead",
@@ -237,35 +238,3 @@ def split_retry_options(options: Mapping[str, Any]) -> tuple[RetryPolicy, dict[s
         else:
             rest[k] = v
     return RetryPolicy(**kw), client, rest
-
-
-def client_options(protocol: str, client: Mapping[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` of the fsspec filesystem with ``client`` (from
-    :func:`split_retry_options`) applied where the backend has the setting."""
-    if not client:
-        return kwargs
-    out = dict(kwargs)
-    if protocol in ("s3", "s3a"):
-        config = dict(out.get("config_kwargs") or {})
-        if "max_retries" in client:
-            # botocore retries whole requests (5xx, 429, throttling, connection errors);
-            # s3fs retries a few more errors around them: both bounded by max_retries
-            config["retries"] = {"max_attempts": client["max_retries"] + 1, "mode": "standard"}
-        if "timeout" in client:
-            config["read_timeout"] = client["timeout"]
-        if "connect_timeout" in client:
-            config["connect_timeout"] = client["connect_timeout"]
-        out["config_kwargs"] = config
-    elif protocol in ("az", "abfs", "abfss"):  # adlfs: azure-core's transport timeouts
-        if "timeout" in client:
-            out["read_timeout"] = max(1, round(client["timeout"]))
-        if "connect_timeout" in client:
-            out["connection_timeout"] = max(1, round(client["connect_timeout"]))
-    return out
-
-
-def configure_client(protocol: str, client: Mapping[str, Any], fs: Any) -> None:
-    """Settings of a created filesystem that are not constructor parameters (s3fs's
-    ``retries`` attribute: its own retries around botocore's)."""
-    if protocol in ("s3", "s3a") and "max_retries" in client:
-        fs.retries = client["max_retries"] + 1

@@ -66,6 +66,8 @@ from delta_pyds.errors import (
     UnsafeFileError,
 )
 from delta_pyds.protocol.paths import is_absolute, scheme_of
+from delta_pyds.storage.checked_input import CheckedInput
+from delta_pyds.storage.client_retries import client_options, configure_client
 from delta_pyds.storage.options import (  # noqa: F401
     filesystem_kwargs,
     is_secret_key,
@@ -82,13 +84,7 @@ from delta_pyds.storage.put_if_absent import (
     put_if_absent_memory,
     put_if_absent_object,
 )
-from delta_pyds.storage.retry import (
-    body_fault,
-    client_options,
-    configure_client,
-    fault_of,
-    split_retry_options,
-)
+from delta_pyds.storage.retry import body_fault, fault_of, split_retry_options
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +98,9 @@ _MAX_LOG_FILE_KEYS = {"maxlogfilebytes"}
 # the largest log file (commit, JSON checkpoint, compaction) read into memory; Parquet
 # checkpoints and data files are streamed by pyarrow and not bounded by it
 DEFAULT_MAX_LOG_FILE_BYTES = 1 << 30
+
+# object stores: reads are checked against the object's size (bodies cut short)
+OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"})
 
 
 @dataclass(frozen=True)
@@ -211,11 +210,11 @@ class Storage:
                 except Exception:  # pragma: no cover - backend-specific URL parsing
                     pass
             kwargs.update(filesystem_kwargs(cls, self.options))
-            kwargs = client_options(self.protocol, self._client_settings, kwargs)
+            kwargs = client_options(self.protocol, self._client_settings, kwargs, self.retry)
             failure = None
             try:
                 self._fs = cls(**kwargs)
-                configure_client(self.protocol, self._client_settings, self._fs)
+                configure_client(self.protocol, self._client_settings, self._fs, self.retry, self.store)
             except Exception as exc:
                 # the backend's message may quote a credential: raise it redacted, and
                 # outside this block so that it keeps no link to the original
@@ -335,12 +334,33 @@ class Storage:
         return out
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
+        """``length`` bytes from ``start`` (fewer only where the object ends: a shorter
+        body is checked against the object's size and read again, never returned)."""
         self._check_regular(path)
-        return cast(bytes, self._call("read", path, self.fs.cat_file, path, start=start, end=start + length))
+        if self.protocol not in OBJECT_STORES:
+            return cast(bytes, self._call("read", path, self.fs.cat_file, path, start=start, end=start + length))
+        return self._call("read", path, self._read_range_checked, path, start, length, None)
+
+    def _read_range_checked(self, path: str, start: int, length: int, size: int | None) -> bytes:
+        data = cast(bytes, self.fs.cat_file(path, start=start, end=start + length))
+        if len(data) < length and size is None:  # the end of the object, or cut short?
+            self._invalidate(posixpath.dirname(path))
+            size = int(self.fs.info(path).get("size") or 0)
+        if size is not None and len(data) != max(0, min(length, size - start)):
+            raise ShortReadError(errno.EIO, f"got {len(data)} of bytes {start}-{start + length} of {size}")
+        return data
 
     def open_input(self, path: str) -> Any:
+        """A seekable binary file; on object stores a :class:`CheckedInput`, whose reads
+        are never short (Parquet footers, column chunks, checkpoint parts, sidecars)."""
         self._check_regular(path)
-        return self._call("open", path, self.fs.open, path, "rb")
+        if self.protocol not in OBJECT_STORES:
+            return self._call("open", path, self.fs.open, path, "rb")
+        raw = self._call("open", path, self.fs.open, path, "rb", cache_type="readahead")
+        size = int(raw.size)
+        return CheckedInput(
+            raw, path, size, lambda s, n: self._call("read", path, self._read_range_checked, path, s, n, size)
+        )
 
     def info(self, path: str) -> FileEntry:
         self._invalidate(path)

@@ -71,6 +71,7 @@ from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.conflicts import ROW_TRACKING_DOMAIN, ReadSet, Rebase, WinningCommit, check
 from delta_pyds.transaction.log_entry import CommitInfo, entry_actions, serialize, with_row_ids
+from delta_pyds.transaction.staged_files import delete_deletion_vector_files
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,9 @@ class Transaction:
         # conflicts with what this transaction read), for changes validated against the data
         # read (SET NOT NULL, ADD CONSTRAINT)
         self.serializable = False
+        # deletion vector descriptors whose files were written for this commit: deleted
+        # when it fails (unless a recent commit names them: an unknown outcome that landed)
+        self.written_deletion_vectors: list[dict] = []
 
     @classmethod
     def start(cls, table: str | Storage, *, options: Mapping[str, str] | None = None) -> Transaction:
@@ -228,6 +232,21 @@ class Transaction:
         checkpoint: bool = True,
     ) -> CommitResult:
         """Commits the collected actions as the next version (see the module docstring)."""
+        try:
+            return self._commit(operation, parameters, user_metadata, metrics, max_attempts, checkpoint)
+        except BaseException:
+            delete_deletion_vector_files(self.storage, self.written_deletion_vectors)
+            raise
+
+    def _commit(
+        self,
+        operation: str,
+        parameters: Mapping[str, Any] | None,
+        user_metadata: str | None,
+        metrics: Mapping[str, Any] | None,
+        max_attempts: int,
+        checkpoint: bool,
+    ) -> CommitResult:
         protocol = self._final_protocol()
         self._validate(protocol)
         state = _AttemptState(

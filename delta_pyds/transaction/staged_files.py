@@ -13,6 +13,9 @@ Guarantees:
   runs and the exception propagates unchanged (a failing cleanup is logged, never raised
   in its place); when the body returns, nothing is cleaned up. The cleanup reads its
   inputs when it runs, so a body may append to the list of written files as it writes.
+* :func:`delete_deletion_vector_files` does for the deletion vector files of a failed
+  commit what :func:`delete_files` does for data files (kept when a recent commit's add
+  names the vector).
 * :func:`delete_on_failure` is that for add actions: their files are deleted (with
   :func:`delete_files`) when the body raises.
 """
@@ -26,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from delta_pyds.log.files import LOG_DIR
+from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor
 from delta_pyds.protocol.paths import canonical, is_absolute, unsafe_reason
 from delta_pyds.storage.store import Storage
 
@@ -54,17 +58,19 @@ def delete_on_failure(storage: Storage, adds: Sequence[dict[str, Any]]) -> Any:
     return cleanup_on_failure(lambda: delete_files(storage, adds), what=f"the data files written to {storage.root}")
 
 
-def _in_recent_commits(storage: Storage, adds: list[dict[str, Any]]) -> set[str] | None:
-    """The raw paths of ``adds`` that one of the newest commits names in an ``add`` or
-    ``cdc`` action (a commit whose outcome was unknown may have landed), or None when
-    the log cannot be read or parsed (then nothing may be deleted). The commits are
-    parsed, not searched as text: a path is spelled differently in JSON depending on the
-    writer (UTF-8 or ``\\u`` escapes, escaped ``/``)."""
+def _named_by_recent_commits(storage: Storage) -> tuple[set[str], set[str]] | None:
+    """The paths that the newest :data:`RECENT_COMMITS_CHECKED` commits name in ``add`` or
+    ``cdc`` actions, and the ``pathOrInlineDv`` of the deletion vectors their adds name
+    (a commit whose outcome was unknown may have landed); None when the log cannot be read
+    or parsed (then nothing may be deleted). The commits are parsed, not searched as text:
+    a path is spelled differently in JSON depending on the writer (UTF-8 or ``\\u``
+    escapes, escaped ``/``)."""
     try:
         names = [e for e in storage.list_dir(storage.join(LOG_DIR)) if e.name.endswith(".json")]
         recent = names[-RECENT_COMMITS_CHECKED:]
         datas = storage.read_many([e.path for e in recent], sizes=[e.size for e in recent])
-        named: set[str] = set()
+        paths: set[str] = set()
+        vectors: set[str] = set()
         for data in datas:
             for line in data.decode("utf-8").split("\n"):  # not splitlines: U+2028 is no line break
                 if not line.strip():
@@ -73,10 +79,35 @@ def _in_recent_commits(storage: Storage, adds: list[dict[str, Any]]) -> set[str]
                 for kind in ("add", "cdc"):
                     entry = action.get(kind) if isinstance(action, dict) else None
                     if isinstance(entry, dict) and isinstance(entry.get("path"), str):
-                        named.add(entry["path"])
+                        paths.add(entry["path"])
+                        dv = entry.get("deletionVector")
+                        if isinstance(dv, dict) and isinstance(dv.get("pathOrInlineDv"), str):
+                            vectors.add(dv["pathOrInlineDv"])
     except Exception:
         return None
-    return {p for p in (str(a.get("path") or "") for a in adds) if p and p in named}
+    return paths, vectors
+
+
+def delete_deletion_vector_files(storage: Storage, descriptors: Iterable[dict[str, Any]]) -> None:
+    """Deletes the files of deletion vectors written for a commit that failed (``u``
+    descriptors: a file below the table root), unless one of the newest commits names
+    one (kept: a commit of unknown outcome landed), or the log cannot be read (all kept,
+    for VACUUM). Best effort: never raises."""
+    files = [d for d in descriptors if d.get("storageType") == "u"]
+    if not files:
+        return
+    named = _named_by_recent_commits(storage)
+    for d in files:
+        name = str(d.get("pathOrInlineDv") or "")
+        if named is None or name in named[1]:
+            log.warning("pydelta: keeping the deletion vector file of %s: a commit may name it", name)
+            continue
+        try:
+            path = DeletionVectorDescriptor.from_dict(d).absolute_path(storage)
+            if path is not None:
+                storage.delete(path)
+        except Exception:  # pragma: no cover - best effort
+            log.warning("pydelta: could not delete the uncommitted deletion vector file of %s", name)
 
 
 def delete_files(storage: Storage, adds: Iterable[dict[str, Any]]) -> None:
@@ -84,8 +115,8 @@ def delete_files(storage: Storage, adds: Iterable[dict[str, Any]]) -> None:
     adds = list(adds)
     if not adds:
         return
-    committed = _in_recent_commits(storage, adds)
-    if committed is None:
+    named = _named_by_recent_commits(storage)
+    if named is None:
         log.warning(
             "pydelta: keeping %d uncommitted data file(s) of %s: the log cannot be read to check that "
             "no commit names them (VACUUM removes them if none does)",
@@ -94,7 +125,7 @@ def delete_files(storage: Storage, adds: Iterable[dict[str, Any]]) -> None:
         )
         return
     for a in adds:
-        if str(a.get("path") or "") in committed:
+        if str(a.get("path") or "") in named[0]:
             log.warning("pydelta: keeping %s: a commit names it (a commit of unknown outcome landed)", a.get("path"))
             continue
         path = canonical(a.get("path") or "", storage.root)

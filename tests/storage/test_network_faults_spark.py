@@ -1,6 +1,6 @@
 """Spark on S3 behind the fault proxy (:mod:`faults`): appends and overwrites through the data
-source (write_delta and DML need Spark's S3A connector, absent here), checkpoints,
-VACUUM, the streaming sink and reads through both read paths,
+source, checkpoints, VACUUM, the streaming sink and reads through both read paths
+(``write_delta``, DML, OPTIMIZE and RESTORE: :mod:`test_network_faults_dml`),
 with faults injected at a rate (seed printed). The table must end up exactly as the
 operations say (compared with deltalake reading the store directly), with one commit
 per operation, and a write whose commit fails must leave no data file behind."""
@@ -82,12 +82,8 @@ def test_table_lifecycle_under_random_faults(spark, s3_server, proxy):
     write(spark.createDataFrame([(i, i) for i in range(20, 30)], "id long, v long"), url, options)  # v1
     expected.update({i: i for i in range(20, 30)})
     expected[30] = 300
-    # (write_delta has no fallback when Spark has no S3A connector: it fails in
-    # Spark's own writer before pydelta runs; the overwrite goes through the data source)
     write(spark.createDataFrame(sorted(expected.items()), "id long, v long"), url, options, mode="overwrite")  # v2
-    # DeltaTable delete/update/merge/optimize scan with Spark's Parquet reader, which needs
-    # the Hadoop S3A connector (absent here: they fail without any fault), so DML is not
-    # run through the proxy; appends at v3-v4 cross two checkpoints (interval 3)
+    # appends at v3-v4 cross two checkpoints (interval 3); DML: test_network_faults_dml.py
     for k in (3, 4):
         write(spark.createDataFrame([(100 + k, k)], "id long, v long"), url, options)
         expected[100 + k] = k

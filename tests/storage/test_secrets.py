@@ -76,6 +76,13 @@ def test_redact_covers_connection_string_parts():
     assert "***" in out
 
 
+def test_redact_keeps_the_endpoints_of_a_connection_string():
+    """Errors name an Azure store by its endpoint: only the key and signature are secret."""
+    conn = f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={SECRET}x;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
+    out = redact(f"the store at http://127.0.0.1:10000/devstoreaccount1 said {SECRET}x", {"connection_string": conn})
+    assert "http://127.0.0.1:10000/devstoreaccount1" in out and SECRET not in out
+
+
 class _Exploding(fsspec.AbstractFileSystem):
     protocol = "explodingfs"
 
