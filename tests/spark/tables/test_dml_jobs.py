@@ -130,3 +130,36 @@ def test_many_candidate_files_take_per_file_values_from_a_join(native, tmp_path)
     assert ours == spark_rows(read_delta(spark, path).select(*DML_COLS))
     theirs = sorted(tuple(r[c] for c in DML_COLS) for r in deltalake_table(path).select(DML_COLS).to_pylist())
     assert theirs == expected
+
+
+@pytest.mark.parametrize("op", ["delete", "update"])
+def test_many_unpartitioned_files_need_no_join(native, tmp_path, op):
+    """An unpartitioned, untracked table of more than MAX_LITERAL_FILES files: each row's
+    file is its ``_metadata.file_path`` past the root (a projection Spark prunes from the
+    rewrite), not a broadcast join every rewritten row goes through: still one job to find
+    the matching files and one to write."""
+    from delta_pyds.spark.tables.native_rows import MAX_LITERAL_FILES
+
+    spark = native
+    path = str(tmp_path / "t")
+    files = MAX_LITERAL_FILES + 8
+    for i in range(files):
+        write_deltalake(path, dml_data(i * 5, 5), mode="append")
+    t = DeltaTable.forPath(spark, path)
+    if op == "delete":
+        n = _jobs(spark, lambda: t.delete("id % 2 = 0"))
+    else:
+        n = _jobs(spark, lambda: t.update("id % 2 = 0", {"name": "concat('u', name)"}))
+    assert n <= 2, f"{op} ran {n} Spark jobs"
+    m = t.history(1).collect()[0].operationMetrics
+    assert m["numDeletedRows" if op == "delete" else "numUpdatedRows"] == str(len(range(0, files * 5, 2)))
+    expected = sorted(
+        (i, i % 3, f"un{i}" if i % 2 == 0 else f"n{i}", i * 0.5)
+        for i in range(files * 5)
+        if not (op == "delete" and i % 2 == 0)
+    )
+    ours = spark_rows(spark.read.format("pydelta").load(path).select(*DML_COLS))
+    assert sorted(tuple(r) for r in ours) == expected
+    assert ours == spark_rows(read_delta(spark, path).select(*DML_COLS))
+    theirs = sorted(tuple(r[c] for c in DML_COLS) for r in deltalake_table(path).select(DML_COLS).to_pylist())
+    assert theirs == expected
