@@ -472,9 +472,11 @@ def drop_deleted_rows(spark, df: DataFrame, plan: NativePlan, storage: Storage) 
     without the rows the files' deletion vectors delete. Each vector is verified on the
     driver as the data source verifies it (cardinality and row indexes against the file's
     footer row count, else :class:`~delta_pyds.errors.DeletionVectorError` naming the file)
-    and held as bit buckets sized by the files' rows, never by the rows deleted, broadcast
-    and joined; beyond :data:`MAX_BUCKET_BYTES` each task loads and verifies its files'
-    vectors. Rows of files without a vector are kept."""
+    and held as bits sized by the files' rows, never by the rows deleted: one literal of
+    bit words in the filter for up to :data:`MAX_KEYED_DV_FILES` files of up to
+    :data:`MAX_LITERAL_DV_ROWS` rows, else bit buckets broadcast and joined; beyond
+    :data:`MAX_BUCKET_BYTES` each task loads and verifies its files' vectors. Rows of files
+    without a vector are kept."""
     if not plan.dv_files:
         return df
     if len(plan.dv_files) <= MAX_KEYED_DV_FILES:
