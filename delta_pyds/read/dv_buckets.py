@@ -1,4 +1,5 @@
-"""Deletion vectors as fixed-size bit buckets, for the Spark-native read.
+"""Deletion vectors as bits per row, for the Spark-native read: bit words of whole files
+(:func:`deleted_row_words`, for a few files of few rows) or fixed-size bit buckets.
 
 The native read drops deleted rows by looking each row up, by (file, ``row_index >>
 BUCKET_BITS``), in a small relation of *buckets*: :data:`BUCKET_WORDS` 64-bit words holding
@@ -20,6 +21,8 @@ Guarantees:
   below the file's rows. A failure is a :class:`~delta_pyds.errors.DeletionVectorError`
   naming the data file; a data file that cannot be read is a
   :class:`~delta_pyds.errors.DataFileError`;
+* :func:`deleted_row_words` takes one bit per row of the files (``rows / 8`` bytes), and
+  refuses (None) files of more than its ``max_rows`` rows in all before reading a vector;
 * vectors are loaded one at a time: the transient memory is that of one file's vector.
 
 No pyspark import.
@@ -37,7 +40,15 @@ import pyarrow.parquet as pq
 from delta_pyds.errors import DataFileError, DeletionVectorError
 from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
 
-__all__ = ["BUCKET_BITS", "BUCKET_ROWS", "BUCKET_WORDS", "deleted_row_buckets", "file_row_count", "file_deleted_rows"]
+__all__ = [
+    "BUCKET_BITS",
+    "BUCKET_ROWS",
+    "BUCKET_WORDS",
+    "deleted_row_buckets",
+    "deleted_row_words",
+    "file_row_count",
+    "file_deleted_rows",
+]
 
 BUCKET_BITS = 15
 BUCKET_ROWS = 1 << BUCKET_BITS  # rows per bucket
@@ -72,6 +83,35 @@ def file_deleted_rows(storage: Any, descriptor: Mapping[str, Any], rows: int, ur
         return load_deleted_rows(storage, dv, max_rows=rows)
     except DeletionVectorError as exc:
         raise DeletionVectorError(f"data file {uri}: {exc}") from None
+
+
+def deleted_row_words(
+    storage: Any, files: Sequence[tuple[str, str, Mapping[str, Any]]], *, max_rows: int
+) -> tuple[list[int], np.ndarray] | None:
+    """Every row of ``files`` ((file URI, log path, descriptor) triples) as one bit, set when
+    the row is deleted: bit ``r & 63`` of word ``start + (r >> 6)`` for row ``r`` of a file
+    whose words begin at ``start``. Returns (each file's start, the int64 words of all files
+    one after another), or None when the files hold more than ``max_rows`` rows in all
+    (known from their footers before any vector is read). The words take one bit per row of
+    the files, whatever their vectors delete."""
+    rows = [file_row_count(storage, path, uri) for uri, path, _ in files]
+    if sum(rows) > max_rows:
+        return None
+    starts: list[int] = []
+    total = 0
+    for n in rows:
+        starts.append(total)
+        total += -(-n // 64)
+    words = np.zeros(total, dtype="<i8")
+    for (uri, _path, descriptor), n, start in zip(files, rows, starts, strict=True):
+        deleted = file_deleted_rows(storage, descriptor, n, uri)
+        if not len(deleted):
+            continue
+        count = -(-n // 64)
+        bits = np.zeros(count * 64, dtype=bool)
+        bits[deleted] = True
+        words[start : start + count] = np.packbits(bits, bitorder="little").view("<i8")
+    return starts, words
 
 
 def deleted_row_buckets(

@@ -32,10 +32,13 @@ Guarantees:
 * only files with a deletion vector read ``_metadata.row_index``; files without one are pure
   Spark. Each vector is verified on the driver as the data source verifies it (cardinality
   and row indexes within the file's footer row count, checksum, format: else
-  :class:`~delta_pyds.errors.DeletionVectorError` naming the data file) and becomes bit
-  buckets (:mod:`delta_pyds.read.dv_buckets`: 4 KiB per 32768 rows holding a deleted row),
-  broadcast and looked up per row by (file, ``row_index >> 15``) plus one bit test. Their
-  size depends on the files' row counts, never on the rows deleted; beyond
+  :class:`~delta_pyds.errors.DeletionVectorError` naming the data file). Up to
+  :data:`MAX_KEYED_DV_FILES` files holding up to :data:`MAX_LITERAL_DV_ROWS` rows become
+  one bit per row in one literal array tested in the scan's own filter (no join, no extra
+  Spark job); beyond, bit buckets (:mod:`delta_pyds.read.dv_buckets`: 4 KiB per 32768
+  rows holding a deleted row), broadcast and looked up per row by (file,
+  ``row_index >> 15``) plus one bit test. Their size depends on the files' row counts,
+  never on the rows deleted; beyond
   :data:`MAX_BUCKET_BYTES` an Arrow UDF loads and verifies each file's vector in the tasks
   (its errors then come wrapped in Spark's exception, named in its message);
 * ``where`` prunes files with Delta statistics and partition values (conservatively) and is
@@ -66,7 +69,7 @@ from delta_pyds.errors import DataFileError, UnsupportedFeatureError
 from delta_pyds.expressions.safe_sql import safe_spark_sql
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.protocol.schema import StructField, StructType, nullable_type
-from delta_pyds.read.dv_buckets import BUCKET_BITS, BUCKET_ROWS, deleted_row_buckets
+from delta_pyds.read.dv_buckets import BUCKET_BITS, BUCKET_ROWS, deleted_row_buckets, deleted_row_words
 from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, plan_native_scan
 from delta_pyds.read.options import ReadOptions, get_option, read_change_feed
 from delta_pyds.read.scan_plan import load_snapshot, table_storage
@@ -89,6 +92,10 @@ MAX_CASE_PATHS = 4096
 MAX_BUCKET_BYTES = 64 << 20
 # files with deletion vectors up to this many get a numeric join key (a CASE over their paths)
 MAX_KEYED_DV_FILES = 64
+# up to MAX_KEYED_DV_FILES files with deletion vectors holding up to this many rows in all
+# (1 MiB of bits) are filtered by one literal array of bit words in the scan's own filter:
+# no relation to ship, no join, no extra Spark job
+MAX_LITERAL_DV_ROWS = 1 << 23
 # tables of up to this many live files are listed through a pathGlobFilter of their names
 MAX_GLOB_FILES = 1000
 
@@ -465,17 +472,41 @@ def drop_deleted_rows(spark, df: DataFrame, plan: NativePlan, storage: Storage) 
     without the rows the files' deletion vectors delete. Each vector is verified on the
     driver as the data source verifies it (cardinality and row indexes against the file's
     footer row count, else :class:`~delta_pyds.errors.DeletionVectorError` naming the file)
-    and held as bit buckets sized by the files' rows, never by the rows deleted, broadcast
-    and joined; beyond :data:`MAX_BUCKET_BYTES` each task loads and verifies its files'
-    vectors. Rows of files without a vector are kept."""
+    and held as bits sized by the files' rows, never by the rows deleted: one literal of
+    bit words in the filter for up to :data:`MAX_KEYED_DV_FILES` files of up to
+    :data:`MAX_LITERAL_DV_ROWS` rows, else bit buckets broadcast and joined; beyond
+    :data:`MAX_BUCKET_BYTES` each task loads and verifies its files' vectors. Rows of files
+    without a vector are kept."""
     if not plan.dv_files:
         return df
+    if len(plan.dv_files) <= MAX_KEYED_DV_FILES:
+        found = deleted_row_words(storage, plan.dv_files, max_rows=MAX_LITERAL_DV_ROWS)
+        if found is not None:
+            return _drop_by_words(df, [uri for uri, _, _ in plan.dv_files], *found)
     buckets = deleted_row_buckets(storage, plan.dv_files, max_bytes=MAX_BUCKET_BYTES)
     if buckets is not None:
         uris = [uri for uri, _, _ in plan.dv_files]
         return _drop_deleted(df, _bucket_frame(spark, buckets, uris), uris)
     keep = _dv_filter(plan.dv_files, storage)
     return df.where(keep(F.col("_metadata.file_path"), F.col("_metadata.row_index")))
+
+
+def _drop_by_words(df: DataFrame, uris: list[str], starts: list[int], words: np.ndarray) -> DataFrame:
+    """``df`` without the rows whose bit is set in ``words`` (see
+    :func:`~delta_pyds.read.dv_buckets.deleted_row_words`: file ``uris[i]``'s words begin at
+    ``starts[i]``), tested in the scan's own filter: the words travel as one text literal that
+    Spark's optimizer folds once into an ``array<bigint>`` literal (no relation, no join,
+    no extra job); each row's file start is a ``CASE`` over the few file paths. One
+    DataFrame operation (each one costs Spark an analysis of the plan)."""
+    if not len(words) or not words.any():
+        return df
+    bits = F.split(F.lit(",".join(map(str, words.tolist()))), ",").cast("array<bigint>")
+    case = " ".join(f"WHEN {_sql_string(u)} THEN {s}L" for u, s in zip(uris, starts, strict=True))
+    row = F.col("_metadata.row_index")
+    index = (F.expr(f"CASE _metadata.file_path {case} END") + F.shiftright(row, 6)).cast("int")
+    word = F.coalesce(F.get(bits, index), F.lit(0).cast("long"))
+    bit = F.call_function("shiftright", word, row.bitwiseAND(63).cast("int")).bitwiseAND(1)
+    return df.where(bit == 0)
 
 
 def _drop_deleted(df: DataFrame, buckets: DataFrame, uris: list[str]) -> DataFrame:

@@ -56,9 +56,11 @@ def file_hits(scan, hit, *, positions: bool) -> dict[str, tuple[int, bytes | Non
             names=["file", "n", "rows"],
         )
 
+    # counting needs no row position: without it Spark's scan skips _metadata.row_index
+    row = F.col(SCAN_ROW) if positions else F.lit(0).cast("long").alias(SCAN_ROW)
     parts = (
         scan.where(F.coalesce(hit, F.lit(False)))
-        .select(SCAN_FILE, SCAN_ROW)
+        .select(SCAN_FILE, row)
         .mapInArrow(per_task, "file string, n long, rows binary")
         .collect()
     )

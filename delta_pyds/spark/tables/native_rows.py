@@ -13,7 +13,9 @@ row id and row commit version) planned by the core's one native planning entry
   skipped); the row position is ``_metadata.row_index``;
 * partition values, log paths and row tracking defaults come from the log, looked up by
   ``_metadata.file_path`` in literals for up to :data:`MAX_LITERAL_FILES` files (no extra
-  Spark job), else through a broadcast join; rows deleted by deletion vectors are dropped
+  Spark job), else through a broadcast join; when the log path is all a scan needs
+  (unpartitioned, untracked) and every URI spells it verbatim, it is the URI past the root
+  (a projection Spark prunes: a rewrite then pays no per-row lookup); rows deleted by deletion vectors are dropped
   as the native read drops them (:func:`~delta_pyds.spark.native.read.drop_deleted_rows`:
   verified on the driver, bit buckets bounded by the files' rows);
 * Spark prunes columns: an operation that needs only the condition's columns (DELETE with
@@ -163,7 +165,11 @@ def native_rows(
     if tracking:
         for name in ("base_row_id", "default_row_commit_version"):
             lookup_cols["__pydelta_" + name] = plan.files.column(name).cast(pa.int64())
-    joined = _with_file_columns(spark, base, uris, lookup_cols)
+    if len(lookup_cols) == 1 and _uris_spell_log_paths(plan):
+        # the log path is the URI past the root: a projection Spark prunes when unused
+        joined = base.withColumn(file_col, F.expr(f"substring({_URI}, {len(plan.root_uri) + 2})"))
+    else:
+        joined = _with_file_columns(spark, base, uris, lookup_cols)
     selected = []
     for o, target in zip(plan.output, out_schema.fields, strict=True):
         src = F.col(_quote(_PART + o.name)) if o.partition else F.col(_quote(o.physical or o.name))
@@ -219,6 +225,13 @@ def _with_file_columns(spark, df: DataFrame, uris: pa.ChunkedArray, columns: dic
         array = F.array(*[F.lit(v).cast(kind) for v in values.to_pylist()])
         extra.append(F.element_at(array, F.col(_INDEX)).alias(name))
     return out.select("*", *extra).drop(_INDEX)
+
+
+def _uris_spell_log_paths(plan) -> bool:
+    """Whether every file's URI is the root URI, ``/`` and the file's log path verbatim (no
+    character the URI spelling escapes, no repeated ``/``)."""
+    expected = pc.binary_join_element_wise(plan.root_uri + "/", plan.files.column(LOG_PATH), "")
+    return bool(pc.all(pc.equal(expected, plan.files.column(FILE_PATH))).as_py())
 
 
 def _void(f: StructField) -> bool:

@@ -130,3 +130,63 @@ def test_many_candidate_files_take_per_file_values_from_a_join(native, tmp_path)
     assert ours == spark_rows(read_delta(spark, path).select(*DML_COLS))
     theirs = sorted(tuple(r[c] for c in DML_COLS) for r in deltalake_table(path).select(DML_COLS).to_pylist())
     assert theirs == expected
+
+
+@pytest.mark.parametrize("op", ["delete", "update"])
+def test_many_unpartitioned_files_need_no_join(native, tmp_path, op):
+    """An unpartitioned, untracked table of more than MAX_LITERAL_FILES files: each row's
+    file is its ``_metadata.file_path`` past the root (a projection Spark prunes from the
+    rewrite), not a broadcast join every rewritten row goes through: still one job to find
+    the matching files and one to write."""
+    from delta_pyds.spark.tables.native_rows import MAX_LITERAL_FILES
+
+    spark = native
+    path = str(tmp_path / "t")
+    files = MAX_LITERAL_FILES + 8
+    for i in range(files):
+        write_deltalake(path, dml_data(i * 5, 5), mode="append")
+    t = DeltaTable.forPath(spark, path)
+    if op == "delete":
+        n = _jobs(spark, lambda: t.delete("id % 2 = 0"))
+    else:
+        n = _jobs(spark, lambda: t.update("id % 2 = 0", {"name": "concat('u', name)"}))
+    assert n <= 2, f"{op} ran {n} Spark jobs"
+    m = t.history(1).collect()[0].operationMetrics
+    assert m["numDeletedRows" if op == "delete" else "numUpdatedRows"] == str(len(range(0, files * 5, 2)))
+    expected = sorted(
+        (i, i % 3, f"un{i}" if i % 2 == 0 else f"n{i}", i * 0.5)
+        for i in range(files * 5)
+        if not (op == "delete" and i % 2 == 0)
+    )
+    ours = spark_rows(spark.read.format("pydelta").load(path).select(*DML_COLS))
+    assert sorted(tuple(r) for r in ours) == expected
+    assert ours == spark_rows(read_delta(spark, path).select(*DML_COLS))
+    theirs = sorted(tuple(r[c] for c in DML_COLS) for r in deltalake_table(path).select(DML_COLS).to_pylist())
+    assert theirs == expected
+
+
+def test_counting_matches_reads_no_row_index(native, tmp_path, monkeypatch):
+    """Finding the files holding matching rows (copy-on-write DELETE / UPDATE) reads no
+    ``_metadata.row_index`` (it costs Spark's scan 20-40%); the positions pass does."""
+    from delta_pyds.spark.tables import dv_marks
+
+    spark = native
+    path = _make(str(tmp_path / "t"), dv=False, files=2, rows=20)
+    rw = TableRewriter(spark, path, {}, Storage(path))
+    snap = rw.dml_snapshot()
+    scan = rw.scan(snap, snap.files)
+    cls = type(scan)
+    real = cls.mapInArrow
+    inputs = []
+
+    def recording(self, *args, **kwargs):
+        inputs.append(self)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "mapInArrow", recording)
+    assert dv_marks.matching_files(scan, F.col("id") % 2 == 0)[1] == 20
+    hits = dv_marks.file_hits(scan, F.col("id") % 2 == 0, positions=True)
+    assert sum(n for n, _ in hits.values()) == 20
+    counted, positions = (df._jdf.queryExecution().executedPlan().toString().lower() for df in inputs)
+    assert "_tmp_metadata_row_index" not in counted  # what Spark's scan reads for _metadata.row_index
+    assert "_tmp_metadata_row_index" in positions
