@@ -10,6 +10,10 @@ Every timed run starts from a fresh copy of the same table (the copy is not time
 * the same with ``delta.enableDeletionVectors=true`` (pydelta only: deltalake has no DVs);
 * ``dml-small-<n>``: 400 files of 1,000 x scale rows for OPTIMIZE;
 * ``dml-40k``: 40,000 rows in 4 files for the latency rows.
+
+``PYDELTA_BENCH_DML`` (comma-separated, default all: delete, update, merge, optimize,
+latency) runs only those parts, e.g. merge alone:
+``PYDELTA_BENCH_DML=merge python bench/run.py dml --scale 0.1 --reps 4``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import pyarrow as pa
 from tables import DATA
 
 FILES = 40
+PARTS = ("delete", "update", "merge", "optimize", "latency")
 
 
 def _write(path: str, rows: int, files: int, config: dict | None = None) -> str:
@@ -111,6 +116,9 @@ def run(suite) -> None:
     from delta_pyds import DeltaTable
 
     spark, reps = suite.spark, suite.reps
+    parts = [p.strip() for p in os.environ.get("PYDELTA_BENCH_DML", ",".join(PARTS)).split(",") if p.strip()]
+    if unknown := [p for p in parts if p not in PARTS]:
+        raise SystemExit(f"PYDELTA_BENCH_DML: unknown part(s) {', '.join(unknown)}; expected any of {', '.join(PARTS)}")
     rows = int(4_000_000 * suite.scale)
     base = _write(os.path.join(DATA, f"dml-{rows}"), rows, FILES)
     dv_base = _write(os.path.join(DATA, f"dml-dv-{rows}"), rows, FILES, {"delta.enableDeletionVectors": "true"})
@@ -176,111 +184,118 @@ def run(suite) -> None:
     # ---------------------------------------------------------------- delete
     pd_delete = lambda p: pd_table(p).delete(cond)  # noqa: E731
     dl_delete = lambda p: DL(p).delete(cond)  # noqa: E731
-    compare("delete", base, {"pydelta": pd_delete, "deltalake": dl_delete})
-    measure(
-        "delete 1% of rows in every file (copy-on-write)",
-        {
-            "pydelta": (base, pd_delete),
-            "floor": (base, floor(lambda df: df.where(f"NOT ({cond})").write.parquet(out))),
-            "deltalake": (base, dl_delete),
-        },
-        1.3,
-    )
-    compare("delete (DVs)", dv_base, {"pydelta": pd_delete})
-    measure(
-        "delete 1% of rows with deletion vectors (floor: scan of the matching rows' file, row index)",
-        {
-            "pydelta": (dv_base, pd_delete),
-            "floor": (
-                dv_base,
-                floor(lambda df: df.where(cond).select("_metadata.file_path", "_metadata.row_index").collect()),
-            ),
-            "deltalake": (base, dl_delete),
-        },
-    )
+    if "delete" in parts:
+        compare("delete", base, {"pydelta": pd_delete, "deltalake": dl_delete})
+        measure(
+            "delete 1% of rows in every file (copy-on-write)",
+            {
+                "pydelta": (base, pd_delete),
+                "floor": (base, floor(lambda df: df.where(f"NOT ({cond})").write.parquet(out))),
+                "deltalake": (base, dl_delete),
+            },
+            1.3,
+        )
+        compare("delete (DVs)", dv_base, {"pydelta": pd_delete})
+        measure(
+            "delete 1% of rows with deletion vectors (floor: scan of the matching rows' file, row index)",
+            {
+                "pydelta": (dv_base, pd_delete),
+                "floor": (
+                    dv_base,
+                    floor(lambda df: df.where(cond).select("_metadata.file_path", "_metadata.row_index").collect()),
+                ),
+                "deltalake": (base, dl_delete),
+            },
+        )
     # ---------------------------------------------------------------- update
     pd_update = lambda p: pd_table(p).update(cond, {"val": "val + 1"})  # noqa: E731
     dl_update = lambda p: DL(p).update(predicate=cond, updates={"val": "val + 1"})  # noqa: E731
-    compare("update", base, {"pydelta": pd_update, "deltalake": dl_update})
-    measure(
-        "update 1% of rows in every file (copy-on-write)",
-        {
-            "pydelta": (base, pd_update),
-            "floor": (
-                base,
-                floor(
-                    lambda df: df.withColumn(
-                        "val", F.when(F.expr(cond), F.col("val") + 1).otherwise(F.col("val"))
-                    ).write.parquet(out)
+    if "update" in parts:
+        compare("update", base, {"pydelta": pd_update, "deltalake": dl_update})
+        measure(
+            "update 1% of rows in every file (copy-on-write)",
+            {
+                "pydelta": (base, pd_update),
+                "floor": (
+                    base,
+                    floor(
+                        lambda df: df.withColumn(
+                            "val", F.when(F.expr(cond), F.col("val") + 1).otherwise(F.col("val"))
+                        ).write.parquet(out)
+                    ),
                 ),
-            ),
-            "deltalake": (base, dl_update),
-        },
-        1.3,
-    )
-    compare("update (DVs)", dv_base, {"pydelta": pd_update})
-    measure(
-        "update 1% of rows with deletion vectors on",
-        {"pydelta": (dv_base, pd_update), "deltalake": (base, dl_update)},
-        3.0,
-    )
+                "deltalake": (base, dl_update),
+            },
+            1.3,
+        )
+        compare("update (DVs)", dv_base, {"pydelta": pd_update})
+        measure(
+            "update 1% of rows with deletion vectors on",
+            {"pydelta": (dv_base, pd_update), "deltalake": (base, dl_update)},
+            3.0,
+        )
     # ---------------------------------------------------------------- merge
-    src = _source(rows, 0.05)
-    src_df = spark.createDataFrame(src.to_pandas()).cache()
-    src_df.count()
+    if "merge" in parts:
+        src = _source(rows, 0.05)
+        src_df = spark.createDataFrame(src.to_pandas()).cache()
+        src_df.count()
 
-    def pd_merge(p):
-        (
-            pd_table(p)
-            .alias("t")
-            .merge(src_df.alias("s"), "t.id = s.id")
-            .whenMatchedUpdateAll()
-            .whenNotMatchedInsertAll()
-            .execute()
+        def pd_merge(p):
+            (
+                pd_table(p)
+                .alias("t")
+                .merge(src_df.alias("s"), "t.id = s.id")
+                .whenMatchedUpdateAll()
+                .whenNotMatchedInsertAll()
+                .execute()
+            )
+
+        def dl_merge(p):
+            (
+                DL(p)
+                .merge(src, "t.id = s.id", source_alias="s", target_alias="t")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute()
+            )
+
+        compare("merge", base, {"pydelta": pd_merge, "deltalake": dl_merge})
+        measure(
+            f"merge a {len(src):,}-row upsert (half matched) (floor: anti-join + union + write)",
+            {
+                "pydelta": (base, pd_merge),
+                "floor": (
+                    base,
+                    floor(lambda df: df.join(src_df, "id", "left_anti").unionByName(src_df).write.parquet(out)),
+                ),
+                "deltalake": (base, dl_merge),
+            },
+            1.3,
         )
-
-    def dl_merge(p):
-        (
-            DL(p)
-            .merge(src, "t.id = s.id", source_alias="s", target_alias="t")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute()
+        compare("merge (DVs)", dv_base, {"pydelta": pd_merge})
+        measure(
+            "merge with deletion vectors on",
+            {"pydelta": (dv_base, pd_merge), "deltalake": (base, dl_merge)},
+            3.0,
         )
-
-    compare("merge", base, {"pydelta": pd_merge, "deltalake": dl_merge})
-    measure(
-        f"merge a {len(src):,}-row upsert (half matched) (floor: anti-join + union + write)",
-        {
-            "pydelta": (base, pd_merge),
-            "floor": (
-                base,
-                floor(lambda df: df.join(src_df, "id", "left_anti").unionByName(src_df).write.parquet(out)),
-            ),
-            "deltalake": (base, dl_merge),
-        },
-        1.3,
-    )
-    compare("merge (DVs)", dv_base, {"pydelta": pd_merge})
-    measure(
-        "merge with deletion vectors on",
-        {"pydelta": (dv_base, pd_merge), "deltalake": (base, dl_merge)},
-        3.0,
-    )
     # ---------------------------------------------------------------- optimize
     pd_opt = lambda p: pd_table(p).optimize().executeCompaction()  # noqa: E731
     dl_opt = lambda p: DL(p).optimize.compact()  # noqa: E731
-    compare("optimize", small, {"pydelta": pd_opt, "deltalake": dl_opt})
-    measure(
-        "optimize: compact 400 small files",
-        {
-            "pydelta": (small, pd_opt),
-            "floor": (small, floor(lambda df: df.write.parquet(out))),
-            "deltalake": (small, dl_opt),
-        },
-        1.3,
-    )
+    if "optimize" in parts:
+        compare("optimize", small, {"pydelta": pd_opt, "deltalake": dl_opt})
+        measure(
+            "optimize: compact 400 small files",
+            {
+                "pydelta": (small, pd_opt),
+                "floor": (small, floor(lambda df: df.write.parquet(out))),
+                "deltalake": (small, dl_opt),
+            },
+            1.3,
+        )
     # ---------------------------------------------------------------- latency
+    if "latency" not in parts:
+        shutil.rmtree(out, ignore_errors=True)
+        return
     tsrc = _source(40_000, 0.05)
     tsrc_df = spark.createDataFrame(tsrc.to_pandas()).cache()
     tsrc_df.count()

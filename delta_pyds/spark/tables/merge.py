@@ -13,9 +13,10 @@ Guarantees (as delta-spark's MERGE):
   ``whenNotMatchedBySource`` clause the target is pruned by the condition's target-side
   conjuncts and by the source's join-key ranges against file statistics and partition
   values (:mod:`delta_pyds.spark.tables.merge_pruning`; ``numTargetFilesAfterSkipping``);
-* the target's candidate rows and the source are joined once, in the shape the clauses
-  need, and the counts, the touched files, the duplicate-match check, the written rows,
-  the change data and the deletion-vector marks all come from that one pinned result
+* the source is pinned once; the target's candidate rows are joined with it on the
+  columns the conditions need to find the changed files, the counts and duplicate matches
+  (phase 1), then only the changed files are read whole, joined again and written with
+  the inserted rows (phase 2), as delta-spark's ``ClassicMergeExecutor``
   (:mod:`delta_pyds.spark.tables.merge_rows`; written and committed by
   :mod:`delta_pyds.spark.tables.merge_commit`);
 * only files holding a row some clause changes are rewritten (row ids kept on tracked
@@ -49,9 +50,9 @@ from delta_pyds.errors import DeltaError
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.identity import identity_columns
 from delta_pyds.spark.tables.args import check_column_map, check_condition
-from delta_pyds.spark.tables.dml import TableRewriter, refuse_identity_updates
+from delta_pyds.spark.tables.dml import TableRewriter, only_files, refuse_identity_updates
 from delta_pyds.spark.tables.dv_marks import writes_dvs
-from delta_pyds.spark.tables.merge_scope import DEFAULT_TARGET_ALIAS, SRC, MergeScope, sql_expr
+from delta_pyds.spark.tables.merge_scope import DEFAULT_TARGET_ALIAS, SRC, SRC_ID, MergeScope, sql_expr
 from delta_pyds.spark.tables.resolution import check_merge_resolves, set_column_names
 from delta_pyds.table.snapshot import Snapshot
 
@@ -143,14 +144,18 @@ class DeltaMergeBuilder:
         if not self._matched and not self._not_matched and not self._not_matched_by_source:
             raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause")
         from delta_pyds.spark.tables.merge_commit import write_and_commit
-        from delta_pyds.spark.tables.merge_rows import joined_rows, summarize
+        from delta_pyds.spark.tables.merge_rows import identity_to_generate, merge_rows, probe, summarize
 
         rw = self._rewriter
         scope = self._scope(rw.dml_snapshot())
         dv = writes_dvs(scope.snap)
-        rows = joined_rows(scope, dv=dv, keep_old=rw.writes_changes(scope.snap))
+        pr, rows = None, None
         try:
-            outcome = summarize(rows)  # one job: it also fills the joined rows' checkpoint
+            generated = identity_to_generate(scope)  # refuses bad identity inserts before any job
+            pr = probe(scope)
+            # one job: it also fills the probe's checkpoint; inserts are counted there only
+            # for identity values (their high-water mark), else by the write
+            outcome = summarize(scope, pr, count_inserts=bool(generated))
             if scope.clauses and outcome.several_matches and not scope.delete_all_matched:
                 raise DeltaError(
                     "merge: several source rows matched the same target row and could change it in "
@@ -159,11 +164,14 @@ class DeltaMergeBuilder:
                     "unconditional whenMatchedDelete()"
                 )
             metrics = self._metrics(scope, outcome.counts)
-            if outcome.touched or metrics["numTargetRowsInserted"]:
+            inserts = metrics["numTargetRowsInserted"] if outcome.inserts_counted else len(scope.inserts)
+            if outcome.touched or inserts:
+                rows = merge_rows(scope, pr, outcome, dv=dv, keep_old=rw.writes_changes(scope.snap))
                 write_and_commit(
                     rw,
                     scope,
                     rows,
+                    pr,
                     outcome,
                     metrics,
                     dv=dv,
@@ -178,7 +186,11 @@ class DeltaMergeBuilder:
                     },
                 )
         finally:
-            rows.release()
+            if rows is not None:
+                rows.release()
+            if pr is not None:
+                pr.release()
+            scope.src.unpersist()
         updated, deleted = metrics["numTargetRowsUpdated"], metrics["numTargetRowsDeleted"]
         inserted = metrics["numTargetRowsInserted"]
         return rw.spark.createDataFrame(
@@ -246,29 +258,6 @@ class DeltaMergeBuilder:
             if sets is not None:
                 named = set_column_names(scope.target_schema, sets, what="merge", alias=talias)
                 refuse_identity_updates(snap, named, "merge")
-        scope.src = self._source.withColumn(SRC, F.lit(True))
-        if evolved is not None:  # source structs take the evolved shape (new fields null)
-            from delta_pyds.spark.tables.merge_evolution import to_schema
-
-            scope.src = to_schema(scope.src, evolved, add_missing=False, complex_only=True)
-        scope.src_cols = {c.lower(): c for c in self._source.columns}
-        files = snap.files
-        if not self._not_matched_by_source:  # else every target row is needed
-            from delta_pyds.spark.tables.merge_pruning import target_filter
-
-            pruning = target_filter(self._condition, talias, scope.target_schema, self._source)
-            if pruning == "FALSE":
-                files = files.slice(0, 0)
-            elif pruning is not None:
-                files = self._rewriter.candidates(snap, pruning)
-        scope.files_after_skipping = files.num_rows
-        target = self._rewriter.scan(snap, files)
-        if evolved is not None:  # rows already in the table: null in new columns and fields
-            from delta_pyds.spark.tables.merge_evolution import to_schema
-
-            target = to_schema(target, evolved, add_missing=True)
-        scope.target = target.alias(talias)
-        scope.cond = sql_expr(self._condition)
 
         def used(clauses):  # the conditions and set values of (kind, condition, set) clauses
             return [e for _, c, st in clauses for e in [c, *(st.values() if st else ())]]
@@ -283,7 +272,52 @@ class DeltaMergeBuilder:
             not_matched=[e for c, vals in self._not_matched for e in [c, *(vals.values() if vals else ())]],
             by_source=used(self._not_matched_by_source),
         )
+        src = self._source.withColumn(SRC, F.lit(True)).withColumn(SRC_ID, F.monotonically_increasing_id())
+        if evolved is not None:  # source structs take the evolved shape (new fields null)
+            from delta_pyds.spark.tables.merge_evolution import to_schema
+
+            src = to_schema(src, evolved, add_missing=False, complex_only=True)
+        scope.src_cols = {c.lower(): c for c in self._source.columns}
+        scope.cond = sql_expr(self._condition)
+        # the source is pinned (delta-spark's materializeSource) before anything reads it: the
+        # pruning by its keys, both phases and the row numbers inserts and identity values
+        # come from see the same source rows; a cache, not a checkpoint, so that the
+        # condition's references to the source's alias resolve (released by execute())
+        scope.src = src.persist()
+        try:
+            self._target(scope, snap)
+        except BaseException:
+            src.unpersist()
+            raise
         return scope
+
+    def _target(self, scope: MergeScope, snap: Snapshot) -> None:
+        """The candidate target files (pruned unless a ``whenNotMatchedBySource`` clause
+        needs every row) and their scan."""
+        files, talias, evolved = snap.files, scope.talias, scope.evolved
+        if not self._not_matched_by_source:  # else every target row is needed
+            from delta_pyds.spark.tables.merge_pruning import target_filter
+
+            pruning = target_filter(self._condition, talias, scope.target_schema, scope.src)
+            if pruning == "FALSE":
+                files = files.slice(0, 0)
+            elif pruning is not None:
+                files = self._rewriter.candidates(snap, pruning)
+        scope.files_after_skipping = files.num_rows
+        scope.files = files
+
+        def scan_target(paths=None):
+            if paths is not None and len(set(paths)) == files.num_rows:
+                return scope.target  # every candidate file: the same scan (no second planning)
+            target = self._rewriter.scan(snap, files if paths is None else only_files(files, paths))
+            if evolved is not None:  # rows already in the table: null in new columns and fields
+                from delta_pyds.spark.tables.merge_evolution import to_schema
+
+                target = to_schema(target, evolved, add_missing=True)
+            return target.alias(talias)
+
+        scope.scan_target = scan_target
+        scope.target = scan_target()
 
     def _evolved(self, snap: Snapshot):
         """The table schema with the source's columns and nested fields the clauses write

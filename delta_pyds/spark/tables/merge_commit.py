@@ -18,9 +18,9 @@ from delta_pyds.protocol.identity import with_high_water_marks
 from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.dv_marks import dv_hits
-from delta_pyds.spark.tables.merge_rows import MergeOutcome, MergeRows
+from delta_pyds.spark.tables.merge_rows import MergeOutcome, MergeRows, Probe
 from delta_pyds.spark.tables.merge_scope import ACTION, MergeScope
-from delta_pyds.transaction.file_actions import rows_for_paths
+from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows
 
 
 def identity_marks(mr: MergeRows, outcome: MergeOutcome) -> dict:
@@ -41,16 +41,19 @@ def write_and_commit(
     rw: TableRewriter,
     scope: MergeScope,
     mr: MergeRows,
+    pr: Probe,
     outcome: MergeOutcome,
     metrics: dict,
     *,
     dv: bool,
     condition,
     parameters: dict,
-) -> None:
+) -> bool:
     """Writes the new files (and change data files, or the changed rows' deletion
     vectors) and commits them with the removal of the touched files (``condition``: the
-    merge's; ``parameters``: the commit's operation parameters); deletes what it wrote if the commit fails."""
+    merge's; ``parameters``: the commit's operation parameters); deletes what it wrote if the commit fails.
+    Fills ``metrics`` (files, copied rows, and inserted rows when phase 1 did not count
+    them); returns False, committing nothing, when no file is touched and no row inserted."""
     from pyspark.sql import functions as F
 
     from delta_pyds.table.state import file_actions
@@ -70,14 +73,15 @@ def write_and_commit(
         if new_protocol is not None:
             txn.update_protocol(new_protocol)
         txn.update_metadata(metadata)
-    out = mr.data_rows(
-        outcome.touched,
-        all_files=len(outcome.touched) == scope.files_after_skipping,
-        dv=dv,
-        tracking=scope.tracking,
-    )
-    adds = rw.rewrite(out, rw.write_spec(snap, row_tracking=True, evolved_schema=evolved), True)
+    out = mr.data_rows(dv=dv, tracking=scope.tracking)
+    spec = rw.write_spec(snap, row_tracking=True, evolved_schema=evolved)
+    adds = rw.rewrite(out, spec, True) if out is not None else []
     written = list(adds)
+    active = file_actions(snap).active
+    if not outcome.inserts_counted:
+        metrics["numTargetRowsInserted"] = inserted_rows(mr, outcome, metrics, adds, active, dv=dv)
+    if not outcome.touched and not adds:  # nothing matched, nothing inserted: no commit
+        return False
     marked = with_high_water_marks(parse_schema(metadata.schema_string), marks)
     if marked is not None:
         txn.update_metadata(replace(metadata, schema_string=marked.json()))
@@ -89,11 +93,10 @@ def write_and_commit(
                 written += cdcs
                 txn.add_cdc_files(cdcs)
         record_read(txn, snap, condition, snap.files, alias=scope.talias)
-        active = file_actions(snap).active
         if dv:
             n = len(mr.clauses)
             action = F.col(ACTION)
-            old, bitmaps = dv_hits(mr.rows, (action >= 1) & (action <= n), active)
+            old, bitmaps = dv_hits(pr.rows, (action >= 1) & (action <= n), active)
             staged = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
             metrics.update(
                 numTargetFilesRemoved=staged.files_removed,
@@ -105,10 +108,29 @@ def write_and_commit(
         else:
             victims = rows_for_paths(active, outcome.touched)
             txn.remove_files(remove_actions(victims))
-            metrics.update(numTargetFilesRemoved=victims.num_rows)
+            changed = metrics["numTargetRowsUpdated"] + metrics["numTargetRowsInserted"]
+            metrics.update(
+                numTargetFilesRemoved=victims.num_rows,
+                numTargetRowsCopied=sum(stat_rows(a) for a in adds) - changed,
+            )
         txn.add_files(adds)
         metrics.update(numTargetFilesAdded=len(adds))
         txn.commit("MERGE", parameters, metrics=metrics)
     except BaseException:
         delete_files(rw.storage, written)
         raise
+    return True
+
+
+def inserted_rows(mr: MergeRows, outcome: MergeOutcome, metrics: dict, adds: list, active, *, dv: bool) -> int:
+    """The inserted rows, from the written files' row counts: they hold the inserted rows
+    and, with deletion vectors, the updated rows, else the touched files' live rows but the
+    deleted ones (their ``numRecords`` and deletion vectors from the log). Counted by a
+    Spark job only when a touched file's statistics lack ``numRecords``."""
+    written = sum(stat_rows(a) for a in adds)
+    if dv:
+        return written - metrics["numTargetRowsUpdated"]
+    live = num_live_rows(rows_for_paths(active, outcome.touched)) if outcome.touched else 0
+    if live is None:
+        return mr.inserts.count() if mr.inserts is not None else 0  # type: ignore[attr-defined]
+    return written - (live - metrics["numTargetRowsDeleted"])

@@ -1,48 +1,46 @@
-"""MERGE's one pass over the data: the single join of the target's candidate rows with the
-source, each joined row's clause action and written values computed once, and one
-aggregation of that same result for the per-clause counts, the touched files, the
-duplicate-match check and the identity high-water marks.
+"""MERGE's rows, in delta-spark's two phases (``ClassicMergeExecutor``: ``findTouchedFiles``,
+then ``writeAllChanges``) over a pinned source.
 
 Guarantees:
 
-* the target and the source are joined once, in the shape the clauses need (as
-  delta-spark's ``ClassicMergeExecutor`` / ``InsertOnlyMergeExecutor`` choose theirs):
-  ``left_anti`` (source rows no target row matches) for insert-only merges; with deletion
-  vectors and no ``whenNotMatchedBySource`` clause ``inner`` (matched rows only), or
-  ``right`` outer with inserts; else ``left`` outer (every candidate target row: files are
-  rewritten whole), or ``full`` outer with inserts;
-* the joined rows are pinned by a (lazy) local checkpoint filled by the first job that reads
-  them, so the counts, the touched files, the written rows, the change data rows, the
-  deletion-vector marks and generated identity values all come from one evaluation of the
-  source and the target (a non-deterministic source cannot make them disagree);
-* a joined row's action is 1 + the index of the first target-side clause that holds
-  (matched clauses, then not-matched-by-source clauses), or, for a source row no target
-  row matches, 1 + the number of target-side clauses + the index of the first insert
-  clause that holds; 0 when no clause applies (the row is copied, or dropped);
-* :func:`summarize` is one Spark job returning one row per target file holding a changed
-  or matched row (plus one for the inserts).
+* the source is pinned once (a cache filled by the first job, with a row number per source
+  row; delta-spark's ``materializeSource``), so both phases, the inserted rows, the change
+  data, the deletion-vector marks and generated identity values see the same source rows
+  (a non-deterministic source cannot make them disagree);
+* phase 1, :func:`probe`: the candidate target rows joined with the source (``inner``, or
+  ``left`` outer with a ``whenNotMatchedBySource`` clause), reading only the target
+  columns the condition and the clauses' conditions need (Spark prunes the scan) and
+  keeping only matched or changed rows (file, row index, action, matched, source row
+  number), pinned by a lazy local checkpoint; :func:`summarize` is one Spark job over it
+  giving the per-clause counts, the files a clause changes, the duplicate-match check and
+  the inserted rows per insert clause (the source rows no candidate target row matches:
+  :func:`unmatched_source`);
+* phase 2, :func:`merge_rows`: only the changed files are read again with every column and
+  joined with the source (``left`` outer for copy-on-write: the files are rewritten whole;
+  ``inner`` with deletion vectors and no ``whenNotMatchedBySource`` clause: only changed
+  rows are written), plus the inserted source rows, written directly (pinned only when
+  change data files are written from the same rows);
+* a target row's action is 1 + the index of the first target-side clause that holds
+  (matched clauses, then not-matched-by-source clauses), an unmatched source row's
+  1 + the number of target-side clauses + the index of the first insert clause that
+  holds; 0 when no clause applies (the row is copied, or dropped). Conditions are
+  evaluated once per phase on the same rows: they must be deterministic (as delta-spark
+  requires of merge conditions).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from delta_pyds.spark.tables.merge_scope import ACTION, IDENTITY_K, MATCHED, SRC, MergeScope, sql_expr
+from delta_pyds.spark.tables.merge_scope import ACTION, MATCHED, SRC, SRC_ID, MergeScope, sql_expr
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.spark.tables.resolution import set_columns
 
+# up to this many matched pairs, the inserted rows' anti-join broadcasts the matched source
+# row numbers (8 bytes each) instead of shuffling the source
+BROADCAST_IDS = 2_000_000
 NEW = "__pydelta_new_"  # + index of the target column: its value as written
 OLD = "__pydelta_old_"  # + index of the target column: its value before the merge
-
-
-def join_shape(scope: MergeScope, dv: bool) -> str:
-    """How the target (left) and the source (right) are joined; ``left_anti`` means the
-    source anti-joined with the target (insert-only merges)."""
-    if not scope.clauses:
-        return "left_anti"
-    if dv and not scope.by_source:
-        return "right" if scope.inserts else "inner"
-    return "full" if scope.inserts else "left"
 
 
 def identity_to_generate(scope: MergeScope) -> list:
@@ -72,14 +70,95 @@ def identity_to_generate(scope: MergeScope) -> list:
 
 
 @dataclass
-class MergeRows:
-    """The joined rows, checkpointed: per target column ``__pydelta_new_<i>`` (the value
-    written) and, when change data is kept, ``__pydelta_old_<i>``; the target file and row
-    index (null on source-only rows), the row tracking columns, the action, whether the row
-    pairs a target row with a source row, and a unique number for identity values."""
+class Probe:
+    """Phase 1's pinned rows: per target row a clause changes or a source row matches,
+    its file (log path) and row index, its action, whether it is matched and the matched
+    source row's number (``__pydelta_src_id``)."""
 
-    rows: object  # DataFrame
-    shape: str
+    rows: object  # DataFrame, behind a lazy local checkpoint
+
+    def release(self) -> None:
+        if self.rows.is_cached:  # type: ignore[attr-defined]
+            self.rows.unpersist()  # type: ignore[attr-defined]
+
+
+def probe(scope: MergeScope) -> Probe:
+    """Phase 1 (delta-spark's ``findTouchedFiles``): the candidate target rows joined with
+    the pinned source, ``inner`` (or ``left`` outer with a ``whenNotMatchedBySource`` clause:
+    every target row is needed), reduced to the columns the conditions read (Spark prunes the
+    target scan to them) and to the rows some clause changes or a source row matches, behind
+    a lazy local checkpoint filled by :func:`summarize`."""
+    from pyspark.sql import functions as F
+
+    joined = scope.target.join(scope.src, scope.cond, "left" if scope.by_source else "inner")
+    has_target, has_source = scope.tfile().isNotNull(), F.col(SRC).isNotNull()
+    action, matched = _target_action(scope, has_target, has_source)
+    rows = joined.select(
+        scope.tfile().alias(SCAN_FILE),
+        F.col(f"`{scope.talias}`.{SCAN_ROW}").alias(SCAN_ROW),
+        action.alias(ACTION),
+        matched.alias(MATCHED),
+        F.col(SRC_ID),
+    ).where((F.col(ACTION) > 0) | F.col(MATCHED))
+    return Probe(rows.localCheckpoint(eager=False))
+
+
+def _target_action(scope: MergeScope, has_target, has_source):
+    """(the action of a joined target row: 1 + the index of the first target-side clause
+    that holds, else 0; whether it is matched)."""
+    from pyspark.sql import functions as F
+
+    matched = has_target & has_source
+    action = F.lit(0)
+    for i in reversed(range(len(scope.clauses))):
+        _, c, _, on_match = scope.clauses[i]
+        base = matched if on_match else (has_target & ~has_source)
+        hit = base if c is None else base & F.coalesce(sql_expr(c), F.lit(False))
+        action = F.when(hit, F.lit(i + 1)).otherwise(action)
+    return action, matched
+
+
+def _insert_action(scope: MergeScope):
+    """The action of a source row no target row matches: 1 + the number of target-side
+    clauses + the index of the first insert clause that holds, else 0."""
+    from pyspark.sql import functions as F
+
+    n = len(scope.clauses)
+    action = F.lit(0)
+    for j in reversed(range(len(scope.inserts))):
+        c, _ = scope.inserts[j]
+        hit = F.lit(True) if c is None else F.coalesce(sql_expr(c), F.lit(False))
+        action = F.when(hit, F.lit(n + 1 + j)).otherwise(action)
+    return action
+
+
+def unmatched_source(scope: MergeScope, pr: Probe, matched_pairs: int | None = None):
+    """The source rows no candidate target row matches (the pinned source anti-joined with
+    the probe's matched source row numbers: broadcast when ``matched_pairs``, the number
+    of matched (target, source) pairs, is known and at most :data:`BROADCAST_IDS`), with
+    their insert action (rows no insert clause takes dropped); None without insert
+    clauses."""
+    from pyspark.sql import functions as F
+
+    if not scope.inserts:
+        return None
+    hit_ids = pr.rows.where(F.col(MATCHED)).select(SRC_ID)  # type: ignore[attr-defined]
+    if matched_pairs is not None and matched_pairs <= BROADCAST_IDS:
+        hit_ids = F.broadcast(hit_ids)  # a checkpoint has no size estimate: Spark would shuffle
+    rows = scope.src.join(hit_ids, SRC_ID, "left_anti").withColumn(ACTION, _insert_action(scope))
+    return rows.where(F.col(ACTION) > 0)
+
+
+@dataclass
+class MergeRows:
+    """Phase 2's rows: ``target`` the touched files' rows joined with the source (None when
+    no file is touched), ``inserts`` the inserted source rows (None without insert clauses),
+    each with per target column ``__pydelta_new_<i>`` (the value written) and, when change
+    data is kept, ``__pydelta_old_<i>``; the target file and row index (null on inserted
+    rows), the row tracking columns, the action and whether the row is matched."""
+
+    target: object | None  # DataFrame
+    inserts: object | None  # DataFrame
     clauses: list  # the target-side clauses (kind, condition, set, on_match)
     n_inserts: int
     names: list  # the target's column names, in order
@@ -87,8 +166,8 @@ class MergeRows:
 
     def release(self) -> None:
         """Frees the pinned rows' blocks (else freed when the DataFrame is collected)."""
-        if self.rows.is_cached:  # type: ignore[attr-defined]
-            self.rows.unpersist()  # type: ignore[attr-defined]
+        if self.target is not None and self.target.is_cached:  # type: ignore[attr-defined]
+            self.target.unpersist()  # type: ignore[attr-defined]
 
     def actions(self, kind: str) -> list[int]:
         """The action numbers of the target-side clauses of ``kind`` (update | delete)."""
@@ -98,28 +177,29 @@ class MergeRows:
         n = len(self.clauses)
         return list(range(n + 1, n + 1 + self.n_inserts))
 
-    def data_rows(self, touched: list, *, all_files: bool, dv: bool, tracking):
+    def _parts(self) -> list:
+        return [p for p in (self.target, self.inserts) if p is not None]
+
+    def data_rows(self, *, dv: bool, tracking):
         """The rows to write: with deletion vectors the updated and inserted rows; else
-        every row of the touched files (``all_files``: every candidate file is touched)
-        but the deleted ones, and the inserted rows. Table columns, then the row tracking
-        columns when ``tracking`` names them (row ids kept; updated rows take the commit's
-        version, inserted rows get new ids)."""
+        every row of the touched files but the deleted ones, and the inserted rows. Table
+        columns, then the row tracking columns when ``tracking`` names them (row ids kept;
+        updated rows take the commit's version, inserted rows get new ids)."""
         from pyspark.sql import functions as F
 
-        action, updates, inserts = F.col(ACTION), self.actions("update"), self.insert_actions()
-        if dv:
-            keep = action.isin(updates + inserts)
-        else:
-            deletes = self.actions("delete")
-            mine = F.col(SCAN_FILE).isNotNull() if all_files else F.col(SCAN_FILE).isin(touched)
-            keep = (mine & ~action.isin(deletes)) if deletes else mine
-            if inserts:
-                keep = keep | action.isin(inserts)
+        action, updates, deletes = F.col(ACTION), self.actions("update"), self.actions("delete")
         cols = [F.col(f"{NEW}{i}").alias(n) for i, n in enumerate(self.names)]
         if tracking:
             version = F.when(action.isin(updates), F.lit(None).cast("long")).otherwise(F.col(SCAN_ROW_VERSION))
             cols += [F.col(SCAN_ROW_ID).alias(tracking[0]), version.alias(tracking[1])]
-        return self.rows.where(keep).select(*cols)  # type: ignore[attr-defined]
+        out = None
+        if self.target is not None:
+            keep = action.isin(updates) if dv else (~action.isin(deletes) if deletes else F.lit(True))
+            out = self.target.where(keep).select(*cols)  # type: ignore[attr-defined]
+        if self.inserts is not None:
+            ins = self.inserts.select(*cols)  # type: ignore[attr-defined]
+            out = ins if out is None else out.unionByName(ins)
+        return out
 
     def change_rows(self, *, dedupe_deletes: bool):
         """The change data rows (table columns and ``_change_type``): update pre- and
@@ -129,23 +209,22 @@ class MergeRows:
         from delta_pyds.cdf.plan import CHANGE_TYPE
 
         action = F.col(ACTION)
-        rows = self.rows
         old = [F.col(f"{OLD}{i}").alias(n) for i, n in enumerate(self.names)]
         new = [F.col(f"{NEW}{i}").alias(n) for i, n in enumerate(self.names)]
         parts = []
-        updates, deletes, inserts = self.actions("update"), self.actions("delete"), self.insert_actions()
-        if updates:
+        updates, deletes = self.actions("update"), self.actions("delete")
+        rows = self.target
+        if rows is not None and updates:
             upd = rows.where(action.isin(updates))  # type: ignore[attr-defined]
             parts.append(upd.select(*old, F.lit("update_preimage").alias(CHANGE_TYPE)))
             parts.append(upd.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE)))
-        if deletes:
+        if rows is not None and deletes:
             gone = rows.where(action.isin(deletes))  # type: ignore[attr-defined]
             if dedupe_deletes:  # several source rows deleted the same target row
                 gone = gone.dropDuplicates([SCAN_FILE, SCAN_ROW])
             parts.append(gone.select(*old, F.lit("delete").alias(CHANGE_TYPE)))
-        if inserts:
-            ins = rows.where(action.isin(inserts))  # type: ignore[attr-defined]
-            parts.append(ins.select(*new, F.lit("insert").alias(CHANGE_TYPE)))
+        if self.inserts is not None:
+            parts.append(self.inserts.select(*new, F.lit("insert").alias(CHANGE_TYPE)))  # type: ignore[attr-defined]
         if not parts:
             return None
         out = parts[0]
@@ -154,61 +233,57 @@ class MergeRows:
         return out
 
 
-def joined_rows(scope: MergeScope, *, dv: bool, keep_old: bool) -> MergeRows:
-    """The one join of the target's candidate rows and the source (see the module
-    docstring), projected to what the write, the change data, the marks and the counts
-    need, behind a lazy local checkpoint. ``keep_old``: keep the target's values before the
-    merge (change data files)."""
+def merge_rows(scope: MergeScope, pr: Probe, outcome: MergeOutcome, *, dv: bool, keep_old: bool) -> MergeRows:
+    """Phase 2 (delta-spark's ``writeAllChanges``): the ``touched`` files' rows joined with
+    the pinned source (``left`` outer for copy-on-write or with a ``whenNotMatchedBySource``
+    clause, else ``inner``: with deletion vectors only changed rows are written) with
+    their actions and written values, and the inserted source rows
+    (:func:`unmatched_source`). ``keep_old``: keep the target's values before the merge
+    (change data files; the target rows are then pinned, as the data and the change data
+    files both read them)."""
     from pyspark.sql import functions as F
 
-    shape = join_shape(scope, dv)
     generated = identity_to_generate(scope)
     none = F.lit(None)
-    if shape == "left_anti":
-        joined = scope.src.join(scope.target, scope.cond, "left_anti")
-        has_target, has_source = F.lit(False), F.lit(True)
-        tcol = dict.fromkeys(scope.names, none)
-        extra = {SCAN_FILE: none.cast("string"), SCAN_ROW: none.cast("long")}
-        if scope.tracking:
-            extra |= {SCAN_ROW_ID: none.cast("long"), SCAN_ROW_VERSION: none.cast("long")}
-    else:
-        joined = scope.target.join(scope.src, scope.cond, shape)
+    target = None
+    touched = outcome.touched
+    if touched and scope.clauses:
+        shape = "inner" if dv and not scope.by_source else "left"
+        tdf = scope.scan_target(touched)
+        joined = tdf.join(scope.src, scope.cond, shape)
         has_target, has_source = scope.tfile().isNotNull(), F.col(SRC).isNotNull()
+        action, matched = _target_action(scope, has_target, has_source)
+        joined = joined.withColumn(ACTION, action).withColumn(MATCHED, matched)
         tcol = scope.tcol()
-        extra = {SCAN_FILE: scope.tfile(), SCAN_ROW: F.col(f"`{scope.talias}`.{SCAN_ROW}")}
+        cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(_new_values(scope, tcol, generated, inserted=False))]
+        if keep_old:
+            cols += [tcol[n].alias(f"{OLD}{i}") for i, n in enumerate(scope.names)]
+        cols += [scope.tfile().alias(SCAN_FILE), F.col(f"`{scope.talias}`.{SCAN_ROW}").alias(SCAN_ROW)]
         if scope.tracking:
-            extra |= {SCAN_ROW_ID: F.col(SCAN_ROW_ID), SCAN_ROW_VERSION: F.col(SCAN_ROW_VERSION)}
-    matched = has_target & has_source
-    hits = []  # (condition the row takes the action on), in action order
-    for _, c, _, on_match in scope.clauses:
-        base = matched if on_match else (has_target & ~has_source)
-        hits.append(base if c is None else base & F.coalesce(sql_expr(c), F.lit(False)))
-    for c, _ in scope.inserts:
-        base = ~has_target & has_source
-        hits.append(base if c is None else base & F.coalesce(sql_expr(c), F.lit(False)))
-    action = F.lit(0)
-    for i in reversed(range(len(hits))):
-        action = F.when(hits[i], F.lit(i + 1)).otherwise(action)
-    joined = joined.withColumn(ACTION, action).withColumn(MATCHED, matched)
-    if generated:
-        joined = joined.withColumn(IDENTITY_K, F.monotonically_increasing_id())
-    new = _new_values(scope, tcol, generated)
-    cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(new)]
-    if keep_old:
-        cols += [tcol[n].alias(f"{OLD}{i}") for i, n in enumerate(scope.names)]
-    cols += [v.alias(k) for k, v in extra.items()]
-    cols += [F.col(ACTION), F.col(MATCHED)] + ([F.col(IDENTITY_K)] if generated else [])
-    # rows no clause reads: source rows nothing inserts; with deletion vectors also the
-    # target rows no clause changes (matched ones stay for the duplicate-match check)
-    needed = (F.col(ACTION) > 0) | F.col(MATCHED) if dv else (F.col(ACTION) > 0) | has_target
-    # pinned (measured at 400k rows, 2 cores: a lazy local checkpoint 2.51x the Spark floor,
-    # a cache 3.20x): the checkpoint is filled by the first job that reads it
-    rows = joined.where(needed).select(*cols).localCheckpoint(eager=False)
-    return MergeRows(rows, shape, list(scope.clauses), len(scope.inserts), scope.names, generated)
+            cols += [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)]
+        cols += [F.col(ACTION), F.col(MATCHED)]
+        target = joined.where(F.col(ACTION) > 0) if dv else joined
+        target = target.select(*cols)
+        if keep_old:
+            target = target.localCheckpoint(eager=False)
+    inserts = unmatched_source(scope, pr, outcome.matched_pairs)
+    if inserts is not None:
+        tcol = dict.fromkeys(scope.names, none)
+        cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(_new_values(scope, tcol, generated, inserted=True))]
+        if keep_old:
+            cols += [none.alias(f"{OLD}{i}") for i in range(len(scope.names))]
+        cols += [none.cast("string").alias(SCAN_FILE), none.cast("long").alias(SCAN_ROW)]
+        if scope.tracking:
+            cols += [none.cast("long").alias(SCAN_ROW_ID), none.cast("long").alias(SCAN_ROW_VERSION)]
+        cols += [F.col(ACTION), F.lit(False).alias(MATCHED)]
+        inserts = inserts.select(*cols)
+    return MergeRows(target, inserts, list(scope.clauses), len(scope.inserts), scope.names, generated)
 
 
-def _new_values(scope: MergeScope, tcol: dict, generated: list) -> list:
-    """Per target column, its value after the row's action (casts to the column's type)."""
+def _new_values(scope: MergeScope, tcol: dict, generated: list, *, inserted: bool) -> list:
+    """Per target column, its value after the row's action (casts to the column's type):
+    of target rows (the target-side clauses), or with ``inserted`` of inserted source rows
+    (the insert clauses)."""
     from pyspark.sql import functions as F
 
     n = len(scope.clauses)
@@ -216,7 +291,7 @@ def _new_values(scope: MergeScope, tcol: dict, generated: list) -> list:
     out = []
     for f in scope.target_schema.fields:
         value = tcol[f.name]
-        for i in reversed(range(n)):
+        for i in reversed(range(0 if inserted else n)):
             kind, _, sets, _ = scope.clauses[i]
             if kind != "update":
                 continue
@@ -234,11 +309,11 @@ def _new_values(scope: MergeScope, tcol: dict, generated: list) -> list:
                     continue
                 new = given[f.name]
             value = F.when(F.col(ACTION) == i + 1, new).otherwise(value)
-        for j in reversed(range(len(scope.inserts))):
+        for j in reversed(range(len(scope.inserts) if inserted else 0)):
             _, values = scope.inserts[j]
             if f.name in generate:
                 col = generate[f.name]
-                new = (F.lit(col.first_k) + F.col(IDENTITY_K)) * F.lit(col.step) + F.lit(col.start)
+                new = (F.lit(col.first_k) + F.col(SRC_ID)) * F.lit(col.step) + F.lit(col.start)
             elif values is None:
                 if f.name in scope.identities and f.name.lower() not in scope.src_cols:
                     continue  # pragma: no cover - generated above
@@ -256,53 +331,72 @@ def _new_values(scope: MergeScope, tcol: dict, generated: list) -> list:
 
 @dataclass
 class MergeOutcome:
-    """What the joined rows hold, from one aggregation job."""
+    """What phase 1 found, from one Spark job."""
 
     touched: list  # target files holding a row a target-side clause changes
     counts: dict  # action number -> rows taking it (target rows counted once)
     several_matches: bool  # some target row is matched by several source rows
-    top_k: int | None  # the largest identity number of an inserted row
+    top_k: int | None  # the largest source row number of an inserted row (identity values)
+    matched_pairs: int  # (target row, source row) pairs the condition matches
+    inserts_counted: bool  # counts holds the inserted rows (else the write counts them)
 
 
-def summarize(mr: MergeRows) -> MergeOutcome:
-    """Counts, touched files, the duplicate-match check and the identity high-water number
-    of the joined rows (one Spark job: per target row, then per file)."""
+def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool) -> MergeOutcome:
+    """Counts, touched files and the duplicate-match check (per target row, then per file,
+    over the probe's rows); with ``count_inserts`` also the inserted rows per insert clause
+    and their largest source row number (over :func:`unmatched_source`; needed for
+    generated identity values, else the write's row counts give the inserted rows). One
+    Spark job (AQE runs each shuffle of it as a job of its own), which fills the probe's
+    checkpoint."""
     from pyspark.sql import functions as F
 
-    n = len(mr.clauses)
+    n = len(scope.clauses)
+    ins = list(range(n + 1, n + 1 + len(scope.inserts))) if count_inserts else []
     action = F.col(ACTION)
     is_target = (action >= 1) & (action <= n)
-    ins = mr.insert_actions()
-    per_row = [
+    per_row = pr.rows.groupBy(SCAN_FILE, SCAN_ROW).agg(  # type: ignore[attr-defined]
         F.count(F.when(F.col(MATCHED), F.lit(1))).alias("m"),
         F.max(F.when(is_target, action)).alias("t"),
-        *[F.count(F.when(action == a, F.lit(1))).alias(f"i{a}") for a in ins],
-    ]
-    if mr.generated:
-        per_row.append(F.max(F.when(action.isin(ins), F.col(IDENTITY_K))).alias("k"))
-    rows = mr.rows.where((action > 0) | F.col(MATCHED))  # type: ignore[attr-defined]
-    rows = rows.groupBy(SCAN_FILE, SCAN_ROW).agg(*per_row)
-    per_file = [
+    )
+    null = F.lit(None).cast("long")
+    per_file = per_row.groupBy(SCAN_FILE).agg(
         F.max("m").alias("m"),
+        F.sum("m").alias("pairs"),
         F.max("t").alias("t"),
         *[F.count(F.when(F.col("t") == a, F.lit(1))).alias(f"t{a}") for a in range(1, n + 1)],
-        *[F.sum(f"i{a}").alias(f"i{a}") for a in ins],
-    ]
-    if mr.generated:
-        per_file.append(F.max("k").alias("k"))
-    got = rows.groupBy(SCAN_FILE).agg(*per_file).collect()
-    counts = dict.fromkeys(range(1, n + 1 + len(ins)), 0)
+    )
+    per_file = per_file.select("*", *[null.alias(f"i{a}") for a in ins], null.alias("k"))
+    inserts = unmatched_source(scope, pr) if ins else None
+    if inserts is not None:
+        agg = inserts.agg(
+            *[F.count(F.when(action == a, F.lit(1))).alias(f"i{a}") for a in ins],
+            F.max(F.col(SRC_ID)).alias("k"),
+        )
+        agg = agg.select(
+            F.lit(None).cast("string").alias(SCAN_FILE),
+            F.lit(0).cast("long").alias("m"),
+            F.lit(0).cast("long").alias("pairs"),
+            F.lit(None).cast("int").alias("t"),
+            *[F.lit(0).cast("long").alias(f"t{a}") for a in range(1, n + 1)],
+            *[F.col(f"i{a}").cast("long") for a in ins],
+            F.col("k"),
+        )
+        per_file = per_file.unionByName(agg)
+    got = per_file.collect()
+    counts = dict.fromkeys(range(1, n + 1 + len(scope.inserts)), 0)
     top_k = None
     for r in got:
         for a in range(1, n + 1):
             counts[a] += int(r[f"t{a}"] or 0)
         for a in ins:
             counts[a] += int(r[f"i{a}"] or 0)
-        if mr.generated and r["k"] is not None:
+        if r["k"] is not None and any(r[f"i{a}"] for a in ins):
             top_k = r["k"] if top_k is None else max(top_k, r["k"])
     return MergeOutcome(
         touched=[r[SCAN_FILE] for r in got if r[SCAN_FILE] is not None and (r["t"] or 0) > 0],
         counts=counts,
         several_matches=any((r["m"] or 0) > 1 for r in got),
         top_k=top_k,
+        matched_pairs=sum(int(r["pairs"] or 0) for r in got),
+        inserts_counted=bool(ins) or not scope.inserts,
     )

@@ -19,7 +19,7 @@ DEFAULT_TARGET_ALIAS = "__pydelta_target"
 SRC = "__pydelta_src"  # a non-null column of the source: null on target rows no source row matches
 ACTION = "__pydelta_action"  # which clause a joined row takes (see merge_rows.joined_rows)
 MATCHED = "__pydelta_matched"  # the row pairs a target row with a source row
-IDENTITY_K = "__pydelta_identity_k"  # a unique number per joined row: generated identity values
+SRC_ID = "__pydelta_src_id"  # a unique number per source row (pinned with the source): inserts, identity values
 
 
 @dataclass
@@ -35,7 +35,7 @@ class MergeScope:
     src: Any  # the source DataFrame, with a non-null __pydelta_src column
     src_cols: dict  # lowercase -> source column name
     talias: str
-    target: Any  # the target's scan, aliased
+    target: Any  # the target's scan of every candidate file, aliased
     cond: Any  # the join condition
     clauses: list  # (kind, condition, set, on_match): matched ones, then not-matched-by-source ones
     delete_all_matched: bool
@@ -44,6 +44,8 @@ class MergeScope:
     inserts: tuple = ()  # (condition, values) of the whenNotMatched* clauses, in order
     evolve: bool = False  # withSchemaEvolution()
     by_source: bool = False  # a whenNotMatchedBySource* clause exists
+    files: Any = None  # the candidate target files (pyarrow table of snapshot file rows) after pruning
+    scan_target: Any = None  # files -> the target's rows of those files, aliased (phase 2's scan)
 
     @property
     def names(self) -> list[str]:
