@@ -20,7 +20,9 @@ def load():
     runs = []
     for path in sorted(glob.glob(os.path.join(HERE, "results", "*.json"))):
         with open(path) as f:
-            runs.append(json.load(f))
+            run = json.load(f)
+        if "rows" in run:  # bench/run.py's results; other scripts' results have their own pages
+            runs.append(run)
     return runs
 
 
