@@ -342,29 +342,28 @@ class MergeOutcome:
 
 
 def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool) -> MergeOutcome:
-    """Counts, touched files and the duplicate-match check (per target row, then per file,
-    over the probe's rows); with ``count_inserts`` also the inserted rows per insert clause
-    and their largest source row number (over :func:`unmatched_source`; needed for
-    generated identity values, else the write's row counts give the inserted rows). One
-    Spark job (AQE runs each shuffle of it as a job of its own), which fills the probe's
-    checkpoint."""
+    """Counts, touched files and the duplicate-match check over the probe's rows, as ONE
+    Spark job without a shuffle: each task reduces its rows per file on the executor
+    (:func:`_per_task`: rows per action, matched pairs and the serialized bitmap of the
+    matched rows' indexes), the driver merges the parts of a file. The duplicate-match
+    check is exact whatever the join's partitioning (a broadcast of the target side, a
+    nested-loop join or AQE's skew split can put one target row's matches in different
+    tasks): a file's matched pairs exceed the size of the union of its matched-row bitmaps
+    exactly when some target row is matched twice. With ``count_inserts`` also the
+    inserted rows per insert clause and their largest source row number (over
+    :func:`unmatched_source`; needed for generated identity values, else the write's row
+    counts give the inserted rows; AQE then runs the anti-join's shuffle as jobs of their
+    own). The job fills the probe's checkpoint."""
     from pyspark.sql import functions as F
 
     n = len(scope.clauses)
     ins = list(range(n + 1, n + 1 + len(scope.inserts))) if count_inserts else []
     action = F.col(ACTION)
-    is_target = (action >= 1) & (action <= n)
-    per_row = pr.rows.groupBy(SCAN_FILE, SCAN_ROW).agg(  # type: ignore[attr-defined]
-        F.count(F.when(F.col(MATCHED), F.lit(1))).alias("m"),
-        F.max(F.when(is_target, action)).alias("t"),
+    schema = "file string, pairs long, t long, matched binary, " + ", ".join(f"t{a} long" for a in range(n + 1))
+    per_file = pr.rows.select(SCAN_FILE, SCAN_ROW, ACTION, MATCHED).mapInArrow(  # type: ignore[attr-defined]
+        _per_task(n), schema
     )
     null = F.lit(None).cast("long")
-    per_file = per_row.groupBy(SCAN_FILE).agg(
-        F.max("m").alias("m"),
-        F.sum("m").alias("pairs"),
-        F.max("t").alias("t"),
-        *[F.count(F.when(F.col("t") == a, F.lit(1))).alias(f"t{a}") for a in range(1, n + 1)],
-    )
     per_file = per_file.select("*", *[null.alias(f"i{a}") for a in ins], null.alias("k"))
     inserts = unmatched_source(scope, pr) if ins else None
     if inserts is not None:
@@ -373,11 +372,11 @@ def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool) -> MergeOutc
             F.max(F.col(SRC_ID)).alias("k"),
         )
         agg = agg.select(
-            F.lit(None).cast("string").alias(SCAN_FILE),
-            F.lit(0).cast("long").alias("m"),
+            F.lit(None).cast("string").alias("file"),
             F.lit(0).cast("long").alias("pairs"),
-            F.lit(None).cast("int").alias("t"),
-            *[F.lit(0).cast("long").alias(f"t{a}") for a in range(1, n + 1)],
+            F.lit(None).cast("long").alias("t"),
+            F.lit(None).cast("binary").alias("matched"),
+            *[F.lit(0).cast("long").alias(f"t{a}") for a in range(n + 1)],
             *[F.col(f"i{a}").cast("long") for a in ins],
             F.col("k"),
         )
@@ -385,6 +384,9 @@ def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool) -> MergeOutc
     got = per_file.collect()
     counts = dict.fromkeys(range(1, n + 1 + len(scope.inserts)), 0)
     top_k = None
+    pairs: dict[str, int] = {}
+    bitmaps: dict[str, list[bytes]] = {}
+    touched: dict[str, None] = {}
     for r in got:
         for a in range(1, n + 1):
             counts[a] += int(r[f"t{a}"] or 0)
@@ -392,11 +394,84 @@ def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool) -> MergeOutc
             counts[a] += int(r[f"i{a}"] or 0)
         if r["k"] is not None and any(r[f"i{a}"] for a in ins):
             top_k = r["k"] if top_k is None else max(top_k, r["k"])
+        name = r["file"]
+        if name is None:
+            continue
+        if (r["t"] or 0) > 0:
+            touched[name] = None
+        if r["pairs"]:
+            pairs[name] = pairs.get(name, 0) + int(r["pairs"])
+            bitmaps.setdefault(name, []).append(bytes(r["matched"]))
+    distinct = {name: _union_size(parts) for name, parts in bitmaps.items()}
+    several = any(pairs[name] > distinct[name] for name in pairs)
+    if several and scope.delete_all_matched:
+        # every matched row takes action 1 (the one unconditional delete): count target rows once
+        counts[1] = sum(distinct.values())
     return MergeOutcome(
-        touched=[r[SCAN_FILE] for r in got if r[SCAN_FILE] is not None and (r["t"] or 0) > 0],
+        touched=list(touched),
         counts=counts,
-        several_matches=any((r["m"] or 0) > 1 for r in got),
+        several_matches=several,
         top_k=top_k,
-        matched_pairs=sum(int(r["pairs"] or 0) for r in got),
+        matched_pairs=sum(pairs.values()),
         inserts_counted=bool(ins) or not scope.inserts,
     )
+
+
+def _per_task(n: int):
+    """The executor side of :func:`summarize`: one task's probe rows (file, row index,
+    action, matched) reduced to one row per file: matched pairs, the largest target-side
+    action, the serialized bitmap of the matched rows' indexes and the rows per action."""
+
+    def reduce(batches):
+        import numpy as np
+        import pyarrow as pa
+
+        from delta_pyds.protocol.deletion_vectors import serialize_deleted_rows
+
+        parts: dict[str, list] = {}
+        for b in batches:
+            if not b.num_rows:
+                continue
+            files = b.column(0).dictionary_encode()
+            codes = files.indices.to_numpy(zero_copy_only=False)
+            names = files.dictionary.to_pylist()
+            index = b.column(1).to_numpy(zero_copy_only=False)
+            action = b.column(2).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+            matched = b.column(3).fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+            order = np.argsort(codes, kind="stable")
+            for group in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
+                name = names[int(codes[group[0]])]
+                acts, hit = action[group], matched[group]
+                per = np.bincount(np.clip(acts, 0, n), minlength=n + 1)
+                p = parts.setdefault(name, [0, 0, [], np.zeros(n + 1, np.int64)])
+                p[0] += int(hit.sum())
+                p[1] = max(p[1], int(acts[acts <= n].max(initial=0)))
+                p[2].append(index[group][hit])
+                p[3] += per
+        if not parts:
+            return
+        names = list(parts)
+        cols = [
+            pa.array(names, pa.string()),
+            pa.array([p[0] for p in parts.values()], pa.int64()),
+            pa.array([p[1] for p in parts.values()], pa.int64()),
+            pa.array([serialize_deleted_rows(np.concatenate(p[2])) for p in parts.values()], pa.binary()),
+        ]
+        cols += [pa.array([int(p[3][a]) for p in parts.values()], pa.int64()) for a in range(n + 1)]
+        yield pa.RecordBatch.from_arrays(
+            cols, names=["file", "pairs", "t", "matched", *[f"t{a}" for a in range(n + 1)]]
+        )
+
+    return reduce
+
+
+def _union_size(parts: list[bytes]) -> int:
+    """The number of distinct row indexes in the union of serialized bitmaps."""
+    from pyroaring import BitMap64
+
+    from delta_pyds.protocol.deletion_vectors import deserialize_deleted_rows
+
+    bm = BitMap64()
+    for data in parts:
+        bm |= BitMap64(deserialize_deleted_rows(data))
+    return len(bm)

@@ -15,6 +15,7 @@ from dml_engines import dml_engine  # noqa: F401  (autouse: native and python en
 from helpers import DML_COLS, deltalake_table, dml_data, spark_rows
 
 from delta_pyds import DeltaTable, read_delta
+from delta_pyds.errors import DeltaError
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.plan import write_arrow
 
@@ -223,3 +224,45 @@ def test_a_source_row_matching_a_row_no_clause_changes_is_neither_inserted_nor_r
     m = DeltaTable.forPath(spark, path).history(1).collect()[0].operationMetrics
     assert (m["numTargetRowsUpdated"], m["numTargetRowsInserted"]) == ("1", "1")
     assert m["numTargetDeletionVectorsAdded" if dv else "numTargetFilesRemoved"] == "1"
+
+
+def _split_duplicates(spark):
+    """A source of 40,000 rows in 4 partitions whose key 7 is in the first and the last
+    partition (every other key matches nothing): the target (200 rows) is the join's small
+    side, so the two matches of target row 7 come out of different tasks."""
+    return spark.range(0, 40_000, numPartitions=4).selectExpr(
+        "CASE WHEN id IN (0, 39999) THEN 7L ELSE id + 1000 END AS id",
+        "id % 3 AS part",
+        "'s' AS name",
+        "0.0D AS value",
+    )
+
+
+def test_a_target_row_matched_in_different_tasks_is_refused(spark, tmp_path):
+    """Phase 1 reduces its rows per task: the duplicate-match check must still see two
+    source rows matching one target row when their join rows are in different tasks."""
+    path = _make(str(tmp_path / "t"), {})
+    before = Snapshot.load(path).version
+    merge = (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(_split_duplicates(spark).alias("s"), "t.id = s.id")
+        .whenMatchedUpdate(set={"name": "s.name"})
+    )
+    with pytest.raises(DeltaError, match="MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW"):
+        merge.execute()
+    assert Snapshot.load(path).version == before
+
+
+def test_an_unconditional_delete_counts_a_row_matched_in_different_tasks_once(spark, tmp_path):
+    path = _make(str(tmp_path / "t"), {})
+    (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(_split_duplicates(spark).alias("s"), "t.id = s.id")
+        .whenMatchedDelete()
+        .execute()
+    )
+    m = DeltaTable.forPath(spark, path).history(1).collect()[0].operationMetrics
+    assert m["numTargetRowsDeleted"] == "1"
+    assert sorted(r.id for r in read_delta(spark, path).collect()) == [i for i in range(200) if i != 7]
