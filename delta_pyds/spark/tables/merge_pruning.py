@@ -6,10 +6,10 @@ join-key ranges (as delta-rs's merge ``generalize_filter`` / ``try_construct_ear
 conjuncts it keeps:
 
 * ``t.a = s.b`` (either side first; ``t`` the target alias, ``s`` any other qualifier
-  naming a source column): ``a`` between the source's smallest and largest ``b`` (one
-  Spark job over the source for every key), or ``a IN (...)`` when the source holds at
-  most :data:`MAX_KEY_SET` distinct keys; a source whose keys are all null matches
-  nothing (``FALSE``);
+  naming a source column): ``a`` between the source's smallest and largest ``b``, or
+  ``a IN (...)`` when the source holds at most :data:`MAX_KEY_SET` distinct keys (one
+  Spark job without a shuffle for every key: :func:`source_keys`); a source whose keys
+  are all null matches nothing (``FALSE``);
 * ``t.a <op> literal`` (``=, <, <=, >, >=, <>``): as written, without the alias.
 
 Every other conjunct is dropped, which only widens the filter, and a condition with ``OR``
@@ -75,7 +75,6 @@ def target_filter(condition: Any, target_alias: str, target_schema, source) -> s
     StructType) that every target row able to match satisfies, or None when none can be
     derived (see the module docstring). Join keys whose source and target types differ
     are not used."""
-    from pyspark.sql import functions as F
 
     if not isinstance(condition, str):
         return None
@@ -111,20 +110,10 @@ def target_filter(condition: Any, target_alias: str, target_schema, source) -> s
                 kept.append(f"{_quote(column)} {o} {other.strip()}")
             break
     if keys:
-        aggs = []
-        for _, src in keys:
-            col = F.col(_quote(src))
-            aggs += [F.min(col), F.max(col), F.approx_count_distinct(col)]
-        row = source.agg(*aggs).collect()[0]
-        for i, (column, src) in enumerate(keys):
-            low, high, distinct = row[3 * i], row[3 * i + 1], row[3 * i + 2]
-            if low is None:
+        for column, (low, high, values) in zip((c for c, _ in keys), source_keys(source, [s for _, s in keys])):
+            if values == []:
                 return "FALSE"  # every key is null: nothing matches
-            values = None
-            if distinct is not None and distinct <= MAX_KEY_SET:
-                found = source.select(src).where(F.col(_quote(src)).isNotNull()).distinct().limit(MAX_KEY_SET + 1)
-                values = [r[0] for r in found.collect()]
-            literals = [_sql_literal(v) for v in values] if values and len(values) <= MAX_KEY_SET else None
+            literals = [_sql_literal(v) for v in values] if values else None
             if literals and all(v is not None for v in literals):
                 kept.append(f"{_quote(column)} IN ({', '.join(literals)})")  # type: ignore[arg-type]
                 continue
@@ -132,3 +121,93 @@ def target_filter(condition: Any, target_alias: str, target_schema, source) -> s
             if lo is not None and hi is not None:
                 kept.append(f"{_quote(column)} >= {lo} AND {_quote(column)} <= {hi}")
     return " AND ".join(kept) if kept else None
+
+
+def source_keys(source, columns: list[str]) -> list[tuple[Any, Any, list | None]]:
+    """Per source column: (smallest non-null value, largest, the distinct non-null values
+    when at most :data:`MAX_KEY_SET`, else None; ``[]`` when every value is null). One
+    Spark job without a shuffle (it fills the pinned source's cache): each task reduces
+    its rows to their bounds and up to ``MAX_KEY_SET + 1`` distinct values, the driver
+    merges them. A floating-point column holding NaN (which Spark orders above every
+    number and which equals NaN in a join) gives no bounds: (None, None, None)."""
+    from pyspark.sql import functions as F
+
+    types = {f.name: f.dataType.simpleString() for f in source.schema.fields}
+    schema = ", ".join(
+        f"lo{i} {types[c]}, hi{i} {types[c]}, nan{i} boolean, over{i} boolean, keys{i} array<{types[c]}>"
+        for i, c in enumerate(columns)
+    )
+    parts = (
+        source.select(*[F.col(_quote(c)).alias(f"k{i}") for i, c in enumerate(columns)])
+        .mapInArrow(_key_bounds(len(columns), MAX_KEY_SET), schema)
+        .collect()
+    )
+    out: list[tuple[Any, Any, list | None]] = []
+    for i in range(len(columns)):
+        rows = [r for r in parts if r[f"lo{i}"] is not None or r[f"nan{i}"]]
+        if any(r[f"nan{i}"] for r in rows):
+            out.append((None, None, None))
+            continue
+        if not rows:
+            out.append((None, None, []))
+            continue
+        low = min(r[f"lo{i}"] for r in rows)
+        high = max(r[f"hi{i}"] for r in rows)
+        values: set | None = set()
+        for r in rows:
+            if r[f"over{i}"] or values is None:
+                values = None
+                break
+            values.update(r[f"keys{i}"])
+        if values is not None and len(values) > MAX_KEY_SET:
+            values = None
+        out.append((low, high, sorted(values) if values is not None else None))
+    return out
+
+
+def _key_bounds(n: int, limit: int):
+    """The executor side of :func:`source_keys`: one task's key columns reduced to one row."""
+
+    def reduce(batches):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        lo: list = [None] * n
+        hi: list = [None] * n
+        nan = [False] * n
+        over = [False] * n
+        keys: list[set] = [set() for _ in range(n)]
+        types: list = [None] * n
+        for b in batches:
+            for i in range(n):
+                col = b.column(i)
+                types[i] = col.type
+                if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
+                    nan[i] = True
+                valid = col.drop_null()
+                if not len(valid):
+                    continue
+                mm = pc.min_max(valid)
+                low, high = mm["min"], mm["max"]
+                lo[i] = low if lo[i] is None or pc.less(low, lo[i]).as_py() else lo[i]
+                hi[i] = high if hi[i] is None or pc.greater(high, hi[i]).as_py() else hi[i]
+                if not over[i]:
+                    keys[i].update(pc.unique(valid).to_pylist())
+                    if len(keys[i]) > limit:
+                        over[i], keys[i] = True, set()
+        arrays, names = [], []
+        for i in range(n):
+            t = types[i]
+            if t is None:
+                return
+            arrays += [
+                pa.array([lo[i].as_py() if lo[i] is not None else None], t),
+                pa.array([hi[i].as_py() if hi[i] is not None else None], t),
+                pa.array([nan[i]], pa.bool_()),
+                pa.array([over[i]], pa.bool_()),
+                pa.array([sorted(keys[i])], pa.list_(t)),
+            ]
+            names += [f"lo{i}", f"hi{i}", f"nan{i}", f"over{i}", f"keys{i}"]
+        yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+    return reduce

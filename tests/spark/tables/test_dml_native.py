@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 
+import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 from dml_engines import dml_engine  # noqa: F401  (autouse: native and python engines)
@@ -217,3 +218,27 @@ def test_merge_with_deletion_vectors_marks_rows_and_writes_only_changed_rows(spa
     rows = _three_ways(spark, path)
     assert len(rows) == 200 - 2 + 1
     assert rows[10][2] == "upd" and rows[150][3] == 2.0 and rows[500][2] == "new" and 61 not in rows and 60 not in rows
+
+
+def test_merge_source_keys_are_merged_across_tasks_and_nan_keys_prune_nothing(spark, tmp_path):
+    """The source's key bounds and key set come from per-task parts: 80 distinct keys in
+    4 tasks (each under the key-set limit) prune by their range to 2 of 5 files; a NaN key
+    (equal to NaN in Spark's join) keeps the file holding a NaN value."""
+    path = str(tmp_path / "t")
+    for f in range(4):
+        write_deltalake(path, _data(f * 50, 50), mode="append")
+    nan = pa.table({"id": [1000], "part": [1], "name": ["x"], "value": [float("nan")]})
+    write_deltalake(path, nan.cast(_data(0, 1).schema), mode="append")
+    t = DeltaTable.forPath(spark, path)
+    src = spark.range(0, 100, numPartitions=4).where("id < 80")
+    src = src.selectExpr("id", "id % 3 AS part", "'m' AS name", "-1.0D AS value")
+    t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+    m = t.history(1).collect()[0].operationMetrics
+    assert m["numTargetFilesAfterSkipping"] == "2" and m["numTargetRowsUpdated"] == "80"
+    keys = spark.createDataFrame([(0, 0, "n", float("nan")), (1, 0, "n", 75.0)], COLS)
+    t.alias("t").merge(keys.alias("s"), "t.value = s.value").whenMatchedUpdate(set={"name": "'hit'"}).execute()
+    m = t.history(1).collect()[0].operationMetrics
+    assert m["numTargetRowsUpdated"] == "2"
+    for df in (read_delta(spark, path), spark.read.format("pydelta").load(path)):
+        names = {r.id: r.name for r in df.collect()}
+        assert names[1000] == "hit" and names[150] == "hit" and names[1] == "m" and len(names) == 201
