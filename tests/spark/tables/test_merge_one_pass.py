@@ -152,12 +152,11 @@ def test_written_rows_change_data_and_metrics_come_from_one_evaluation_of_the_so
 
 
 # Spark jobs of this test's upsert (10 source keys, all 4 files touched), measured on both
-# engines: 11 with the one-pass merge (11 on main before it); the two-phase merge runs 12
-# (native) and 14 (python): AQE runs each shuffle and broadcast as a job of its own, and
-# the two phases have more of them (phase 1's join and two aggregations, phase 2's join
-# and the inserted rows' anti-join) than one pinned join; the bound guards against
-# regressions
-MAX_JOBS = {"native": 12, "python": 14}
+# engines: 12 (native) and 14 (python) with phase 1's two-level groupBy and the source key
+# pruning's aggregate + distinct jobs; 6 and 8 with both as per-task reductions (one job
+# each, no shuffle). AQE runs each shuffle and broadcast as a job of its own; the bound
+# guards against regressions
+MAX_JOBS = {"native": 6, "python": 8}
 
 
 def test_upsert_runs_no_more_spark_jobs_than_measured(spark, tmp_path, dml_engine):  # noqa: F811
