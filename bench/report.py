@@ -21,7 +21,9 @@ def load():
     for path in sorted(glob.glob(os.path.join(HERE, "results", "*.json"))):
         with open(path) as f:
             run = json.load(f)
-        if "rows" in run:  # bench/run.py's results; other scripts' results have their own pages
+        # bench/run.py's whole-run results; partial runs and other scripts' results are not
+        # this page's
+        if "rows" in run and not os.path.basename(path).startswith("partial-"):
             runs.append(run)
     return runs
 

@@ -443,10 +443,20 @@ def main(argv=None):
     for mode in args.modes or MODES:
         start = len(suite.rows)
         getattr(suite, mode)()
-        with open(os.path.join(RESULTS, f"{mode}.json"), "w") as f:
+        # a partial dml run (PYDELTA_BENCH_DML) or another scale must not replace the
+        # committed results of a whole run: it gets a file of its own, which report.py skips
+        partial = (mode == "dml" and os.environ.get("PYDELTA_BENCH_DML")) or args.scale != 1.0
+        name = f"{mode}.json" if not partial else f"partial-{mode}.json"
+        with open(os.path.join(RESULTS, name), "w") as f:
             json.dump(
                 {
-                    "command": "python bench/run.py " + " ".join(sys.argv[1:]),
+                    "command": (
+                        "PYDELTA_BENCH_DML=" + os.environ["PYDELTA_BENCH_DML"] + " "
+                        if mode == "dml" and os.environ.get("PYDELTA_BENCH_DML")
+                        else ""
+                    )
+                    + "python bench/run.py "
+                    + " ".join(sys.argv[1:]),
                     "scale": args.scale,
                     "reps": args.reps,
                     "machine": machine(),
