@@ -381,7 +381,12 @@ def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool) -> MergeOutc
             F.col("k"),
         )
         per_file = per_file.unionByName(agg)
-    got = per_file.collect()
+    return _outcome(scope, per_file.collect(), n=n, ins=ins)
+
+
+def _outcome(scope: MergeScope, got: list, *, n: int, ins: list[int]) -> MergeOutcome:
+    """The driver side of :func:`summarize`: the collected per-task, per-file rows (and the
+    insert counts' row) merged into counts, touched files and the duplicate-match check."""
     counts = dict.fromkeys(range(1, n + 1 + len(scope.inserts)), 0)
     top_k = None
     pairs: dict[str, int] = {}
