@@ -59,13 +59,25 @@ def arrow_rows(table, columns) -> list:
     return sorted((tuple(normalize(r[c]) for c in columns) for r in data), key=sort_key)
 
 
-def deltalake_table(path, version=None):
+def deltalake_s3_options(server) -> dict:
+    """deltalake's storage options for the local S3 test server (tests/servers.py)."""
+    o = server.options
+    return {
+        "AWS_ENDPOINT_URL": o["endpoint_url"],
+        "AWS_ACCESS_KEY_ID": o["key"],
+        "AWS_SECRET_ACCESS_KEY": o["secret"],
+        "AWS_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+    }
+
+
+def deltalake_table(path, version=None, storage_options=None):
     """All rows of a table read by delta-rs's own query engine (it applies deletion
     vectors and column mapping, unlike its pyarrow dataset path), as a pyarrow Table."""
     import pyarrow as pa
     from deltalake import DeltaTable, QueryBuilder
 
-    dt = DeltaTable(path, version=version) if version is not None else DeltaTable(path)
+    dt = DeltaTable(path, version=version, storage_options=storage_options)
     result = QueryBuilder().register("t", dt).execute("SELECT * FROM t")
     return pa.table(result.read_all())
 

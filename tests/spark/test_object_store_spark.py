@@ -99,18 +99,9 @@ def test_secrets_not_in_query_plan_or_errors(spark, s3_server):
 def _deltalake_s3(server, url):
     """The table as deltalake (delta-rs, its own S3 client) reads it."""
     from deltalake import DeltaTable
+    from helpers import deltalake_s3_options
 
-    o = server.options
-    return DeltaTable(
-        url,
-        storage_options={
-            "AWS_ENDPOINT_URL": o["endpoint_url"],
-            "AWS_ACCESS_KEY_ID": o["key"],
-            "AWS_SECRET_ACCESS_KEY": o["secret"],
-            "AWS_REGION": "us-east-1",
-            "AWS_ALLOW_HTTP": "true",
-        },
-    )
+    return DeltaTable(url, storage_options=deltalake_s3_options(server))
 
 
 def test_spark_writes_append_overwrite_partitioned(spark, object_store):

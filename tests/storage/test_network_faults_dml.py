@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 import uuid
 
-import pyarrow as pa
 import pytest
 from faults import Fault, proxied, proxy_fixtures
-from helpers import spark_rows
+from helpers import deltalake_s3_options, deltalake_table, spark_rows
 
 from delta_pyds import DeltaTable, read_delta, write_delta
 from delta_pyds.spark.tables.dml import INLINE_DV_CONF
@@ -30,22 +29,8 @@ s3_proxy, proxy = proxy_fixtures("s3-dml")
 
 def _deltalake_rows(server, url) -> list:
     """(id, p, s) as deltalake reads them (deletion vectors applied by its engine)."""
-    from deltalake import DeltaTable as RsTable
-    from deltalake import QueryBuilder
-
-    o = server.options
-    dt = RsTable(
-        url,
-        storage_options={
-            "AWS_ENDPOINT_URL": o["endpoint_url"],
-            "AWS_ACCESS_KEY_ID": o["key"],
-            "AWS_SECRET_ACCESS_KEY": o["secret"],
-            "AWS_REGION": "us-east-1",
-            "AWS_ALLOW_HTTP": "true",
-        },
-    )
-    table = pa.table(QueryBuilder().register("t", dt).execute("SELECT id, p, s FROM t").read_all())
-    return sorted((r["id"], r["p"], r["s"]) for r in table.to_pylist())
+    table = deltalake_table(url, storage_options=deltalake_s3_options(server))
+    return sorted((r["id"], r["p"], r["s"]) for r in table.select(["id", "p", "s"]).to_pylist())
 
 
 def _log(server, url) -> list[list[dict]]:

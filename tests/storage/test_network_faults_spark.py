@@ -42,15 +42,9 @@ def commits(server, url: str) -> list[str]:
 
 def deltalake_rows(server, url: str) -> list:
     from deltalake import DeltaTable as RsTable
+    from helpers import deltalake_s3_options
 
-    opts = {
-        "AWS_ACCESS_KEY_ID": server.options["key"],
-        "AWS_SECRET_ACCESS_KEY": server.options["secret"],
-        "AWS_ENDPOINT_URL": server.options["endpoint_url"],
-        "AWS_REGION": "us-east-1",
-        "AWS_ALLOW_HTTP": "true",
-        "AWS_S3_ALLOW_UNSAFE_RENAME": "true",
-    }
+    opts = {**deltalake_s3_options(server), "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
     table = RsTable(url, storage_options=opts).to_pyarrow_table()
     return sorted(zip(*(table.column(n).to_pylist() for n in ("id", "v"))))
 
