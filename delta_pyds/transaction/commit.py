@@ -71,7 +71,7 @@ from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.conflicts import ROW_TRACKING_DOMAIN, ReadSet, Rebase, WinningCommit, check
 from delta_pyds.transaction.log_entry import CommitInfo, entry_actions, serialize, with_row_ids
-from delta_pyds.transaction.staged_files import delete_deletion_vector_files
+from delta_pyds.transaction.staged_files import cleanup_on_failure, delete_deletion_vector_files
 
 log = logging.getLogger(__name__)
 
@@ -232,11 +232,12 @@ class Transaction:
         checkpoint: bool = True,
     ) -> CommitResult:
         """Commits the collected actions as the next version (see the module docstring)."""
-        try:
+        # the deletion vector files written for it go if it fails (unless a recent commit names them)
+        with cleanup_on_failure(
+            lambda: delete_deletion_vector_files(self.storage, self.written_deletion_vectors),
+            what="the deletion vector files written for the commit",
+        ):
             return self._commit(operation, parameters, user_metadata, metrics, max_attempts, checkpoint)
-        except BaseException:
-            delete_deletion_vector_files(self.storage, self.written_deletion_vectors)
-            raise
 
     def _commit(
         self,
