@@ -3,7 +3,8 @@
 optimize on an ``s3://`` table (SeaweedFS) fall back to the Python-worker path and succeed;
 the tables read back identically through deltalake (its own S3 client) and both read paths;
 nothing is left behind in the bucket; ``spark.pydelta.dml.engine=native`` raises
-:class:`NativeReadUnavailable` naming the store."""
+:class:`NativeReadUnavailable` naming the store; a fallback decided after planning reads
+the planned version."""
 
 from __future__ import annotations
 
@@ -149,3 +150,21 @@ def test_merge_into_empty_table_falls_back_at_the_write(spark, s3_server, caplog
         dt.alias("t").merge(source.alias("x"), "t.id = x.id").whenNotMatchedInsertAll().execute()
     assert any("rows written by Python workers" in r.getMessage() for r in caplog.records)
     _check(spark, s3_server, url, [(i, i % 2, "m") for i in range(3)])
+
+
+def test_a_fallback_after_planning_reads_the_planned_version(spark, tmp_path, monkeypatch):
+    """Spark fails to reach the store only when the planned scan is built: the data source
+    then reads the version read_delta planned, not a commit that landed in between."""
+    import delta_pyds.spark.native.read as native_read
+
+    url = str(tmp_path / "t")
+    write_delta(_rows(spark, 0, 3), url)
+
+    def unreachable_after_a_commit(*args, **kwargs):
+        write_delta(_rows(spark, 100, 2, "later"), url)
+        raise RuntimeError("org.apache.hadoop.fs.UnsupportedFileSystemException: No FileSystem for scheme")
+
+    monkeypatch.setattr(native_read, "native_dataframe", unreachable_after_a_commit)
+    monkeypatch.setattr(native_read, "remember_unreachable", lambda *args: None)  # not for this session
+    rows = read_delta(spark, url).select("id", "p", "s")
+    assert sorted(tuple(r) for r in spark_rows(rows)) == [(i, i % 2, "a") for i in range(3)]

@@ -151,7 +151,7 @@ def read_delta(
         if why is None:
             raise
         remember_unreachable(spark, location, why)
-        return _fallback(spark, opts_map, where, native, why)
+        return _fallback(spark, opts_map, where, native, why, snapshot.version)
     return _apply_where(df, where)
 
 
