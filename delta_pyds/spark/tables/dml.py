@@ -374,7 +374,7 @@ def delete_rows(rw: TableRewriter, condition=None) -> None:
     from delta_pyds.table.state import file_actions
     from delta_pyds.transaction.commit import Transaction
     from delta_pyds.transaction.file_actions import remove_actions
-    from delta_pyds.transaction.staged_files import delete_files
+    from delta_pyds.transaction.staged_files import delete_on_failure
 
     snap = rw.dml_snapshot()
     check_condition_resolves(rw.spark, table_spark_schema(snap), condition)
@@ -415,7 +415,7 @@ def delete_rows(rw: TableRewriter, condition=None) -> None:
     spec = rw.write_spec(snap, row_tracking=True)
     adds = rw.rewrite(rw.tracked(snap, in_files.where(~hit)), spec, True)
     written = list(adds)
-    try:
+    with delete_on_failure(rw.storage, written):
         if rw.writes_changes(snap):
             cdcs = rw.write_changes(snap, in_files.where(hit).withColumn(CHANGE_TYPE, F.lit("delete")))
             written += cdcs
@@ -434,9 +434,6 @@ def delete_rows(rw: TableRewriter, condition=None) -> None:
                 "numCopiedRows": sum(stat_rows(a) for a in adds),
             },
         )
-    except BaseException:
-        delete_files(rw.storage, written)
-        raise
 
 
 def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None = None) -> None:
@@ -447,7 +444,7 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
     from delta_pyds.table.state import file_actions
     from delta_pyds.transaction.commit import Transaction
     from delta_pyds.transaction.file_actions import remove_actions
-    from delta_pyds.transaction.staged_files import delete_files
+    from delta_pyds.transaction.staged_files import delete_on_failure
 
     if not set:
         raise ValueError("update: set must name at least one column")
@@ -479,7 +476,7 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
     adds = rw.rewrite(rw.tracked(snap, flagged, updated=F.col("__pydelta_hit")), spec, True)
     written = list(adds)
     txn = Transaction(rw.storage, snap)
-    try:
+    with delete_on_failure(rw.storage, written):
         if rw.writes_changes(snap):
             changed = in_files.where(hit)
             old = [F.col(f"`{f.name}`") for f in snap.schema.fields]
@@ -505,9 +502,6 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
                 "numCopiedRows": sum(stat_rows(a) for a in adds) - updated_rows,
             },
         )
-    except BaseException:
-        delete_files(rw.storage, written)
-        raise
 
 
 def _update_with_dvs(rw: TableRewriter, snap: Snapshot, condition, candidates: pa.Table, scan, hit, exprs) -> None:
@@ -518,7 +512,7 @@ def _update_with_dvs(rw: TableRewriter, snap: Snapshot, condition, candidates: p
     from delta_pyds.operations.dv_delete import stage_dv_marks
     from delta_pyds.table.state import file_actions
     from delta_pyds.transaction.commit import Transaction
-    from delta_pyds.transaction.staged_files import delete_files
+    from delta_pyds.transaction.staged_files import delete_on_failure
 
     active = file_actions(snap).active
     old, bitmaps = dv_hits(scan, hit, active)
@@ -532,7 +526,7 @@ def _update_with_dvs(rw: TableRewriter, snap: Snapshot, condition, candidates: p
     adds = rw.rewrite(rw.tracked(snap, changed.select(*new, *extra), updated=F.lit(True)), spec, True)
     written = list(adds)
     txn = Transaction(rw.storage, snap)
-    try:
+    with delete_on_failure(rw.storage, written):
         if rw.writes_changes(snap):
             olds = [F.col(f"`{f.name}`") for f in snap.schema.fields if f.name in changed.columns]
             changes = changed.select(*olds, F.lit("update_preimage").alias(CHANGE_TYPE)).unionAll(
@@ -557,9 +551,6 @@ def _update_with_dvs(rw: TableRewriter, snap: Snapshot, condition, candidates: p
                 "numDeletionVectorsRemoved": marks.files_removed,
             },
         )
-    except BaseException:
-        delete_files(rw.storage, written)
-        raise
 
 
 def only_files(files: pa.Table, paths: list[str]) -> pa.Table:

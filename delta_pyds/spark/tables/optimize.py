@@ -97,7 +97,7 @@ class DeltaOptimizeBuilder:
         from delta_pyds.table.state import file_actions
         from delta_pyds.transaction.commit import Transaction
         from delta_pyds.transaction.file_actions import remove_actions
-        from delta_pyds.transaction.staged_files import delete_files
+        from delta_pyds.transaction.staged_files import delete_on_failure
 
         rw = self._rewriter
         started = int(time.time() * 1000)
@@ -145,7 +145,7 @@ class DeltaOptimizeBuilder:
             "numAddedFiles": len(adds),
             "numDeletionVectorsRemoved": sum(1 for d in victims.column("deletionVector").to_pylist() if d),
         }
-        try:
+        with delete_on_failure(rw.storage, adds):
             txn.commit(
                 "OPTIMIZE",
                 {
@@ -156,9 +156,6 @@ class DeltaOptimizeBuilder:
                 },
                 metrics=metrics,
             )
-        except BaseException:
-            delete_files(rw.storage, adds)
-            raise
         result["endTimeMs"] = int(time.time() * 1000)
         return self._result(snap, result)
 
