@@ -54,6 +54,7 @@ from delta_pyds.operations.row_tracking import (
 )
 from delta_pyds.protocol import features
 from delta_pyds.protocol.identity import identity_columns
+from delta_pyds.protocol.schema import StructType as DeltaStruct
 from delta_pyds.protocol.table_properties import ENABLE_CDF, is_true
 from delta_pyds.read.scan_plan import plan_scan
 from delta_pyds.skipping.rules import SkippingReport
@@ -64,6 +65,8 @@ from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows
 from delta_pyds.write.parquet_writer import WriteSpec
+from delta_pyds.write.plan import WritePlan
+from delta_pyds.write.rewrite import plan_rewrite
 
 log = logging.getLogger(__name__)
 
@@ -248,8 +251,6 @@ class TableRewriter:
             return spec
         extra = tuple(_extra_field(name, "long", snap.column_mapping_mode) for name in tracking)
         schema = spec.table_schema
-        from delta_pyds.protocol.schema import StructType as DeltaStruct
-
         table_schema = DeltaStruct(schema.fields + extra)
         return replace(
             spec,
@@ -265,21 +266,12 @@ class TableRewriter:
         plan = self._plan(snap, None, evolved_schema)
         return plan.metadata, plan.protocol
 
-    def _plan(self, snap: Snapshot, target_file_size: int | None, evolved_schema):
-        from delta_pyds.spark.schema_convert import drop_void
-        from delta_pyds.write.options import WriteOptions
-        from delta_pyds.write.plan import plan_write
-
-        opts = {"path": self.path, **self.options}
-        if target_file_size:
-            opts["targetFileSize"] = str(target_file_size)
-        if evolved_schema is not None:
-            opts["mergeSchema"] = "true"
-        return plan_write(
-            WriteOptions.parse(opts, overwrite=False),
-            drop_void(evolved_schema if evolved_schema is not None else snap.schema),
-            storage=self.storage,
-            keep_identity_values=True,
+    def _plan(self, snap: Snapshot, target_file_size: int | None, evolved_schema: DeltaStruct | None) -> WritePlan:
+        return plan_rewrite(
+            self.storage,
+            evolved_schema if evolved_schema is not None else snap.schema,
+            target_file_size=target_file_size,
+            evolve_schema=evolved_schema is not None,
         )
 
     def tracked(self, snap: Snapshot, df, *, updated=None):
@@ -343,7 +335,6 @@ class TableRewriter:
         files under ``_change_data`` (partitioned like the table); returns ``cdc`` actions."""
         from dataclasses import replace
 
-        from delta_pyds.protocol.schema import StructType as DeltaStruct
         from delta_pyds.spark.schema_convert import drop_void
 
         spec = self.write_spec(snap, evolved_schema=evolved_schema)
