@@ -11,10 +11,13 @@ delta-spark's); column types are Spark SQL types (``BIGINT``, ``DECIMAL(10,2)``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.spark.sql.parser import Parser, TableRef
 from delta_pyds.spark.sql.tables import delta_table, empty
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 FORM = (
     "ALTER TABLE <table> ADD COLUMN[S] (name type [COMMENT 'c'] [FIRST | AFTER col], ...) | RENAME COLUMN a TO b"
@@ -66,7 +69,7 @@ def _column_spec(p: Parser) -> tuple[list[str], str, str | None, str | None]:
     return name, dtype, comment, _position(p)
 
 
-def column_statement(spark, p: Parser, ref: TableRef) -> Callable[[], Any] | None:
+def column_statement(spark: SparkSession, p: Parser, ref: TableRef) -> Callable[[], Any] | None:
     """The runner of the column statement at the cursor (after ``ALTER TABLE <table>``), or
     None if the cursor is not at one."""
     if p.accept("ADD", "COLUMNS") or p.accept("ADD", "COLUMN"):
@@ -79,7 +82,7 @@ def column_statement(spark, p: Parser, ref: TableRef) -> Callable[[], Any] | Non
             p.expect(")")
         p.end()
 
-        def add():
+        def add() -> DataFrame:
             dt = delta_table(spark, ref)
             return empty(spark, dt.addColumns([(n, _spark_type(t), c, pos) for n, t, c, pos in specs]))
 
@@ -117,7 +120,7 @@ def column_statement(spark, p: Parser, ref: TableRef) -> Callable[[], Any] | Non
             p.fail("expected COMMENT 'text', SET NOT NULL, DROP NOT NULL, TYPE <type>, FIRST or AFTER <column>")
         p.end()
 
-        def alter():
+        def alter() -> DataFrame:
             if "dataType" in kwargs:
                 kwargs["dataType"] = _spark_type(kwargs["dataType"])
             return empty(spark, delta_table(spark, ref).alterColumn(column, **kwargs))

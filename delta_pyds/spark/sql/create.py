@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import SqlParseError
 from delta_pyds.spark.sql.parser import Parser
 from delta_pyds.spark.sql.tables import NAMES, empty, run_query
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 FORM = (
     "CREATE [OR REPLACE] TABLE [IF NOT EXISTS] <delta.`path` | name> [(col type [NOT NULL]"
@@ -212,7 +215,7 @@ def _signed(p: Parser) -> int:
     return -p.integer() if negative else p.integer()
 
 
-def create(spark, p: Parser) -> Callable[[], Any]:
+def create(spark: SparkSession, p: Parser) -> Callable[[], Any]:
     """The handler of :func:`delta_pyds.sql` for CREATE / REPLACE TABLE."""
     st = parse(p)
     names = NAMES.get(spark, {})
@@ -221,7 +224,7 @@ def create(spark, p: Parser) -> Callable[[], Any]:
     return lambda: run(spark, st)
 
 
-def run(spark, st: CreateStatement):
+def run(spark: SparkSession, st: CreateStatement) -> DataFrame:
     from delta_pyds.spark.native.write import write_delta
     from delta_pyds.spark.tables import DeltaTable, IdentityGenerator
 

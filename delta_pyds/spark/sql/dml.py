@@ -11,14 +11,17 @@ MERGE keeps its aliases. Conditions and expressions reach Spark as Spark SQL tex
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import SqlParseError
 from delta_pyds.spark.sql.parser import Parser, unqualify
 from delta_pyds.spark.sql.tables import affected, current_version, delta_table, read_ref, run_query
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
-def delete(spark, p: Parser):
+
+def delete(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     ref = p.require_table()
     alias = p.alias("WHERE")
     if p.accept("WHERE"):
@@ -29,7 +32,7 @@ def delete(spark, p: Parser):
         condition = None
     p.end()
 
-    def run():
+    def run() -> DataFrame:
         dt = delta_table(spark, ref)
         before = current_version(ref.path)
         dt.delete(condition)
@@ -38,7 +41,7 @@ def delete(spark, p: Parser):
     return run
 
 
-def update(spark, p: Parser):
+def update(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     ref = p.require_table()
     alias = p.alias("SET")
     p.expect("SET")
@@ -56,7 +59,7 @@ def update(spark, p: Parser):
     condition = unqualify(p.rest(), alias) if p.accept("WHERE") else None
     p.end()
 
-    def run():
+    def run() -> DataFrame:
         dt = delta_table(spark, ref)
         before = current_version(ref.path)
         dt.update(condition, sets)
@@ -65,7 +68,7 @@ def update(spark, p: Parser):
     return run
 
 
-def merge(spark, p: Parser):
+def merge(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     evolve = p.accept("WITH", "SCHEMA", "EVOLUTION")
     p.expect("INTO")
     ref = p.require_table()
@@ -122,7 +125,7 @@ def merge(spark, p: Parser):
         p.fail("expected WHEN MATCHED / WHEN NOT MATCHED clauses")
     p.end()
 
-    def run():
+    def run() -> DataFrame:
         dt = delta_table(spark, ref)
         if target_alias:
             dt = dt.alias(target_alias)
@@ -171,7 +174,7 @@ def _assignments(p: Parser, alias: str | None) -> dict[str, str]:
     return sets
 
 
-def insert(spark, p: Parser):
+def insert(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     overwrite = p.accept("OVERWRITE")
     if not overwrite:
         p.expect("INTO")
@@ -185,7 +188,7 @@ def insert(spark, p: Parser):
         p.fail("expected a query (SELECT ..., VALUES ...)")
     query = p.rest()
 
-    def run():
+    def run() -> DataFrame:
         from delta_pyds.spark.native.write import write_delta
 
         delta_table(spark, ref)

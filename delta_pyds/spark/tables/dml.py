@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
-from typing import Any, cast
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -68,6 +68,14 @@ from delta_pyds.write.parquet_writer import WriteSpec
 from delta_pyds.write.plan import WritePlan
 from delta_pyds.write.rewrite import plan_rewrite
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType as SparkStructType
+
+    from delta_pyds.protocol.actions import Metadata, Protocol
+    from delta_pyds.protocol.schema import StructField as DeltaField
+    from delta_pyds.spark.tables.args import ColumnMapping, OptionalExpressionOrColumn
+
 log = logging.getLogger(__name__)
 
 INLINE_DV_CONF = "spark.pydelta.deletionVectors.inlineMaxBytes"
@@ -77,7 +85,7 @@ class TableRewriter:
     """Reads a table's live rows into Spark and writes rows back as data files: what
     delete, update, merge and optimize run on."""
 
-    def __init__(self, spark, path: str, options: Mapping[str, str], storage: Storage):
+    def __init__(self, spark: SparkSession, path: str, options: Mapping[str, str], storage: Storage) -> None:
         self.spark = spark
         self.path = path
         self.options = dict(options)
@@ -95,7 +103,7 @@ class TableRewriter:
         row_tracking_columns(snap)  # refuses a tracked table without materialized column names
         return snap
 
-    def scan(self, snap: Snapshot, files: pa.Table):
+    def scan(self, snap: Snapshot, files: pa.Table) -> DataFrame:
         """A DataFrame of the live rows of ``files`` with the file path and the row's
         position in the file (columns ``__pydelta_file``, ``__pydelta_row_index``).
         Read by Spark's Parquet reader (:mod:`delta_pyds.spark.tables.native_rows`), or
@@ -125,7 +133,7 @@ class TableRewriter:
         self.engine = "python"
         return self._python_scan(snap, files)
 
-    def _python_scan(self, snap: Snapshot, files: pa.Table):
+    def _python_scan(self, snap: Snapshot, files: pa.Table) -> DataFrame:
         from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark.sql.types import LongType, StringType, StructField
 
@@ -156,7 +164,7 @@ class TableRewriter:
             )
         ]
 
-        def read(batches):
+        def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from delta_pyds.protocol.deletion_vectors import keep_mask
             from delta_pyds.read.file_reader import read_file, task_deleted_rows
             from delta_pyds.read.scan import FileTask
@@ -190,7 +198,7 @@ class TableRewriter:
             tdf = tdf.limit(0)
         return tdf.repartition(n).mapInArrow(read, out_schema)
 
-    def rescan(self, snap: Snapshot, candidates: pa.Table, scan, matched: list[str]):
+    def rescan(self, snap: Snapshot, candidates: pa.Table, scan: DataFrame, matched: list[str]) -> DataFrame:
         """The rows of the ``matched`` files among ``candidates``: ``scan`` (their scan)
         again when every candidate matched (no second planning and listing), else a scan
         of only those files (Spark then reads only them)."""
@@ -198,7 +206,7 @@ class TableRewriter:
             return scan
         return self.scan(snap, only_files(candidates, matched))
 
-    def candidates(self, snap: Snapshot, condition) -> pa.Table:
+    def candidates(self, snap: Snapshot, condition: OptionalExpressionOrColumn) -> pa.Table:
         """The files that may hold rows matching ``condition`` (partition values and stats)."""
         preds = skipping_predicates(condition, snap.schema) if condition is not None else ()
         if not preds:
@@ -233,8 +241,8 @@ class TableRewriter:
         *,
         target_file_size: int | None = None,
         row_tracking: bool = False,
-        evolved_schema=None,
-    ):
+        evolved_schema: DeltaStruct | None = None,
+    ) -> WriteSpec:
         """The spec of files rewritten from the table's rows; with ``row_tracking`` (on a
         tracked table) its input also has the materialized row id and row commit version
         columns (the physical names the table configures), written as such. With
@@ -259,7 +267,7 @@ class TableRewriter:
             _derived={},
         )
 
-    def evolution(self, snap: Snapshot, evolved_schema):
+    def evolution(self, snap: Snapshot, evolved_schema: DeltaStruct) -> tuple[Metadata | None, Protocol | None]:
         """``(metadata, protocol)`` to commit for a rewrite into ``evolved_schema`` (either
         None when unchanged), with the schema as the write path reconciles it (column
         mapping ids for new columns)."""
@@ -274,7 +282,7 @@ class TableRewriter:
             evolve_schema=evolved_schema is not None,
         )
 
-    def tracked(self, snap: Snapshot, df, *, updated=None):
+    def tracked(self, snap: Snapshot, df: DataFrame, *, updated: Column | None = None) -> DataFrame:
         """``df`` (scan rows, table columns first) with the materialized row tracking columns
         appended when the table tracks rows: row ids kept, commit versions kept except for
         rows where ``updated`` holds (null: they take the commit's version)."""
@@ -289,7 +297,7 @@ class TableRewriter:
             version = F.when(F.coalesce(updated, F.lit(False)), F.lit(None).cast("long")).otherwise(version)
         return df.select(*names, F.col(SCAN_ROW_ID).alias(tracking[0]), version.alias(tracking[1]))
 
-    def rewrite(self, df, spec, data_change: bool) -> list[dict]:
+    def rewrite(self, df: DataFrame, spec: WriteSpec, data_change: bool) -> list[dict]:
         """Writes the rows of ``df`` (table columns) as new files on executors; returns
         their add actions (with ``spec.directory``: files under that directory, e.g.
         change data files). Spark's Parquet writer writes them when the last scan ran on
@@ -308,10 +316,10 @@ class TableRewriter:
             self.engine, self.fallback_reason = "python", why
         return self._python_rewrite(df, spec, data_change)
 
-    def _python_rewrite(self, df, spec, data_change: bool) -> list[dict]:
+    def _python_rewrite(self, df: DataFrame, spec: WriteSpec, data_change: bool) -> list[dict]:
         from delta_pyds.write.parquet_writer import write_task
 
-        def write(batches):
+        def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from delta_pyds.spark.writer import task_attempt
 
             tid, attempt = task_attempt()
@@ -330,7 +338,9 @@ class TableRewriter:
         """Whether a copy-on-write DML commit must carry change data files."""
         return is_true(snap.configuration, ENABLE_CDF)
 
-    def write_changes(self, snap: Snapshot, changes, *, evolved_schema=None) -> list[dict]:
+    def write_changes(
+        self, snap: Snapshot, changes: DataFrame, *, evolved_schema: DeltaStruct | None = None
+    ) -> list[dict]:
         """Writes ``changes`` (the table's columns plus ``_change_type``) as change data
         files under ``_change_data`` (partitioned like the table); returns ``cdc`` actions."""
         from dataclasses import replace
@@ -358,7 +368,7 @@ class TableRewriter:
         ]
 
 
-def delete_rows(rw: TableRewriter, condition=None) -> None:
+def delete_rows(rw: TableRewriter, condition: OptionalExpressionOrColumn = None) -> None:
     """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
     from pyspark.sql import functions as F
 
@@ -427,7 +437,9 @@ def delete_rows(rw: TableRewriter, condition=None) -> None:
         )
 
 
-def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None = None) -> None:
+def update_rows(
+    rw: TableRewriter, condition: OptionalExpressionOrColumn = None, set: ColumnMapping | None = None
+) -> None:
     """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
     (copy-on-write: the files holding matching rows are rewritten)."""
     from pyspark.sql import functions as F
@@ -495,7 +507,15 @@ def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None
         )
 
 
-def _update_with_dvs(rw: TableRewriter, snap: Snapshot, condition, candidates: pa.Table, scan, hit, exprs) -> None:
+def _update_with_dvs(
+    rw: TableRewriter,
+    snap: Snapshot,
+    condition: OptionalExpressionOrColumn,
+    candidates: pa.Table,
+    scan: DataFrame,
+    hit: Column,
+    exprs: Mapping[str, Column],
+) -> None:
     """UPDATE as delta-spark does with deletion vectors on: the matching rows are marked
     deleted in their files' (merged) vectors and written, updated, as new files."""
     from pyspark.sql import functions as F
@@ -551,7 +571,7 @@ def only_files(files: pa.Table, paths: list[str]) -> pa.Table:
     return files.filter(pc.is_in(files.column("path"), value_set=pa.array(paths, pa.string())))
 
 
-def table_spark_schema(snap: Snapshot):
+def table_spark_schema(snap: Snapshot) -> SparkStructType:
     """The Spark schema of the table's columns (what DML conditions and sets resolve against)."""
     from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
 
@@ -568,7 +588,7 @@ def refuse_identity_updates(snap: Snapshot, exprs: Mapping[str, Any], what: str)
             )
 
 
-def _extra_field(name: str, type_name: str, mode: str):
+def _extra_field(name: str, type_name: str, mode: str) -> DeltaField:
     """A column beyond the table schema written to files as ``name`` (physical)."""
     from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, PrimitiveType
     from delta_pyds.protocol.schema import StructField as DeltaField
