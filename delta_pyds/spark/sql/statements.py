@@ -70,6 +70,11 @@ def sql(spark: SparkSession, statement: str, args: Any = None, **kwargs: Any) ->
 def _head(p: Parser) -> str | None:
     """Which Delta statement this is (None: any other statement)."""
     p.i = 0
+    return _delta_only_head(p) or _shared_head(p) or _create_head(p)
+
+
+def _delta_only_head(p: Parser) -> str | None:
+    """The statements only Delta has (DESCRIBE HISTORY / DETAIL, VACUUM, ...)."""
     if p.at("DESCRIBE", "HISTORY") or p.at("DESC", "HISTORY"):
         p.i = 2
         return "DESCRIBE HISTORY"
@@ -86,7 +91,11 @@ def _head(p: Parser) -> str | None:
     for words, head in delta_only:
         if p.accept(*words):
             return head
-    # statements Spark also has: Delta's only when they name a Delta table
+    return None
+
+
+def _shared_head(p: Parser) -> str | None:
+    """Statements Spark also has: Delta's only when they name a Delta table."""
     if p.accept("MERGE"):
         p.accept("WITH", "SCHEMA", "EVOLUTION")
         if p.accept("INTO") and p.table_ref(views=True) is not None:
@@ -116,6 +125,11 @@ def _head(p: Parser) -> str | None:
         if p.table_ref() is not None:
             p.i = save
             return "SHOW COLUMNS"
+    return None
+
+
+def _create_head(p: Parser) -> str | None:
+    """``CREATE TABLE`` with a definition, or naming a Delta location."""
     if create.recognise(p):
         return "CREATE TABLE (definition)"
     p.i = 0

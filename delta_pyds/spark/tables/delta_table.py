@@ -12,7 +12,7 @@
     DeltaTable.create(spark).location("/data/new").addColumn("id", "BIGINT").execute()
 
 This module is the facade; each operation's guarantees are stated where it is done:
-delete and update in :mod:`delta_pyds.spark.tables.dml` (deletion vectors:
+delete in :mod:`delta_pyds.spark.tables.delete`, update in :mod:`delta_pyds.spark.tables.update` (deletion vectors:
 :mod:`delta_pyds.operations.dv_delete`), merge in :mod:`delta_pyds.spark.tables.merge`,
 optimize in :mod:`delta_pyds.spark.tables.optimize`, vacuum in
 :mod:`delta_pyds.operations.vacuum`, restore in :mod:`delta_pyds.operations.restore`,
@@ -71,10 +71,12 @@ from delta_pyds.spark.tables.args import (
     check_version,
 )
 from delta_pyds.spark.tables.builder import NO_CATALOG, DeltaTableBuilder
-from delta_pyds.spark.tables.dml import TableRewriter, delete_rows, update_rows
+from delta_pyds.spark.tables.delete import delete_rows
+from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.merge import DeltaMergeBuilder
 from delta_pyds.spark.tables.optimize import DeltaOptimizeBuilder
 from delta_pyds.spark.tables.schema_api import SchemaChanges
+from delta_pyds.spark.tables.update import update_rows
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 
@@ -267,72 +269,7 @@ class DeltaTable(SchemaChanges):
 
     def detail(self) -> DataFrame:
         """One row like delta-spark's DESCRIBE DETAIL."""
-        from pyspark.sql.types import (
-            ArrayType,
-            IntegerType,
-            LongType,
-            MapType,
-            StringType,
-            StructField,
-            StructType,
-            TimestampType,
-        )
-
-        snap = self._snapshot()
-        md, p = snap.metadata, snap.protocol
-        files = snap.files
-        size = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
-        from delta_pyds.log.history import history
-
-        last = history(self._storage, limit=1)
-        utc = dt.timezone.utc
-        created = dt.datetime.fromtimestamp(md.created_time / 1000, tz=utc) if md.created_time else None
-        modified = dt.datetime.fromtimestamp(last[0]["timestamp"] / 1000, tz=utc) if last else None
-        table_features = sorted(set(features.reader_features(p)) | set(features.writer_features(p)))
-        from delta_pyds.protocol.clustering import table_clustering
-
-        clustering = [
-            ".".join(c) for c in table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode) or []
-        ]
-        schema = StructType(
-            [
-                StructField("format", StringType()),
-                StructField("id", StringType()),
-                StructField("name", StringType()),
-                StructField("description", StringType()),
-                StructField("location", StringType()),
-                StructField("createdAt", TimestampType()),
-                StructField("lastModified", TimestampType()),
-                StructField("partitionColumns", ArrayType(StringType())),
-                StructField("clusteringColumns", ArrayType(StringType())),
-                StructField("numFiles", LongType()),
-                StructField("sizeInBytes", LongType()),
-                StructField("properties", MapType(StringType(), StringType())),
-                StructField("minReaderVersion", IntegerType()),
-                StructField("minWriterVersion", IntegerType()),
-                StructField("tableFeatures", ArrayType(StringType())),
-                StructField("version", LongType()),
-            ]
-        )
-        row = (
-            "delta",
-            md.id,
-            md.name,
-            md.description,
-            snap.table_root,
-            created,
-            modified,
-            list(md.partition_columns),
-            clustering,
-            files.num_rows,
-            size,
-            dict(md.configuration),
-            p.min_reader_version,
-            p.min_writer_version,
-            table_features,
-            snap.version,
-        )
-        return self._spark.createDataFrame([row], schema)
+        return self._spark.createDataFrame([_detail_row(self._snapshot(), self._storage)], _detail_schema())
 
     # ---------------------------------------------------------------- maintenance
     def vacuum(
@@ -491,3 +428,74 @@ def _str_map(v: Any) -> dict[str, str | None] | None:
     if not isinstance(v, dict):
         return None
     return {str(k): _str(x) for k, x in v.items()}
+
+
+def _detail_schema() -> SparkStructType:
+    """DESCRIBE DETAIL's columns (delta-spark's)."""
+    from pyspark.sql.types import (
+        ArrayType,
+        IntegerType,
+        LongType,
+        MapType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    return StructType(
+        [
+            StructField("format", StringType()),
+            StructField("id", StringType()),
+            StructField("name", StringType()),
+            StructField("description", StringType()),
+            StructField("location", StringType()),
+            StructField("createdAt", TimestampType()),
+            StructField("lastModified", TimestampType()),
+            StructField("partitionColumns", ArrayType(StringType())),
+            StructField("clusteringColumns", ArrayType(StringType())),
+            StructField("numFiles", LongType()),
+            StructField("sizeInBytes", LongType()),
+            StructField("properties", MapType(StringType(), StringType())),
+            StructField("minReaderVersion", IntegerType()),
+            StructField("minWriterVersion", IntegerType()),
+            StructField("tableFeatures", ArrayType(StringType())),
+            StructField("version", LongType()),
+        ]
+    )
+
+
+def _detail_row(snap: Snapshot, storage: Storage) -> tuple[Any, ...]:
+    """DESCRIBE DETAIL's row of ``snap`` (the last commit's time as ``lastModified``)."""
+    from delta_pyds.log.history import history
+    from delta_pyds.protocol.clustering import table_clustering
+
+    md, p = snap.metadata, snap.protocol
+    files = snap.files
+    size = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
+    last = history(storage, limit=1)
+    utc = dt.timezone.utc
+    created = dt.datetime.fromtimestamp(md.created_time / 1000, tz=utc) if md.created_time else None
+    modified = dt.datetime.fromtimestamp(last[0]["timestamp"] / 1000, tz=utc) if last else None
+    table_features = sorted(set(features.reader_features(p)) | set(features.writer_features(p)))
+    clustering = [
+        ".".join(c) for c in table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode) or []
+    ]
+    return (
+        "delta",
+        md.id,
+        md.name,
+        md.description,
+        snap.table_root,
+        created,
+        modified,
+        list(md.partition_columns),
+        clustering,
+        files.num_rows,
+        size,
+        dict(md.configuration),
+        p.min_reader_version,
+        p.min_writer_version,
+        table_features,
+        snap.version,
+    )

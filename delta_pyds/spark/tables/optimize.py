@@ -102,17 +102,13 @@ class DeltaOptimizeBuilder:
         return self._execute(names)
 
     def _execute(self, zorder: list[str] | None, *, purge: bool = False) -> DataFrame:
+        """Chooses the bins, rewrites their files and commits (one ``OPTIMIZE`` commit)."""
         from delta_pyds.protocol.clustering import table_clustering
         from delta_pyds.table.state import file_actions
-        from delta_pyds.transaction.commit import Transaction
-        from delta_pyds.transaction.file_actions import remove_actions
-        from delta_pyds.transaction.staged_files import delete_on_failure
 
-        rw = self._rewriter
         started = int(time.time() * 1000)
-        snap = rw.dml_snapshot()
+        snap = self._rewriter.dml_snapshot()
         active = file_actions(snap).active
-        files = snap.files
         clustered = table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode)
         if zorder:
             zorder = zorder_columns(snap, zorder, clustered=clustered)
@@ -129,31 +125,52 @@ class DeltaOptimizeBuilder:
                 snap, optimize_metrics(active.slice(0, 0), [], bins, considered, started, zorder, snap.schema)
             )
         victims = active.take(pa.array(chosen, pa.int64()))
+        adds = self._rewrite_bins(snap, active, victims, bins, zorder, clustered)
+        self._commit(snap, victims, adds, bins, zorder, clustered)
+        result = optimize_metrics(victims, adds, bins, considered, started, zorder, snap.schema)
+        result["endTimeMs"] = int(time.time() * 1000)
+        return self._result(snap, result)
+
+    def _rewrite_bins(
+        self,
+        snap: Snapshot,
+        active: pa.Table,
+        victims: pa.Table,
+        bins: list[list[int]],
+        zorder: list[str] | None,
+        clustered: list[tuple[str, ...]] | None,
+    ) -> list[dict]:
+        """Writes the rows of the ``victims`` files, bin by bin, as files of about the
+        target size (``dataChange=false``); returns their add actions."""
+        rw = self._rewriter
         victim_paths = set(victims.column("path").to_pylist())
-        sel = [p in victim_paths for p in files.column("path").to_pylist()]
-        scan_files = files.filter(pa.array(sel, pa.bool_()))
+        sel = [p in victim_paths for p in snap.files.column("path").to_pylist()]
+        scan_files = snap.files.filter(pa.array(sel, pa.bool_()))
         spec = rw.write_spec(snap, target_file_size=self._target, row_tracking=True)
         rows_cap = records_per_file(active, bins, self._target)
         if rows_cap is not None:  # Spark's writer rolls files by rows only
             spec = replace(spec, max_records_per_file=rows_cap, _derived={})
-        adds = rw.rewrite(self._binned_rows(snap, active, scan_files, bins, zorder, clustered), spec, False)
+        return rw.rewrite(self._binned_rows(snap, active, scan_files, bins, zorder, clustered), spec, False)
+
+    def _commit(
+        self,
+        snap: Snapshot,
+        victims: pa.Table,
+        adds: list[dict],
+        bins: list[list[int]],
+        zorder: list[str] | None,
+        clustered: list[tuple[str, ...]] | None,
+    ) -> None:
+        """One ``OPTIMIZE`` commit replacing ``victims`` by ``adds`` (deleted if it fails)."""
+        from delta_pyds.transaction.commit import Transaction
+        from delta_pyds.transaction.file_actions import remove_actions
+        from delta_pyds.transaction.staged_files import delete_on_failure
+
+        rw = self._rewriter
         removes = remove_actions(victims, data_change=False)
         txn = Transaction(rw.storage, snap)
         txn.remove_files(removes)
         txn.add_files(adds)
-        result = optimize_metrics(victims, adds, bins, considered, started, zorder, snap.schema)
-        metrics = {
-            "numFilesAdded": len(adds),
-            "numFilesRemoved": len(removes),
-            "filesAdded_totalSize": sum(int(a["size"]) for a in adds),
-            "filesRemoved_totalSize": sum_size(victims),
-            "numBatches": len(bins),
-            "numRemovedBytes": sum_size(victims),
-            "numAddedBytes": sum(int(a["size"]) for a in adds),
-            "numRemovedFiles": len(removes),
-            "numAddedFiles": len(adds),
-            "numDeletionVectorsRemoved": sum(1 for d in victims.column("deletionVector").to_pylist() if d),
-        }
         with delete_on_failure(rw.storage, adds):
             txn.commit(
                 "OPTIMIZE",
@@ -163,10 +180,8 @@ class DeltaOptimizeBuilder:
                     **({"clusterBy": json.dumps([".".join(p) for p in clustered])} if clustered else {}),
                     "targetFileSize": str(self._target),
                 },
-                metrics=metrics,
+                metrics=_commit_metrics(victims, adds, len(removes), len(bins)),
             )
-        result["endTimeMs"] = int(time.time() * 1000)
-        return self._result(snap, result)
 
     def _result(self, snap: Snapshot, metrics: dict[str, Any]) -> DataFrame:
         """delta-spark's OPTIMIZE result: ``path`` and the ``metrics`` struct."""
@@ -338,3 +353,20 @@ def _as_double(c: str, spark_type: str) -> Column:
     if spark_type in ("date", "timestamp", "timestamp_ntz"):
         return F.unix_micros(col.cast("timestamp")).cast("double")
     return col.cast("double")
+
+
+def _commit_metrics(victims: pa.Table, adds: list[dict], removed: int, batches: int) -> dict[str, Any]:
+    """The ``operationMetrics`` of an OPTIMIZE commit (delta-spark's names)."""
+    added_bytes = sum(int(a["size"]) for a in adds)
+    return {
+        "numFilesAdded": len(adds),
+        "numFilesRemoved": removed,
+        "filesAdded_totalSize": added_bytes,
+        "filesRemoved_totalSize": sum_size(victims),
+        "numBatches": batches,
+        "numRemovedBytes": sum_size(victims),
+        "numAddedBytes": added_bytes,
+        "numRemovedFiles": removed,
+        "numAddedFiles": len(adds),
+        "numDeletionVectorsRemoved": sum(1 for d in victims.column("deletionVector").to_pylist() if d),
+    }
