@@ -304,7 +304,7 @@ def test_drop_void_is_the_core_rule():
 
 
 # functions of more than 60 lines (issue #28 item 2: bodies as named steps). Left for later:
-# the DML and SQL files (spark/tables/, spark/sql/, changed in parallel), and bodies that
+# MERGE (spark/tables/merge*.py, changed in parallel), and bodies that
 # are flat dispatches or one pass over a structure (options parsing, the SQL evaluator,
 # JSON and variant rendering, type parsing) or have not been split yet. The list may only
 # shrink (a name split elsewhere may stay listed until that lands).
@@ -318,19 +318,10 @@ LONG_FUNCTIONS_LEFT = frozenset(
         "delta_pyds.read.file_reader:read_file",
         "delta_pyds.skipping.files:load_stats",
         "delta_pyds.spark.native.write:prepare",
-        "delta_pyds.spark.sql.alter:column_statement",
-        "delta_pyds.spark.sql.create:parse",
-        "delta_pyds.spark.sql.dml:merge",
-        "delta_pyds.spark.sql.statements:_head",
-        "delta_pyds.spark.tables.delta_table:detail",
-        "delta_pyds.spark.tables.dml:_python_scan",
-        "delta_pyds.spark.tables.dml:delete_rows",
-        "delta_pyds.spark.tables.dml:update_rows",
         "delta_pyds.spark.tables.merge:_scope",
         "delta_pyds.spark.tables.merge_commit:write_and_commit",
         "delta_pyds.spark.tables.merge_pruning:target_filter",
         "delta_pyds.spark.tables.native_rows:native_rows",
-        "delta_pyds.spark.tables.optimize:_execute",
         "delta_pyds.storage.put_if_absent:check_conditional_put",
         "delta_pyds.variant.json:_to_json",
         "delta_pyds.variant.shredding:_primitive_items",

@@ -11,14 +11,14 @@ per query on the driver; executors get small groups of
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import cast
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType as SparkStructType
 
-from delta_pyds.cdf.plan import CDF_COLUMNS, pack, plan_changes, resolve_range
+from delta_pyds.cdf.plan import CDF_COLUMNS, ChangeFile, pack, plan_changes, resolve_range
 from delta_pyds.cdf.reader import change_read_spec, reader_for, with_cdf_columns
 from delta_pyds.log.commits import CommitLog
 from delta_pyds.protocol.schema import StructType, parse_type
@@ -28,8 +28,11 @@ from delta_pyds.read.scan_plan import cached_snapshot, project_output, select_co
 from delta_pyds.spark.schema_convert import to_spark_schema
 from delta_pyds.table.snapshot import Snapshot
 
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import DataSource
 
-def _ending_version(log: CommitLog, options) -> int:
+
+def _ending_version(log: CommitLog, options: Mapping[str, str]) -> int:
     """The version whose schema a change feed reads with (ending option, else latest)."""
     from delta_pyds.read.options import get_option, int_option
 
@@ -43,7 +46,7 @@ def _ending_version(log: CommitLog, options) -> int:
     return log.latest_version
 
 
-def _zoned(log: CommitLog, options, value, option: str):
+def _zoned(log: CommitLog, options: Mapping[str, str], value: str | None, option: str) -> str | None:
     """A starting/ending timestamp with its zone: the ``timeZone`` option's for one without
     a UTC offset; refused when no zone is given and the version would depend on it."""
     if value is None:
@@ -60,17 +63,17 @@ def output_schema(snapshot: Snapshot, opts: ReadOptions) -> StructType:
     return select_columns(with_cdf_columns(snapshot.schema), opts.columns, "the change feed")
 
 
-def change_feed_schema(source) -> SparkStructType:
-    """``DataSource.schema()`` for ``readChangeFeed=true``; pins the read schema's version."""
+def change_feed_schema(source: DataSource) -> tuple[SparkStructType, int]:
+    """``DataSource.schema()`` for ``readChangeFeed=true``, and the version of the read
+    schema (the caller pins it: :func:`change_feed_reader` reads with it)."""
     opts = ReadOptions.parse(source.options)
     storage = table_storage(opts)
     log = CommitLog(storage)
     snapshot = cached_snapshot(storage, _ending_version(log, source.options))
-    source._pinned_version = snapshot.version
-    return to_spark_schema(output_schema(snapshot, opts))
+    return to_spark_schema(output_schema(snapshot, opts)), snapshot.version
 
 
-def change_feed_reader(source, schema: SparkStructType) -> DeltaChangeFeedReader:
+def change_feed_reader(source: DataSource, schema: SparkStructType) -> DeltaChangeFeedReader:
     """``DataSource.reader()`` for ``readChangeFeed=true``."""
     opts = ReadOptions.parse(source.options)
     cdf = ChangeFeedOptions.parse(source.options)
@@ -106,7 +109,7 @@ def change_feed_reader(source, schema: SparkStructType) -> DeltaChangeFeedReader
 
 
 class ChangeFeedPartition(InputPartition):
-    def __init__(self, files):
+    def __init__(self, files: list[ChangeFile]) -> None:
         super().__init__(None)
         self.files = files
 

@@ -30,7 +30,13 @@ import logging
 import sys
 from types import FrameType
 
-from pyspark.sql.datasource import DataSource
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType as SparkStructType
 
@@ -61,18 +67,19 @@ class DeltaDataSource(DataSource):
         return ReadOptions.parse(self.options)
 
     # ------------------------------------------------------------------------ read
-    def schema(self):
+    def schema(self) -> SparkStructType:
         warn_unknown_options(self.options, READ_NAMES, READ_PREFIXES, what="read")
         if read_change_feed(self.options):
             from delta_pyds.spark.change_feed import change_feed_schema
 
-            return change_feed_schema(self)
+            schema, self._pinned_version = change_feed_schema(self)  # reaches reader()
+            return schema
         opts = self._read_options()
         snapshot = load_snapshot(opts)
         self._pinned_version = snapshot.version  # reaches reader(): the DataFrame's version
         return to_spark_schema(select_columns(snapshot.schema, opts.columns))
 
-    def reader(self, schema: SparkStructType):
+    def reader(self, schema: SparkStructType) -> DataSourceReader:
         if read_change_feed(self.options):
             from delta_pyds.spark.change_feed import change_feed_reader
 
@@ -94,13 +101,13 @@ class DeltaDataSource(DataSource):
         return cls(opts, snapshot.version, spec)
 
     # ------------------------------------------------------------------- streaming
-    def streamReader(self, schema: SparkStructType):
+    def streamReader(self, schema: SparkStructType) -> DataSourceStreamReader:
         """``spark.readStream.format("pydelta")``: see :mod:`delta_pyds.spark.stream_reader`."""
         from delta_pyds.spark.stream_reader import stream_reader
 
         return stream_reader(self, schema)
 
-    def streamWriter(self, schema: SparkStructType, overwrite: bool):
+    def streamWriter(self, schema: SparkStructType, overwrite: bool) -> DataSourceStreamWriter:
         """``df.writeStream.format("pydelta")``: see :mod:`delta_pyds.spark.stream_writer`."""
         from delta_pyds.spark.stream_writer import stream_writer
 
@@ -108,7 +115,7 @@ class DeltaDataSource(DataSource):
         return stream_writer(self, schema, overwrite)
 
     # ----------------------------------------------------------------------- write
-    def writer(self, schema: SparkStructType, overwrite: bool):
+    def writer(self, schema: SparkStructType, overwrite: bool) -> DataSourceWriter:
         """``df.write.format("pydelta").mode("append"|"overwrite").save(path)``.
 
         Spark lets Python sources run only in append and overwrite mode and rejects

@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.options import ReadOptions
-from delta_pyds.read.scan import iter_tasks, plan_partitions
+from delta_pyds.read.scan import PartitionFiles, iter_tasks, plan_partitions
 from delta_pyds.read.scan_plan import cached_snapshot, plan_scan
 from delta_pyds.table.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from delta_pyds.skipping.rules import SkippingReport
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +33,7 @@ log = logging.getLogger(__name__)
 class DeltaInputPartition(InputPartition):
     """A group of files read by one Spark task (see scan.PartitionFiles)."""
 
-    def __init__(self, files):
+    def __init__(self, files: PartitionFiles | None) -> None:
         super().__init__(None)
         self.files = files
 
@@ -42,7 +48,7 @@ class DeltaScanReader(DataSourceReader):
     def _snapshot(self) -> Snapshot:
         return cached_snapshot(self.spec.storage, self.version)
 
-    def plan(self):
+    def plan(self) -> tuple[Snapshot, pa.Table, SkippingReport | None]:
         """(snapshot, kept file table, skipping report or None)."""
         scan = plan_scan(self._snapshot(), output=self.spec.output, predicates=self.predicates)
         return scan.snapshot, scan.files, scan.report

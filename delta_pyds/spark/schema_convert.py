@@ -8,6 +8,8 @@ are dropped, as delta-spark does.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.protocol.schema import (
@@ -23,7 +25,7 @@ from delta_pyds.protocol.schema import (
 _KEEP_METADATA = {"comment", "__COLLATIONS"}
 
 
-def _clean_type(dtype: DataType):
+def _clean_type(dtype: DataType) -> str | dict[str, Any]:
     if isinstance(dtype, StructType):
         return {
             "type": "struct",
@@ -51,7 +53,7 @@ def _clean_field(f: StructField) -> dict:
 
 
 def to_spark_schema(schema: StructType) -> SparkStructType:
-    return SparkStructType.fromJson(_clean_type(schema))
+    return SparkStructType.fromJson(cast(dict[str, Any], _clean_type(schema)))  # a struct's JSON is a dict
 
 
 def drop_void(schema: StructType) -> StructType:

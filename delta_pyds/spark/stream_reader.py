@@ -20,7 +20,7 @@ A ``DataSourceStreamReader`` with admission control over
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -42,8 +42,11 @@ from delta_pyds.read.scan_plan import cached_snapshot, project_output, table_sto
 from delta_pyds.streaming.offsets import AdmissionLimits, StreamOffset
 from delta_pyds.streaming.source import StreamSource
 
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import DataSource
 
-def stream_reader(source, schema: SparkStructType) -> DeltaStreamReader:
+
+def stream_reader(source: DataSource, schema: SparkStructType) -> DeltaStreamReader:
     """``DataSource.streamReader()``: the stream's schema is the one ``schema()`` gave at
     ``load()`` (the table's schema then, plus the change columns for change feeds)."""
     opts = ReadOptions.parse(source.options)
@@ -79,7 +82,7 @@ def stream_reader(source, schema: SparkStructType) -> DeltaStreamReader:
 
 
 class StreamPartition(InputPartition):
-    def __init__(self, items):
+    def __init__(self, items: list[Any]) -> None:
         super().__init__(None)
         self.items = items  # FileTasks (plain) or ChangeFiles (change feed)
 
@@ -92,7 +95,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.spec = spec
         self._source: StreamSource | None = None
 
-    def __getstate__(self):  # executors need the spec only, never the log state
+    def __getstate__(self) -> dict[str, Any]:  # executors need the spec only, never the log state
         state = self.__dict__.copy()
         state["_source"] = None
         return state
@@ -134,7 +137,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         self.source.prepare_available_now()
 
-    def reportLatestOffset(self):
+    def reportLatestOffset(self) -> dict | None:
         bound = self.source.available_now_bound
         return bound.to_dict() if bound is not None else None
 

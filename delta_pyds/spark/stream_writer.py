@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
@@ -21,6 +21,12 @@ from delta_pyds.streaming.sink import commit_batch, sink_app_id, sink_options
 from delta_pyds.transaction.staged_files import delete_files
 from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.write.plan import WritePlan, plan_write
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import DataSource
+    from pyspark.sql.types import StructType as SparkStructType
+
+    from delta_pyds.protocol.schema import StructType
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +40,7 @@ class StreamCommitMessage(WriterCommitMessage):
     plan: WritePlan | None = None
 
 
-def stream_writer(source, schema, overwrite: bool) -> DeltaStreamWriter:
+def stream_writer(source: DataSource, schema: SparkStructType, overwrite: bool) -> DeltaStreamWriter:
     from delta_pyds.protocol.schema_evolution import from_spark_json
 
     opts = sink_options(source.options, complete=overwrite)
@@ -56,7 +62,7 @@ def stream_writer(source, schema, overwrite: bool) -> DeltaStreamWriter:
 
 
 class DeltaStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, plan: WritePlan, data_schema, options: dict):
+    def __init__(self, plan: WritePlan, data_schema: StructType, options: dict[str, str]) -> None:
         self.plan = plan
         self.data_schema = data_schema
         self.options = options

@@ -4,7 +4,9 @@ Guarantees:
 
 * ``list_dir`` returns entries sorted by name, with sizes and modification times in
   milliseconds, and an empty list for a missing directory. It never answers from a
-  listing cache, so new commits by other processes are seen;
+  listing cache, so new commits by other processes are seen; ``list_dir_after`` returns
+  the same entries filtered to names after a given one, asking S3 for only those
+  (:mod:`delta_pyds.storage.start_after`);
 * ``put_if_absent`` is an atomic create-if-absent on every backend it accepts (local
   disk, S3, Azure Blob, GCS, memory), never exists-then-write: how each backend does it,
   and what counts as a lost race, is :mod:`delta_pyds.storage.put_if_absent`. A lost
@@ -48,7 +50,7 @@ import posixpath
 import stat
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar, cast
@@ -85,6 +87,7 @@ from delta_pyds.storage.put_if_absent import (
     put_if_absent_object,
 )
 from delta_pyds.storage.retry import body_fault, fault_of, split_retry_options
+from delta_pyds.storage.start_after import S3_PROTOCOLS, s3_objects_after
 
 log = logging.getLogger(__name__)
 
@@ -293,6 +296,18 @@ class Storage:
             entries.append(
                 FileEntry(posixpath.basename(full.rstrip("/")), full, int(info.get("size") or 0), mtime_ms(info))
             )
+        entries.sort(key=lambda e: e.name)
+        return entries
+
+    def list_dir_after(self, path: str, after: str) -> list[FileEntry]:
+        """The entries of directory ``path`` named after ``after`` (strictly), sorted by name:
+        :meth:`list_dir` filtered. On S3 the store is asked for only those
+        (:mod:`delta_pyds.storage.start_after`: ``StartAfter``); elsewhere, or when that
+        cannot answer, the directory is listed whole and filtered."""
+        objects = s3_objects_after(self.fs, path, after) if self.protocol in S3_PROTOCOLS else None
+        if objects is None:
+            return [e for e in self.list_dir(path) if e.name > after]
+        entries = [FileEntry(name, full, int(obj.get("Size") or 0), mtime_ms(obj)) for name, full, obj in objects]
         entries.sort(key=lambda e: e.name)
         return entries
 
@@ -565,10 +580,6 @@ class Storage:
             self._call("delete", path, self.fs.rm_file, path)
         except FileNotFoundError:
             pass
-
-    def delete_many(self, paths: Iterable[str]) -> None:
-        for p in paths:
-            self.delete(p)
 
 
 def _not_regular(path: str) -> UnsafeFileError:

@@ -497,11 +497,18 @@ class _TaskWriter:
             self._pool = None
 
     def abort(self) -> None:
+        """Waits for the file thread, discards open files and deletes the files written.
+        The write's failure is the caller's to report, so a failure of a pending file
+        operation is dropped; an interrupt (``KeyboardInterrupt``, ``SystemExit``) while
+        waiting is not: the cleanup still runs, then it is raised."""
+        interrupted: BaseException | None = None
         for fut in self._pending:
             try:
                 fut.result()
-            except BaseException:
+            except Exception:  # the file thread's failure: the write failed anyway
                 pass
+            except BaseException as exc:  # an interrupt: cleaned up, then raised
+                interrupted = interrupted or exc
         self._pending.clear()
         self._shutdown()
         for p in list(self._open_parts):
@@ -513,3 +520,5 @@ class _TaskWriter:
                 self.spec.storage.delete(path)
             except Exception:  # pragma: no cover - best effort
                 log.warning("could not delete %s after a failed write", path)
+        if interrupted is not None:
+            raise interrupted

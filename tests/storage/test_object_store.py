@@ -179,3 +179,20 @@ def test_s3_wrong_secret_error_does_not_show_it(s3_server, caplog):
         e = e.__cause__ or e.__context__
     text = "\n".join(chain) + repr(storage) + caplog.text
     assert secret not in text and s3_server.options["secret"] not in text
+
+
+def test_listing_after_a_name_is_the_listing_filtered(object_store):
+    """Storage.list_dir_after: on S3 a StartAfter listing, elsewhere the whole directory
+    filtered; either way the entries list_dir gives, named after the given name."""
+    root = fresh_root(object_store)
+    storage = Storage(root, object_store.options)
+    log = storage.join("_delta_log")
+    for v in range(4):
+        storage.put_if_absent(commit_path(storage, v), b"x")
+    storage.write_bytes(storage.join("_delta_log", f"{2:020d}.checkpoint.parquet"), b"cp")
+    storage.write_bytes(storage.join("_delta_log", "_sidecars", "a.parquet"), b"s")  # a subdirectory: not listed
+    whole = storage.list_dir(log)
+    assert len(whole) == 5
+    for after in ("", f"{0:020d}", f"{2:020d}", f"{2:020d}.json", f"{3:020d}.json", "z"):
+        assert storage.list_dir_after(log, after) == [e for e in whole if e.name > after]
+    assert storage.list_dir_after(storage.join("missing"), "") == []

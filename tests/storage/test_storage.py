@@ -350,3 +350,18 @@ def test_local_uri_forms_name_the_same_root(tmp_path):
         "file:" + root.replace(" ", "%20"),
     ]
     assert {Storage(f).root for f in forms} == {root}
+
+
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_listing_after_a_name_is_the_listing_filtered(tmp_path, where):
+    root = str(tmp_path / "t") if where == "local" else f"memory://after-{os.getpid()}-{id(tmp_path)}"
+    storage = Storage(root)
+    log = storage.join("_delta_log")
+    for v in range(3):
+        storage.put_if_absent(commit_path(storage, v), b"x")
+    storage.write_bytes(storage.join("_delta_log", "_sidecars", "a.parquet"), b"s")
+    whole = storage.list_dir(log)
+    assert [e.name for e in whole] == [f"{v:020d}.json" for v in range(3)]
+    for after in ("", f"{0:020d}", f"{1:020d}.json", "z"):
+        assert storage.list_dir_after(log, after) == [e for e in whole if e.name > after]
+    assert storage.list_dir_after(storage.join("missing"), "") == []

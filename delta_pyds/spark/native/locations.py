@@ -26,8 +26,11 @@ import threading
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 from delta_pyds.read.native_plan import spark_root_uri
 from delta_pyds.storage.options import squash_key
@@ -98,14 +101,14 @@ def _scheme(location: SparkLocation) -> str:
     return urlsplit(location.load_path).scheme.lower() or "file"
 
 
-def _known(spark) -> dict[str, str]:
+def _known(spark: SparkSession) -> dict[str, str]:
     try:
         return _UNREACHABLE.setdefault(spark, {})
     except TypeError:
         return _UNREACHABLE_BY_ID.setdefault(id(spark), {})
 
 
-def spark_target(spark, storage: Storage) -> tuple[SparkLocation | None, str | None]:
+def spark_target(spark: SparkSession, storage: Storage) -> tuple[SparkLocation | None, str | None]:
     """:func:`spark_location`, and None with the recorded reason when this Spark session
     already failed to reach the location's Hadoop scheme (:func:`remember_unreachable`):
     the one answer read, DML and write share to "can Spark's own reader and writer reach
@@ -137,7 +140,7 @@ def unreachable_reason(exc: BaseException, location: SparkLocation) -> str | Non
     return None
 
 
-def remember_unreachable(spark, location: SparkLocation, reason: str) -> None:
+def remember_unreachable(spark: SparkSession, location: SparkLocation, reason: str) -> None:
     """Records that ``spark`` cannot reach ``location``'s Hadoop scheme (see
     :func:`spark_target`)."""
     with _LOCK:

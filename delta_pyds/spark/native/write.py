@@ -45,7 +45,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -214,7 +214,7 @@ def commit_files(plan: WritePlan, files: StagedResult) -> CommitResult:
 
 
 def _option_map(
-    df: DataFrame, path: str, mode: str, partition_by, options: Mapping[str, Any]
+    df: DataFrame, path: str, mode: str, partition_by: str | Iterable[str] | None, options: Mapping[str, Any]
 ) -> tuple[dict[str, str], bool]:
     """The write's options as the data source takes them (text values, ``saveMode``,
     ``partitionBy`` as JSON, ``path``), and whether the write overwrites."""
@@ -469,7 +469,7 @@ def _utc_text(micros: Column) -> Column:
 
 
 # ----------------------------------------------------------------- writing
-def spark_write_path(spark, storage: Storage, relative: str) -> tuple[str, Mapping[str, str]]:
+def spark_write_path(spark: SparkSession, storage: Storage, relative: str) -> tuple[str, Mapping[str, str]]:
     """Where Spark writes ``relative`` (under the table root) and the Hadoop settings it
     needs: a ``file:`` URI locally; elsewhere the location the native read uses
     (:func:`~delta_pyds.spark.native.locations.spark_target`: ``s3a://`` for ``s3://``, ...,

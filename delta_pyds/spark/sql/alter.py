@@ -11,10 +11,13 @@ delta-spark's); column types are Spark SQL types (``BIGINT``, ``DECIMAL(10,2)``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.spark.sql.parser import Parser, TableRef
 from delta_pyds.spark.sql.tables import delta_table, empty
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 FORM = (
     "ALTER TABLE <table> ADD COLUMN[S] (name type [COMMENT 'c'] [FIRST | AFTER col], ...) | RENAME COLUMN a TO b"
@@ -66,66 +69,86 @@ def _column_spec(p: Parser) -> tuple[list[str], str, str | None, str | None]:
     return name, dtype, comment, _position(p)
 
 
-def column_statement(spark, p: Parser, ref: TableRef) -> Callable[[], Any] | None:
+def column_statement(spark: SparkSession, p: Parser, ref: TableRef) -> Callable[[], Any] | None:
     """The runner of the column statement at the cursor (after ``ALTER TABLE <table>``), or
     None if the cursor is not at one."""
     if p.accept("ADD", "COLUMNS") or p.accept("ADD", "COLUMN"):
-        p.form = FORM
-        paren = p.accept("(")
-        specs = [_column_spec(p)]
-        while p.accept(","):
-            specs.append(_column_spec(p))
-        if paren:
-            p.expect(")")
-        p.end()
-
-        def add():
-            dt = delta_table(spark, ref)
-            return empty(spark, dt.addColumns([(n, _spark_type(t), c, pos) for n, t, c, pos in specs]))
-
-        return add
+        return _add_columns(spark, p, ref)
     if p.accept("RENAME", "COLUMN"):
-        p.form = FORM
-        old = _column(p)
-        p.expect("TO")
-        new = p.word()
-        p.end()
-        return lambda: empty(spark, delta_table(spark, ref).renameColumn(old, new))
+        return _rename_column(spark, p, ref)
     if p.accept("DROP", "COLUMNS") or p.accept("DROP", "COLUMN"):
-        p.form = FORM
-        if_exists = p.accept("IF", "EXISTS")
-        names = _columns(p)
-        p.end()
-        return lambda: empty(spark, delta_table(spark, ref).dropColumns(names, ifExists=if_exists))
+        return _drop_columns(spark, p, ref)
     if p.accept("ALTER") or p.accept("CHANGE"):
-        p.form = FORM
-        p.accept("COLUMN")
-        column = _column(p)
-        kwargs: dict[str, Any] = {}
-        if p.accept("COMMENT"):
-            kwargs["comment"] = p.string()
-        elif p.accept("SET", "NOT", "NULL"):
-            kwargs["nullable"] = False
-        elif p.accept("DROP", "NOT", "NULL"):
-            kwargs["nullable"] = True
-        elif p.accept("TYPE"):
-            text = p.type_text("COMMENT", "NOT", "FIRST", "AFTER")
-            kwargs["dataType"] = text
-        elif p.at("FIRST") or p.at("AFTER"):
-            kwargs["position"] = _position(p)
-        else:
-            p.fail("expected COMMENT 'text', SET NOT NULL, DROP NOT NULL, TYPE <type>, FIRST or AFTER <column>")
-        p.end()
-
-        def alter():
-            if "dataType" in kwargs:
-                kwargs["dataType"] = _spark_type(kwargs["dataType"])
-            return empty(spark, delta_table(spark, ref).alterColumn(column, **kwargs))
-
-        return alter
+        return _alter_column(spark, p, ref)
     if p.accept("CLUSTER", "BY"):
         p.form = FORM
         cols = [] if p.accept("NONE") else p.name_list()
         p.end()
         return lambda: empty(spark, delta_table(spark, ref).clusterBy(*cols))
     return None
+
+
+def _add_columns(spark: SparkSession, p: Parser, ref: TableRef) -> Callable[[], DataFrame]:
+    """``ADD COLUMN[S] [(]spec[, spec...][)]`` (after the keywords)."""
+    p.form = FORM
+    paren = p.accept("(")
+    specs = [_column_spec(p)]
+    while p.accept(","):
+        specs.append(_column_spec(p))
+    if paren:
+        p.expect(")")
+    p.end()
+
+    def add() -> DataFrame:
+        dt = delta_table(spark, ref)
+        return empty(spark, dt.addColumns([(n, _spark_type(t), c, pos) for n, t, c, pos in specs]))
+
+    return add
+
+
+def _rename_column(spark: SparkSession, p: Parser, ref: TableRef) -> Callable[[], DataFrame]:
+    """``RENAME COLUMN old TO new`` (after the keywords)."""
+    p.form = FORM
+    old = _column(p)
+    p.expect("TO")
+    new = p.word()
+    p.end()
+    return lambda: empty(spark, delta_table(spark, ref).renameColumn(old, new))
+
+
+def _drop_columns(spark: SparkSession, p: Parser, ref: TableRef) -> Callable[[], DataFrame]:
+    """``DROP COLUMN[S] [IF EXISTS] names`` (after the keywords)."""
+    p.form = FORM
+    if_exists = p.accept("IF", "EXISTS")
+    names = _columns(p)
+    p.end()
+    return lambda: empty(spark, delta_table(spark, ref).dropColumns(names, ifExists=if_exists))
+
+
+def _alter_column(spark: SparkSession, p: Parser, ref: TableRef) -> Callable[[], DataFrame]:
+    """``ALTER|CHANGE [COLUMN] name`` and one change (after ``ALTER`` / ``CHANGE``)."""
+    p.form = FORM
+    p.accept("COLUMN")
+    column = _column(p)
+    kwargs: dict[str, Any] = {}
+    if p.accept("COMMENT"):
+        kwargs["comment"] = p.string()
+    elif p.accept("SET", "NOT", "NULL"):
+        kwargs["nullable"] = False
+    elif p.accept("DROP", "NOT", "NULL"):
+        kwargs["nullable"] = True
+    elif p.accept("TYPE"):
+        text = p.type_text("COMMENT", "NOT", "FIRST", "AFTER")
+        kwargs["dataType"] = text
+    elif p.at("FIRST") or p.at("AFTER"):
+        kwargs["position"] = _position(p)
+    else:
+        p.fail("expected COMMENT 'text', SET NOT NULL, DROP NOT NULL, TYPE <type>, FIRST or AFTER <column>")
+    p.end()
+
+    def alter() -> DataFrame:
+        if "dataType" in kwargs:
+            kwargs["dataType"] = _spark_type(kwargs["dataType"])
+        return empty(spark, delta_table(spark, ref).alterColumn(column, **kwargs))
+
+    return alter

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import SqlParseError
 from delta_pyds.spark.sql.parser import Parser
 from delta_pyds.spark.sql.tables import NAMES, empty, run_query
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 FORM = (
     "CREATE [OR REPLACE] TABLE [IF NOT EXISTS] <delta.`path` | name> [(col type [NOT NULL]"
@@ -103,6 +106,36 @@ def _registers(p: Parser) -> bool:
 def parse(p: Parser) -> CreateStatement:
     p.i = 0
     p.statement, p.form = "CREATE TABLE", FORM
+    st = CreateStatement(_mode(p))
+    if p.at("DELTA", "."):
+        ref = p.require_table()
+        if ref.version is not None:
+            p.fail("a table to create has no version")
+        st.path = ref.path
+    else:
+        st.name = p.dotted()
+    if p.at("("):
+        st.columns = _columns(p)
+    p.expect("USING", "DELTA")
+    _clauses(p, st)
+    if p.accept("AS"):
+        if st.columns is not None:
+            p.fail("AS <query> takes its columns from the query: give no column list")
+        st.query = p.rest()
+        if not st.query:
+            p.fail("expected a query after AS")
+    p.end()
+    if st.path is None and st.name is not None:
+        st.path = p.names.get(st.name.lower())  # a session name: its table's path
+    if st.path is None:
+        p.fail("expected LOCATION 'path' (a table has no catalog name without one)")
+    if st.columns is None and st.query is None:
+        p.fail("expected a column list or AS <query>")
+    return st
+
+
+def _mode(p: Parser) -> str:
+    """The builder mode of ``[CREATE [OR REPLACE] | REPLACE] TABLE [IF NOT EXISTS]``."""
     if p.accept("REPLACE", "TABLE"):
         mode = "replace"
     elif p.accept("CREATE", "OR", "REPLACE", "TABLE"):
@@ -114,17 +147,11 @@ def parse(p: Parser) -> CreateStatement:
         if mode != "create":
             p.fail("IF NOT EXISTS cannot be combined with REPLACE")
         mode = "createIfNotExists"
-    st = CreateStatement(mode)
-    if p.at("DELTA", "."):
-        ref = p.require_table()
-        if ref.version is not None:
-            p.fail("a table to create has no version")
-        st.path = ref.path
-    else:
-        st.name = p.dotted()
-    if p.at("("):
-        st.columns = _columns(p)
-    p.expect("USING", "DELTA")
+    return mode
+
+
+def _clauses(p: Parser, st: CreateStatement) -> None:
+    """The clauses after ``USING DELTA`` up to ``AS`` or the end, each at most once."""
     seen: set[str] = set()
     while not p.done() and not p.at("AS"):
         t = p.peek()
@@ -150,20 +177,6 @@ def parse(p: Parser) -> CreateStatement:
             p.fail("expected PARTITIONED BY, CLUSTER BY, LOCATION, COMMENT, TBLPROPERTIES or AS")
     if st.partitioned and st.cluster is not None:
         p.fail("PARTITIONED BY and CLUSTER BY cannot be combined")
-    if p.accept("AS"):
-        if st.columns is not None:
-            p.fail("AS <query> takes its columns from the query: give no column list")
-        st.query = p.rest()
-        if not st.query:
-            p.fail("expected a query after AS")
-    p.end()
-    if st.path is None and st.name is not None:
-        st.path = p.names.get(st.name.lower())  # a session name: its table's path
-    if st.path is None:
-        p.fail("expected LOCATION 'path' (a table has no catalog name without one)")
-    if st.columns is None and st.query is None:
-        p.fail("expected a column list or AS <query>")
-    return st
 
 
 def _columns(p: Parser) -> list[Column]:
@@ -212,7 +225,7 @@ def _signed(p: Parser) -> int:
     return -p.integer() if negative else p.integer()
 
 
-def create(spark, p: Parser) -> Callable[[], Any]:
+def create(spark: SparkSession, p: Parser) -> Callable[[], Any]:
     """The handler of :func:`delta_pyds.sql` for CREATE / REPLACE TABLE."""
     st = parse(p)
     names = NAMES.get(spark, {})
@@ -221,7 +234,7 @@ def create(spark, p: Parser) -> Callable[[], Any]:
     return lambda: run(spark, st)
 
 
-def run(spark, st: CreateStatement):
+def run(spark: SparkSession, st: CreateStatement) -> DataFrame:
     from delta_pyds.spark.native.write import write_delta
     from delta_pyds.spark.tables import DeltaTable, IdentityGenerator
 

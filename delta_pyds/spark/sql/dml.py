@@ -11,14 +11,17 @@ MERGE keeps its aliases. Conditions and expressions reach Spark as Spark SQL tex
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import SqlParseError
 from delta_pyds.spark.sql.parser import Parser, unqualify
 from delta_pyds.spark.sql.tables import affected, current_version, delta_table, read_ref, run_query
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
-def delete(spark, p: Parser):
+
+def delete(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     ref = p.require_table()
     alias = p.alias("WHERE")
     if p.accept("WHERE"):
@@ -29,7 +32,7 @@ def delete(spark, p: Parser):
         condition = None
     p.end()
 
-    def run():
+    def run() -> DataFrame:
         dt = delta_table(spark, ref)
         before = current_version(ref.path)
         dt.delete(condition)
@@ -38,7 +41,7 @@ def delete(spark, p: Parser):
     return run
 
 
-def update(spark, p: Parser):
+def update(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     ref = p.require_table()
     alias = p.alias("SET")
     p.expect("SET")
@@ -56,7 +59,7 @@ def update(spark, p: Parser):
     condition = unqualify(p.rest(), alias) if p.accept("WHERE") else None
     p.end()
 
-    def run():
+    def run() -> DataFrame:
         dt = delta_table(spark, ref)
         before = current_version(ref.path)
         dt.update(condition, sets)
@@ -65,64 +68,24 @@ def update(spark, p: Parser):
     return run
 
 
-def merge(spark, p: Parser):
+def merge(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     evolve = p.accept("WITH", "SCHEMA", "EVOLUTION")
     p.expect("INTO")
     ref = p.require_table()
     target_alias = p.alias("USING")
     p.expect("USING")
-    source: Callable[[], Any]
-    if p.at("("):
-        query = p.parenthesized()
-        source = lambda: run_query(spark, query)  # noqa: E731
-    else:
-        src = p.table_ref(time_travel=True)
-        if src is not None:
-            source = lambda: read_ref(spark, src)  # noqa: E731
-        else:
-            name = p.dotted()
-            source = lambda: spark.table(name)  # noqa: E731
+    source = _merge_source(spark, p)
     source_alias = p.alias("ON")
     p.expect("ON")
     condition = p.until("WHEN")
     clauses: list[tuple[str, str | None, Any]] = []
     while p.accept("WHEN"):
-        if p.accept("MATCHED"):
-            kind = "matched"
-        elif p.accept("NOT", "MATCHED"):
-            kind = "source" if p.accept("BY", "SOURCE") else "target"
-            if kind == "target":
-                p.accept("BY", "TARGET")
-        else:
-            p.fail("expected MATCHED or NOT MATCHED")
-        cond = p.until("THEN", allow_end=False) if p.accept("AND") else None
-        p.expect("THEN")
-        if kind != "target" and p.accept("DELETE"):
-            clauses.append((kind + "_delete", cond, None))
-        elif kind != "target" and p.accept("UPDATE", "SET"):
-            if kind == "matched" and p.accept("*"):
-                clauses.append(("matched_update_all", cond, None))
-            else:
-                clauses.append((kind + "_update", cond, _assignments(p, target_alias)))
-        elif kind == "target" and p.accept("INSERT"):
-            if p.accept("*"):
-                clauses.append(("insert_all", cond, None))
-            else:
-                columns = [_strip(c, target_alias) for c in p.name_list()]
-                p.expect("VALUES")
-                p.expect("(")
-                values = p.split_top(())
-                p.expect(")")
-                if len(values) != len(columns):
-                    p.fail(f"{len(columns)} columns but {len(values)} values")
-                clauses.append(("insert", cond, dict(zip(columns, values))))
-        else:
-            p.fail("expected UPDATE SET, DELETE or INSERT")
+        clauses.append(_merge_clause(p, target_alias))
     if not clauses:
         p.fail("expected WHEN MATCHED / WHEN NOT MATCHED clauses")
     p.end()
 
-    def run():
+    def run() -> DataFrame:
         dt = delta_table(spark, ref)
         if target_alias:
             dt = dt.alias(target_alias)
@@ -133,23 +96,74 @@ def merge(spark, p: Parser):
         if evolve:
             b = b.withSchemaEvolution()
         for what, cond, arg in clauses:
-            if what == "matched_delete":
-                b = b.whenMatchedDelete(cond)
-            elif what == "matched_update_all":
-                b = b.whenMatchedUpdateAll(cond)
-            elif what == "matched_update":
-                b = b.whenMatchedUpdate(cond, arg)
-            elif what == "source_delete":
-                b = b.whenNotMatchedBySourceDelete(cond)
-            elif what == "source_update":
-                b = b.whenNotMatchedBySourceUpdate(cond, arg)
-            elif what == "insert_all":
-                b = b.whenNotMatchedInsertAll(cond)
-            else:
-                b = b.whenNotMatchedInsert(cond, arg)
+            b = _with_clause(b, what, cond, arg)
         return b.execute()
 
     return run
+
+
+def _merge_source(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
+    """The MERGE source after ``USING``: a parenthesized query, a Delta table reference
+    (time travel allowed) or a session table or view."""
+    if p.at("("):
+        query = p.parenthesized()
+        return lambda: run_query(spark, query)
+    src = p.table_ref(time_travel=True)
+    if src is not None:
+        return lambda: read_ref(spark, src)
+    name = p.dotted()
+    return lambda: spark.table(name)
+
+
+def _merge_clause(p: Parser, target_alias: str | None) -> tuple[str, str | None, Any]:
+    """One ``WHEN [NOT] MATCHED [BY SOURCE|TARGET] [AND cond] THEN action`` (after
+    ``WHEN``): (what, condition, set / values)."""
+    if p.accept("MATCHED"):
+        kind = "matched"
+    elif p.accept("NOT", "MATCHED"):
+        kind = "source" if p.accept("BY", "SOURCE") else "target"
+        if kind == "target":
+            p.accept("BY", "TARGET")
+    else:
+        p.fail("expected MATCHED or NOT MATCHED")
+    cond = p.until("THEN", allow_end=False) if p.accept("AND") else None
+    p.expect("THEN")
+    if kind != "target" and p.accept("DELETE"):
+        return kind + "_delete", cond, None
+    if kind != "target" and p.accept("UPDATE", "SET"):
+        if kind == "matched" and p.accept("*"):
+            return "matched_update_all", cond, None
+        return kind + "_update", cond, _assignments(p, target_alias)
+    if kind == "target" and p.accept("INSERT"):
+        if p.accept("*"):
+            return "insert_all", cond, None
+        columns = [_strip(c, target_alias) for c in p.name_list()]
+        p.expect("VALUES")
+        p.expect("(")
+        values = p.split_top(())
+        p.expect(")")
+        if len(values) != len(columns):
+            p.fail(f"{len(columns)} columns but {len(values)} values")
+        return "insert", cond, dict(zip(columns, values))
+    p.fail("expected UPDATE SET, DELETE or INSERT")
+    raise AssertionError  # p.fail raises
+
+
+def _with_clause(b: Any, what: str, cond: str | None, arg: Any) -> Any:
+    """The merge builder ``b`` with the parsed clause added."""
+    if what == "matched_delete":
+        return b.whenMatchedDelete(cond)
+    if what == "matched_update_all":
+        return b.whenMatchedUpdateAll(cond)
+    if what == "matched_update":
+        return b.whenMatchedUpdate(cond, arg)
+    if what == "source_delete":
+        return b.whenNotMatchedBySourceDelete(cond)
+    if what == "source_update":
+        return b.whenNotMatchedBySourceUpdate(cond, arg)
+    if what == "insert_all":
+        return b.whenNotMatchedInsertAll(cond)
+    return b.whenNotMatchedInsert(cond, arg)
 
 
 def _strip(column: str, alias: str | None) -> str:
@@ -171,7 +185,7 @@ def _assignments(p: Parser, alias: str | None) -> dict[str, str]:
     return sets
 
 
-def insert(spark, p: Parser):
+def insert(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     overwrite = p.accept("OVERWRITE")
     if not overwrite:
         p.expect("INTO")
@@ -185,7 +199,7 @@ def insert(spark, p: Parser):
         p.fail("expected a query (SELECT ..., VALUES ...)")
     query = p.rest()
 
-    def run():
+    def run() -> DataFrame:
         from delta_pyds.spark.native.write import write_delta
 
         delta_table(spark, ref)

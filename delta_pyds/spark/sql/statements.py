@@ -9,13 +9,16 @@ as long as the SparkSession object, in this process only."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from delta_pyds.errors import ArgumentTypeError, SqlParseError, TableNotFoundError
 from delta_pyds.spark.sql import alter, create, dml
 from delta_pyds.spark.sql.parser import Parser, TableRef
 from delta_pyds.spark.sql.tables import NAMES, delta_table, empty, run_statement
 from delta_pyds.spark.sql.views import refresh_view, view_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 FORMS = {
     "DESCRIBE HISTORY": "DESCRIBE HISTORY <table> [LIMIT n]",
@@ -46,7 +49,7 @@ FORMS = {
 }
 
 
-def sql(spark, statement: str, args: Any = None, **kwargs: Any):
+def sql(spark: SparkSession, statement: str, args: Any = None, **kwargs: Any) -> DataFrame:
     """Runs one statement (see :mod:`delta_pyds.spark.sql`)."""
     if not isinstance(statement, str):
         raise ArgumentTypeError(f"'statement' must be a str (one SQL statement), got {type(statement).__name__}")
@@ -67,6 +70,11 @@ def sql(spark, statement: str, args: Any = None, **kwargs: Any):
 def _head(p: Parser) -> str | None:
     """Which Delta statement this is (None: any other statement)."""
     p.i = 0
+    return _delta_only_head(p) or _shared_head(p) or _create_head(p)
+
+
+def _delta_only_head(p: Parser) -> str | None:
+    """The statements only Delta has (DESCRIBE HISTORY / DETAIL, VACUUM, ...)."""
     if p.at("DESCRIBE", "HISTORY") or p.at("DESC", "HISTORY"):
         p.i = 2
         return "DESCRIBE HISTORY"
@@ -83,7 +91,11 @@ def _head(p: Parser) -> str | None:
     for words, head in delta_only:
         if p.accept(*words):
             return head
-    # statements Spark also has: Delta's only when they name a Delta table
+    return None
+
+
+def _shared_head(p: Parser) -> str | None:
+    """Statements Spark also has: Delta's only when they name a Delta table."""
     if p.accept("MERGE"):
         p.accept("WITH", "SCHEMA", "EVOLUTION")
         if p.accept("INTO") and p.table_ref(views=True) is not None:
@@ -113,6 +125,11 @@ def _head(p: Parser) -> str | None:
         if p.table_ref() is not None:
             p.i = save
             return "SHOW COLUMNS"
+    return None
+
+
+def _create_head(p: Parser) -> str | None:
+    """``CREATE TABLE`` with a definition, or naming a Delta location."""
     if create.recognise(p):
         return "CREATE TABLE (definition)"
     p.i = 0
@@ -128,20 +145,20 @@ def _head(p: Parser) -> str | None:
 
 
 # ------------------------------------------------------------------ statements
-def _describe_history(spark, p: Parser) -> Callable[[], Any]:
+def _describe_history(spark: SparkSession, p: Parser) -> Callable[[], Any]:
     ref = p.require_table()
     limit = p.integer() if p.accept("LIMIT") else None
     p.end()
     return lambda: delta_table(spark, ref).history(limit)
 
 
-def _describe_detail(spark, p: Parser):
+def _describe_detail(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     ref = p.require_table(allow_string=True)
     p.end()
     return lambda: delta_table(spark, ref).detail()
 
 
-def _vacuum(spark, p: Parser):
+def _vacuum(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     ref = p.require_table(allow_string=True)
     hours = None
     if p.accept("RETAIN"):
@@ -152,13 +169,13 @@ def _vacuum(spark, p: Parser):
     return lambda: delta_table(spark, ref).vacuum(hours, dry)
 
 
-def _optimize(spark, p: Parser):
+def _optimize(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     ref = p.require_table(allow_string=True)
     where = p.until("ZORDER") if p.accept("WHERE") else None
     zorder = p.name_list() if p.accept("ZORDER", "BY") else None
     p.end()
 
-    def run():
+    def run() -> DataFrame:
         builder = delta_table(spark, ref).optimize()
         if where is not None:
             builder = builder.where(where)
@@ -167,7 +184,7 @@ def _optimize(spark, p: Parser):
     return run
 
 
-def _restore(spark, p: Parser):
+def _restore(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     p.accept("TABLE")
     ref = p.require_table()
     p.expect("TO")
@@ -183,14 +200,14 @@ def _restore(spark, p: Parser):
         p.fail("expected VERSION AS OF or TIMESTAMP AS OF")
     p.end()
 
-    def run():
+    def run() -> DataFrame:
         dt = delta_table(spark, ref)
-        return dt.restoreToVersion(version) if version is not None else dt.restoreToTimestamp(timestamp)
+        return dt.restoreToVersion(version) if version is not None else dt.restoreToTimestamp(cast(str, timestamp))
 
     return run
 
 
-def _show_tblproperties(spark, p: Parser):
+def _show_tblproperties(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     ref = p.require_table()
     key = None
     if p.accept("("):
@@ -198,7 +215,7 @@ def _show_tblproperties(spark, p: Parser):
         p.expect(")")
     p.end()
 
-    def run():
+    def run() -> DataFrame:
         from delta_pyds.table.snapshot import Snapshot
 
         delta_table(spark, ref)
@@ -214,7 +231,7 @@ def _show_tblproperties(spark, p: Parser):
     return run
 
 
-def _show_columns(spark, p: Parser):
+def _show_columns(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     ref = p.require_table()
     p.end()
     return lambda: spark.createDataFrame(
@@ -222,7 +239,7 @@ def _show_columns(spark, p: Parser):
     )
 
 
-def _alter_table(spark, p: Parser):
+def _alter_table(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     ref = p.require_table()
     if p.accept("SET", "TBLPROPERTIES"):
         props = p.properties()
@@ -253,7 +270,12 @@ def _alter_table(spark, p: Parser):
         feature = p.string() if t is not None and t.kind == "string" else p.word()
         truncate = True if p.accept("TRUNCATE", "HISTORY") else None
         p.end()
-        return lambda: empty(spark, delta_table(spark, ref).dropFeatureSupport(feature, truncate))
+
+        def drop() -> DataFrame:
+            delta_table(spark, ref).dropFeatureSupport(feature, truncate)
+            return empty(spark, None)
+
+        return drop
     run = alter.column_statement(spark, p, ref)
     if run is not None:
         return run
@@ -270,15 +292,20 @@ def _unset(ref: TableRef, keys: list[str], if_exists: bool) -> int | None:
     return unset_properties(ref.path, keys, if_exists=if_exists)
 
 
-def _generate(spark, p: Parser):
+def _generate(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     mode = p.word()
     p.expect("FOR", "TABLE")
     ref = p.require_table(allow_string=True)
     p.end()
-    return lambda: empty(spark, delta_table(spark, ref).generate(mode))
+
+    def run() -> DataFrame:
+        delta_table(spark, ref).generate(mode)
+        return empty(spark, None)
+
+    return run
 
 
-def _convert(spark, p: Parser):
+def _convert(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     from delta_pyds.spark.tables import DeltaTable
 
     t = p.peek()
@@ -296,7 +323,7 @@ def _convert(spark, p: Parser):
     return lambda: empty(spark, DeltaTable.convertToDelta(spark, identifier, schema))
 
 
-def _create_table(spark, p: Parser):
+def _create_table(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     if_not_exists = p.accept("IF", "NOT", "EXISTS")
     name = p.dotted()
     p.expect("USING", "DELTA")
@@ -304,7 +331,7 @@ def _create_table(spark, p: Parser):
     path = p.string()
     p.end()
 
-    def run():
+    def run() -> DataFrame:
         names = NAMES.setdefault(spark, {})
         if name.lower() in names and not if_not_exists and names[name.lower()] != path:
             raise SqlParseError(f"CREATE TABLE: the session name {name} already names {names[name.lower()]}")

@@ -10,22 +10,33 @@ naming no Delta table reaches ``spark.sql(statement, args, **kwargs)`` as given.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ArgumentTypeError, SqlParseError, TableNotFoundError
 from delta_pyds.log.history import history as commit_history
 from delta_pyds.spark.sql.parser import Parser, TableRef, query_refs
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from delta_pyds.spark.tables import DeltaTable
+
 NAMES: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
-def table_names(spark) -> dict[str, str]:
+def table_names(spark: SparkSession) -> dict[str, str]:
     """The session names of Delta tables made by ``CREATE TABLE ... LOCATION`` on ``spark``
     (name -> path); a copy."""
     return dict(NAMES.get(spark, {}))
 
 
-def run_statement(spark, p: Parser, statement: str, args=None, kwargs=None):
+def run_statement(
+    spark: SparkSession,
+    p: Parser,
+    statement: str,
+    args: dict[str, Any] | list[Any] | None = None,
+    kwargs: dict[str, Any] | None = None,
+) -> DataFrame:
     """Runs a statement that is not a Delta statement (its Delta tables read natively)."""
     kwargs = kwargs or {}
     refs = query_refs(p)
@@ -54,7 +65,7 @@ def escape(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
-def delta_table(spark, ref: TableRef):
+def delta_table(spark: SparkSession, ref: TableRef) -> DeltaTable:
     from delta_pyds.spark.tables import DeltaTable
 
     if ref.version is not None or ref.timestamp is not None:
@@ -62,7 +73,9 @@ def delta_table(spark, ref: TableRef):
     return DeltaTable.forPath(spark, ref.path)
 
 
-def affected(spark, path: str, before: int, metrics: tuple[str, ...], columns: tuple[str, ...]):
+def affected(
+    spark: SparkSession, path: str, before: int, metrics: tuple[str, ...], columns: tuple[str, ...]
+) -> DataFrame:
     """One row of the metrics of the commit made after version ``before`` (zeros: none made)."""
     last = commit_history(path, limit=1)
     values = [0] * len(columns)
@@ -81,16 +94,16 @@ def current_version(path: str) -> int:
     return int(last[0]["version"])
 
 
-def run_query(spark, text: str):
+def run_query(spark: SparkSession, text: str) -> DataFrame:
     """A query (a MERGE source, the rows of an INSERT) with its Delta tables read natively."""
     return run_statement(spark, Parser(text, NAMES.get(spark, {})), text)
 
 
-def read_ref(spark, ref: TableRef):
+def read_ref(spark: SparkSession, ref: TableRef) -> DataFrame:
     from delta_pyds.spark.native.read import read_delta
 
     return read_delta(spark, ref.path, **ref.read_options())
 
 
-def empty(spark, _result: Any):
+def empty(spark: SparkSession, _result: Any) -> DataFrame:
     return spark.createDataFrame([], "result string").drop("result")

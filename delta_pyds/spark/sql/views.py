@@ -19,14 +19,18 @@ again with the same options: it then reads the table's new version, as a delta-s
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any, cast
 
 from delta_pyds.errors import TemporaryViewError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 _NOT_A_TABLE_OPTIONS = ("versionasof", "timestampasof", "columns", "readchangefeed")
 _PYDELTA_RELATION = re.compile(r"RelationV2\[[^\]]*\] pydelta\s*$", re.M)
 
 
-def view_path(spark, name: str) -> str | None:
+def view_path(spark: SparkSession, name: str) -> str | None:
     """The table path of temporary view ``name`` over a whole ``pydelta`` table (see the
     module docstring), or None when ``name`` is no such view."""
     if getattr(spark, "_jsparkSession", None) is None:
@@ -35,7 +39,7 @@ def view_path(spark, name: str) -> str | None:
     return None if options is None else options["path"]
 
 
-def refresh_view(spark, name: str) -> None:
+def refresh_view(spark: SparkSession, name: str) -> None:
     """Makes temporary view ``name`` (over a whole ``pydelta`` table) again with the same read
     options, so that it reads the table's latest version."""
     options = view_options(spark, name)
@@ -43,13 +47,16 @@ def refresh_view(spark, name: str) -> None:
         return
     df = spark.read.format("pydelta").options(**options).load()
     parts = name.split(".")
-    if len(parts) == 2 and parts[0].lower() == spark.conf.get("spark.sql.globalTempDatabase", "global_temp").lower():
+    if (
+        len(parts) == 2
+        and parts[0].lower() == (spark.conf.get("spark.sql.globalTempDatabase") or "global_temp").lower()
+    ):
         df.createOrReplaceGlobalTempView(parts[1])
     else:
         df.createOrReplaceTempView(name)
 
 
-def view_options(spark, name: str) -> dict[str, str] | None:
+def view_options(spark: SparkSession, name: str) -> dict[str, str] | None:
     """The read options (with ``path``) of temporary view ``name`` over a whole ``pydelta``
     table on a classic session; None when ``name`` is no such view."""
     try:
@@ -80,9 +87,9 @@ def view_options(spark, name: str) -> dict[str, str] | None:
     return None
 
 
-def _connect_view(spark, name: str) -> str | None:
+def _connect_view(spark: SparkSession, name: str) -> str | None:
     try:
-        text = spark.table(name)._explain_string(mode="extended")
+        text = cast(Any, spark.table(name))._explain_string(mode="extended")  # Spark Connect's DataFrame
     except Exception:  # no such table or view
         return None
     analyzed = text.split("== Analyzed Logical Plan ==", 1)[-1].split("== Optimized Logical Plan ==", 1)[0]

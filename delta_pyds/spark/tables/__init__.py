@@ -1,8 +1,9 @@
 """``DeltaTable``: table maintenance and DML from Python, shaped like delta-spark's API.
 
-The facade is :mod:`delta_pyds.spark.tables.delta_table`; delete and update are in
-:mod:`~delta_pyds.spark.tables.dml`, MERGE in :mod:`~delta_pyds.spark.tables.merge`,
-OPTIMIZE in :mod:`~delta_pyds.spark.tables.optimize`, the table builder in
+The facade is :mod:`delta_pyds.spark.tables.delta_table`; DELETE is in
+:mod:`~delta_pyds.spark.tables.delete`, UPDATE in :mod:`~delta_pyds.spark.tables.update`
+(both on the rewriting machinery of :mod:`~delta_pyds.spark.tables.dml`), MERGE in
+:mod:`~delta_pyds.spark.tables.merge`, OPTIMIZE in :mod:`~delta_pyds.spark.tables.optimize`, the table builder in
 :mod:`~delta_pyds.spark.tables.builder`, VACUUM / CONVERT / GENERATE / table features in
 :mod:`~delta_pyds.spark.tables.maintenance`, argument checks in
 :mod:`~delta_pyds.spark.tables.args`; the steps that need no Spark

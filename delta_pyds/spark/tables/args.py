@@ -21,12 +21,21 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from delta_pyds.errors import ArgumentTypeError, TimestampParseError
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column, SparkSession
 
-def _column_type():
+# the argument types of delta-spark's Python API (its delta/_typing.py)
+ExpressionOrColumn: TypeAlias = "str | Column"
+OptionalExpressionOrColumn: TypeAlias = "str | Column | None"
+ColumnMapping: TypeAlias = "Mapping[str, str | Column]"
+OptionalColumnMapping: TypeAlias = "Mapping[str, str | Column] | None"
+
+
+def _column_type() -> type:
     from pyspark.sql import Column
 
     return Column
@@ -114,15 +123,16 @@ def check_str(value: Any, name: str, *, optional: bool = False) -> None:
         raise TypeError(f"'{name}' must be str, found {value!r} of type {type(value)}")
 
 
-def activate(spark) -> None:
+def activate(spark: SparkSession) -> None:
     """Makes ``spark`` the active session of this thread (in the JVM), so that Spark
     resolves the ``pydelta`` source for work started from this thread."""
     try:
         jvm_session = getattr(spark, "_jsparkSession", None)
-        if jvm_session is None:  # Spark Connect: the server resolves sources per session
+        jvm = getattr(spark, "_jvm", None)
+        if jvm_session is None or jvm is None:  # Spark Connect: the server resolves sources per session
             return
         # the JVM's active session is per thread (Spark resolves sources through it); the
         # Python-side SparkSession._activeSession is process-wide, so it is left alone
-        spark._jvm.SparkSession.setActiveSession(jvm_session)
+        jvm.SparkSession.setActiveSession(jvm_session)
     except Exception:  # pragma: no cover - a platform that forbids it keeps its own session
         pass

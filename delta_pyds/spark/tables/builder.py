@@ -17,14 +17,24 @@ Guarantees:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
 from delta_pyds.errors import NoCatalogError
 from delta_pyds.operations.create import ColumnSpec, Identity, TableDefinition, create_table
 from delta_pyds.protocol.schema import parse_schema, parse_type
 from delta_pyds.spark.tables.args import activate
 from delta_pyds.storage.store import Storage
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import DataType, StructField, StructType
+
+    from delta_pyds.protocol.schema import DataType as DeltaDataType
+
+# what execute() returns: the DeltaTable of the location (DeltaTable.forPath's result)
+TableT = TypeVar("TableT")
 
 NO_CATALOG = (
     "Python data sources have no catalog, so delta_pyds tables have no names: use "
@@ -43,11 +53,11 @@ class IdentityGenerator:
     step: int = 1
 
 
-def _raise_type_error(msg: str, objs) -> None:
+def _raise_type_error(msg: str, objs: Sequence[Any]) -> NoReturn:
     raise TypeError(msg + "".join(f" Found {o!s} with type {type(o)!s}" for o in objs))
 
 
-def _to_delta_type(data_type):
+def _to_delta_type(data_type: str | DataType) -> DeltaDataType:
     """A Spark DataType or DDL string as a protocol data type."""
     from pyspark.sql.types import DataType
 
@@ -59,11 +69,16 @@ def _to_delta_type(data_type):
     return parse_type(data_type.jsonValue())
 
 
-class DeltaTableBuilder:
+class DeltaTableBuilder(Generic[TableT]):
     """Builds a table definition; see the module docstring (made by ``DeltaTable.create``
     and friends)."""
 
-    def __init__(self, spark, mode: str, open_table):
+    def __init__(
+        self,
+        spark: SparkSession,
+        mode: str,
+        open_table: Callable[[SparkSession, str, Mapping[str, str] | None], TableT],
+    ) -> None:
         self._spark = spark
         self._open_table = open_table  # (spark, path, options) -> DeltaTable
         self._mode = mode
@@ -75,23 +90,23 @@ class DeltaTableBuilder:
         self._properties: dict[str, str] = {}
         self._comment: str | None = None
 
-    def tableName(self, identifier: str) -> DeltaTableBuilder:
+    def tableName(self, identifier: str) -> DeltaTableBuilder[TableT]:
         if not isinstance(identifier, str):
             _raise_type_error("Identifier must be str.", [identifier])
         raise NoCatalogError(f"tableName({identifier!r}): {NO_CATALOG}")
 
-    def location(self, location: str) -> DeltaTableBuilder:
+    def location(self, location: str) -> DeltaTableBuilder[TableT]:
         if not isinstance(location, str):
             _raise_type_error("Location must be str.", [location])
         self._location = location
         return self
 
-    def option(self, key: str, value: str) -> DeltaTableBuilder:
+    def option(self, key: str, value: str) -> DeltaTableBuilder[TableT]:
         """A storage option (fsspec) for the location, as ``forPath``'s ``hadoopConf``."""
         self._options[str(key)] = str(value)
         return self
 
-    def comment(self, comment: str) -> DeltaTableBuilder:
+    def comment(self, comment: str) -> DeltaTableBuilder[TableT]:
         if not isinstance(comment, str):
             _raise_type_error("Table comment must be str.", [comment])
         self._comment = comment
@@ -105,7 +120,7 @@ class DeltaTableBuilder:
         generatedAlwaysAs: str | IdentityGenerator | None = None,
         generatedByDefaultAs: IdentityGenerator | None = None,
         comment: str | None = None,
-    ) -> DeltaTableBuilder:
+    ) -> DeltaTableBuilder[TableT]:
         from pyspark.sql.types import DataType
 
         if not isinstance(colName, str):
@@ -140,7 +155,7 @@ class DeltaTableBuilder:
         )
         return self
 
-    def addColumns(self, cols) -> DeltaTableBuilder:
+    def addColumns(self, cols: StructType | list[StructField]) -> DeltaTableBuilder[TableT]:
         from pyspark.sql.types import StructField, StructType
 
         if isinstance(cols, list):
@@ -153,31 +168,35 @@ class DeltaTableBuilder:
         self._columns.extend(parse_schema(cols.json()).fields)
         return self
 
-    def partitionedBy(self, *cols) -> DeltaTableBuilder:
+    def partitionedBy(self, *cols: str | list[str] | tuple[str, ...]) -> DeltaTableBuilder[TableT]:
         if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
             cols = tuple(cols[0])
+        names: list[str] = []
         for c in cols:
             if not isinstance(c, str):
                 _raise_type_error("Partitioning column must be str.", [c])
-        self._partitioned = list(cols)
+            names.append(c)
+        self._partitioned = names
         return self
 
-    def clusterBy(self, *cols) -> DeltaTableBuilder:
+    def clusterBy(self, *cols: str | list[str] | tuple[str, ...]) -> DeltaTableBuilder[TableT]:
         if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
             cols = tuple(cols[0])
+        names: list[str] = []
         for c in cols:
             if not isinstance(c, str):
                 _raise_type_error("Clustering column must be str.", [c])
-        self._cluster = list(cols)
+            names.append(c)
+        self._cluster = names
         return self
 
-    def property(self, key: str, value: str) -> DeltaTableBuilder:
+    def property(self, key: str, value: str) -> DeltaTableBuilder[TableT]:
         if not isinstance(key, str) or not isinstance(value, str):
             _raise_type_error("Key and value of property must be string.", [key, value])
         self._properties[key] = value
         return self
 
-    def execute(self):
+    def execute(self) -> TableT:
         """Creates (or replaces) the table; returns its ``DeltaTable``."""
         activate(self._spark)
         if self._location is None:

@@ -12,7 +12,7 @@
     DeltaTable.create(spark).location("/data/new").addColumn("id", "BIGINT").execute()
 
 This module is the facade; each operation's guarantees are stated where it is done:
-delete and update in :mod:`delta_pyds.spark.tables.dml` (deletion vectors:
+delete in :mod:`delta_pyds.spark.tables.delete`, update in :mod:`delta_pyds.spark.tables.update` (deletion vectors:
 :mod:`delta_pyds.operations.dv_delete`), merge in :mod:`delta_pyds.spark.tables.merge`,
 optimize in :mod:`delta_pyds.spark.tables.optimize`, vacuum in
 :mod:`delta_pyds.operations.vacuum`, restore in :mod:`delta_pyds.operations.restore`,
@@ -51,7 +51,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow.compute as pc
 
@@ -59,6 +59,9 @@ from delta_pyds.errors import ArgumentTypeError, NoCatalogError, TableNotFoundEr
 from delta_pyds.protocol import features
 from delta_pyds.spark.tables import maintenance
 from delta_pyds.spark.tables.args import (
+    ColumnMapping,
+    ExpressionOrColumn,
+    OptionalExpressionOrColumn,
     activate,
     check_column_map,
     check_condition,
@@ -68,18 +71,26 @@ from delta_pyds.spark.tables.args import (
     check_version,
 )
 from delta_pyds.spark.tables.builder import NO_CATALOG, DeltaTableBuilder
-from delta_pyds.spark.tables.dml import TableRewriter, delete_rows, update_rows
+from delta_pyds.spark.tables.delete import delete_rows
+from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.merge import DeltaMergeBuilder
 from delta_pyds.spark.tables.optimize import DeltaOptimizeBuilder
 from delta_pyds.spark.tables.schema_api import SchemaChanges
+from delta_pyds.spark.tables.update import update_rows
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType as SparkStructType
+
+    from delta_pyds.skipping.rules import SkippingReport
 
 
 class DeltaTable(SchemaChanges):
     """A Delta table at a path, for maintenance and DML (see the module docstring)."""
 
-    def __init__(self, spark, path: str, storage_options: Mapping[str, str] | None = None):
+    def __init__(self, spark: SparkSession, path: str, storage_options: Mapping[str, str] | None = None) -> None:
         if spark is None:
             raise ValueError("'sparkSession' cannot be None")
         path = os.fspath(path) if isinstance(path, os.PathLike) else path
@@ -94,7 +105,7 @@ class DeltaTable(SchemaChanges):
 
     # ---------------------------------------------------------------- constructors
     @classmethod
-    def forPath(cls, spark, path: str, hadoopConf: Mapping[str, str] | None = None) -> DeltaTable:
+    def forPath(cls, spark: SparkSession, path: str, hadoopConf: Mapping[str, str] | None = None) -> DeltaTable:
         """The table at ``path`` (``hadoopConf``: fsspec storage options). Raises
         :class:`TableNotFoundError` when there is no Delta table there."""
         table = cls(spark, path, hadoopConf)
@@ -102,13 +113,13 @@ class DeltaTable(SchemaChanges):
         return table
 
     @classmethod
-    def forName(cls, sparkSession, tableOrViewName: str) -> DeltaTable:
+    def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> DeltaTable:
         """Not available: Python data sources have no catalog (:class:`NoCatalogError`
         says to use :meth:`forPath`)."""
         raise NoCatalogError(f"forName({tableOrViewName!r}): {NO_CATALOG}")
 
     @classmethod
-    def _builder(cls, spark, mode: str) -> DeltaTableBuilder:
+    def _builder(cls, spark: SparkSession | None, mode: str) -> DeltaTableBuilder[DeltaTable]:
         if spark is None:
             from pyspark.sql import SparkSession
 
@@ -119,31 +130,31 @@ class DeltaTable(SchemaChanges):
         return DeltaTableBuilder(spark, mode, cls.forPath)
 
     @classmethod
-    def create(cls, sparkSession=None) -> DeltaTableBuilder:
+    def create(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder[DeltaTable]:
         """A builder that creates a table at ``location(path)``; fails if one exists."""
         return cls._builder(sparkSession, "create")
 
     @classmethod
-    def createIfNotExists(cls, sparkSession=None) -> DeltaTableBuilder:
+    def createIfNotExists(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder[DeltaTable]:
         """A builder that creates a table at ``location(path)`` unless one exists."""
         return cls._builder(sparkSession, "createIfNotExists")
 
     @classmethod
-    def replace(cls, sparkSession=None) -> DeltaTableBuilder:
+    def replace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder[DeltaTable]:
         """A builder that replaces the table at ``location(path)``; fails if none exists."""
         return cls._builder(sparkSession, "replace")
 
     @classmethod
-    def createOrReplace(cls, sparkSession=None) -> DeltaTableBuilder:
+    def createOrReplace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder[DeltaTable]:
         """A builder that creates or replaces the table at ``location(path)``."""
         return cls._builder(sparkSession, "createOrReplace")
 
     @classmethod
     def convertToDelta(
         cls,
-        sparkSession,
+        sparkSession: SparkSession,
         identifier: str,
-        partitionSchema=None,
+        partitionSchema: str | SparkStructType | None = None,
         collectStats: bool = True,
         hadoopConf: Mapping[str, str] | None = None,
     ) -> DeltaTable:
@@ -157,7 +168,7 @@ class DeltaTable(SchemaChanges):
         return cls.forPath(sparkSession, path, hadoopConf)
 
     @classmethod
-    def isDeltaTable(cls, spark, identifier: str, hadoopConf: Mapping[str, str] | None = None) -> bool:
+    def isDeltaTable(cls, spark: SparkSession, identifier: str, hadoopConf: Mapping[str, str] | None = None) -> bool:
         check_str(identifier, "identifier")
         try:
             Snapshot.load(Storage(identifier, dict(hadoopConf) if hadoopConf else None))
@@ -180,7 +191,7 @@ class DeltaTable(SchemaChanges):
         return self._spark.conf.get(SESSION_TIME_ZONE, None) or "UTC"
 
     # ---------------------------------------------------------------------- reads
-    def toDF(self):
+    def toDF(self) -> DataFrame:
         """The table's current version as a DataFrame read by Spark's own Parquet reader
         (:func:`delta_pyds.read_delta`; it falls back to the ``pydelta`` data source, with a
         logged notice, where Spark cannot read the table natively)."""
@@ -197,7 +208,7 @@ class DeltaTable(SchemaChanges):
         other._alias = name
         return other
 
-    def history(self, limit: int | None = None):
+    def history(self, limit: int | None = None) -> DataFrame:
         """Commits newest first, as a DataFrame (delta-spark's DESCRIBE HISTORY columns)."""
         from pyspark.sql.types import (
             BooleanType,
@@ -256,77 +267,14 @@ class DeltaTable(SchemaChanges):
             )
         return self._spark.createDataFrame(rows, schema)
 
-    def detail(self):
+    def detail(self) -> DataFrame:
         """One row like delta-spark's DESCRIBE DETAIL."""
-        from pyspark.sql.types import (
-            ArrayType,
-            IntegerType,
-            LongType,
-            MapType,
-            StringType,
-            StructField,
-            StructType,
-            TimestampType,
-        )
-
-        snap = self._snapshot()
-        md, p = snap.metadata, snap.protocol
-        files = snap.files
-        size = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
-        from delta_pyds.log.history import history
-
-        last = history(self._storage, limit=1)
-        utc = dt.timezone.utc
-        created = dt.datetime.fromtimestamp(md.created_time / 1000, tz=utc) if md.created_time else None
-        modified = dt.datetime.fromtimestamp(last[0]["timestamp"] / 1000, tz=utc) if last else None
-        table_features = sorted(set(features.reader_features(p)) | set(features.writer_features(p)))
-        from delta_pyds.protocol.clustering import table_clustering
-
-        clustering = [
-            ".".join(c) for c in table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode) or []
-        ]
-        schema = StructType(
-            [
-                StructField("format", StringType()),
-                StructField("id", StringType()),
-                StructField("name", StringType()),
-                StructField("description", StringType()),
-                StructField("location", StringType()),
-                StructField("createdAt", TimestampType()),
-                StructField("lastModified", TimestampType()),
-                StructField("partitionColumns", ArrayType(StringType())),
-                StructField("clusteringColumns", ArrayType(StringType())),
-                StructField("numFiles", LongType()),
-                StructField("sizeInBytes", LongType()),
-                StructField("properties", MapType(StringType(), StringType())),
-                StructField("minReaderVersion", IntegerType()),
-                StructField("minWriterVersion", IntegerType()),
-                StructField("tableFeatures", ArrayType(StringType())),
-                StructField("version", LongType()),
-            ]
-        )
-        row = (
-            "delta",
-            md.id,
-            md.name,
-            md.description,
-            snap.table_root,
-            created,
-            modified,
-            list(md.partition_columns),
-            clustering,
-            files.num_rows,
-            size,
-            dict(md.configuration),
-            p.min_reader_version,
-            p.min_writer_version,
-            table_features,
-            snap.version,
-        )
-        return self._spark.createDataFrame([row], schema)
+        return self._spark.createDataFrame([_detail_row(self._snapshot(), self._storage)], _detail_schema())
 
     # ---------------------------------------------------------------- maintenance
-    def vacuum(self, retentionHours: float | None = None, dryRun: bool = False, *, enforceRetention=None):
+    def vacuum(
+        self, retentionHours: float | None = None, dryRun: bool = False, *, enforceRetention: bool | None = None
+    ) -> DataFrame:
         """Deletes files no version inside the retention window needs (delta-spark's
         semantics: see :mod:`delta_pyds.spark.tables.maintenance`). Returns a DataFrame
         ``path``: the table's path, or with ``dryRun=True`` the files it would delete."""
@@ -390,17 +338,17 @@ class DeltaTable(SchemaChanges):
         maintenance.drop_feature(self._rewriter, featureName, truncateHistory)
 
     # -------------------------------------------------------------------- restore
-    def restoreToVersion(self, version: int):
+    def restoreToVersion(self, version: int) -> DataFrame:
         return self._restore(version=check_version(version))
 
-    def restoreToTimestamp(self, timestamp):
+    def restoreToTimestamp(self, timestamp: str | dt.date) -> DataFrame:
         """Restores the version current at ``timestamp``: a string or date without a UTC
         offset is a time in the session time zone (``spark.sql.session.timeZone``), as in
         delta-spark; a naive ``datetime`` is the process's local time, as pyspark reads it."""
         check_timestamp(timestamp)
         return self._restore(timestamp=timestamp)
 
-    def restore(self, version: int | None = None, timestamp=None):
+    def restore(self, version: int | None = None, timestamp: str | dt.date | None = None) -> DataFrame:
         if (version is None) == (timestamp is None):
             raise ValueError("restore: give exactly one of version or timestamp")
         if version is not None:
@@ -409,7 +357,7 @@ class DeltaTable(SchemaChanges):
             check_timestamp(timestamp)
         return self._restore(version=version, timestamp=timestamp)
 
-    def _restore(self, *, version=None, timestamp=None):
+    def _restore(self, *, version: int | None = None, timestamp: str | dt.date | None = None) -> DataFrame:
         from delta_pyds.operations.restore import restore
 
         activate(self._spark)
@@ -427,7 +375,7 @@ class DeltaTable(SchemaChanges):
 
     # ----------------------------------------------------------------------- DML
     @property
-    def lastSkipping(self):
+    def lastSkipping(self) -> SkippingReport:
         """The data skipping report of the last ``delete`` / ``update`` whose condition
         pruned files (AttributeError before the first one)."""
         report = self._rewriter.last_skipping
@@ -435,13 +383,17 @@ class DeltaTable(SchemaChanges):
             raise AttributeError("lastSkipping: no delete or update of this DeltaTable has pruned files")
         return report
 
-    def delete(self, condition=None) -> None:
+    def delete(self, condition: OptionalExpressionOrColumn = None) -> None:
         """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
         check_condition(condition)
         activate(self._spark)
         delete_rows(self._rewriter, condition)
 
-    def update(self, condition=None, set: Mapping[str, Any] | None = None) -> None:
+    def update(
+        self,
+        condition: OptionalExpressionOrColumn | ColumnMapping = None,
+        set: ColumnMapping | None = None,
+    ) -> None:
         """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
         (copy-on-write: the files holding matching rows are rewritten). As in delta-spark,
         ``update({...})`` (the dict alone) updates every row; keys may be backtick-quoted
@@ -451,10 +403,10 @@ class DeltaTable(SchemaChanges):
         check_condition(condition)
         sets = check_column_map(set, "set")
         activate(self._spark)
-        update_rows(self._rewriter, condition, sets)
+        update_rows(self._rewriter, cast("OptionalExpressionOrColumn", condition), sets)  # checked above
 
     # ---------------------------------------------------------------------- merge
-    def merge(self, source, condition) -> DeltaMergeBuilder:
+    def merge(self, source: DataFrame, condition: ExpressionOrColumn) -> DeltaMergeBuilder:
         """``dt.alias("t").merge(src.alias("s"), "t.id = s.id")`` then ``whenMatched*`` /
         ``whenNotMatched*`` clauses and ``.execute()`` (copy-on-write)."""
         check_source(source)
@@ -468,11 +420,82 @@ class DeltaTable(SchemaChanges):
         return DeltaOptimizeBuilder(self._rewriter)
 
 
-def _str(v):
+def _str(v: Any) -> str | None:
     return None if v is None else (v if isinstance(v, str) else json.dumps(v))
 
 
-def _str_map(v):
+def _str_map(v: Any) -> dict[str, str | None] | None:
     if not isinstance(v, dict):
         return None
     return {str(k): _str(x) for k, x in v.items()}
+
+
+def _detail_schema() -> SparkStructType:
+    """DESCRIBE DETAIL's columns (delta-spark's)."""
+    from pyspark.sql.types import (
+        ArrayType,
+        IntegerType,
+        LongType,
+        MapType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    return StructType(
+        [
+            StructField("format", StringType()),
+            StructField("id", StringType()),
+            StructField("name", StringType()),
+            StructField("description", StringType()),
+            StructField("location", StringType()),
+            StructField("createdAt", TimestampType()),
+            StructField("lastModified", TimestampType()),
+            StructField("partitionColumns", ArrayType(StringType())),
+            StructField("clusteringColumns", ArrayType(StringType())),
+            StructField("numFiles", LongType()),
+            StructField("sizeInBytes", LongType()),
+            StructField("properties", MapType(StringType(), StringType())),
+            StructField("minReaderVersion", IntegerType()),
+            StructField("minWriterVersion", IntegerType()),
+            StructField("tableFeatures", ArrayType(StringType())),
+            StructField("version", LongType()),
+        ]
+    )
+
+
+def _detail_row(snap: Snapshot, storage: Storage) -> tuple[Any, ...]:
+    """DESCRIBE DETAIL's row of ``snap`` (the last commit's time as ``lastModified``)."""
+    from delta_pyds.log.history import history
+    from delta_pyds.protocol.clustering import table_clustering
+
+    md, p = snap.metadata, snap.protocol
+    files = snap.files
+    size = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
+    last = history(storage, limit=1)
+    utc = dt.timezone.utc
+    created = dt.datetime.fromtimestamp(md.created_time / 1000, tz=utc) if md.created_time else None
+    modified = dt.datetime.fromtimestamp(last[0]["timestamp"] / 1000, tz=utc) if last else None
+    table_features = sorted(set(features.reader_features(p)) | set(features.writer_features(p)))
+    clustering = [
+        ".".join(c) for c in table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode) or []
+    ]
+    return (
+        "delta",
+        md.id,
+        md.name,
+        md.description,
+        snap.table_root,
+        created,
+        modified,
+        list(md.partition_columns),
+        clustering,
+        files.num_rows,
+        size,
+        dict(md.configuration),
+        p.min_reader_version,
+        p.min_writer_version,
+        table_features,
+        snap.version,
+    )

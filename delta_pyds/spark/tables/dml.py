@@ -1,43 +1,34 @@
-"""DELETE and UPDATE, and the Spark machinery every rewriting operation (delete, update,
-merge, optimize) shares: reading a table's live rows into Spark with their file and row
-position, rewriting rows as new data files on executors, writing change data files.
+"""The Spark machinery every rewriting operation (DELETE: :mod:`~delta_pyds.spark.tables.delete`,
+UPDATE: :mod:`~delta_pyds.spark.tables.update`, MERGE, OPTIMIZE) shares: reading a table's
+live rows into Spark with their file and row position, rewriting rows as new data files on
+executors, writing change data files.
 
 Guarantees:
 
-* every mutating operation is one commit through :class:`~delta_pyds.transaction.commit.Transaction`
-  from the version it read, with conflict detection (a concurrent blind append does not
-  fail a delete/update; a concurrent change to a file it read or removed does: see
-  :mod:`delta_pyds.operations.read_set`) and ``commitInfo`` with the operation name and
-  metrics;
-* files that may hold matching rows are found by data skipping on the condition
-  (partition values and statistics: :mod:`delta_pyds.expressions.to_predicates`); only
-  files holding a matching row are rewritten;
-* ``delete`` writes deletion vectors (no data file is rewritten:
-  :mod:`delta_pyds.operations.dv_delete`) when the table has the ``deletionVectors``
-  feature and ``delta.enableDeletionVectors=true``; otherwise matching files are
-  rewritten without the deleted rows (copy-on-write). Files whose rows are all deleted
-  are removed;
-* ``update`` with deletion vectors on (as ``delete``) marks the matching rows deleted in
-  their files' merged vectors and writes only the updated rows as new files; otherwise it
-  rewrites the files holding matching rows (copy-on-write, existing deletion vectors
-  applied); identity columns the table generates cannot be set;
+* :class:`TableRewriter` reads the snapshot a rewrite starts from after the writer
+  protocol check; the files that may hold rows matching a condition are found by data
+  skipping on it (partition values and statistics:
+  :mod:`delta_pyds.expressions.to_predicates`, through the read core's
+  :func:`~delta_pyds.read.scan_plan.plan_scan`);
 * rows are read by Spark's Parquet reader and written by Spark's Parquet writer
   (:mod:`delta_pyds.spark.tables.native_rows`), or, where Spark's reader cannot serve the
   table, by pyarrow in Python workers (logged; ``TableRewriter.engine`` says which);
-* rewrites keep every row's row id and commit version on tracked tables (rows an
-  operation changes take the commit's version: :mod:`delta_pyds.operations.row_tracking`);
-* copy-on-write DML on a table with ``delta.enableChangeDataFeed=true`` writes change data
-  files (``_change_data``, with ``_change_type``) in the same commit; deletion-vector
-  deletes need none;
-* files written for a commit that then fails are deleted.
+* rewritten files are planned as every write is (:func:`~delta_pyds.write.rewrite.plan_rewrite`)
+  and keep every row's row id and commit version on tracked tables (rows an operation
+  changes take the commit's version: :mod:`delta_pyds.operations.row_tracking`);
+* change data files (``_change_data``, with ``_change_type``) are written partitioned like
+  the table, for the copy-on-write operations of a table with
+  ``delta.enableChangeDataFeed=true``;
+* identity columns the table generates cannot be set by DML
+  (:func:`refuse_identity_updates`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
-from typing import Any, cast
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -45,8 +36,6 @@ import pyarrow as pa
 from delta_pyds.cdf.plan import CHANGE_TYPE
 from delta_pyds.errors import DeltaError
 from delta_pyds.expressions.to_predicates import skipping_predicates
-from delta_pyds.operations.dv_delete import commit_dv_delete
-from delta_pyds.operations.read_set import record_read
 from delta_pyds.operations.row_tracking import (
     read_materialized,
     row_ids,
@@ -54,16 +43,25 @@ from delta_pyds.operations.row_tracking import (
 )
 from delta_pyds.protocol import features
 from delta_pyds.protocol.identity import identity_columns
+from delta_pyds.protocol.schema import StructType as DeltaStruct
 from delta_pyds.protocol.table_properties import ENABLE_CDF, is_true
 from delta_pyds.read.scan_plan import plan_scan
 from delta_pyds.skipping.rules import SkippingReport
-from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
-from delta_pyds.spark.tables.resolution import check_condition_resolves, set_columns
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows
 from delta_pyds.write.parquet_writer import WriteSpec
+from delta_pyds.write.plan import WritePlan
+from delta_pyds.write.rewrite import plan_rewrite
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType as SparkStructType
+
+    from delta_pyds.protocol.actions import Metadata, Protocol
+    from delta_pyds.protocol.schema import StructField as DeltaField
+    from delta_pyds.read.file_reader import ReadSpec
+    from delta_pyds.spark.tables.args import OptionalExpressionOrColumn
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +72,7 @@ class TableRewriter:
     """Reads a table's live rows into Spark and writes rows back as data files: what
     delete, update, merge and optimize run on."""
 
-    def __init__(self, spark, path: str, options: Mapping[str, str], storage: Storage):
+    def __init__(self, spark: SparkSession, path: str, options: Mapping[str, str], storage: Storage) -> None:
         self.spark = spark
         self.path = path
         self.options = dict(options)
@@ -92,7 +90,7 @@ class TableRewriter:
         row_tracking_columns(snap)  # refuses a tracked table without materialized column names
         return snap
 
-    def scan(self, snap: Snapshot, files: pa.Table):
+    def scan(self, snap: Snapshot, files: pa.Table) -> DataFrame:
         """A DataFrame of the live rows of ``files`` with the file path and the row's
         position in the file (columns ``__pydelta_file``, ``__pydelta_row_index``).
         Read by Spark's Parquet reader (:mod:`delta_pyds.spark.tables.native_rows`), or
@@ -122,62 +120,19 @@ class TableRewriter:
         self.engine = "python"
         return self._python_scan(snap, files)
 
-    def _python_scan(self, snap: Snapshot, files: pa.Table):
+    def _python_scan(self, snap: Snapshot, files: pa.Table) -> DataFrame:
+        """:meth:`scan` by pyarrow in Python workers: one task row per file, read there."""
         from pyspark.sql.pandas.types import to_arrow_schema
-        from pyspark.sql.types import LongType, StringType, StructField
 
         from delta_pyds.spark.schema_convert import to_spark_schema
 
         scan = plan_scan(snap, files=files)  # the read core: same columns and files as every reader
         spark_schema = to_spark_schema(scan.output)
         spec = scan.read_spec(to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False))
-        files = scan.files
-        out_schema = spark_schema.add(StructField(SCAN_FILE, StringType(), False)).add(
-            StructField(SCAN_ROW, LongType(), False)
-        )
         tracking = row_tracking_columns(snap)
-        if tracking:
-            out_schema = out_schema.add(StructField(SCAN_ROW_ID, LongType(), True)).add(
-                StructField(SCAN_ROW_VERSION, LongType(), True)
-            )
+        out_schema = _scan_schema(spark_schema, tracking)
         out_arrow = to_arrow_schema(out_schema, timezone="UTC", prefers_large_types=False)
-        pcols = list(snap.physical_partition_columns)
-        pv = files.column("partition_values").to_pylist() if pcols else [None] * files.num_rows
-        dvs = files.column("deletion_vector").to_pylist()
-        bases = files.column("base_row_id").to_pylist() if tracking else [None] * files.num_rows
-        drcvs = files.column("default_row_commit_version").to_pylist() if tracking else [None] * files.num_rows
-        tasks = [
-            (p, int(s), json.dumps([(v or {}).get(c) for c in pcols]), json.dumps(d) if d else None, b, r)
-            for p, s, v, d, b, r in zip(
-                files.column("path").to_pylist(), files.column("size").to_pylist(), pv, dvs, bases, drcvs
-            )
-        ]
-
-        def read(batches):
-            from delta_pyds.protocol.deletion_vectors import keep_mask
-            from delta_pyds.read.file_reader import read_file, task_deleted_rows
-            from delta_pyds.read.scan import FileTask
-
-            for b in batches:
-                for path, size, pvs, dv, base, drcv in zip(*(b.column(i).to_pylist() for i in range(6))):
-                    task = FileTask(path, size, tuple(json.loads(pvs)), json.loads(dv) if dv else None)
-                    deleted = task_deleted_rows(spec.storage, task)
-                    plain = FileTask(path, size, task.partition_values, None)
-                    ids = read_materialized(spec.storage, path, tracking) if tracking else None
-                    start = 0
-                    for out in read_file(spec, plain):
-                        n = out.num_rows
-                        rows = pa.array(np.arange(start, start + n, dtype=np.int64))
-                        extra = [pa.array([path] * n, pa.string()), rows]
-                        if tracking:
-                            extra += row_ids(ids, start, n, base, drcv)
-                        batch = pa.RecordBatch.from_arrays(out.columns + extra, schema=out_arrow)
-                        if deleted is not None:
-                            batch = batch.filter(pa.array(keep_mask(deleted, start, n)))
-                        start += n
-                        if batch.num_rows:
-                            yield batch
-
+        tasks = _scan_tasks(snap, scan.files, tracking)
         n = max(1, min(len(tasks), self.parallelism() * 2))
         tdf = self.spark.createDataFrame(
             tasks or [("", 0, "[]", None, None, None)],
@@ -185,9 +140,9 @@ class TableRewriter:
         )
         if not tasks:
             tdf = tdf.limit(0)
-        return tdf.repartition(n).mapInArrow(read, out_schema)
+        return tdf.repartition(n).mapInArrow(_row_reader(spec, out_arrow, tracking), out_schema)
 
-    def rescan(self, snap: Snapshot, candidates: pa.Table, scan, matched: list[str]):
+    def rescan(self, snap: Snapshot, candidates: pa.Table, scan: DataFrame, matched: list[str]) -> DataFrame:
         """The rows of the ``matched`` files among ``candidates``: ``scan`` (their scan)
         again when every candidate matched (no second planning and listing), else a scan
         of only those files (Spark then reads only them)."""
@@ -195,7 +150,7 @@ class TableRewriter:
             return scan
         return self.scan(snap, only_files(candidates, matched))
 
-    def candidates(self, snap: Snapshot, condition) -> pa.Table:
+    def candidates(self, snap: Snapshot, condition: OptionalExpressionOrColumn) -> pa.Table:
         """The files that may hold rows matching ``condition`` (partition values and stats)."""
         preds = skipping_predicates(condition, snap.schema) if condition is not None else ()
         if not preds:
@@ -230,8 +185,8 @@ class TableRewriter:
         *,
         target_file_size: int | None = None,
         row_tracking: bool = False,
-        evolved_schema=None,
-    ):
+        evolved_schema: DeltaStruct | None = None,
+    ) -> WriteSpec:
         """The spec of files rewritten from the table's rows; with ``row_tracking`` (on a
         tracked table) its input also has the materialized row id and row commit version
         columns (the physical names the table configures), written as such. With
@@ -248,8 +203,6 @@ class TableRewriter:
             return spec
         extra = tuple(_extra_field(name, "long", snap.column_mapping_mode) for name in tracking)
         schema = spec.table_schema
-        from delta_pyds.protocol.schema import StructType as DeltaStruct
-
         table_schema = DeltaStruct(schema.fields + extra)
         return replace(
             spec,
@@ -258,31 +211,22 @@ class TableRewriter:
             _derived={},
         )
 
-    def evolution(self, snap: Snapshot, evolved_schema):
+    def evolution(self, snap: Snapshot, evolved_schema: DeltaStruct) -> tuple[Metadata | None, Protocol | None]:
         """``(metadata, protocol)`` to commit for a rewrite into ``evolved_schema`` (either
         None when unchanged), with the schema as the write path reconciles it (column
         mapping ids for new columns)."""
         plan = self._plan(snap, None, evolved_schema)
         return plan.metadata, plan.protocol
 
-    def _plan(self, snap: Snapshot, target_file_size: int | None, evolved_schema):
-        from delta_pyds.spark.schema_convert import drop_void
-        from delta_pyds.write.options import WriteOptions
-        from delta_pyds.write.plan import plan_write
-
-        opts = {"path": self.path, **self.options}
-        if target_file_size:
-            opts["targetFileSize"] = str(target_file_size)
-        if evolved_schema is not None:
-            opts["mergeSchema"] = "true"
-        return plan_write(
-            WriteOptions.parse(opts, overwrite=False),
-            drop_void(evolved_schema if evolved_schema is not None else snap.schema),
-            storage=self.storage,
-            keep_identity_values=True,
+    def _plan(self, snap: Snapshot, target_file_size: int | None, evolved_schema: DeltaStruct | None) -> WritePlan:
+        return plan_rewrite(
+            self.storage,
+            evolved_schema if evolved_schema is not None else snap.schema,
+            target_file_size=target_file_size,
+            evolve_schema=evolved_schema is not None,
         )
 
-    def tracked(self, snap: Snapshot, df, *, updated=None):
+    def tracked(self, snap: Snapshot, df: DataFrame, *, updated: Column | None = None) -> DataFrame:
         """``df`` (scan rows, table columns first) with the materialized row tracking columns
         appended when the table tracks rows: row ids kept, commit versions kept except for
         rows where ``updated`` holds (null: they take the commit's version)."""
@@ -297,7 +241,7 @@ class TableRewriter:
             version = F.when(F.coalesce(updated, F.lit(False)), F.lit(None).cast("long")).otherwise(version)
         return df.select(*names, F.col(SCAN_ROW_ID).alias(tracking[0]), version.alias(tracking[1]))
 
-    def rewrite(self, df, spec, data_change: bool) -> list[dict]:
+    def rewrite(self, df: DataFrame, spec: WriteSpec, data_change: bool) -> list[dict]:
         """Writes the rows of ``df`` (table columns) as new files on executors; returns
         their add actions (with ``spec.directory``: files under that directory, e.g.
         change data files). Spark's Parquet writer writes them when the last scan ran on
@@ -316,10 +260,10 @@ class TableRewriter:
             self.engine, self.fallback_reason = "python", why
         return self._python_rewrite(df, spec, data_change)
 
-    def _python_rewrite(self, df, spec, data_change: bool) -> list[dict]:
+    def _python_rewrite(self, df: DataFrame, spec: WriteSpec, data_change: bool) -> list[dict]:
         from delta_pyds.write.parquet_writer import write_task
 
-        def write(batches):
+        def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from delta_pyds.spark.writer import task_attempt
 
             tid, attempt = task_attempt()
@@ -338,12 +282,13 @@ class TableRewriter:
         """Whether a copy-on-write DML commit must carry change data files."""
         return is_true(snap.configuration, ENABLE_CDF)
 
-    def write_changes(self, snap: Snapshot, changes, *, evolved_schema=None) -> list[dict]:
+    def write_changes(
+        self, snap: Snapshot, changes: DataFrame, *, evolved_schema: DeltaStruct | None = None
+    ) -> list[dict]:
         """Writes ``changes`` (the table's columns plus ``_change_type``) as change data
         files under ``_change_data`` (partitioned like the table); returns ``cdc`` actions."""
         from dataclasses import replace
 
-        from delta_pyds.protocol.schema import StructType as DeltaStruct
         from delta_pyds.spark.schema_convert import drop_void
 
         spec = self.write_spec(snap, evolved_schema=evolved_schema)
@@ -367,201 +312,6 @@ class TableRewriter:
         ]
 
 
-def delete_rows(rw: TableRewriter, condition=None) -> None:
-    """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
-    from pyspark.sql import functions as F
-
-    from delta_pyds.table.state import file_actions
-    from delta_pyds.transaction.commit import Transaction
-    from delta_pyds.transaction.file_actions import remove_actions
-    from delta_pyds.transaction.staged_files import delete_files
-
-    snap = rw.dml_snapshot()
-    check_condition_resolves(rw.spark, table_spark_schema(snap), condition)
-    active = file_actions(snap).active
-    txn = Transaction(rw.storage, snap)
-    params = {"predicate": json.dumps([str(condition)] if condition is not None else [])}
-    if condition is None:
-        txn.read_whole_table()
-        removes = remove_actions(active)
-        txn.remove_files(removes)
-        rows = num_live_rows(active)
-        txn.commit(
-            "DELETE",
-            params,
-            metrics={
-                "numRemovedFiles": len(removes),
-                "numAddedFiles": 0,
-                "numDeletedRows": rows if rows is not None else -1,
-                "numDeletionVectorsAdded": 0,
-            },
-        )
-        return
-    cond = F.expr(condition) if isinstance(condition, str) else condition
-    candidates = rw.candidates(snap, condition)
-    record_read(txn, snap, condition, candidates)
-    scan = rw.scan(snap, candidates)
-    if writes_dvs(snap):
-        old, bitmaps = dv_hits(scan, cond, active)
-        if not bitmaps:
-            return
-        commit_dv_delete(rw.storage, txn, old, bitmaps, params, inline_max_bytes=rw.inline_dv_limit())
-        return
-    matched, deleted_rows = matching_files(scan, cond)
-    if not matched:
-        return
-    in_files = rw.rescan(snap, candidates, scan, matched)
-    hit = F.coalesce(cond, F.lit(False))
-    spec = rw.write_spec(snap, row_tracking=True)
-    adds = rw.rewrite(rw.tracked(snap, in_files.where(~hit)), spec, True)
-    written = list(adds)
-    try:
-        if rw.writes_changes(snap):
-            cdcs = rw.write_changes(snap, in_files.where(hit).withColumn(CHANGE_TYPE, F.lit("delete")))
-            written += cdcs
-            txn.add_cdc_files(cdcs)
-        victims = rows_for_paths(active, matched)
-        txn.remove_files(remove_actions(victims))
-        txn.add_files(adds)
-        txn.commit(
-            "DELETE",
-            params,
-            metrics={
-                "numRemovedFiles": victims.num_rows,
-                "numAddedFiles": len(adds),
-                "numDeletedRows": deleted_rows,
-                "numDeletionVectorsAdded": 0,
-                "numCopiedRows": sum(stat_rows(a) for a in adds),
-            },
-        )
-    except BaseException:
-        delete_files(rw.storage, written)
-        raise
-
-
-def update_rows(rw: TableRewriter, condition=None, set: Mapping[str, Any] | None = None) -> None:
-    """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
-    (copy-on-write: the files holding matching rows are rewritten)."""
-    from pyspark.sql import functions as F
-
-    from delta_pyds.table.state import file_actions
-    from delta_pyds.transaction.commit import Transaction
-    from delta_pyds.transaction.file_actions import remove_actions
-    from delta_pyds.transaction.staged_files import delete_files
-
-    if not set:
-        raise ValueError("update: set must name at least one column")
-    snap = rw.dml_snapshot()
-    schema = table_spark_schema(snap)
-    exprs = set_columns(schema, set, lambda n: F.col(f"`{n}`"), what="update")
-    check_condition_resolves(rw.spark, schema, condition, exprs.values())
-    cond = F.lit(True) if condition is None else (F.expr(condition) if isinstance(condition, str) else condition)
-    candidates = rw.candidates(snap, condition)
-    scan = rw.scan(snap, candidates)
-    hit = F.coalesce(cond, F.lit(False))
-    refuse_identity_updates(snap, exprs, "update")
-    if writes_dvs(snap):
-        _update_with_dvs(rw, snap, condition, candidates, scan, hit, exprs)
-        return
-    matched, updated_rows = matching_files(scan, cond)
-    if not matched:
-        return
-    cols = []
-    for f in snap.schema.fields:
-        if f.name in exprs:
-            cols.append(F.when(hit, exprs[f.name]).otherwise(F.col(f"`{f.name}`")).alias(f.name))
-        else:
-            cols.append(F.col(f"`{f.name}`"))
-    in_files = rw.rescan(snap, candidates, scan, matched)
-    spec = rw.write_spec(snap, row_tracking=True)
-    extra = [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
-    flagged = in_files.withColumn("__pydelta_hit", hit).select(*cols, *extra, "__pydelta_hit")
-    adds = rw.rewrite(rw.tracked(snap, flagged, updated=F.col("__pydelta_hit")), spec, True)
-    written = list(adds)
-    txn = Transaction(rw.storage, snap)
-    try:
-        if rw.writes_changes(snap):
-            changed = in_files.where(hit)
-            old = [F.col(f"`{f.name}`") for f in snap.schema.fields]
-            new = [exprs[f.name].alias(f.name) if f.name in exprs else F.col(f"`{f.name}`") for f in snap.schema.fields]
-            changes = changed.select(*old, F.lit("update_preimage").alias(CHANGE_TYPE)).unionAll(
-                changed.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE))
-            )
-            cdcs = rw.write_changes(snap, changes)
-            written += cdcs
-            txn.add_cdc_files(cdcs)
-        active = file_actions(snap).active
-        victims = rows_for_paths(active, matched)
-        record_read(txn, snap, condition, candidates)
-        txn.remove_files(remove_actions(victims))
-        txn.add_files(adds)
-        txn.commit(
-            "UPDATE",
-            {"predicate": json.dumps([str(condition)] if condition is not None else [])},
-            metrics={
-                "numRemovedFiles": victims.num_rows,
-                "numAddedFiles": len(adds),
-                "numUpdatedRows": updated_rows,
-                "numCopiedRows": sum(stat_rows(a) for a in adds) - updated_rows,
-            },
-        )
-    except BaseException:
-        delete_files(rw.storage, written)
-        raise
-
-
-def _update_with_dvs(rw: TableRewriter, snap: Snapshot, condition, candidates: pa.Table, scan, hit, exprs) -> None:
-    """UPDATE as delta-spark does with deletion vectors on: the matching rows are marked
-    deleted in their files' (merged) vectors and written, updated, as new files."""
-    from pyspark.sql import functions as F
-
-    from delta_pyds.operations.dv_delete import stage_dv_marks
-    from delta_pyds.table.state import file_actions
-    from delta_pyds.transaction.commit import Transaction
-    from delta_pyds.transaction.staged_files import delete_files
-
-    active = file_actions(snap).active
-    old, bitmaps = dv_hits(scan, hit, active)
-    if not bitmaps:
-        return
-    changed = scan.where(hit)
-    new = [exprs[f.name].alias(f.name) if f.name in exprs else F.col(f"`{f.name}`") for f in snap.schema.fields]
-    new = [c for c, f in zip(new, snap.schema.fields) if f.name in changed.columns]
-    extra = [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
-    spec = rw.write_spec(snap, row_tracking=True)
-    adds = rw.rewrite(rw.tracked(snap, changed.select(*new, *extra), updated=F.lit(True)), spec, True)
-    written = list(adds)
-    txn = Transaction(rw.storage, snap)
-    try:
-        if rw.writes_changes(snap):
-            olds = [F.col(f"`{f.name}`") for f in snap.schema.fields if f.name in changed.columns]
-            changes = changed.select(*olds, F.lit("update_preimage").alias(CHANGE_TYPE)).unionAll(
-                changed.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE))
-            )
-            cdcs = rw.write_changes(snap, changes)
-            written += cdcs
-            txn.add_cdc_files(cdcs)
-        record_read(txn, snap, condition, candidates)
-        marks = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
-        txn.add_files(adds)
-        txn.commit(
-            "UPDATE",
-            {"predicate": json.dumps([str(condition)] if condition is not None else [])},
-            metrics={
-                "numRemovedFiles": marks.files_removed,
-                "numAddedFiles": len(adds),
-                "numUpdatedRows": marks.deleted_now,
-                "numCopiedRows": 0,
-                "numDeletionVectorsAdded": marks.vectors_added,
-                "numDeletionVectorsUpdated": marks.vectors_updated,
-                "numDeletionVectorsRemoved": marks.files_removed,
-            },
-        )
-    except BaseException:
-        delete_files(rw.storage, written)
-        raise
-
-
 def only_files(files: pa.Table, paths: list[str]) -> pa.Table:
     """The rows of ``files`` (snapshot file rows) whose path is in ``paths``."""
     import pyarrow.compute as pc
@@ -569,7 +319,7 @@ def only_files(files: pa.Table, paths: list[str]) -> pa.Table:
     return files.filter(pc.is_in(files.column("path"), value_set=pa.array(paths, pa.string())))
 
 
-def table_spark_schema(snap: Snapshot):
+def table_spark_schema(snap: Snapshot) -> SparkStructType:
     """The Spark schema of the table's columns (what DML conditions and sets resolve against)."""
     from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
 
@@ -586,7 +336,7 @@ def refuse_identity_updates(snap: Snapshot, exprs: Mapping[str, Any], what: str)
             )
 
 
-def _extra_field(name: str, type_name: str, mode: str):
+def _extra_field(name: str, type_name: str, mode: str) -> DeltaField:
     """A column beyond the table schema written to files as ``name`` (physical)."""
     from delta_pyds.protocol.schema import COLUMN_MAPPING_PHYSICAL_NAME, PrimitiveType
     from delta_pyds.protocol.schema import StructField as DeltaField
@@ -594,3 +344,65 @@ def _extra_field(name: str, type_name: str, mode: str):
     return DeltaField(
         name, PrimitiveType(type_name), True, {COLUMN_MAPPING_PHYSICAL_NAME: name} if mode != "none" else {}
     )
+
+
+def _scan_schema(spark_schema: SparkStructType, tracking: tuple[str, str] | None) -> SparkStructType:
+    """The scan's Spark schema: the table's columns, the file and row position, and the
+    row id and commit version on tracked tables."""
+    from pyspark.sql.types import LongType, StringType, StructField
+
+    out = spark_schema.add(StructField(SCAN_FILE, StringType(), False)).add(StructField(SCAN_ROW, LongType(), False))
+    if tracking:
+        out = out.add(StructField(SCAN_ROW_ID, LongType(), True)).add(StructField(SCAN_ROW_VERSION, LongType(), True))
+    return out
+
+
+def _scan_tasks(snap: Snapshot, files: pa.Table, tracking: tuple[str, str] | None) -> list[tuple]:
+    """One row per file: path, size, partition values and deletion vector (JSON), and the
+    row tracking base id and default commit version (None on untracked tables)."""
+    pcols = list(snap.physical_partition_columns)
+    pv = files.column("partition_values").to_pylist() if pcols else [None] * files.num_rows
+    dvs = files.column("deletion_vector").to_pylist()
+    bases = files.column("base_row_id").to_pylist() if tracking else [None] * files.num_rows
+    drcvs = files.column("default_row_commit_version").to_pylist() if tracking else [None] * files.num_rows
+    return [
+        (p, int(s), json.dumps([(v or {}).get(c) for c in pcols]), json.dumps(d) if d else None, b, r)
+        for p, s, v, d, b, r in zip(
+            files.column("path").to_pylist(), files.column("size").to_pylist(), pv, dvs, bases, drcvs
+        )
+    ]
+
+
+def _row_reader(
+    spec: ReadSpec, out_arrow: pa.Schema, tracking: tuple[str, str] | None
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The executor side of :meth:`TableRewriter._python_scan`: the live rows of each task
+    row's file with the file, the row's position and (tracked tables) its row id and
+    commit version."""
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from delta_pyds.protocol.deletion_vectors import keep_mask
+        from delta_pyds.read.file_reader import read_file, task_deleted_rows
+        from delta_pyds.read.scan import FileTask
+
+        for b in batches:
+            for path, size, pvs, dv, base, drcv in zip(*(b.column(i).to_pylist() for i in range(6))):
+                task = FileTask(path, size, tuple(json.loads(pvs)), json.loads(dv) if dv else None)
+                deleted = task_deleted_rows(spec.storage, task)
+                plain = FileTask(path, size, task.partition_values, None)
+                ids = read_materialized(spec.storage, path, tracking) if tracking else None
+                start = 0
+                for out in read_file(spec, plain):
+                    n = out.num_rows
+                    rows = pa.array(np.arange(start, start + n, dtype=np.int64))
+                    extra = [pa.array([path] * n, pa.string()), rows]
+                    if tracking:
+                        extra += row_ids(ids, start, n, base, drcv)
+                    batch = pa.RecordBatch.from_arrays(out.columns + extra, schema=out_arrow)
+                    if deleted is not None:
+                        batch = batch.filter(pa.array(keep_mask(deleted, start, n)))
+                    start += n
+                    if batch.num_rows:
+                        yield batch
+
+    return read

@@ -5,7 +5,8 @@ row index columns leave Spark). The marks are committed by
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
@@ -14,15 +15,18 @@ from delta_pyds.protocol.table_properties import ENABLE_DV, is_true
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW
 from delta_pyds.table.snapshot import Snapshot
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
 
-def matching_files(scan, cond) -> tuple[list[str], int]:
+
+def matching_files(scan: DataFrame, cond: Column) -> tuple[list[str], int]:
     """The files holding a row of ``scan`` matching ``cond`` and the number of such rows
     (one Spark job, no shuffle: see :func:`file_hits`)."""
     hits = file_hits(scan, cond, positions=False)
     return list(hits), sum(n for n, _ in hits.values())
 
 
-def file_hits(scan, hit, *, positions: bool) -> dict[str, tuple[int, bytes | None]]:
+def file_hits(scan: DataFrame, hit: Column, *, positions: bool) -> dict[str, tuple[int, bytes | None]]:
     """Per file of ``scan`` holding a row where ``hit`` holds: the number of such rows and,
     with ``positions``, the serialized bitmap of their row indexes. One Spark job without
     a shuffle: each task reduces its rows to (file, count, bitmap) on the executor (only
@@ -30,7 +34,7 @@ def file_hits(scan, hit, *, positions: bool) -> dict[str, tuple[int, bytes | Non
     parts of a file that several tasks read."""
     from pyspark.sql import functions as F
 
-    def per_task(batches):
+    def per_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # on executors: the matching rows of one task, reduced per file
         import numpy as np
 
@@ -90,10 +94,11 @@ def writes_dvs(snap: Snapshot) -> bool:
     return features.is_enabled(snap.protocol, "deletionVectors") and is_true(snap.configuration, ENABLE_DV)
 
 
-def dv_hits(scan, hit, active: pa.Table) -> tuple[pa.Table, list[bytes]]:
+def dv_hits(scan: Any, hit: Column, active: pa.Table) -> tuple[pa.Table, list[bytes]]:
     """The active file actions holding a row of ``scan`` where ``hit`` holds, and per file
     the serialized bitmap of those rows' positions (built on executors: only the file
-    and row index columns leave Spark; one job, see :func:`file_hits`)."""
+    and row index columns leave Spark; one job, see :func:`file_hits`). ``scan`` is a
+    DataFrame (``Any``: MERGE's probe holds it as ``object`` until merge*.py is typed)."""
     hits = file_hits(scan, hit, positions=True)
     by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
     idx = [by_path[name] for name in hits]

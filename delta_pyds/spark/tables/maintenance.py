@@ -20,6 +20,8 @@ Guarantees:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, cast
 
 from delta_pyds.operations.feature_support import drop_feature_support
 from delta_pyds.protocol import features
@@ -29,6 +31,12 @@ from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.optimize import purge_deletion_vectors
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType as SparkStructType
+
+    from delta_pyds.operations.vacuum import VacuumResult
 
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 _IDENTIFIER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\.\s*`(.+)`\s*$", re.DOTALL)
@@ -40,7 +48,7 @@ def qualified(storage: Storage, rel: str | None = None) -> str:
     return "file:" + path if storage.protocol == "file" and path.startswith("/") else path
 
 
-def retention_check_enabled(spark) -> bool:
+def retention_check_enabled(spark: SparkSession) -> bool:
     try:
         raw = spark.conf.get(RETENTION_CHECK_CONF, "true")
     except Exception:  # Spark Connect without the conf
@@ -48,7 +56,14 @@ def retention_check_enabled(spark) -> bool:
     return str(raw).strip().lower() != "false"
 
 
-def vacuum(spark, storage: Storage, retention_hours, *, dry_run: bool, enforce_retention):
+def vacuum(
+    spark: SparkSession,
+    storage: Storage,
+    retention_hours: float | None,
+    *,
+    dry_run: bool,
+    enforce_retention: bool | None,
+) -> tuple[DataFrame, VacuumResult]:
     """Runs VACUUM (see the module docstring); returns (DataFrame, VacuumResult)."""
     from delta_pyds.operations.vacuum import vacuum as run_vacuum
 
@@ -81,7 +96,7 @@ def vacuum(spark, storage: Storage, retention_hours, *, dry_run: bool, enforce_r
     return spark.createDataFrame(rows, "path string"), result
 
 
-def parse_identifier(identifier) -> str:
+def parse_identifier(identifier: str) -> str:
     """The path of delta-spark's ``parquet.`path``` identifier."""
     if not isinstance(identifier, str):
         raise TypeError(f"'identifier' must be a str like \"parquet.`/path`\", got {type(identifier)}")
@@ -100,7 +115,7 @@ def parse_identifier(identifier) -> str:
     return path
 
 
-def partition_schema(value) -> StructType | None:
+def partition_schema(value: str | SparkStructType | None) -> StructType | None:
     """A partition schema given as a DDL string (``"part int, day date"``) or a Spark
     ``StructType``, as a protocol schema."""
     if value is None:
@@ -109,7 +124,7 @@ def partition_schema(value) -> StructType | None:
 
     if isinstance(value, str):
         try:
-            value = SparkStruct.fromDDL(value)
+            value = cast(SparkStruct, SparkStruct.fromDDL(value))
         except Exception as exc:
             raise ValueError(f"partitionSchema: cannot parse {value!r} as a DDL schema: {exc}") from None
     if not isinstance(value, SparkStruct):
@@ -117,7 +132,13 @@ def partition_schema(value) -> StructType | None:
     return parse_schema(value.json())
 
 
-def convert(spark, identifier, partition_schema_value, collect_stats: bool, options) -> str:
+def convert(
+    spark: SparkSession,
+    identifier: str,
+    partition_schema_value: str | SparkStructType | None,
+    collect_stats: bool,
+    options: Mapping[str, str] | None,
+) -> str:
     """Converts the Parquet directory named by ``identifier``; returns its path."""
     from delta_pyds.operations.convert import convert_to_delta
 
@@ -132,12 +153,11 @@ def convert(spark, identifier, partition_schema_value, collect_stats: bool, opti
     return path
 
 
-def drop_feature(rewriter: TableRewriter, name, truncate_history) -> None:
+def drop_feature(rewriter: TableRewriter, name: str, truncate_history: bool | None) -> None:
     if truncate_history is not None and not isinstance(truncate_history, bool):
         raise TypeError(f"'truncateHistory' must be a bool, got {type(truncate_history)}")
-    drop_feature_support(
-        rewriter.storage,
-        name,
-        truncate_history=bool(truncate_history),
-        purge=lambda _snap: purge_deletion_vectors(rewriter),
-    )
+
+    def purge(_snapshot: Snapshot) -> None:
+        purge_deletion_vectors(rewriter)  # its result DataFrame is not needed
+
+    drop_feature_support(rewriter.storage, name, truncate_history=bool(truncate_history), purge=purge)

@@ -38,7 +38,7 @@ import logging
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType as SparkStructType
 
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType, is_void_type
-from delta_pyds.read.native_plan import FILE_PATH, LOG_PATH, plan_native_scan
+from delta_pyds.read.native_plan import FILE_PATH, LOG_PATH, NativePlan, plan_native_scan
 from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.read import (
     FIELD_ID_CONF,
@@ -92,7 +92,7 @@ _INDEX = "__pydelta_file_number"
 MAX_LITERAL_FILES = 32
 
 
-def dml_engine(spark) -> str:
+def dml_engine(spark: SparkSession) -> str:
     """The session's :data:`DML_ENGINE_CONF` (``auto`` when unset)."""
     try:
         raw = spark.conf.get(DML_ENGINE_CONF, None)
@@ -105,7 +105,7 @@ def dml_engine(spark) -> str:
 
 
 def native_rows(
-    spark,
+    spark: SparkSession,
     snap: Snapshot,
     files: pa.Table,
     *,
@@ -186,7 +186,7 @@ def native_rows(
 
 
 def native_rewrite(
-    spark, storage: Storage, df: DataFrame, spec: WriteSpec, *, data_change: bool
+    spark: SparkSession, storage: Storage, df: DataFrame, spec: WriteSpec, *, data_change: bool
 ) -> tuple[list[dict] | None, str | None]:
     """(the add actions of ``df`` written by Spark's Parquet writer
     (:func:`~delta_pyds.spark.native.write.write_files`), None), or (None, why) when Spark's
@@ -205,7 +205,9 @@ def native_rewrite(
         return None, why
 
 
-def _with_file_columns(spark, df: DataFrame, uris: pa.ChunkedArray, columns: dict[str, pa.ChunkedArray]) -> DataFrame:
+def _with_file_columns(
+    spark: SparkSession, df: DataFrame, uris: pa.ChunkedArray, columns: dict[str, pa.ChunkedArray]
+) -> DataFrame:
     """``df`` (with the file URI column) plus per-file ``columns`` (one value per URI): for
     up to :data:`MAX_LITERAL_FILES` files as literal lookups in the scan's own projection
     (no broadcast, so no extra Spark job), beyond that a broadcast join. Rows of files
@@ -227,7 +229,7 @@ def _with_file_columns(spark, df: DataFrame, uris: pa.ChunkedArray, columns: dic
     return out.select("*", *extra).drop(_INDEX)
 
 
-def _uris_spell_log_paths(plan) -> bool:
+def _uris_spell_log_paths(plan: NativePlan) -> bool:
     """Whether every file's URI is the root URI, ``/`` and the file's log path verbatim (no
     character the URI spelling escapes, no repeated ``/``)."""
     expected = pc.binary_join_element_wise(plan.root_uri + "/", plan.files.column(LOG_PATH), "")

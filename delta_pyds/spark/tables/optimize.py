@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -46,12 +48,17 @@ from delta_pyds.operations.optimize import (
 from delta_pyds.spark.tables.dml import SCAN_FILE, TableRewriter
 from delta_pyds.transaction.file_actions import sum_size
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from delta_pyds.table.snapshot import Snapshot
+
 
 class DeltaOptimizeBuilder:
     """``DeltaTable.optimize()``: ``.where(partition filter)``, ``.option("targetFileSize", n)``,
     then ``.executeCompaction()``."""
 
-    def __init__(self, rewriter: TableRewriter):
+    def __init__(self, rewriter: TableRewriter) -> None:
         self._rewriter = rewriter
         self._where: str | None = None
         self._target = DEFAULT_TARGET_FILE_SIZE
@@ -65,7 +72,7 @@ class DeltaOptimizeBuilder:
         self._where = partitionFilter
         return self
 
-    def option(self, key: str, value) -> DeltaOptimizeBuilder:
+    def option(self, key: str, value: str | int) -> DeltaOptimizeBuilder:
         if key.lower() in ("targetfilesize", "maxfilesize"):
             self._target = int(value)
             if self._target <= 0:
@@ -74,12 +81,12 @@ class DeltaOptimizeBuilder:
             raise ValueError(f"optimize: unknown option {key!r} (known: targetFileSize)")
         return self
 
-    def executeCompaction(self):
+    def executeCompaction(self) -> DataFrame:
         """Bin-packs files smaller than the target size, per partition, into files of
         about the target size; returns a one-row metrics DataFrame."""
         return self._execute(None)
 
-    def executeZOrderBy(self, *cols):
+    def executeZOrderBy(self, *cols: str | list[str] | tuple[str, ...]) -> DataFrame:
         """Rewrites every file of each (selected) partition with its rows clustered along a
         Z-order curve of ``cols`` (numeric, date or timestamp columns; each is bucketed into
         256 approximate quantiles), into files of about the target size."""
@@ -87,23 +94,21 @@ class DeltaOptimizeBuilder:
             cols = tuple(cols[0])
         if not cols or len(cols) > 7:
             raise ValueError("executeZOrderBy: give 1 to 7 columns")
+        names: list[str] = []
         for c in cols:
             if not isinstance(c, str):
                 raise TypeError(f"executeZOrderBy: column names must be str, found {c!r} of type {type(c)}")
-        return self._execute(list(cols))
+            names.append(c)
+        return self._execute(names)
 
-    def _execute(self, zorder, *, purge: bool = False):
+    def _execute(self, zorder: list[str] | None, *, purge: bool = False) -> DataFrame:
+        """Chooses the bins, rewrites their files and commits (one ``OPTIMIZE`` commit)."""
         from delta_pyds.protocol.clustering import table_clustering
         from delta_pyds.table.state import file_actions
-        from delta_pyds.transaction.commit import Transaction
-        from delta_pyds.transaction.file_actions import remove_actions
-        from delta_pyds.transaction.staged_files import delete_files
 
-        rw = self._rewriter
         started = int(time.time() * 1000)
-        snap = rw.dml_snapshot()
+        snap = self._rewriter.dml_snapshot()
         active = file_actions(snap).active
-        files = snap.files
         clustered = table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode)
         if zorder:
             zorder = zorder_columns(snap, zorder, clustered=clustered)
@@ -120,32 +125,53 @@ class DeltaOptimizeBuilder:
                 snap, optimize_metrics(active.slice(0, 0), [], bins, considered, started, zorder, snap.schema)
             )
         victims = active.take(pa.array(chosen, pa.int64()))
+        adds = self._rewrite_bins(snap, active, victims, bins, zorder, clustered)
+        self._commit(snap, victims, adds, bins, zorder, clustered)
+        result = optimize_metrics(victims, adds, bins, considered, started, zorder, snap.schema)
+        result["endTimeMs"] = int(time.time() * 1000)
+        return self._result(snap, result)
+
+    def _rewrite_bins(
+        self,
+        snap: Snapshot,
+        active: pa.Table,
+        victims: pa.Table,
+        bins: list[list[int]],
+        zorder: list[str] | None,
+        clustered: list[tuple[str, ...]] | None,
+    ) -> list[dict]:
+        """Writes the rows of the ``victims`` files, bin by bin, as files of about the
+        target size (``dataChange=false``); returns their add actions."""
+        rw = self._rewriter
         victim_paths = set(victims.column("path").to_pylist())
-        sel = [p in victim_paths for p in files.column("path").to_pylist()]
-        scan_files = files.filter(pa.array(sel, pa.bool_()))
+        sel = [p in victim_paths for p in snap.files.column("path").to_pylist()]
+        scan_files = snap.files.filter(pa.array(sel, pa.bool_()))
         spec = rw.write_spec(snap, target_file_size=self._target, row_tracking=True)
         rows_cap = records_per_file(active, bins, self._target)
         if rows_cap is not None:  # Spark's writer rolls files by rows only
             spec = replace(spec, max_records_per_file=rows_cap, _derived={})
-        adds = rw.rewrite(self._binned_rows(snap, active, scan_files, bins, zorder, clustered), spec, False)
+        return rw.rewrite(self._binned_rows(snap, active, scan_files, bins, zorder, clustered), spec, False)
+
+    def _commit(
+        self,
+        snap: Snapshot,
+        victims: pa.Table,
+        adds: list[dict],
+        bins: list[list[int]],
+        zorder: list[str] | None,
+        clustered: list[tuple[str, ...]] | None,
+    ) -> None:
+        """One ``OPTIMIZE`` commit replacing ``victims`` by ``adds`` (deleted if it fails)."""
+        from delta_pyds.transaction.commit import Transaction
+        from delta_pyds.transaction.file_actions import remove_actions
+        from delta_pyds.transaction.staged_files import delete_on_failure
+
+        rw = self._rewriter
         removes = remove_actions(victims, data_change=False)
         txn = Transaction(rw.storage, snap)
         txn.remove_files(removes)
         txn.add_files(adds)
-        result = optimize_metrics(victims, adds, bins, considered, started, zorder, snap.schema)
-        metrics = {
-            "numFilesAdded": len(adds),
-            "numFilesRemoved": len(removes),
-            "filesAdded_totalSize": sum(int(a["size"]) for a in adds),
-            "filesRemoved_totalSize": sum_size(victims),
-            "numBatches": len(bins),
-            "numRemovedBytes": sum_size(victims),
-            "numAddedBytes": sum(int(a["size"]) for a in adds),
-            "numRemovedFiles": len(removes),
-            "numAddedFiles": len(adds),
-            "numDeletionVectorsRemoved": sum(1 for d in victims.column("deletionVector").to_pylist() if d),
-        }
-        try:
+        with delete_on_failure(rw.storage, adds):
             txn.commit(
                 "OPTIMIZE",
                 {
@@ -154,19 +180,22 @@ class DeltaOptimizeBuilder:
                     **({"clusterBy": json.dumps([".".join(p) for p in clustered])} if clustered else {}),
                     "targetFileSize": str(self._target),
                 },
-                metrics=metrics,
+                metrics=_commit_metrics(victims, adds, len(removes), len(bins)),
             )
-        except BaseException:
-            delete_files(rw.storage, adds)
-            raise
-        result["endTimeMs"] = int(time.time() * 1000)
-        return self._result(snap, result)
 
-    def _result(self, snap, metrics: dict):
+    def _result(self, snap: Snapshot, metrics: dict[str, Any]) -> DataFrame:
         """delta-spark's OPTIMIZE result: ``path`` and the ``metrics`` struct."""
         return self._rewriter.spark.createDataFrame([(snap.table_root, metrics)], OPTIMIZE_RESULT_SCHEMA)
 
-    def _binned_rows(self, snap, active: pa.Table, scan_files: pa.Table, bins: list, zorder, clustered):
+    def _binned_rows(
+        self,
+        snap: Snapshot,
+        active: pa.Table,
+        scan_files: pa.Table,
+        bins: list[list[int]],
+        zorder: list[str] | None,
+        clustered: list[tuple[str, ...]] | None,
+    ) -> DataFrame:
         """The rows of the files to rewrite, one Spark partition per bin, sorted along the
         Z-order or clustering key; table columns (+ row ids and commit versions, kept)."""
         from pyspark.sql import functions as F
@@ -269,13 +298,13 @@ def spark_partition_of(value: int, n: int) -> int:
     return signed % n
 
 
-def purge_deletion_vectors(rewriter: TableRewriter):
+def purge_deletion_vectors(rewriter: TableRewriter) -> DataFrame:
     """Rewrites every file that has a deletion vector (without the deleted rows); returns
     the OPTIMIZE result DataFrame."""
     return DeltaOptimizeBuilder(rewriter)._execute(None, purge=True)
 
 
-def cluster_key(df, paths):
+def cluster_key(df: DataFrame, paths: Sequence[Sequence[str]]) -> Column:
     """A sort key clustering rows by the clustering columns: their Z-order code when
     every column is numeric, date or timestamp, else the columns themselves in order."""
     from pyspark.sql import functions as F
@@ -292,7 +321,7 @@ def cluster_key(df, paths):
     return F.struct(*[F.col(".".join(f"`{x}`" for x in p)) for p in paths])
 
 
-def zorder_key(df, cols, bits: int = 8):
+def zorder_key(df: DataFrame, cols: Sequence[str], bits: int = 8) -> Column:
     """A Spark column: the Morton (bit-interleaved) code of each column's approximate
     quantile bucket (``2**bits`` buckets; nulls in bucket 0)."""
     from pyspark.sql import functions as F
@@ -317,10 +346,27 @@ def zorder_key(df, cols, bits: int = 8):
     return key
 
 
-def _as_double(c, spark_type: str):
+def _as_double(c: str, spark_type: str) -> Column:
     from pyspark.sql import functions as F
 
     col = F.col(f"`{c}`")
     if spark_type in ("date", "timestamp", "timestamp_ntz"):
         return F.unix_micros(col.cast("timestamp")).cast("double")
     return col.cast("double")
+
+
+def _commit_metrics(victims: pa.Table, adds: list[dict], removed: int, batches: int) -> dict[str, Any]:
+    """The ``operationMetrics`` of an OPTIMIZE commit (delta-spark's names)."""
+    added_bytes = sum(int(a["size"]) for a in adds)
+    return {
+        "numFilesAdded": len(adds),
+        "numFilesRemoved": removed,
+        "filesAdded_totalSize": added_bytes,
+        "filesRemoved_totalSize": sum_size(victims),
+        "numBatches": batches,
+        "numRemovedBytes": sum_size(victims),
+        "numAddedBytes": added_bytes,
+        "numRemovedFiles": removed,
+        "numAddedFiles": len(adds),
+        "numDeletionVectorsRemoved": sum(1 for d in victims.column("deletionVector").to_pylist() if d),
+    }

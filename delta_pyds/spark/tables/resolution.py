@@ -22,10 +22,18 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ArgumentTypeError, ColumnNotFoundError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType
+    from pyspark.sql.types import StructField as SparkField
+    from pyspark.sql.types import StructType as SparkStructType
+
+    from delta_pyds.spark.tables.args import ExpressionOrColumn, OptionalExpressionOrColumn
 
 
 def parse_column_path(key: str, argument: str = "set") -> tuple[str, ...]:
@@ -75,14 +83,14 @@ def parse_column_path(key: str, argument: str = "set") -> tuple[str, ...]:
     return tuple(parts)
 
 
-def _field(struct, name: str):
+def _field(struct: SparkStructType, name: str) -> SparkField | None:
     for f in struct.fields:
         if f.name.lower() == name.lower():
             return f
     return None
 
 
-def resolve_set_key(schema, key: str, *, what: str, alias: str | None = None) -> tuple[str, ...]:
+def resolve_set_key(schema: SparkStructType, key: str, *, what: str, alias: str | None = None) -> tuple[str, ...]:
     """The path of table names (exact case) that ``key`` names in Spark ``schema``."""
     from pyspark.sql.types import StructType
 
@@ -90,7 +98,7 @@ def resolve_set_key(schema, key: str, *, what: str, alias: str | None = None) ->
     if alias is not None and len(parts) > 1 and parts[0].lower() == alias.lower() and _field(schema, parts[0]) is None:
         parts = parts[1:]
     out: list[str] = []
-    struct = schema
+    struct: DataType = schema
     for i, part in enumerate(parts):
         f = _field(struct, part) if isinstance(struct, StructType) else None
         if f is None:
@@ -103,7 +111,7 @@ def resolve_set_key(schema, key: str, *, what: str, alias: str | None = None) ->
 
 
 def set_columns(
-    schema, sets: Mapping[str, Any], base: Callable[[str], Any], *, what: str, alias: str | None = None
+    schema: SparkStructType, sets: Mapping[str, Any], base: Callable[[str], Any], *, what: str, alias: str | None = None
 ) -> dict[str, Any]:
     """``{top-level column: new value Column}`` for the ``set`` keys of one clause.
     ``base(name)`` is the column's current value (a struct whose fields are kept)."""
@@ -121,7 +129,7 @@ def set_columns(
                 )
         paths[path] = _expr(value)
 
-    def build(current, dtype, given: dict[tuple[str, ...], Any]):
+    def build(current: Column, dtype: Any, given: dict[tuple[str, ...], Any]) -> Column:
         # given: sub-paths below ``current`` -> values; every key is non-empty
         cols = []
         for f in dtype.fields:
@@ -144,13 +152,20 @@ def set_columns(
     return out
 
 
-def set_column_names(schema, sets: Mapping[str, Any], *, what: str, alias: str | None = None) -> dict[str, Any]:
+def set_column_names(
+    schema: SparkStructType, sets: Mapping[str, Any], *, what: str, alias: str | None = None
+) -> dict[str, Any]:
     """``{top-level column: value}`` for identity checks: the top-level column each key
     changes (the value of a nested key stands for its whole column)."""
     return {resolve_set_key(schema, k, what=what, alias=alias)[0]: v for k, v in sets.items()}
 
 
-def check_condition_resolves(spark, schema, condition, expressions=()) -> None:
+def check_condition_resolves(
+    spark: SparkSession,
+    schema: SparkStructType,
+    condition: OptionalExpressionOrColumn,
+    expressions: Iterable[ExpressionOrColumn] = (),
+) -> None:
     """Analyses ``condition`` (and the ``expressions`` of a ``set``) against an empty
     DataFrame of the table's columns only, so a wrong name fails with Spark's error whose
     suggestions list table columns alone."""
@@ -162,7 +177,15 @@ def check_condition_resolves(spark, schema, condition, expressions=()) -> None:
 
 
 def check_merge_resolves(
-    spark, schema, alias: str, source, condition, *, matched=(), not_matched=(), by_source=()
+    spark: SparkSession,
+    schema: SparkStructType,
+    alias: str,
+    source: DataFrame,
+    condition: ExpressionOrColumn,
+    *,
+    matched: Iterable[OptionalExpressionOrColumn] = (),
+    not_matched: Iterable[OptionalExpressionOrColumn] = (),
+    by_source: Iterable[OptionalExpressionOrColumn] = (),
 ) -> None:
     """Analyses a merge's join condition and its clauses' conditions and values, each over
     the rows it is evaluated on: ``matched`` over the table's columns (aliased ``alias``)
@@ -180,7 +203,7 @@ def check_merge_resolves(
         (frame.select(*exprs) if exprs else frame).schema  # noqa: B018 - analysis is the check
 
 
-def _expr(e):
+def _expr(e: ExpressionOrColumn) -> Column:
     from pyspark.sql import functions as F
 
     return F.expr(e) if isinstance(e, str) else e

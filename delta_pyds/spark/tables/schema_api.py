@@ -12,10 +12,15 @@ when an existing row violates them."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ArgumentTypeError
 from delta_pyds.operations import schema_changes as ops
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from delta_pyds.storage.store import Storage
 
 
 def _type_text(dtype: Any, arg: str) -> Any:
@@ -45,12 +50,12 @@ class SchemaChanges:
     _path: str
     _options: dict[str, str]
 
-    def _storage_for_changes(self):
+    def _storage_for_changes(self) -> Storage:
         from delta_pyds.storage.store import Storage
 
         return Storage(self._path, self._options or None)
 
-    def _read_at(self, version: int):
+    def _read_at(self, version: int) -> DataFrame:
         from delta_pyds.spark.native.read import read_delta
 
         options = {k if k.lower().startswith("storage.") else f"storage.{k}": v for k, v in self._options.items()}
@@ -100,7 +105,7 @@ class SchemaChanges:
 
     def alterColumn(
         self,
-        column: str,
+        column: str | Sequence[str],
         *,
         comment: str | None = None,
         nullable: bool | None = None,

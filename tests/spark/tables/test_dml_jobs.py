@@ -190,3 +190,14 @@ def test_counting_matches_reads_no_row_index(native, tmp_path, monkeypatch):
     counted, positions = (df._jdf.queryExecution().executedPlan().toString().lower() for df in inputs)
     assert "_tmp_metadata_row_index" not in counted  # what Spark's scan reads for _metadata.row_index
     assert "_tmp_metadata_row_index" in positions
+
+
+def test_the_tables_storage_options_are_not_read_as_write_options(tmp_path):
+    """DeltaTable.forPath's third argument holds storage options; a rewrite's files are
+    planned through write.rewrite.plan_rewrite, so an option named like a write option
+    (maxRecordsPerFile, compression) changes nothing (it did through option strings)."""
+    path = _make(str(tmp_path / "t"), dv=False, files=1)
+    options = {"maxRecordsPerFile": "1", "compression": "gzip"}
+    rw = TableRewriter(None, path, options, Storage(path))
+    spec = rw.write_spec(rw.dml_snapshot())
+    assert spec.max_records_per_file is None and spec.compression == "snappy"
