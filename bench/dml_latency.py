@@ -25,7 +25,7 @@ sys.path.insert(0, HERE)
 
 from tables import DATA  # noqa: E402
 
-OPS = ("delete", "update", "delete-dv", "update-dv", "merge")
+OPS = ("delete", "update", "delete-dv", "update-dv", "merge", "merge-insert", "merge-dv")
 COND = "grp < 10"
 
 
@@ -78,12 +78,17 @@ def operations(spark):
             .execute()
         )
 
+    def merge_insert(p):  # insert-only: no phase 1 (an anti-join and an append)
+        DeltaTable.forPath(spark, p).alias("t").merge(src.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+
     return {
         "delete": ("plain", lambda p: DeltaTable.forPath(spark, p).delete(COND)),
         "update": ("plain", lambda p: DeltaTable.forPath(spark, p).update(COND, {"val": "val + 1"})),
         "delete-dv": ("dv", lambda p: DeltaTable.forPath(spark, p).delete(COND)),
         "update-dv": ("dv", lambda p: DeltaTable.forPath(spark, p).update(COND, {"val": "val + 1"})),
         "merge": ("plain", merge),
+        "merge-insert": ("plain", merge_insert),
+        "merge-dv": ("dv", merge),
     }
 
 

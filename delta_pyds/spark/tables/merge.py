@@ -18,7 +18,10 @@ Guarantees (as delta-spark's MERGE):
   (phase 1), then only the changed files are read whole, joined again and written with
   the inserted rows (phase 2), as delta-spark's ``ClassicMergeExecutor``
   (:mod:`delta_pyds.spark.tables.merge_rows`; written and committed by
-  :mod:`delta_pyds.spark.tables.merge_commit`);
+  :mod:`delta_pyds.spark.tables.merge_commit`); a merge with only insert clauses (and no
+  identity values to generate) runs no phase 1: the source anti-joined with the candidate
+  target rows is appended (delta-spark's ``InsertOnlyMergeExecutor``);
+* ``operationMetrics`` has delta-spark's names, ``numSourceRows`` included;
 * only files holding a row some clause changes are rewritten (row ids kept on tracked
   tables; changed rows take the commit's version); inserted rows go to new files; with
   ``delta.enableDeletionVectors=true`` (as delta-spark) no file is rewritten: the changed
@@ -52,11 +55,19 @@ from delta_pyds.protocol.identity import identity_columns
 from delta_pyds.spark.tables.args import check_column_map, check_condition
 from delta_pyds.spark.tables.dml import TableRewriter, only_files, refuse_identity_updates
 from delta_pyds.spark.tables.dv_marks import writes_dvs
+from delta_pyds.spark.tables.merge_rows import identity_to_generate
 from delta_pyds.spark.tables.merge_scope import DEFAULT_TARGET_ALIAS, SRC, SRC_ID, MergeScope, sql_expr
 from delta_pyds.spark.tables.resolution import check_merge_resolves, set_column_names
 from delta_pyds.table.snapshot import Snapshot
 
 __all__ = ["DEFAULT_TARGET_ALIAS", "DeltaMergeBuilder"]
+
+_SEVERAL_MATCHES = (
+    "merge: several source rows matched the same target row and could change it in "
+    "conflicting ways (delta-spark: DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_"
+    "MERGE); deduplicate the source, or make the only whenMatched clause an "
+    "unconditional whenMatchedDelete()"
+)
 
 
 class DeltaMergeBuilder:
@@ -144,7 +155,7 @@ class DeltaMergeBuilder:
         if not self._matched and not self._not_matched and not self._not_matched_by_source:
             raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause")
         from delta_pyds.spark.tables.merge_commit import write_and_commit
-        from delta_pyds.spark.tables.merge_rows import identity_to_generate, merge_rows, probe, summarize
+        from delta_pyds.spark.tables.merge_rows import insert_only, merge_rows, probe, summarize
 
         rw = self._rewriter
         scope = self._scope(rw.dml_snapshot())
@@ -152,18 +163,17 @@ class DeltaMergeBuilder:
         pr, rows = None, None
         try:
             generated = identity_to_generate(scope)  # refuses bad identity inserts before any job
-            pr = probe(scope)
-            # one job: it also fills the probe's checkpoint; inserts are counted there only
-            # for identity values (their high-water mark), else by the write
-            outcome = summarize(scope, pr, count_inserts=bool(generated))
+            if scope.insert_only and not generated:  # no phase 1: an anti-join and an append
+                outcome = insert_only(scope)
+            else:
+                pr = probe(scope)
+                # one job: it also fills the probe's checkpoint; inserts are counted there
+                # only for identity values (their high-water mark), else by the write
+                outcome = summarize(scope, pr, count_inserts=bool(generated), marks=dv)
             if scope.clauses and outcome.several_matches and not scope.delete_all_matched:
-                raise DeltaError(
-                    "merge: several source rows matched the same target row and could change it in "
-                    "conflicting ways (delta-spark: DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_"
-                    "MERGE); deduplicate the source, or make the only whenMatched clause an "
-                    "unconditional whenMatchedDelete()"
-                )
+                raise DeltaError(_SEVERAL_MATCHES)
             metrics = self._metrics(scope, outcome.counts)
+            metrics["numSourceRows"] = outcome.source_rows
             inserts = metrics["numTargetRowsInserted"] if outcome.inserts_counted else len(scope.inserts)
             if outcome.touched or inserts:
                 rows = merge_rows(scope, pr, outcome, dv=dv, keep_old=rw.writes_changes(scope.snap))
@@ -171,19 +181,11 @@ class DeltaMergeBuilder:
                     rw,
                     scope,
                     rows,
-                    pr,
                     outcome,
                     metrics,
                     dv=dv,
                     condition=self._condition,
-                    parameters={
-                        "predicate": json.dumps([str(self._condition)]),
-                        "matchedPredicates": json.dumps([{"actionType": k} for k, _, _ in self._matched]),
-                        "notMatchedPredicates": json.dumps([{"actionType": "insert"} for _ in self._not_matched]),
-                        "notMatchedBySourcePredicates": json.dumps(
-                            [{"actionType": k} for k, _, _ in self._not_matched_by_source]
-                        ),
-                    },
+                    parameters=self._parameters(),
                 )
         finally:
             if rows is not None:
@@ -197,6 +199,15 @@ class DeltaMergeBuilder:
             [(updated + deleted + inserted, updated, deleted, inserted)],
             "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long",
         )
+
+    def _parameters(self) -> dict[str, str]:
+        """delta-spark's MERGE operation parameters."""
+        return {
+            "predicate": json.dumps([str(self._condition)]),
+            "matchedPredicates": json.dumps([{"actionType": k} for k, _, _ in self._matched]),
+            "notMatchedPredicates": json.dumps([{"actionType": "insert"} for _ in self._not_matched]),
+            "notMatchedBySourcePredicates": json.dumps([{"actionType": k} for k, _, _ in self._not_matched_by_source]),
+        }
 
     def _metrics(self, scope: MergeScope, counts: dict) -> dict[str, int]:
         """delta-spark's MERGE row metrics from the rows per action."""
@@ -298,7 +309,9 @@ class DeltaMergeBuilder:
         if not self._not_matched_by_source:  # else every target row is needed
             from delta_pyds.spark.tables.merge_pruning import target_filter
 
-            pruning = target_filter(self._condition, talias, scope.target_schema, scope.src)
+            counted: dict = {}
+            pruning = target_filter(self._condition, talias, scope.target_schema, scope.src, counted)
+            scope.source_rows = counted.get("rows")
             if pruning == "FALSE":
                 files = files.slice(0, 0)
             elif pruning is not None:

@@ -17,9 +17,8 @@ from delta_pyds.operations.read_set import record_read
 from delta_pyds.protocol.identity import with_high_water_marks
 from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.spark.tables.dml import TableRewriter
-from delta_pyds.spark.tables.dv_marks import dv_hits
-from delta_pyds.spark.tables.merge_rows import MergeOutcome, MergeRows, Probe
-from delta_pyds.spark.tables.merge_scope import ACTION, MergeScope
+from delta_pyds.spark.tables.merge_rows import MergeOutcome, MergeRows
+from delta_pyds.spark.tables.merge_scope import MergeScope
 from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows
 
 
@@ -41,7 +40,6 @@ def write_and_commit(
     rw: TableRewriter,
     scope: MergeScope,
     mr: MergeRows,
-    pr: Probe,
     outcome: MergeOutcome,
     metrics: dict,
     *,
@@ -54,7 +52,6 @@ def write_and_commit(
     merge's; ``parameters``: the commit's operation parameters); deletes what it wrote if the commit fails.
     Fills ``metrics`` (files, copied rows, and inserted rows when phase 1 did not count
     them); returns False, committing nothing, when no file is touched and no row inserted."""
-    from pyspark.sql import functions as F
 
     from delta_pyds.table.state import file_actions
     from delta_pyds.transaction.commit import Transaction
@@ -93,10 +90,8 @@ def write_and_commit(
                 written += cdcs
                 txn.add_cdc_files(cdcs)
         record_read(txn, snap, condition, snap.files, alias=scope.talias)
-        if dv:
-            n = len(mr.clauses)
-            action = F.col(ACTION)
-            old, bitmaps = dv_hits(pr.rows, (action >= 1) & (action <= n), active)
+        if dv and outcome.touched:
+            old, bitmaps = changed_files(active, outcome.changed or {})
             staged = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
             metrics.update(
                 numTargetFilesRemoved=staged.files_removed,
@@ -113,6 +108,12 @@ def write_and_commit(
                 numTargetFilesRemoved=victims.num_rows,
                 numTargetRowsCopied=sum(stat_rows(a) for a in adds) - changed,
             )
+            if dv:  # no touched file: no vector (an insert-only merge)
+                metrics.update(
+                    numTargetDeletionVectorsAdded=0,
+                    numTargetDeletionVectorsUpdated=0,
+                    numTargetDeletionVectorsRemoved=0,
+                )
         txn.add_files(adds)
         metrics.update(numTargetFilesAdded=len(adds))
         txn.commit("MERGE", parameters, metrics=metrics)
@@ -120,6 +121,16 @@ def write_and_commit(
         delete_files(rw.storage, written)
         raise
     return True
+
+
+def changed_files(active, changed: dict) -> tuple:
+    """(the active file actions of the files phase 1 found changed rows in, per file the
+    serialized bitmap of those rows: the rows the commit marks deleted)."""
+    import pyarrow as pa
+
+    by_path = {p: i for i, p in enumerate(active.column("path").to_pylist())}
+    names = list(changed)
+    return active.take(pa.array([by_path[name] for name in names], pa.int64())), [changed[name] for name in names]
 
 
 def inserted_rows(mr: MergeRows, outcome: MergeOutcome, metrics: dict, adds: list, active, *, dv: bool) -> int:

@@ -70,11 +70,12 @@ def _sql_literal(value: Any) -> str | None:
     return None
 
 
-def target_filter(condition: Any, target_alias: str, target_schema, source) -> str | None:
+def target_filter(condition: Any, target_alias: str, target_schema, source, counted: dict | None = None) -> str | None:
     """A SQL condition over the target's (unqualified) columns (``target_schema``: a Spark
     StructType) that every target row able to match satisfies, or None when none can be
     derived (see the module docstring). Join keys whose source and target types differ
-    are not used."""
+    are not used. When the source's keys are read, ``counted["rows"]`` is set to the
+    source's row count (delta-spark's ``numSourceRows``, from the same job)."""
 
     if not isinstance(condition, str):
         return None
@@ -110,7 +111,8 @@ def target_filter(condition: Any, target_alias: str, target_schema, source) -> s
                 kept.append(f"{_quote(column)} {o} {other.strip()}")
             break
     if keys:
-        for column, (low, high, values) in zip((c for c, _ in keys), source_keys(source, [s for _, s in keys])):
+        bounds = source_keys(source, [s for _, s in keys], counted)
+        for column, (low, high, values) in zip((c for c, _ in keys), bounds):
             if values == []:
                 return "FALSE"  # every key is null: nothing matches
             literals = [_sql_literal(v) for v in values] if values else None
@@ -123,9 +125,10 @@ def target_filter(condition: Any, target_alias: str, target_schema, source) -> s
     return " AND ".join(kept) if kept else None
 
 
-def source_keys(source, columns: list[str]) -> list[tuple[Any, Any, list | None]]:
+def source_keys(source, columns: list[str], counted: dict | None = None) -> list[tuple[Any, Any, list | None]]:
     """Per source column: (smallest non-null value, largest, the distinct non-null values
-    when at most :data:`MAX_KEY_SET`, else None; ``[]`` when every value is null). One
+    when at most :data:`MAX_KEY_SET`, else None; ``[]`` when every value is null); with
+    ``counted``, ``counted["rows"]`` the source's row count. One
     Spark job without a shuffle (it fills the pinned source's cache): each task reduces
     its rows to their bounds and up to ``MAX_KEY_SET + 1`` distinct values, the driver
     merges them. A floating-point column holding NaN (which Spark orders above every
@@ -133,7 +136,7 @@ def source_keys(source, columns: list[str]) -> list[tuple[Any, Any, list | None]
     from pyspark.sql import functions as F
 
     types = {f.name: f.dataType.simpleString() for f in source.schema.fields}
-    schema = ", ".join(
+    schema = "rows long, " + ", ".join(
         f"lo{i} {types[c]}, hi{i} {types[c]}, nan{i} boolean, over{i} boolean, keys{i} array<{types[c]}>"
         for i, c in enumerate(columns)
     )
@@ -142,6 +145,8 @@ def source_keys(source, columns: list[str]) -> list[tuple[Any, Any, list | None]
         .mapInArrow(_key_bounds(len(columns), MAX_KEY_SET), schema)
         .collect()
     )
+    if counted is not None:
+        counted["rows"] = sum(r["rows"] for r in parts)
     out: list[tuple[Any, Any, list | None]] = []
     for i in range(len(columns)):
         rows = [r for r in parts if r[f"lo{i}"] is not None or r[f"nan{i}"]]
@@ -178,7 +183,9 @@ def _key_bounds(n: int, limit: int):
         over = [False] * n
         keys: list[set] = [set() for _ in range(n)]
         types: list = [None] * n
+        rows = 0
         for b in batches:
+            rows += b.num_rows
             for i in range(n):
                 col = b.column(i)
                 types[i] = col.type
@@ -195,11 +202,11 @@ def _key_bounds(n: int, limit: int):
                     keys[i].update(pc.unique(valid).to_pylist())
                     if len(keys[i]) > limit:
                         over[i], keys[i] = True, set()
-        arrays, names = [], []
+        arrays, names = [pa.array([rows], pa.int64())], ["rows"]
         for i in range(n):
             t = types[i]
             if t is None:
-                return
+                return  # the task read no batch: no row (its count is 0)
             arrays += [
                 pa.array([lo[i].as_py() if lo[i] is not None else None], t),
                 pa.array([hi[i].as_py() if hi[i] is not None else None], t),

@@ -15,6 +15,11 @@ Guarantees:
   giving the per-clause counts, the files a clause changes, the duplicate-match check and
   the inserted rows per insert clause (the source rows no candidate target row matches:
   :func:`unmatched_source`);
+* an insert-only merge skips phase 1 (:func:`insert_only`, delta-spark's
+  ``InsertOnlyMergeExecutor``): its inserted rows are the source anti-joined with the
+  candidate target rows;
+* with deletion vectors, phase 1's job also gives per file the bitmap of the rows a
+  target-side clause changes (the rows the commit marks deleted);
 * phase 2, :func:`merge_rows`: only the changed files are read again with every column and
   joined with the source (``left`` outer for copy-on-write: the files are rewritten whole;
   ``inner`` with deletion vectors and no ``whenNotMatchedBySource`` clause: only changed
@@ -132,21 +137,25 @@ def _insert_action(scope: MergeScope):
     return action
 
 
-def unmatched_source(scope: MergeScope, pr: Probe, matched_pairs: int | None = None):
+def unmatched_source(scope: MergeScope, pr: Probe | None, matched_pairs: int | None = None):
     """The source rows no candidate target row matches (the pinned source anti-joined with
     the probe's matched source row numbers: broadcast when ``matched_pairs``, the number
-    of matched (target, source) pairs, is known and at most :data:`BROADCAST_IDS`), with
+    of matched (target, source) pairs, is known and at most :data:`BROADCAST_IDS`; without
+    a probe, anti-joined with the candidate target rows on the merge condition), with
     their insert action (rows no insert clause takes dropped); None without insert
     clauses."""
     from pyspark.sql import functions as F
 
     if not scope.inserts:
         return None
-    hit_ids = pr.rows.where(F.col(MATCHED)).select(SRC_ID)  # type: ignore[attr-defined]
-    if matched_pairs is not None and matched_pairs <= BROADCAST_IDS:
-        hit_ids = F.broadcast(hit_ids)  # a checkpoint has no size estimate: Spark would shuffle
-    rows = scope.src.join(hit_ids, SRC_ID, "left_anti").withColumn(ACTION, _insert_action(scope))
-    return rows.where(F.col(ACTION) > 0)
+    if pr is None:  # no phase 1 (an insert-only merge): anti-join with the candidate target rows
+        rows = scope.src.join(scope.target, scope.cond, "left_anti")
+    else:
+        hit_ids = pr.rows.where(F.col(MATCHED)).select(SRC_ID)  # type: ignore[attr-defined]
+        if matched_pairs is not None and matched_pairs <= BROADCAST_IDS:
+            hit_ids = F.broadcast(hit_ids)  # a checkpoint has no size estimate: Spark would shuffle
+        rows = scope.src.join(hit_ids, SRC_ID, "left_anti")
+    return rows.withColumn(ACTION, _insert_action(scope)).where(F.col(ACTION) > 0)
 
 
 @dataclass
@@ -233,7 +242,7 @@ class MergeRows:
         return out
 
 
-def merge_rows(scope: MergeScope, pr: Probe, outcome: MergeOutcome, *, dv: bool, keep_old: bool) -> MergeRows:
+def merge_rows(scope: MergeScope, pr: Probe | None, outcome: MergeOutcome, *, dv: bool, keep_old: bool) -> MergeRows:
     """Phase 2 (delta-spark's ``writeAllChanges``): the ``touched`` files' rows joined with
     the pinned source (``left`` outer for copy-on-write or with a ``whenNotMatchedBySource``
     clause, else ``inner``: with deletion vectors only changed rows are written) with
@@ -253,7 +262,7 @@ def merge_rows(scope: MergeScope, pr: Probe, outcome: MergeOutcome, *, dv: bool,
         joined = tdf.join(scope.src, scope.cond, shape)
         has_target, has_source = scope.tfile().isNotNull(), F.col(SRC).isNotNull()
         action, matched = _target_action(scope, has_target, has_source)
-        joined = joined.withColumn(ACTION, action).withColumn(MATCHED, matched)
+        joined = joined.select("*", action.alias(ACTION), matched.alias(MATCHED))  # one analysis, not two
         tcol = scope.tcol()
         cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(_new_values(scope, tcol, generated, inserted=False))]
         if keep_old:
@@ -288,6 +297,17 @@ def _new_values(scope: MergeScope, tcol: dict, generated: list, *, inserted: boo
 
     n = len(scope.clauses)
     generate = {c.name: c for c in generated}
+    # each clause's set values built once (not once per column: every value is a parse)
+    given_sets = [
+        set_columns(scope.target_schema, sets, tcol.get, what="merge", alias=scope.talias)
+        if kind == "update" and sets is not None and not inserted
+        else None
+        for kind, _, sets, _ in scope.clauses
+    ]
+    given_values = [
+        {scope.target_name(k): v for k, v in values.items()} if values is not None and inserted else None
+        for _, values in scope.inserts
+    ]
     out = []
     for f in scope.target_schema.fields:
         value = tcol[f.name]
@@ -304,10 +324,10 @@ def _new_values(scope: MergeScope, tcol: dict, generated: list, *, inserted: boo
                     continue  # schema evolution: a column the source lacks is kept
                 new = scope.source_col(f.name)
             else:
-                given = set_columns(scope.target_schema, sets, tcol.get, what="merge", alias=scope.talias)
-                if f.name not in given:
+                given = given_sets[i]
+                if f.name not in given:  # type: ignore[operator]
                     continue
-                new = given[f.name]
+                new = given[f.name]  # type: ignore[index]
             value = F.when(F.col(ACTION) == i + 1, new).otherwise(value)
         for j in reversed(range(len(scope.inserts) if inserted else 0)):
             _, values = scope.inserts[j]
@@ -322,8 +342,8 @@ def _new_values(scope: MergeScope, tcol: dict, generated: list, *, inserted: boo
                 else:
                     new = scope.source_col(f.name)
             else:
-                given = {scope.target_name(k): v for k, v in values.items()}
-                new = sql_expr(given[f.name]) if f.name in given else F.lit(None)
+                given = given_values[j]
+                new = sql_expr(given[f.name]) if f.name in given else F.lit(None)  # type: ignore[index,operator]
             value = F.when(F.col(ACTION) == n + j + 1, new).otherwise(value)
         out.append(value.cast(f.dataType))
     return out
@@ -339,9 +359,39 @@ class MergeOutcome:
     top_k: int | None  # the largest source row number of an inserted row (identity values)
     matched_pairs: int  # (target row, source row) pairs the condition matches
     inserts_counted: bool  # counts holds the inserted rows (else the write counts them)
+    source_rows: int = 0  # the source's rows (delta-spark's numSourceRows)
+    changed: dict | None = None  # with deletion vectors: file -> serialized bitmap of its changed rows
 
 
-def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool) -> MergeOutcome:
+def insert_only(scope: MergeScope) -> MergeOutcome:
+    """The outcome of an insert-only merge without phase 1 (delta-spark's
+    ``InsertOnlyMergeExecutor``): no target row changes, the write counts the inserted rows
+    (phase 2 anti-joins the source with the candidate target rows). The source's rows come
+    from the pruning job, else from one job over the pinned source."""
+    rows = scope.source_rows
+    if rows is None:
+        got = scope.src.select(SRC_ID).mapInArrow(_count_task, "rows long").collect()
+        rows = sum(r["rows"] for r in got)
+    return MergeOutcome(
+        touched=[],
+        counts=dict.fromkeys(range(1, 1 + len(scope.inserts)), 0),
+        several_matches=False,
+        top_k=None,
+        matched_pairs=0,
+        inserts_counted=False,
+        source_rows=rows,
+    )
+
+
+def _count_task(batches):
+    """One task's rows counted (one row; the executor side of a source row count)."""
+    import pyarrow as pa
+
+    rows = sum(b.num_rows for b in batches)
+    yield pa.RecordBatch.from_arrays([pa.array([rows], pa.int64())], names=["rows"])
+
+
+def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool, marks: bool = False) -> MergeOutcome:
     """Counts, touched files and the duplicate-match check over the probe's rows, as ONE
     Spark job without a shuffle: each task reduces its rows per file on the executor
     (:func:`_per_task`: rows per action, matched pairs and the serialized bitmap of the
@@ -353,7 +403,10 @@ def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool) -> MergeOutc
     inserted rows per insert clause and their largest source row number (over
     :func:`unmatched_source`; needed for generated identity values, else the write's row
     counts give the inserted rows; AQE then runs the anti-join's shuffle as jobs of their
-    own). The job fills the probe's checkpoint."""
+    own), and, when no pruning job counted them, the source's rows (its pinned rows counted
+    per task in the same job). With ``marks`` (deletion vectors) also per file the bitmap
+    of the rows a target-side clause changes (the rows the commit marks deleted: no job of
+    their own). The job fills the probe's checkpoint."""
     from pyspark.sql import functions as F
 
     n = len(scope.clauses)
@@ -361,30 +414,43 @@ def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool) -> MergeOutc
     action = F.col(ACTION)
     schema = "file string, pairs long, t long, matched binary, " + ", ".join(f"t{a} long" for a in range(n + 1))
     per_file = pr.rows.select(SCAN_FILE, SCAN_ROW, ACTION, MATCHED).mapInArrow(  # type: ignore[attr-defined]
-        _per_task(n), schema
+        _per_task(n, marks), schema + (", changed binary" if marks else "")
     )
     null = F.lit(None).cast("long")
-    per_file = per_file.select("*", *[null.alias(f"i{a}") for a in ins], null.alias("k"))
+    per_file = per_file.select("*", *[null.alias(f"i{a}") for a in ins], null.alias("k"), null.alias("src"))
+    if scope.source_rows is None:  # no pruning job counted the source: its tasks join this job
+        counted = scope.src.select(SRC_ID).mapInArrow(_count_task, "rows long")
+        per_file = per_file.unionByName(_summary_row(n, ins, counted, marks=marks, src=F.col("rows")))
     inserts = unmatched_source(scope, pr) if ins else None
     if inserts is not None:
         agg = inserts.agg(
             *[F.count(F.when(action == a, F.lit(1))).alias(f"i{a}") for a in ins],
             F.max(F.col(SRC_ID)).alias("k"),
         )
-        agg = agg.select(
-            F.lit(None).cast("string").alias("file"),
-            F.lit(0).cast("long").alias("pairs"),
-            F.lit(None).cast("long").alias("t"),
-            F.lit(None).cast("binary").alias("matched"),
-            *[F.lit(0).cast("long").alias(f"t{a}") for a in range(n + 1)],
-            *[F.col(f"i{a}").cast("long") for a in ins],
-            F.col("k"),
-        )
-        per_file = per_file.unionByName(agg)
-    return _outcome(scope, per_file.collect(), n=n, ins=ins)
+        per_file = per_file.unionByName(_summary_row(n, ins, agg, marks=marks, inserted=True))
+    return _outcome(scope, per_file.collect(), n=n, ins=ins, marks=marks)
 
 
-def _outcome(scope: MergeScope, got: list, *, n: int, ins: list[int]) -> MergeOutcome:
+def _summary_row(n: int, ins: list[int], df, *, marks: bool, inserted: bool = False, src=None):
+    """``df``'s rows in the shape of :func:`summarize`'s per-file rows, with no file: its
+    insert counts (``i<a>``, ``k``) when ``inserted``, ``src`` as the source rows."""
+    from pyspark.sql import functions as F
+
+    null = F.lit(None).cast("long")
+    return df.select(
+        F.lit(None).cast("string").alias("file"),
+        F.lit(0).cast("long").alias("pairs"),
+        null.alias("t"),
+        F.lit(None).cast("binary").alias("matched"),
+        *[F.lit(0).cast("long").alias(f"t{a}") for a in range(n + 1)],
+        *[(F.col(f"i{a}").cast("long") if inserted else null).alias(f"i{a}") for a in ins],
+        (F.col("k") if inserted else null).alias("k"),
+        (src if src is not None else null).alias("src"),
+        *([F.lit(None).cast("binary").alias("changed")] if marks else []),
+    )
+
+
+def _outcome(scope: MergeScope, got: list, *, n: int, ins: list[int], marks: bool) -> MergeOutcome:
     """The driver side of :func:`summarize`: the collected per-task, per-file rows (and the
     insert counts' row) merged into counts, touched files and the duplicate-match check."""
     counts = dict.fromkeys(range(1, n + 1 + len(scope.inserts)), 0)
@@ -392,7 +458,10 @@ def _outcome(scope: MergeScope, got: list, *, n: int, ins: list[int]) -> MergeOu
     pairs: dict[str, int] = {}
     bitmaps: dict[str, list[bytes]] = {}
     touched: dict[str, None] = {}
+    changed: dict[str, list[bytes]] = {}
+    source_rows = scope.source_rows or 0
     for r in got:
+        source_rows += int(r["src"] or 0)
         for a in range(1, n + 1):
             counts[a] += int(r[f"t{a}"] or 0)
         for a in ins:
@@ -404,6 +473,8 @@ def _outcome(scope: MergeScope, got: list, *, n: int, ins: list[int]) -> MergeOu
             continue
         if (r["t"] or 0) > 0:
             touched[name] = None
+            if marks:
+                changed.setdefault(name, []).append(bytes(r["changed"]))
         if r["pairs"]:
             pairs[name] = pairs.get(name, 0) + int(r["pairs"])
             bitmaps.setdefault(name, []).append(bytes(r["matched"]))
@@ -419,13 +490,16 @@ def _outcome(scope: MergeScope, got: list, *, n: int, ins: list[int]) -> MergeOu
         top_k=top_k,
         matched_pairs=sum(pairs.values()),
         inserts_counted=bool(ins) or not scope.inserts,
+        source_rows=source_rows,
+        changed={name: _union(parts) for name, parts in changed.items()} if marks else None,
     )
 
 
-def _per_task(n: int):
+def _per_task(n: int, marks: bool = False):
     """The executor side of :func:`summarize`: one task's probe rows (file, row index,
     action, matched) reduced to one row per file: matched pairs, the largest target-side
-    action, the serialized bitmap of the matched rows' indexes and the rows per action."""
+    action, the serialized bitmap of the matched rows' indexes and the rows per action;
+    with ``marks`` the serialized bitmap of the changed rows' indexes (action > 0)."""
 
     def reduce(batches):
         import numpy as np
@@ -448,11 +522,13 @@ def _per_task(n: int):
                 name = names[int(codes[group[0]])]
                 acts, hit = action[group], matched[group]
                 per = np.bincount(np.clip(acts, 0, n), minlength=n + 1)
-                p = parts.setdefault(name, [0, 0, [], np.zeros(n + 1, np.int64)])
+                p = parts.setdefault(name, [0, 0, [], np.zeros(n + 1, np.int64), []])
                 p[0] += int(hit.sum())
                 p[1] = max(p[1], int(acts[acts <= n].max(initial=0)))
                 p[2].append(index[group][hit])
                 p[3] += per
+                if marks:
+                    p[4].append(index[group][(acts > 0) & (acts <= n)])
         if not parts:
             return
         names = list(parts)
@@ -463,8 +539,11 @@ def _per_task(n: int):
             pa.array([serialize_deleted_rows(np.concatenate(p[2])) for p in parts.values()], pa.binary()),
         ]
         cols += [pa.array([int(p[3][a]) for p in parts.values()], pa.int64()) for a in range(n + 1)]
+        if marks:
+            cols.append(pa.array([serialize_deleted_rows(np.concatenate(p[4])) for p in parts.values()], pa.binary()))
         yield pa.RecordBatch.from_arrays(
-            cols, names=["file", "pairs", "t", "matched", *[f"t{a}" for a in range(n + 1)]]
+            cols,
+            names=["file", "pairs", "t", "matched", *[f"t{a}" for a in range(n + 1)], *(["changed"] if marks else [])],
         )
 
     return reduce
@@ -472,6 +551,17 @@ def _per_task(n: int):
 
 def _union_size(parts: list[bytes]) -> int:
     """The number of distinct row indexes in the union of serialized bitmaps."""
+    return len(_bitmap_union(parts))
+
+
+def _union(parts: list[bytes]) -> bytes:
+    """The union of serialized bitmaps, serialized."""
+    from delta_pyds.protocol.deletion_vectors import serialize_deleted_rows
+
+    return serialize_deleted_rows(_bitmap_union(parts))
+
+
+def _bitmap_union(parts: list[bytes]):
     from pyroaring import BitMap64
 
     from delta_pyds.protocol.deletion_vectors import deserialize_deleted_rows
@@ -479,4 +569,4 @@ def _union_size(parts: list[bytes]) -> int:
     bm = BitMap64()
     for data in parts:
         bm |= BitMap64(deserialize_deleted_rows(data))
-    return len(bm)
+    return bm

@@ -46,6 +46,13 @@ class MergeScope:
     by_source: bool = False  # a whenNotMatchedBySource* clause exists
     files: Any = None  # the candidate target files (pyarrow table of snapshot file rows) after pruning
     scan_target: Any = None  # files -> the target's rows of those files, aliased (phase 2's scan)
+    source_rows: int | None = None  # the source's rows (numSourceRows), when a job counted them
+
+    @property
+    def insert_only(self) -> bool:
+        """Only ``whenNotMatched*`` (insert) clauses: no target row changes (delta-spark's
+        ``InsertOnlyMergeExecutor``: an anti-join and an append)."""
+        return not self.clauses and bool(self.inserts)
 
     @property
     def names(self) -> list[str]:
