@@ -31,7 +31,7 @@ No pyspark import.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -44,8 +44,10 @@ __all__ = [
     "BUCKET_BITS",
     "BUCKET_ROWS",
     "BUCKET_WORDS",
+    "RowWords",
     "deleted_row_buckets",
     "deleted_row_words",
+    "file_footer",
     "file_row_count",
     "file_deleted_rows",
 ]
@@ -58,16 +60,7 @@ BUCKET_BYTES = BUCKET_WORDS * 8
 
 def file_row_count(storage: Any, path: str, uri: str) -> int:
     """The rows of a data file, from its Parquet footer (``path`` as the log spells it)."""
-    try:
-        with storage.open_input(storage.resolve(path)) as source:
-            return int(pq.read_metadata(source).num_rows)
-    except FileNotFoundError:
-        raise DataFileError(
-            f"data file {uri} is referenced by the table log but is missing; it may have been "
-            "deleted by VACUUM or outside Delta"
-        ) from None
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise DataFileError(f"data file {uri} is not a readable Parquet file: {exc}") from None
+    return int(file_footer(storage, path, uri)[0].num_rows)
 
 
 def file_deleted_rows(storage: Any, descriptor: Mapping[str, Any], rows: int, uri: str) -> np.ndarray:
@@ -85,16 +78,43 @@ def file_deleted_rows(storage: Any, descriptor: Mapping[str, Any], rows: int, ur
         raise DeletionVectorError(f"data file {uri}: {exc}") from None
 
 
+class RowWords(NamedTuple):
+    """Deleted rows as bit words (:func:`deleted_row_words`)."""
+
+    starts: list[int]  # where each file's words begin
+    words: np.ndarray  # int64 words of all files, one after another
+    columns: frozenset[str]  # lowercased top-level column names the files' footers hold
+    sizes: list[int]  # each file's size in bytes, as the store reports it
+
+
+def file_footer(storage: Any, path: str, uri: str) -> tuple[pq.FileMetaData, int]:
+    """The Parquet footer of a data file (``path`` as the log spells it) and the file's
+    size in bytes as the store reports it."""
+    try:
+        with storage.open_input(storage.resolve(path)) as source:
+            size = int(source.seek(0, 2))
+            source.seek(0)
+            return pq.read_metadata(source), size
+    except FileNotFoundError:
+        raise DataFileError(
+            f"data file {uri} is referenced by the table log but is missing; it may have been "
+            "deleted by VACUUM or outside Delta"
+        ) from None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataFileError(f"data file {uri} is not a readable Parquet file: {exc}") from None
+
+
 def deleted_row_words(
     storage: Any, files: Sequence[tuple[str, str, Mapping[str, Any]]], *, max_rows: int
-) -> tuple[list[int], np.ndarray] | None:
+) -> RowWords | None:
     """Every row of ``files`` ((file URI, log path, descriptor) triples) as one bit, set when
     the row is deleted: bit ``r & 63`` of word ``start + (r >> 6)`` for row ``r`` of a file
-    whose words begin at ``start``. Returns (each file's start, the int64 words of all files
-    one after another), or None when the files hold more than ``max_rows`` rows in all
-    (known from their footers before any vector is read). The words take one bit per row of
-    the files, whatever their vectors delete."""
-    rows = [file_row_count(storage, path, uri) for uri, path, _ in files]
+    whose words begin at ``start``. Returns the :class:`RowWords`, or None when the files
+    hold more than ``max_rows`` rows in all (known from their footers before any vector is
+    read). The words take one bit per row of the files, whatever their vectors delete."""
+    footers = [file_footer(storage, path, uri) for uri, path, _ in files]
+    rows = [int(f.num_rows) for f, _ in footers]
+    names = frozenset(n.lower() for f, _ in footers for n in f.schema.to_arrow_schema().names)
     if sum(rows) > max_rows:
         return None
     starts: list[int] = []
@@ -111,7 +131,7 @@ def deleted_row_words(
         bits = np.zeros(count * 64, dtype=bool)
         bits[deleted] = True
         words[start : start + count] = np.packbits(bits, bitorder="little").view("<i8")
-    return starts, words
+    return RowWords(starts, words, names, [size for _, size in footers])
 
 
 def deleted_row_buckets(

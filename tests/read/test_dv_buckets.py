@@ -3,6 +3,8 @@ bounded by the file's rows whatever the vector deletes, the data source's checks
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -72,7 +74,9 @@ def test_words_hold_exactly_the_deleted_rows_of_each_file(tmp_path, deleted):
     ]
     found = deleted_row_words(storage, files, max_rows=ROWS + 65)
     assert found is not None
-    starts, words = found
+    starts, words, names, sizes = found
+    assert names == {"id"}
+    assert sizes == [os.path.getsize(tmp_path / "g.parquet"), os.path.getsize(tmp_path / "f.parquet")]
     assert starts == [0, 2] and len(words) == 2 + -(-ROWS // 64)  # one bit per row, whole words
     bits = np.unpackbits(words.view(np.uint8), bitorder="little")
     assert np.flatnonzero(bits[:128]).tolist() == [0, 64]

@@ -24,7 +24,7 @@ STRATEGIES = ["words", "buckets", "pairs", "udf"]
 
 
 def _strategy(monkeypatch, how: str) -> None:
-    import delta_pyds.spark.native.read as native_read
+    import delta_pyds.spark.native.deleted_rows as native_read
 
     if how != "words":
         monkeypatch.setattr(native_read, "MAX_LITERAL_DV_ROWS", 0)
@@ -119,7 +119,7 @@ def test_vector_shapes(spark, tmp_path, monkeypatch, how):
 def test_many_files_with_vectors(spark, tmp_path, monkeypatch, how):
     """More files with vectors than MAX_KEYED_DV_FILES: the (file, bucket) join; with the
     cap raised, the literal words take them all."""
-    import delta_pyds.spark.native.read as native_read
+    import delta_pyds.spark.native.deleted_rows as native_read
 
     files = [(300 + f, [f, 299 - f, 300 + f - 1]) for f in range(70)] + [(50, None)]
     path = str(tmp_path / "many")
@@ -128,7 +128,7 @@ def test_many_files_with_vectors(spark, tmp_path, monkeypatch, how):
         monkeypatch.setattr(native_read, "MAX_KEYED_DV_FILES", 100)
     _check(spark, path, kept)
     plan = read_delta(spark, path)._jdf.queryExecution().analyzed().toString()
-    assert ("split(" in plan) is (how == "words")
+    assert ("scalar-subquery" in plan) is (how == "words")
     assert ("__pydelta_dv_path" in plan) is (how == "buckets")
 
 
@@ -142,3 +142,75 @@ def test_words_are_the_default_for_few_small_files(spark, tmp_path):
     physical = df._jdf.queryExecution().executedPlan().toString()
     assert "Join" not in physical and "BroadcastExchange" not in physical
     assert {r.id for r in df.collect()} == kept
+
+
+def _physical(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def test_the_words_are_not_rendered_in_the_plan(spark, tmp_path):
+    """The words are a scalar subquery, not a literal: describing the plan (which Spark
+    does for every action) does not render one number per 64 rows (200k rows: 3125
+    words, about 60 KB of text as a literal)."""
+    rows = 200_000
+    path = str(tmp_path / "long")
+    kept = _table_with_dvs(path, [(rows, list(range(0, rows, 10)))])
+    df = read_delta(spark, path)
+    assert len(_physical(df)) < 10_000
+    assert len(df._jdf.queryExecution().toString()) < 20_000
+    assert {r.id for r in df.select("id").collect()} == kept
+
+
+def test_no_file_path_is_built_per_row(spark, tmp_path):
+    """Spark's hidden row index column (no ``_metadata`` struct holding each row's file
+    path): with one file with a vector there is no per-row file lookup at all; with files
+    of distinct sizes the lookup is by ``_metadata.file_size``, a long."""
+    path = str(tmp_path / "one")
+    kept = _table_with_dvs(path, [(3000, [0, 1500, 2999])])
+    df = read_delta(spark, path)
+    physical = _physical(df)
+    assert "_tmp_metadata_row_index" in physical and "file_path, " not in physical
+    assert "file_size" not in physical
+    _check(spark, path, kept)
+    path = str(tmp_path / "three")
+    kept = _table_with_dvs(path, [(3000 + 500 * f, [f, 2999]) for f in range(3)])
+    physical = _physical(read_delta(spark, path))
+    assert "file_size" in physical and "named_struct(file_path" not in physical
+    _check(spark, path, kept)
+
+
+def test_64_files_with_vectors_of_equal_size(spark, tmp_path):
+    """MAX_KEYED_DV_FILES files whose sizes are all equal: each row finds its file's words
+    by a binary search over the sorted paths; with every file's size distinct, over the
+    sizes. Deleted rows on the first and last row of each file, and one file losing every
+    row."""
+    import delta_pyds.spark.native.deleted_rows as native_read
+
+    n = native_read.MAX_KEYED_DV_FILES
+    files: list[tuple[int, list[int] | None]] = [(200, [0, 199, f]) for f in range(n - 1)] + [(200, list(range(200)))]
+    path = str(tmp_path / "equal")
+    kept = _table_with_dvs(path, files)
+    sizes = {os.path.getsize(os.path.join(path, f)) for f in os.listdir(path) if f.endswith(".parquet")}
+    physical = _physical(read_delta(spark, path))
+    assert ("named_struct(file_path" in physical) is (len(sizes) < n)
+    assert "BroadcastExchange" not in physical
+    _check(spark, path, kept)
+
+
+def test_a_data_column_named_like_the_hidden_row_index(spark, tmp_path):
+    """A table whose files hold a column named ``_tmp_metadata_row_index`` (Spark's
+    vectorized reader would read it instead of filling row indexes): the scan reads
+    ``_metadata.row_index`` instead."""
+    from deltalake import write_deltalake
+
+    path = str(tmp_path / "named")
+    ids = np.arange(1000, dtype=np.int64)
+    table = pa.table({"id": ids, "v": ids % 7, "_tmp_metadata_row_index": ids[::-1].copy()})
+    write_deltalake(path, table, configuration={"delta.enableDeletionVectors": "true"})
+    from delta_pyds import DeltaTable
+
+    DeltaTable.forPath(spark, path).delete("id % 3 = 0")
+    kept = {i for i in range(1000) if i % 3}
+    native = read_delta(spark, path, native="require")
+    assert {r.id for r in native.select("id").collect()} == kept
+    assert native.where("_tmp_metadata_row_index != 999 - id").count() == 0

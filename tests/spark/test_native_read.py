@@ -166,7 +166,8 @@ def test_deletion_vectors_only_dv_files_pay(spark):
     native = read_delta(spark, path)
     same(native, spark.read.format("pydelta").load(path))
     plan = native._jdf.queryExecution().analyzed().toString()
-    assert "row_index" in plan and "split(" in plan  # deleted rows looked up in one literal of bits
+    # deleted rows looked up in one array of bits, a scalar subquery
+    assert "row_index" in plan and "scalar-subquery" in plan
     # the version before the deletion vector was added reads no row index at all
     v0 = read_delta(spark, path, versionAsOf=0)
     assert "row_index" not in v0._jdf.queryExecution().optimizedPlan().toString()
@@ -181,7 +182,7 @@ def test_deletion_vectors_only_dv_files_pay(spark):
 def test_deletion_vectors_other_strategies(spark, monkeypatch, name, how):
     """Beyond MAX_BUCKET_BYTES the vectors are applied by an Arrow UDF in the tasks;
     beyond MAX_KEYED_DV_FILES the bucket join is keyed by (file path, bucket)."""
-    import delta_pyds.spark.native.read as native_read
+    import delta_pyds.spark.native.deleted_rows as native_read
 
     monkeypatch.setattr(native_read, "MAX_LITERAL_DV_ROWS", 0)  # not the literal bit words
     if how == "udf":

@@ -29,18 +29,19 @@ Guarantees:
   file sets, or a broadcast join on ``_metadata.file_path``); column mapping reads physical
   names, and Parquet field ids in ``id`` mode (the session conf
   ``spark.sql.parquet.fieldId.read.enabled`` is set to true);
-* only files with a deletion vector read ``_metadata.row_index``; files without one are pure
+* only files with a deletion vector are filtered by row index; files without one are pure
   Spark. Each vector is verified on the driver as the data source verifies it (cardinality
   and row indexes within the file's footer row count, checksum, format: else
-  :class:`~delta_pyds.errors.DeletionVectorError` naming the data file). Up to
-  :data:`MAX_KEYED_DV_FILES` files holding up to :data:`MAX_LITERAL_DV_ROWS` rows become
-  one bit per row in one literal array tested in the scan's own filter (no join, no extra
-  Spark job); beyond, bit buckets (:mod:`delta_pyds.read.dv_buckets`: 4 KiB per 32768
-  rows holding a deleted row), broadcast and looked up per row by (file,
-  ``row_index >> 15``) plus one bit test. Their size depends on the files' row counts,
-  never on the rows deleted; beyond
-  :data:`MAX_BUCKET_BYTES` an Arrow UDF loads and verifies each file's vector in the tasks
-  (its errors then come wrapped in Spark's exception, named in its message);
+  :class:`~delta_pyds.errors.DeletionVectorError` naming the data file) and reaches Spark
+  sized by the files' row counts, never by the rows deleted
+  (:mod:`delta_pyds.spark.native.deleted_rows`): for up to 64 files of up to 8M rows one
+  bit per row in one array, a scalar subquery that plan descriptions name and never print,
+  tested in the scan's own filter (no join, no extra Spark job) against the row index
+  Spark's reader fills in its hidden row index column (no ``_metadata`` struct per row),
+  each row's file found by its size when those files' sizes differ, else by its path;
+  beyond, bit buckets broadcast and joined; beyond 64 MiB of buckets an Arrow UDF loads and
+  verifies each file's vector in the tasks (its errors then come wrapped in Spark's
+  exception, named in its message);
 * ``where`` prunes files with Delta statistics and partition values (conservatively) and is
   also applied by Spark to the rows, so results never depend on skipping; nothing depends
   on Spark reusing a plan;
@@ -69,10 +70,16 @@ from delta_pyds.errors import DataFileError, UnsupportedFeatureError
 from delta_pyds.expressions.safe_sql import safe_spark_sql
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.protocol.schema import StructField, StructType, nullable_type
-from delta_pyds.read.dv_buckets import BUCKET_BITS, BUCKET_ROWS, deleted_row_buckets, deleted_row_words
 from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, plan_native_scan
 from delta_pyds.read.options import ReadOptions, get_option, read_change_feed
 from delta_pyds.read.scan_plan import load_snapshot, table_storage
+from delta_pyds.spark.native.deleted_rows import (
+    ROW_INDEX_COLUMN,
+    drop_deleted_rows,
+    dv_words,
+    row_index_free,
+    with_row_index,
+)
 from delta_pyds.spark.native.locations import SparkLocation, remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.schema_convert import to_spark_schema
 from delta_pyds.storage.store import Storage
@@ -86,16 +93,6 @@ FIELD_ID_CONF = "spark.sql.parquet.fieldId.read.enabled"
 MAX_LITERAL_PARTITIONS = 16
 # ... naming at most this many file paths in all (beyond, the join)
 MAX_CASE_PATHS = 4096
-# deletion vectors are broadcast as bit buckets up to this many bytes (files of up to about
-# 512M rows in all, however many rows they delete); beyond, an Arrow UDF loads each file's
-# vector in the tasks
-MAX_BUCKET_BYTES = 64 << 20
-# files with deletion vectors up to this many get a numeric join key (a CASE over their paths)
-MAX_KEYED_DV_FILES = 64
-# up to MAX_KEYED_DV_FILES files with deletion vectors holding up to this many rows in all
-# (1 MiB of bits) are filtered by one literal array of bit words in the scan's own filter:
-# no relation to ship, no join, no extra Spark job
-MAX_LITERAL_DV_ROWS = 1 << 23
 # tables of up to this many live files are listed through a pathGlobFilter of their names
 MAX_GLOB_FILES = 1000
 
@@ -265,7 +262,10 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
     has_dv = plan.files.column(HAS_DV)
     dv_count = pc.sum(has_dv).as_py() or 0
     glob = name_glob(plan.files.column(FILE_PATH))
-    base, by_directory = _scan(spark, plan, location, read_schema, glob)
+    words = dv_words(plan, storage) if dv_count else None
+    row_index = words is not None and row_index_free(read_schema, words.columns)
+    scan_schema = with_row_index(read_schema) if row_index else read_schema
+    base, by_directory = _scan(spark, plan, location, scan_schema, glob)
     listed = listed_files(base)
     check_listed(plan, listed)
     # the glob admitted exactly the live files: no per-row file filter is needed
@@ -282,11 +282,11 @@ def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: 
     if dv_count:
         dv_files = plan.files.filter(has_dv)
         dv_df = scoped.where(file_filter(dv_files.column(FILE_PATH), live)) if plain_files.num_rows else scoped
-        dv_df = drop_deleted_rows(spark, dv_df, plan, storage)
+        dv_df = drop_deleted_rows(spark, dv_df, plan, storage, words=words, only_dv_files=True)
         parts.append(_with_partitions(spark, dv_df, plan, dv_files, by_directory))
     df = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     if read_schema == output_schema and not by_directory:  # physical = logical, no partition column
-        return df
+        return df.drop(ROW_INDEX_COLUMN) if row_index else df
     selected = []
     for col, target in zip(plan.output, output_schema.fields, strict=True):
         if col.partition and not by_directory:
@@ -465,133 +465,3 @@ def partition_text(values: pa.Array) -> pa.Array:
             text = pc.if_else(pc.equal(text, a), pa.scalar(b), text)
         return text
     return values.cast(pa.string())
-
-
-def drop_deleted_rows(spark, df: DataFrame, plan: NativePlan, storage: Storage) -> DataFrame:
-    """``df`` (a Parquet scan of some of ``plan``'s files, ``_metadata`` still reachable)
-    without the rows the files' deletion vectors delete. Each vector is verified on the
-    driver as the data source verifies it (cardinality and row indexes against the file's
-    footer row count, else :class:`~delta_pyds.errors.DeletionVectorError` naming the file)
-    and held as bits sized by the files' rows, never by the rows deleted: one literal of
-    bit words in the filter for up to :data:`MAX_KEYED_DV_FILES` files of up to
-    :data:`MAX_LITERAL_DV_ROWS` rows, else bit buckets broadcast and joined; beyond
-    :data:`MAX_BUCKET_BYTES` each task loads and verifies its files' vectors. Rows of files
-    without a vector are kept."""
-    if not plan.dv_files:
-        return df
-    if len(plan.dv_files) <= MAX_KEYED_DV_FILES:
-        found = deleted_row_words(storage, plan.dv_files, max_rows=MAX_LITERAL_DV_ROWS)
-        if found is not None:
-            return _drop_by_words(df, [uri for uri, _, _ in plan.dv_files], *found)
-    buckets = deleted_row_buckets(storage, plan.dv_files, max_bytes=MAX_BUCKET_BYTES)
-    if buckets is not None:
-        uris = [uri for uri, _, _ in plan.dv_files]
-        return _drop_deleted(df, _bucket_frame(spark, buckets, uris), uris)
-    keep = _dv_filter(plan.dv_files, storage)
-    return df.where(keep(F.col("_metadata.file_path"), F.col("_metadata.row_index")))
-
-
-def _drop_by_words(df: DataFrame, uris: list[str], starts: list[int], words: np.ndarray) -> DataFrame:
-    """``df`` without the rows whose bit is set in ``words`` (see
-    :func:`~delta_pyds.read.dv_buckets.deleted_row_words`: file ``uris[i]``'s words begin at
-    ``starts[i]``), tested in the scan's own filter: the words travel as one text literal that
-    Spark's optimizer folds once into an ``array<bigint>`` literal (no relation, no join,
-    no extra job); each row's file start is a ``CASE`` over the few file paths. One
-    DataFrame operation (each one costs Spark an analysis of the plan)."""
-    if not len(words) or not words.any():
-        return df
-    bits = F.split(F.lit(",".join(map(str, words.tolist()))), ",").cast("array<bigint>")
-    case = " ".join(f"WHEN {_sql_string(u)} THEN {s}L" for u, s in zip(uris, starts, strict=True))
-    row = F.col("_metadata.row_index")
-    index = (F.expr(f"CASE _metadata.file_path {case} END") + F.shiftright(row, 6)).cast("int")
-    word = F.coalesce(F.get(bits, index), F.lit(0).cast("long"))
-    bit = F.call_function("shiftright", word, row.bitwiseAND(63).cast("int")).bitwiseAND(1)
-    return df.where(bit == 0)
-
-
-def _drop_deleted(df: DataFrame, buckets: DataFrame, uris: list[str]) -> DataFrame:
-    """``df`` without the rows the deletion vector ``buckets`` (file_path, bucket, words:
-    see :mod:`delta_pyds.read.dv_buckets`) mark deleted: a broadcast left join on (file,
-    ``row_index >> BUCKET_BITS``), then one bit test per row. With few files the key is one
-    long (file number << 40 | bucket: a long-keyed hash join), else (file path, bucket)."""
-    bucket = f"shiftright(_metadata.row_index, {BUCKET_BITS})"
-    if len(uris) <= MAX_KEYED_DV_FILES:
-        case = " ".join(f"WHEN {_sql_string(u)} THEN {i}L" for i, u in enumerate(uris))
-        keyed = df.withColumn(
-            "__pydelta_dv_key", F.expr(f"shiftleft(CASE _metadata.file_path {case} END, 40) + {bucket}")
-        )
-        right = F.broadcast(
-            buckets.select(
-                (F.shiftleft(F.col("__pydelta_dv_file"), 40) + F.col("__pydelta_dv_bucket")).alias("__pydelta_dv_rkey"),
-                "__pydelta_dv_words",
-            )
-        )
-        joined = keyed.join(right, keyed["__pydelta_dv_key"] == right["__pydelta_dv_rkey"], "left_outer")
-        drop = ["__pydelta_dv_key", "__pydelta_dv_rkey", "__pydelta_dv_words"]
-    else:
-        right = F.broadcast(buckets)
-        joined = df.join(
-            right,
-            (F.col("_metadata.file_path") == right["__pydelta_dv_path"])
-            & (F.expr(bucket) == right["__pydelta_dv_bucket"]),
-            "left_outer",
-        )
-        drop = ["__pydelta_dv_path", "__pydelta_dv_bucket", "__pydelta_dv_words"]
-    word = f"get(__pydelta_dv_words, CAST(shiftright(_metadata.row_index & {BUCKET_ROWS - 1}, 6) AS INT))"
-    kept = F.expr(f"__pydelta_dv_words IS NULL OR (shiftright({word}, CAST(_metadata.row_index & 63 AS INT)) & 1) = 0")
-    return joined.where(kept).drop(*drop)
-
-
-def _bucket_frame(spark, buckets: pa.Table, uris: list[str]) -> DataFrame:
-    """The buckets as a DataFrame (one row holding them all, exploded in the JVM); with
-    few files, the file is its number in ``uris``."""
-    if len(uris) <= MAX_KEYED_DV_FILES:
-        number = pc.index_in(buckets.column("file_path"), value_set=pa.array(uris, pa.string())).cast(pa.int64())
-        table = pa.table(
-            {
-                "__pydelta_dv_file": number,
-                "__pydelta_dv_bucket": buckets.column("bucket"),
-                "__pydelta_dv_words": buckets.column("words"),
-            }
-        )
-    else:
-        table = buckets.rename_columns(["__pydelta_dv_path", "__pydelta_dv_bucket", "__pydelta_dv_words"])
-    return _one_row_exploded(spark, table)
-
-
-def _one_row_exploded(spark, table: pa.Table) -> DataFrame:
-    """``table`` as a DataFrame built from one row holding all its rows in an array, exploded
-    in the JVM: a local relation of 200k rows costs Spark about 0.4 s per query to plan and
-    ship, one row with an array of them a third of that (measured on the bench DV table)."""
-    rows = pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], names=table.column_names)
-    packed = pa.table({"__pydelta_rows": pa.ListArray.from_arrays(pa.array([0, len(rows)], pa.int32()), rows)})
-    return spark.createDataFrame(packed).select(F.inline("__pydelta_rows"))
-
-
-def _dv_filter(dv_files: list[tuple[str, str, dict]], storage: Storage):
-    """An Arrow UDF (file_path, row_index) -> keep, loading and verifying each file's
-    deletion vector (against the file's footer row count) once per Python worker."""
-    from pyspark.sql.functions import arrow_udf
-
-    descriptors = {uri: (path, descriptor) for uri, path, descriptor in dv_files}
-    cache: dict[str, np.ndarray] = {}
-
-    def keep(paths: pa.Array, rows: pa.Array) -> pa.Array:
-        from delta_pyds.read.dv_buckets import file_deleted_rows, file_row_count
-
-        out = np.ones(len(paths), dtype=bool)
-        row_values = rows.to_numpy(zero_copy_only=False).astype(np.uint64)
-        for uri in pc.unique(paths).to_pylist():
-            found = descriptors.get(uri)
-            if found is None:
-                continue
-            deleted = cache.get(uri)
-            if deleted is None:
-                path, descriptor = found
-                rows_in_file = file_row_count(storage, path, uri)
-                deleted = cache[uri] = file_deleted_rows(storage, descriptor, rows_in_file, uri)
-            mask = pc.equal(paths, uri).to_numpy(zero_copy_only=False)
-            out[mask] = ~np.isin(row_values[mask], deleted, assume_unique=False)
-        return pa.array(out)
-
-    return arrow_udf(keep, "boolean")  # type: ignore[call-overload]  # hints are pa.Array
