@@ -22,10 +22,12 @@ Guarantees:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 from pyspark.sql.types import StructField as SparkStructField
@@ -76,7 +78,7 @@ def with_row_index(read_schema: SparkStructType) -> SparkStructType:
 
 
 def drop_deleted_rows(
-    spark,
+    spark: SparkSession,
     df: DataFrame,
     plan: NativePlan,
     storage: Storage,
@@ -111,7 +113,9 @@ def drop_deleted_rows(
     return df.where(keep(F.col("_metadata.file_path"), F.col("_metadata.row_index")))
 
 
-def _drop_by_words(spark, df: DataFrame, uris: list[str], found: RowWords, row, only_these: bool) -> DataFrame:
+def _drop_by_words(
+    spark: SparkSession, df: DataFrame, uris: list[str], found: RowWords, row: Column, only_these: bool
+) -> DataFrame:
     """``df`` without the rows whose bit is set in ``found.words`` (see
     :func:`~delta_pyds.read.dv_buckets.deleted_row_words`: file ``uris[i]``'s words begin at
     ``found.starts[i]``; ``row``: the row index column), tested in the scan's own filter. The
@@ -141,7 +145,7 @@ def _drop_by_words(spark, df: DataFrame, uris: list[str], found: RowWords, row, 
     return df.where(bit == 0)
 
 
-def _words_subquery(spark, words: np.ndarray):
+def _words_subquery(spark: SparkSession, words: np.ndarray) -> Column:
     """``words`` as a scalar subquery (``array<bigint>``) over a one-row local relation."""
     values = pa.array(words.astype(np.int64, copy=False), pa.int64())
     packed = pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values)
@@ -214,7 +218,7 @@ def _drop_deleted(df: DataFrame, buckets: DataFrame, uris: list[str]) -> DataFra
     return joined.where(kept).drop(*drop)
 
 
-def _bucket_frame(spark, buckets: pa.Table, uris: list[str]) -> DataFrame:
+def _bucket_frame(spark: SparkSession, buckets: pa.Table, uris: list[str]) -> DataFrame:
     """The buckets as a DataFrame (one row holding them all, exploded in the JVM); with
     few files, the file is its number in ``uris``."""
     if len(uris) <= MAX_KEYED_DV_FILES:
@@ -231,7 +235,7 @@ def _bucket_frame(spark, buckets: pa.Table, uris: list[str]) -> DataFrame:
     return _one_row_exploded(spark, table)
 
 
-def _one_row_exploded(spark, table: pa.Table) -> DataFrame:
+def _one_row_exploded(spark: SparkSession, table: pa.Table) -> DataFrame:
     """``table`` as a DataFrame built from one row holding all its rows in an array, exploded
     in the JVM: a local relation of 200k rows costs Spark about 0.4 s per query to plan and
     ship, one row with an array of them a third of that (measured on the bench DV table)."""
@@ -240,7 +244,7 @@ def _one_row_exploded(spark, table: pa.Table) -> DataFrame:
     return spark.createDataFrame(packed).select(F.inline("__pydelta_rows"))
 
 
-def _dv_filter(dv_files: list[tuple[str, str, dict]], storage: Storage):
+def _dv_filter(dv_files: list[tuple[str, str, dict]], storage: Storage) -> Any:
     """An Arrow UDF (file_path, row_index) -> keep, loading and verifying each file's
     deletion vector (against the file's footer row count) once per Python worker."""
     from pyspark.sql.functions import arrow_udf
