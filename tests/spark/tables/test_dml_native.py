@@ -1,7 +1,7 @@
 """DML on Spark's own engine: which engine runs (native, or the Python-worker fallback where
-Spark's reader cannot serve the table), UPDATE with deletion vectors (matched rows marked,
-only the changed rows written), and tables it writes reading back the same through the
-data source, ``read_delta`` and deltalake."""
+Spark's reader cannot serve the table), MERGE with deletion vectors and source-key pruning,
+and tables it writes reading back the same through the data source, ``read_delta`` and
+deltalake. UPDATE with deletion vectors is in test_update.py."""
 
 from __future__ import annotations
 
@@ -12,127 +12,19 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 from dml_engines import dml_engine  # noqa: F401  (autouse: native and python engines)
-from helpers import DML_COLS, deltalake_table, dml_data, parquet_files, spark_rows
+from dml_helpers import make_dml_table, parquet_rows, rows_three_ways
+from helpers import DML_COLS, dml_data, parquet_files
 
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.spark.native.read import NativeReadUnavailable
 from delta_pyds.spark.tables.native_rows import DML_ENGINE_CONF
-from delta_pyds.table.snapshot import Snapshot
 
 COLS = DML_COLS
 _data = dml_data
 _data_files = parquet_files
-
-
-def _make(path, files=4, rows_per_file=50, dv=True, partition=False, config=None, writer="deltalake"):
-    conf = dict(config or {})
-    if dv:
-        conf["delta.enableDeletionVectors"] = "true"
-    for i in range(files):
-        if writer == "pydelta":  # features deltalake cannot write (row tracking), paths it refuses
-            from delta_pyds.write.plan import write_arrow
-
-            write_arrow(path, _data(i * rows_per_file, rows_per_file), options=conf if i == 0 else None)
-            continue
-        write_deltalake(
-            path,
-            _data(i * rows_per_file, rows_per_file),
-            mode="append",
-            configuration=(conf or None) if i == 0 else None,
-            partition_by=["part"] if partition else None,
-        )
-    return path
-
-
-def _three_ways(spark, path):
-    """The table's rows through the data source, read_delta and deltalake (all equal)."""
-    ours = spark_rows(spark.read.format("pydelta").load(path).select(*COLS))
-    native = spark_rows(read_delta(spark, path).select(*COLS))
-    theirs = sorted(tuple(r[c] for c in COLS) for r in deltalake_table(path).select(COLS).to_pylist())
-    assert ours == native
-    assert sorted(tuple(r) for r in ours) == theirs
-    return {r[0]: r for r in ours}
-
-
-@pytest.mark.parametrize("partition", [False, True])
-def test_update_with_deletion_vectors_marks_rows_and_writes_only_changed_rows(spark, tmp_path, partition):
-    """delta-spark's UPDATE with delta.enableDeletionVectors=true: the old files stay, the
-    matching rows are marked in (merged) deletion vectors, only updated rows are written."""
-    path = _make(str(tmp_path / "t"), partition=partition)
-    t = DeltaTable.forPath(spark, path)
-    t.delete("id = 7")  # an existing vector the update's marks merge with
-    before = set(_data_files(path))
-    t.update("id % 10 = 3 OR id = 8", {"name": "concat('u', name)", "value": "value + 1000"})
-    after = set(_data_files(path))
-    assert before <= after  # nothing rewritten: every old data file is still there
-    new_files = after - before
-    m = t.history(1).collect()[0].operationMetrics
-    hit = [i for i in range(200) if i % 10 == 3 or i == 8]
-    assert m["numUpdatedRows"] == str(len(hit)) and m["numCopiedRows"] == "0"
-    assert m["numAddedFiles"] == str(len(new_files))
-    assert int(m["numDeletionVectorsAdded"]) >= 4 and int(m["numDeletionVectorsUpdated"]) >= 1
-    snap = Snapshot.load(path)
-    assert snap.files.num_rows == len(after)
-    assert sum(pq_rows(os.path.join(path, f)) for f in new_files) == len(hit)  # only changed rows written
-    rows = _three_ways(spark, path)
-    assert 7 not in rows and len(rows) == 199
-    assert rows[3][2] == "un3" and rows[3][3] == 1001.5 and rows[8][2] == "un8"
-    assert rows[4][2] == "n4" and rows[4][3] == 2.0
-
-
-def pq_rows(path):
-    import pyarrow.parquet as pq
-
-    return pq.ParquetFile(path).metadata.num_rows
-
-
-def test_update_with_deletion_vectors_keeps_row_ids_and_change_feed(spark, tmp_path):
-    """UPDATE with DVs on a tracked table with the change feed: updated rows keep their row
-    ids and take the commit's version; pre/post images are written."""
-    path = _make(
-        str(tmp_path / "t"),
-        files=2,
-        rows_per_file=20,
-        config={"delta.enableRowTracking": "true", "delta.enableChangeDataFeed": "true"},
-        writer="pydelta",
-    )
-    t = DeltaTable.forPath(spark, path)
-    t.update("id IN (1, 25)", {"value": "-1.0"})
-    v = Snapshot.load(path).version
-    changes = (
-        spark.read.format("pydelta")
-        .option("readChangeFeed", "true")
-        .option("startingVersion", v)
-        .load(path)
-        .select("id", "value", "_change_type")
-        .collect()
-    )
-    got = sorted((r.id, r.value, r._change_type) for r in changes)
-    assert got == [
-        (1, -1.0, "update_postimage"),
-        (1, 0.5, "update_preimage"),
-        (25, -1.0, "update_postimage"),
-        (25, 12.5, "update_preimage"),
-    ]
-    rows = _three_ways(spark, path)
-    assert rows[1][3] == -1.0 and rows[25][3] == -1.0 and len(rows) == 40
-    # row ids survive the rewrite (deltalake agrees on the ids of untouched rows)
-    from delta_pyds.operations.row_tracking import row_tracking_columns
-
-    snap = Snapshot.load(path)
-    id_col, version_col = row_tracking_columns(snap)
-    import pyarrow.parquet as pq
-
-    materialized = {}
-    for f in snap.files.to_pylist():
-        if f["deletion_vector"] is None:
-            tbl = pq.read_table(os.path.join(path, f["path"]))
-            for i, rid, ver in zip(
-                tbl.column("id").to_pylist(), tbl.column(id_col).to_pylist(), tbl.column(version_col).to_pylist()
-            ):
-                materialized[i] = (rid, ver)
-    # the base row ids of deltalake's two files are 0 and 20: row id = position
-    assert materialized == {1: (1, None), 25: (25, None)}
+_make = make_dml_table
+_three_ways = rows_three_ways
+pq_rows = parquet_rows
 
 
 def test_fallback_where_spark_cannot_read_and_native_refuses(spark, tmp_path, dml_engine, caplog):  # noqa: F811

@@ -1,23 +1,101 @@
-"""OPTIMIZE on Spark's own writer writes exactly one file per bin: the bins of delta-spark's
-bin packing (per partition, files sorted by size, packed greedily up to the target size,
-single-file bins left alone), each bin's rows routed to a task of its own (no two bins
-share a hash partition). Rows read back equal through the data source, read_delta and
-deltalake."""
+"""OPTIMIZE: compaction (deletion vectors applied, a dataChange=false commit, then vacuum),
+Z-order with a partition filter, and the bins on Spark's own writer: exactly one file per
+bin of delta-spark's bin packing (per partition, files sorted by size, packed greedily up to
+the target size, single-file bins left alone), each bin's rows routed to a task of its own,
+a Z-order bin larger than the target split near it. Rows read back equal through the data
+source, read_delta and deltalake. The compaction and Z-order tests run on both DML engines
+(the ``each_dml_engine`` fixture)."""
 
 from __future__ import annotations
 
+import glob
+import json
 import os
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from deltalake import write_deltalake
-from helpers import spark_rows
+from dml_engines import each_dml_engine  # noqa: F401  (a fixture)
+from dml_helpers import agree_with_deltalake, dv_files, make_dml_table  # noqa: F401  (dv_files: a fixture)
+from helpers import dml_data, parquet_files, spark_rows
 from pyspark.sql import functions as F
 
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.spark.tables.native_rows import DML_ENGINE_CONF
 from delta_pyds.table.snapshot import Snapshot
+
+_make = make_dml_table
+_agree = agree_with_deltalake
+_data = dml_data
+_data_files = parquet_files
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("each_dml_engine")
+def test_optimize_then_vacuum(spark, tmp_path, dv_files):  # noqa: F811  (the imported fixture)
+    path = _make(str(tmp_path / "t"), files=50, rows_per_file=20, partition=True)
+    t = DeltaTable.forPath(spark, path)
+    t.delete("id % 7 = 0")
+    before = _agree(spark, path)
+    assert Snapshot.load(path).files.num_rows == 150
+    res = t.optimize().executeCompaction().collect()[0]
+    m = res.metrics  # delta-spark's shape: path, metrics struct
+    assert m.numFilesRemoved == 150 and m.numFilesAdded == 3
+    snap = Snapshot.load(path)
+    assert snap.files.num_rows == 3
+    assert all(d is None for d in snap.files.column("deletion_vector").to_pylist())
+    assert _agree(spark, path) == before
+    h = t.history(1).collect()[0]
+    assert h.operation == "OPTIMIZE"
+    # the commit is dataChange=false
+    log = os.path.join(path, "_delta_log", f"{snap.version:020d}.json")
+    actions = [json.loads(line) for line in open(log)]
+    assert all(not a[k]["dataChange"] for a in actions for k in ("add", "remove") if k in a)
+    # vacuum: refuses short retention, a dry run lists, then it deletes the old files
+    # (behaviour change: vacuum() deletes by default, as delta-spark's does)
+    n_files = len(_data_files(path))
+    assert t.vacuum(dryRun=True).count() == 0  # everything is inside the default 7 day window
+    with pytest.raises(ValueError):
+        t.vacuum(0)
+    would = t.vacuum(0, dryRun=True, enforceRetention=False).collect()
+    assert (
+        len(would) == 150 + 1 and len(_data_files(path)) == n_files
+    )  # 150 data files + 1 DV file; a dry run deletes nothing
+    t.vacuum(0, enforceRetention=False)
+    assert len(_data_files(path)) == 3
+    assert not glob.glob(os.path.join(path, "deletion_vector_*.bin"))
+    assert _agree(spark, path) == before
+
+
+@pytest.mark.usefixtures("each_dml_engine")
+def test_optimize_zorder_and_where(spark, tmp_path):
+    import datetime
+
+    path = str(tmp_path / "z")
+    from delta_pyds.write.plan import write_arrow
+
+    for i in range(6):
+        d = _data(i * 40, 40)
+        d = d.append_column("day", pa.array([datetime.date(2024, 1, 1 + (j * 7) % 28) for j in range(40)]))
+        write_arrow(path, d, options={"partitionBy": "part", "delta.enableDeletionVectors": "true"})
+    t = DeltaTable.forPath(spark, path)
+    t.delete("id % 5 = 0")
+    before = _agree(spark, path)
+    with pytest.raises(ValueError):
+        t.optimize().executeZOrderBy("name")
+    with pytest.raises(ValueError):
+        t.optimize().executeZOrderBy("part")
+    m = t.optimize().where("part = 1").executeZOrderBy("id", "day").collect()[0].metrics
+    assert m.numFilesRemoved == 6 and m.numFilesAdded == 1
+    assert _agree(spark, path) == before
+    h = t.history(1).collect()[0]
+    assert h.operation == "OPTIMIZE" and json.loads(h.operationParameters["zOrderBy"]) == ["id", "day"]
+    snap = Snapshot.load(path)
+    assert snap.files.num_rows == 13  # 6 + 6 untouched, 1 rewritten
+    t.optimize().executeCompaction()
+    assert Snapshot.load(path).files.num_rows == 3
+    assert _agree(spark, path) == before
 
 
 def _delta_spark_bins(sizes_by_partition: dict, target: int) -> int:
