@@ -1,18 +1,23 @@
 """Helpers of the DML test files (import them: ``from dml_helpers import make_dml_table``): the
 tables they start from (``DML_COLS`` rows from ``helpers.dml_data``, written by deltalake or
 pydelta) and the checks that pydelta reads the same rows as deltalake (and, for
-``rows_three_ways``, as ``read_delta``), and the ``dv_files`` fixture (import it:
+``rows_three_ways``, as ``read_delta``), the change-data-feed table of MERGE and change-data tests (``make_cdf_table``,
+``change_rows``, ``same_cdf_rows``) and the ``dv_files`` fixture (import it:
 ``from dml_helpers import dv_files``)."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
+from deltalake import DeltaTable as DLTable
 from deltalake import write_deltalake
 from helpers import DML_COLS, arrow_rows, deltalake_table, dml_data, spark_rows
 
 from delta_pyds import DeltaTable, read_delta
 
 COLS = DML_COLS
+CDF_COLS = ["id", "p", "name"]  # the rows of make_cdf_table
+CHANGE_COLS = ["id", "p", "name", "_change_type", "_commit_version"]
 
 
 def make_dml_table(path, files=4, rows_per_file=50, dv=True, partition=False, config=None, writer="deltalake"):
@@ -70,3 +75,46 @@ def dv_files(spark):
     spark.conf.set("spark.pydelta.deletionVectors.inlineMaxBytes", "0")
     yield
     spark.conf.unset("spark.pydelta.deletionVectors.inlineMaxBytes")
+
+
+def make_cdf_table(path, cdf=True, mapping=False):
+    """Three deltalake appends of 10 rows (id, p, name), partitioned by ``p``; change data
+    feed on (``cdf``), column mapping by name (``mapping``)."""
+    conf = {"delta.enableChangeDataFeed": "true"} if cdf else {}
+    if mapping:
+        conf["delta.columnMapping.mode"] = "name"
+    for start in (0, 10, 20):
+        ids = list(range(start, start + 10))
+        write_deltalake(
+            path,
+            pa.table(
+                {"id": pa.array(ids, pa.int64()), "p": pa.array([i % 2 for i in ids]), "name": [f"n{i}" for i in ids]}
+            ),
+            mode="append",
+            partition_by=["p"],
+            configuration=conf if start == 0 else None,
+        )
+    return path
+
+
+def change_rows(spark, path, version, cross_check=True):
+    """The change rows (id, p, name, change type) from ``version`` on, as pydelta reads them;
+    checked against deltalake's when ``cross_check``."""
+    ours = spark_rows(
+        spark.read.format("pydelta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", version)
+        .load(path)
+        .select(*CHANGE_COLS)
+    )
+    if cross_check:  # deltalake reads no change data feed of column-mapped tables
+        theirs = arrow_rows(pa.table(DLTable(path).load_cdf(starting_version=version).read_all()), CHANGE_COLS)
+        assert ours == theirs
+    return [r[:4] for r in ours]
+
+
+def same_cdf_rows(spark, path):
+    """The table's (id, p, name) rows, the same through pydelta and deltalake."""
+    ours = spark_rows(spark.read.format("pydelta").load(path).select(*CDF_COLS))
+    assert ours == arrow_rows(deltalake_table(path), CDF_COLS)
+    return ours

@@ -1,30 +1,21 @@
 """DML on Spark's own engine: which engine runs (native, or the Python-worker fallback where
-Spark's reader cannot serve the table), MERGE with deletion vectors and source-key pruning,
-and tables it writes reading back the same through the data source, ``read_delta`` and
-deltalake. UPDATE with deletion vectors is in test_update.py."""
+Spark's reader cannot serve the table, with a logged reason) and the engine conf's check.
+MERGE with deletion vectors and source-key pruning is in test_merge.py, UPDATE with deletion
+vectors in test_update.py."""
 
 from __future__ import annotations
 
 import logging
-import os
 
-import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
 from dml_engines import dml_engine  # noqa: F401  (autouse: native and python engines)
-from dml_helpers import make_dml_table, parquet_rows, rows_three_ways
-from helpers import DML_COLS, dml_data, parquet_files
+from dml_helpers import make_dml_table
 
-from delta_pyds import DeltaTable, read_delta
+from delta_pyds import DeltaTable
 from delta_pyds.spark.native.read import NativeReadUnavailable
 from delta_pyds.spark.tables.native_rows import DML_ENGINE_CONF
 
-COLS = DML_COLS
-_data = dml_data
-_data_files = parquet_files
 _make = make_dml_table
-_three_ways = rows_three_ways
-pq_rows = parquet_rows
 
 
 def test_fallback_where_spark_cannot_read_and_native_refuses(spark, tmp_path, dml_engine, caplog):  # noqa: F811
@@ -48,89 +39,3 @@ def test_engine_conf_is_checked(spark, tmp_path):
     spark.conf.set(DML_ENGINE_CONF, "fast")
     with pytest.raises(ValueError, match="spark.pydelta.dml.engine: expected one of auto, native, python"):
         DeltaTable.forPath(spark, path).delete("id = 1")
-
-
-def test_merge_prunes_target_files_by_source_key_ranges(spark, tmp_path):
-    """A 1,000-row source whose keys fall in 2 of 40 files reads (after skipping) and
-    rewrites only those 2 files; a source key set prunes the same way, an all-null key
-    source reads none."""
-    path = str(tmp_path / "t")
-    for f in range(40):
-        write_deltalake(path, _data(f * 1000, 1000), mode="append")
-    t = DeltaTable.forPath(spark, path)
-    src = spark.range(10_500, 11_500).selectExpr("id", "id % 3 AS part", "'m' AS name", "-1.0D AS value")
-    t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
-    m = t.history(1).collect()[0].operationMetrics
-    assert m["numTargetFilesBeforeSkipping"] == "40" and m["numTargetFilesAfterSkipping"] == "2"
-    assert m["numTargetFilesRemoved"] == "2" and m["numTargetRowsUpdated"] == "1000"
-    assert m["numTargetRowsInserted"] == "0"
-    # a handful of keys in 3 files, with a target-side literal conjunct and new keys
-    few = spark.createDataFrame(
-        [(5, 2, "a", 0.0), (20_001, 0, "b", 0.0), (39_999, 0, "c", 0.0), (50_000, 2, "d", 0.0)], COLS
-    )
-    t.alias("t").merge(
-        few.alias("s"), "s.id = t.id AND t.value >= 0"
-    ).whenMatchedDelete().whenNotMatchedInsertAll().execute()
-    m = t.history(1).collect()[0].operationMetrics
-    assert m["numTargetFilesAfterSkipping"] == "3" and m["numTargetFilesRemoved"] == "3"
-    assert m["numTargetRowsDeleted"] == "3" and m["numTargetRowsInserted"] == "1"
-    rows = _three_ways(spark, path)
-    assert len(rows) == 40_000 - 3 + 1 and rows[10_600][2] == "m" and 20_001 not in rows and 50_000 in rows
-    nulls = spark.createDataFrame([(None, 0, "x", 0.0)], "id long, part long, name string, value double")
-    t.alias("t").merge(nulls.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
-    m = t.history(1).collect()[0].operationMetrics
-    assert m["numTargetFilesAfterSkipping"] == "0" and m["numTargetRowsInserted"] == "1"
-
-
-def test_merge_with_deletion_vectors_marks_rows_and_writes_only_changed_rows(spark, tmp_path):
-    """delta-spark's MERGE with delta.enableDeletionVectors=true: updated and deleted target
-    rows are marked in (merged) deletion vectors; only updated and inserted rows are written."""
-    path = _make(str(tmp_path / "t"), files=4, rows_per_file=50)
-    t = DeltaTable.forPath(spark, path)
-    t.delete("id = 60")  # an existing vector to merge with
-    before = set(_data_files(path))
-    src = spark.createDataFrame(
-        [(10, 1, "upd", 1.0), (61, 1, "gone", 0.0), (150, 0, "upd", 2.0), (500, 2, "new", 3.0)], COLS
-    )
-    (
-        t.alias("t")
-        .merge(src.alias("s"), "t.id = s.id")
-        .whenMatchedDelete("s.name = 'gone'")
-        .whenMatchedUpdateAll()
-        .whenNotMatchedInsertAll()
-        .execute()
-    )
-    after = set(_data_files(path))
-    assert before <= after  # no file rewritten
-    assert sum(pq_rows(os.path.join(path, f)) for f in after - before) == 3  # 2 updated + 1 inserted
-    m = t.history(1).collect()[0].operationMetrics
-    assert m["numTargetRowsCopied"] == "0" and m["numTargetFilesRemoved"] == "0"
-    assert m["numTargetDeletionVectorsAdded"] == "3" and m["numTargetDeletionVectorsUpdated"] == "1"
-    assert m["numTargetRowsUpdated"] == "2" and m["numTargetRowsDeleted"] == "1" and m["numTargetRowsInserted"] == "1"
-    rows = _three_ways(spark, path)
-    assert len(rows) == 200 - 2 + 1
-    assert rows[10][2] == "upd" and rows[150][3] == 2.0 and rows[500][2] == "new" and 61 not in rows and 60 not in rows
-
-
-def test_merge_source_keys_are_merged_across_tasks_and_nan_keys_prune_nothing(spark, tmp_path):
-    """The source's key bounds and key set come from per-task parts: 80 distinct keys in
-    4 tasks (each under the key-set limit) prune by their range to 2 of 5 files; a NaN key
-    (equal to NaN in Spark's join) keeps the file holding a NaN value."""
-    path = str(tmp_path / "t")
-    for f in range(4):
-        write_deltalake(path, _data(f * 50, 50), mode="append")
-    nan = pa.table({"id": [1000], "part": [1], "name": ["x"], "value": [float("nan")]})
-    write_deltalake(path, nan.cast(_data(0, 1).schema), mode="append")
-    t = DeltaTable.forPath(spark, path)
-    src = spark.range(0, 100, numPartitions=4).where("id < 80")
-    src = src.selectExpr("id", "id % 3 AS part", "'m' AS name", "-1.0D AS value")
-    t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
-    m = t.history(1).collect()[0].operationMetrics
-    assert m["numTargetFilesAfterSkipping"] == "2" and m["numTargetRowsUpdated"] == "80"
-    keys = spark.createDataFrame([(0, 0, "n", float("nan")), (1, 0, "n", 75.0)], COLS)
-    t.alias("t").merge(keys.alias("s"), "t.value = s.value").whenMatchedUpdate(set={"name": "'hit'"}).execute()
-    m = t.history(1).collect()[0].operationMetrics
-    assert m["numTargetRowsUpdated"] == "2"
-    for df in (read_delta(spark, path), spark.read.format("pydelta").load(path)):
-        names = {r.id: r.name for r in df.collect()}
-        assert names[1000] == "hit" and names[150] == "hit" and names[1] == "m" and len(names) == 201

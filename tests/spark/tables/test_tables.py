@@ -1,8 +1,8 @@
-"""DeltaTable (delta_pyds.spark.tables) across operations: a MERGE upsert, table properties and
+"""DeltaTable (delta_pyds.spark.tables) across operations: table properties and
 protocol upgrades with a delete, DML on column-mapped partitioned tables, row ids kept through
 delete, update, merge, optimize and restore — checked against deltalake (delta-rs) after every
 operation. One operation's own tests are in its file (test_delete.py, test_update.py,
-test_optimize.py, test_restore.py, test_history_detail.py)."""
+test_optimize.py, test_restore.py, test_history_detail.py, test_merge.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from dml_helpers import agree_with_deltalake, make_dml_table
 from helpers import dml_data, parquet_files
 
 from delta_pyds import DeltaTable  # noqa: E402
-from delta_pyds.errors import DeltaError  # noqa: E402
 from delta_pyds.table.snapshot import Snapshot  # noqa: E402
 
 _data = dml_data
@@ -62,47 +61,6 @@ def test_column_mapping_and_partitions(spark, tmp_path):
     t.optimize().executeCompaction()
     assert _agree(spark, path, expected) == ours
     assert Snapshot.load(path).files.num_rows == 4  # one per partition (0, 1, 2, 7)
-
-
-def test_merge_upsert(spark, tmp_path):
-    path = _make(str(tmp_path / "t"), files=3, rows_per_file=10)
-    t = DeltaTable.forPath(spark, path)
-    src = spark.createDataFrame(
-        [(5, 0, "five", 55.0), (6, 0, "gone", 0.0), (25, 1, "x", 1.0), (100, 1, "new", 9.0), (101, 2, "skip", 9.0)],
-        "id long, part long, name string, value double",
-    )
-    m = (
-        t.alias("t")
-        .merge(src.alias("s"), "t.id = s.id")
-        .whenMatchedDelete("s.name = 'gone'")
-        .whenMatchedUpdate(set={"name": "s.name", "value": "t.value + s.value"})
-        .whenNotMatchedInsertAll("s.name <> 'skip'")
-        .execute()
-        .collect()[0]
-    )
-    assert (m.num_updated_rows, m.num_deleted_rows, m.num_inserted_rows, m.num_affected_rows) == (2, 1, 1, 4)
-    rows = {r[0]: r for r in _agree(spark, path)}
-    assert 6 not in rows and 101 not in rows and len(rows) == 30
-    assert rows[5][2:] == ("five", 57.5) and rows[25][2:] == ("x", 13.5) and rows[100][1:] == (1, "new", 9.0)
-    assert rows[7][2] == "n7"
-    assert t.history(1).collect()[0].operation == "MERGE"
-    # a target row matched twice is refused
-    dup = spark.createDataFrame([(1, 0, "a", 0.0), (1, 0, "b", 0.0)], "id long, part long, name string, value double")
-    with pytest.raises(DeltaError, match="several source rows matched the same target row"):
-        t.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
-    # insert with explicit values, update all
-    src2 = spark.createDataFrame(
-        [(1, 0, "one", 1.0), (200, 2, "two hundred", 2.0)], "id long, part long, name string, value double"
-    )
-    (
-        t.alias("t")
-        .merge(src2.alias("s"), "t.id = s.id")
-        .whenMatchedUpdateAll()
-        .whenNotMatchedInsert(values={"id": "s.id", "name": "upper(s.name)"})
-        .execute()
-    )
-    rows = {r[0]: r for r in _agree(spark, path)}
-    assert rows[1] == (1, 0, "one", 1.0) and rows[200] == (200, None, "TWO HUNDRED", None)
 
 
 def _row_ids(spark, path):
