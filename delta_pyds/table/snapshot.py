@@ -48,6 +48,8 @@ from delta_pyds.storage.store import Storage
 
 log = logging.getLogger(__name__)
 
+# optional commit actions a snapshot never reads
+_NOT_IN_SNAPSHOT = frozenset({"cdc", "sidecar"})
 # the parsed commits: actions, each row's version, each row's replay order
 _CommitActions = tuple[pa.Table | None, np.ndarray | None, np.ndarray | None]
 
@@ -184,9 +186,11 @@ class Snapshot:
         files = self.segment.replay_files
         chunks = [d if d.endswith(b"\n") else d + b"\n" for d in self._commit_data]
         data = b"".join(chunks)
-        # the optional keys the bytes hold (one substring scan per key; without statistics
-        # the "stats" key is neither looked for nor parsed)
-        present = {k for k in OPTIONAL_KEYS if (stats or k != "stats") and f'"{k}"'.encode() in data}
+        # the optional keys the bytes hold (one substring scan of every commit per key): not
+        # cdc (no part of a snapshot) nor sidecar (checkpoints only), nor, without statistics,
+        # stats (neither looked for nor parsed)
+        wanted = [k for k in OPTIONAL_KEYS if k not in _NOT_IN_SNAPSHOT and (stats or k != "stats")]
+        present = {k for k in wanted if f'"{k}"'.encode() in data}
         schema = json_actions_schema(self.physical_partition_columns, present)
         counts = np.array([count_actions(d) for d in chunks], dtype=np.int64)
         try:
