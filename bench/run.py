@@ -265,8 +265,12 @@ class Suite:
         # (large) process would report the parent's peak
         peak = "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
         planners = {
+            # what the data source's reader does: plan_scan (no statistics without predicates),
+            # then the packed input partitions
             "data source": "from delta_pyds.read.scan import plan_partitions;"
-            "s=Snapshot.load(sys.argv[1]);plan_partitions(s.files, s.physical_partition_columns);",
+            "from delta_pyds.read.scan_plan import plan_scan;"
+            "s=Snapshot.load(sys.argv[1]);"
+            "plan_partitions(plan_scan(s, with_stats=False).files, s.physical_partition_columns);",
             "native": "from delta_pyds.read.native_plan import plan_native_scan;"
             "plan_native_scan(Snapshot.load(sys.argv[1]));",
         }

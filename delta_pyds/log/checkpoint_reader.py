@@ -41,6 +41,7 @@ _ADD_FIELDS = (
     "defaultRowCommitVersion",
     "stats_parsed",
 )
+_STATS_FIELDS = ("stats", "stats_parsed")
 _DV_FIELDS = ("storageType", "pathOrInlineDv", "offset", "sizeInBytes", "cardinality")
 
 
@@ -140,8 +141,9 @@ class CheckpointReader:
             )
         return posixpath.join(sidecar_dir, rel)
 
-    def file_actions(self, physical_partition_columns: list[str]) -> tuple[pa.Table, pa.Table]:
-        """(adds, removes) of the checkpoint, shaped like JSON commit actions."""
+    def file_actions(self, physical_partition_columns: list[str], *, stats: bool = True) -> tuple[pa.Table, pa.Table]:
+        """(adds, removes) of the checkpoint, shaped like JSON commit actions; without
+        ``stats`` the adds' ``stats`` and ``stats_parsed`` are not decoded."""
         adds, removes = [], []
         parquet_files = [] if self.is_json else [p.path for p in self.parts]
         parquet_files += self.sidecar_paths()
@@ -149,20 +151,25 @@ class CheckpointReader:
             table = read_json_actions(
                 self._json_bytes(), json_actions_schema(physical_partition_columns), source=self.parts[0].path
             )
-            adds.append(_flatten_json(table, "add"))
+            add_table = _flatten_json(table, "add")
+            if add_table is not None and not stats:
+                add_table = add_table.drop_columns([c for c in _STATS_FIELDS if c in add_table.column_names])
+            adds.append(add_table)
             removes.append(_flatten_json(table, "remove"))
         for path in parquet_files:
-            a, r = self._parquet_file_actions(path, physical_partition_columns)
+            a, r = self._parquet_file_actions(path, physical_partition_columns, stats)
             adds.append(a)
             removes.append(r)
         return _concat(adds), _concat(removes)
 
-    def _parquet_file_actions(self, path: str, pcols: list[str]) -> tuple[pa.Table | None, pa.Table | None]:
+    def _parquet_file_actions(
+        self, path: str, pcols: list[str], stats: bool = True
+    ) -> tuple[pa.Table | None, pa.Table | None]:
         pf = self._parquet(path)
         schema = pf.schema_arrow
         result: list[pa.Table | None] = []
         for action, fields in (
-            ("add", _ADD_FIELDS),
+            ("add", _ADD_FIELDS if stats else tuple(f for f in _ADD_FIELDS if f not in _STATS_FIELDS)),
             ("remove", ("path", "deletionVector", "deletionTimestamp", "size", "dataChange")),
         ):
             if action not in schema.names:

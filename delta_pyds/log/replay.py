@@ -39,6 +39,8 @@ FILE_COLUMNS = {
     "base_row_id": "baseRowId",
     "default_row_commit_version": "defaultRowCommitVersion",
 }
+# the file table's statistics columns (left out of a scan's file table when no predicate needs them)
+STATS_COLUMNS = ("stats", "stats_parsed")
 _TYPES = {
     "path": pa.string(),
     "size": pa.int64(),
@@ -65,14 +67,19 @@ def dv_unique_ids(dv: pa.Array) -> pa.Array:
     return pc.if_else(pc.is_valid(dv), uid, "")
 
 
-def normalize_adds(adds: pa.Table | None, partition_struct: pa.StructType, root: str) -> pa.Table | None:
+def normalize_adds(
+    adds: pa.Table | None, partition_struct: pa.StructType, root: str, *, stats: bool = True
+) -> pa.Table | None:
     """Add actions (JSON or checkpoint shaped) -> the file table's columns, with
-    canonical paths for the table at ``root``."""
+    canonical paths for the table at ``root``; without ``stats``, no statistics columns
+    (``STATS_COLUMNS``)."""
     if adds is None or adds.num_rows == 0:
         return None
     n = adds.num_rows
     cols, names = [], []
     for out_name, in_name in FILE_COLUMNS.items():
+        if not stats and out_name in STATS_COLUMNS:
+            continue
         if in_name == "partitionValues":
             if len(partition_struct) == 0:
                 continue
@@ -103,13 +110,22 @@ def file_keys(paths: pa.Array, dvs: pa.Array | None) -> pa.Array:
     return pc.binary_join_element_wise(paths, dv_unique_ids(dvs), "\x00")
 
 
-def latest_per_key(keys: pa.Array, seq: np.ndarray) -> np.ndarray:
-    """Indices (ascending) of the newest row (largest seq) of every distinct key."""
+def key_codes(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """One integer per row, equal for equal keys (dictionary codes)."""
     if len(keys) == 0:
         return np.empty(0, dtype=np.int64)
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
-    codes = pc.dictionary_encode(keys).indices.to_numpy(zero_copy_only=False)
+    return cast(np.ndarray, pc.dictionary_encode(keys).indices.to_numpy(zero_copy_only=False))
+
+
+def latest_per_key(keys: pa.Array, seq: np.ndarray, codes: np.ndarray | None = None) -> np.ndarray:
+    """Indices (ascending) of the newest row (largest seq) of every distinct key
+    (``codes``: :func:`key_codes` of ``keys``, when the caller has them)."""
+    if len(keys) == 0:
+        return np.empty(0, dtype=np.int64)
+    if codes is None:
+        codes = key_codes(keys)
     order = np.lexsort((seq, codes))  # by key, then by seq: the last of each key wins
     sorted_codes = codes[order]
     last = np.ones(len(order), dtype=bool)
@@ -163,9 +179,27 @@ def active_files(
     if adds is None:
         return None
     all_seq = np.concatenate(seqs)
-    winners = latest_per_key(_stack(keys), all_seq)
-    live = live_once(winners[winners < n_adds], adds.column("path"), all_seq[:n_adds])
+    stacked = _stack(keys)
+    codes = key_codes(stacked)
+    winners = latest_per_key(stacked, all_seq, codes)
+    active = winners[winners < n_adds]
+    if not _paths_may_repeat(adds, codes[:n_adds]):
+        return adds.take(pa.array(active, pa.int64()))
+    live = live_once(active, adds.column("path"), all_seq[:n_adds])
     return adds.take(pa.array(live, pa.int64()))
+
+
+def _paths_may_repeat(adds: pa.Table, add_codes: np.ndarray) -> bool:
+    """False when no canonical path is added twice, known without hashing the paths again:
+    with no deletion vector the key codes of the adds are codes of their paths."""
+    if not len(add_codes):
+        return False
+    if add_codes.dtype.kind not in "iu":  # a null key (an add without path): the slow path
+        return True
+    dv = adds.column("deletion_vector")
+    if dv.null_count != len(dv):
+        return True
+    return bool(np.bincount(add_codes).max() > 1)
 
 
 def live_once(active: np.ndarray, add_paths: pa.Array | pa.ChunkedArray, add_seq: np.ndarray) -> np.ndarray:

@@ -118,9 +118,10 @@ def partition_struct_type(physical_partition_columns: Sequence[str]) -> pa.Struc
     return pa.struct([(c, pa.string()) for c in physical_partition_columns])
 
 
-def json_actions_schema(physical_partition_columns: Sequence[str], data: bytes | None = None) -> pa.Schema:
-    """The Arrow schema file actions are parsed with; given the bytes to parse, actions
-    and optional fields that do not occur in them are left out (always: add, remove)."""
+def json_actions_schema(physical_partition_columns: Sequence[str], data: PresentKeys = None) -> pa.Schema:
+    """The Arrow schema file actions are parsed with; given the bytes to parse (or the set
+    of optional keys known to occur in them), actions and optional fields that do not occur
+    in them are left out (always: add, remove)."""
     ps = partition_struct_type(physical_partition_columns)
     present: PresentKeys = data
     if isinstance(data, (bytes, bytearray, memoryview)):  # scan the bytes once per key

@@ -64,6 +64,8 @@ _QUOTED_UNICODE = re.compile(r"[\x80-\x9f\u00a0\u1680\u2000-\u200a\u2028\u2029\u
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # the same, as an RE2 pattern for Arrow
 _RARE = r"[\x00-\x1f\x7f\x{80}-\x{9f}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
+# any character spark_path_encode changes
+_ANY_QUOTED = "[" + re.escape(_QUOTED_ASCII) + _RARE[1:]
 
 
 def spark_path_encode(path: str) -> str:
@@ -79,7 +81,10 @@ def spark_path_encode(path: str) -> str:
 
 def spark_path_encode_array(paths: pa.Array) -> pa.Array:
     """:func:`spark_path_encode` of every path, vectorised (Python only for the rare paths
-    with controls or non-ASCII space characters)."""
+    with controls or non-ASCII space characters). One regex pass decides whether anything
+    needs quoting at all (the common case: nothing; 300k paths: 0.05 s instead of 0.4 s)."""
+    if not pc.any(pc.match_substring_regex(paths, _ANY_QUOTED)).as_py():
+        return paths
     out = paths
     for ch in _QUOTED_ASCII:
         out = pc.replace_substring(out, ch, f"%{ord(ch):02X}")
@@ -91,6 +96,24 @@ def spark_path_encode_array(paths: pa.Array) -> pa.Array:
             values[i] = spark_path_encode(raw[i])
         out = pa.array(values, pa.string())
     return out
+
+
+def sql_string_list(values: pa.Array | pa.ChunkedArray) -> str:
+    """``'v1','v2',...``: each (non-null) value as a Spark SQL string literal (backslash and
+    quote escaped), joined by commas, built in Arrow (300k paths: 0.1 s, a Python join 0.2-0.9 s)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not len(values):
+        return ""
+    values = values.cast(pa.large_string())
+    if pc.any(pc.match_substring_regex(values, r"[\\']")).as_py():
+        values = pc.replace_substring(pc.replace_substring(values, "\\", "\\\\"), "'", "\\'")
+    quote = pa.scalar("'", pa.large_string())
+    quoted = pc.binary_join_element_wise(quote, values, quote, pa.scalar("", pa.large_string()))
+    joined = pc.binary_join(
+        pa.LargeListArray.from_arrays(pa.array([0, len(quoted)], pa.int64()), quoted), pa.scalar(",", pa.large_string())
+    )
+    return joined[0].as_py()
 
 
 def spark_root_uri(root_url: str) -> str:
@@ -182,7 +205,8 @@ def plan_native_scan(
     of the snapshot's live files (rows of ``snapshot.files``, e.g. a rewrite's candidates)
     to plan instead of all of them. The plan's file table keeps each file's log ``path``,
     and on tracked tables its ``base_row_id`` and ``default_row_commit_version``."""
-    scan = plan_scan(snapshot, columns=columns, predicates=predicates, files=files)
+    # the plan's file table carries no statistics: they are read only if predicates need them
+    scan = plan_scan(snapshot, columns=columns, predicates=predicates, files=files, with_stats=False)
     mode = snapshot.column_mapping_mode
     partition_columns = snapshot.partition_columns
     part_lower = {c.lower() for c in partition_columns}
@@ -284,6 +308,9 @@ def _unsupported(files: pa.Table) -> list[str]:
     if not files.num_rows:
         return []
     paths = files.column("path").combine_chunks()
+    # one regex pass over the paths in the common case (nothing to report)
+    if not pc.any(pc.match_substring_regex(paths, f"{ABSOLUTE_PATTERN}|:[^/]*$|{_HIDDEN}")).as_py():
+        return []
     reasons = []
     absolute = pc.match_substring_regex(paths, ABSOLUTE_PATTERN)
     if pc.any(absolute).as_py():
@@ -311,7 +338,8 @@ def _unsupported(files: pa.Table) -> list[str]:
 def _file_table(snapshot: Snapshot, files: pa.Table, root: str) -> pa.Table:
     n = files.num_rows
     paths = files.column("path").combine_chunks() if n else pa.array([], pa.string())
-    rel = pc.replace_substring_regex(paths, "/+", "/") if n else paths
+    doubled = n and pc.any(pc.match_substring(paths, "//")).as_py()
+    rel = pc.replace_substring_regex(paths, "/+", "/") if doubled else paths
     uris = pc.binary_join_element_wise(root + "/", spark_path_encode_array(rel), "") if n else paths
     if "deletion_vector" in files.column_names:
         dv = files.column("deletion_vector").combine_chunks()

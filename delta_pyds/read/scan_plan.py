@@ -25,8 +25,10 @@ version holds. Guarantees:
   them) pruned conservatively by ``predicates`` (:func:`delta_pyds.skipping.files.prune_files`:
   partition values and statistics; callers still apply the filter to the rows); each
   file row keeps its log path, size, serialized partition values, deletion vector
-  descriptor and row tracking fields; the physical read schema has the physical names
-  (column mapping) and Parquet field ids (``id`` mode) of the non-partition output columns;
+  descriptor and row tracking fields, and its statistics unless the caller said it needs
+  none (``with_stats=False``: the read paths) and no predicate names a data column; the
+  physical read schema has the physical names (column mapping) and Parquet field ids
+  (``id`` mode) of the non-partition output columns;
 * :meth:`ScanPlan.read_spec` / :func:`read_spec`: the executor-side
   :class:`~delta_pyds.read.file_reader.ReadSpec` of the same snapshot and output columns;
   it reads every row group of a file unless asked to skip by the predicates (a rewrite
@@ -53,7 +55,7 @@ from delta_pyds.protocol.schema import (
 )
 from delta_pyds.read.file_reader import DEFAULT_BATCH_ROWS, ReadSpec
 from delta_pyds.read.options import ReadOptions
-from delta_pyds.skipping.files import SkippingReport, prune_files
+from delta_pyds.skipping.files import SkippingReport, needs_statistics, prune_files
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 
@@ -212,15 +214,26 @@ def plan_scan(
     output: StructType | None = None,
     predicates: Sequence[Any] = (),
     files: pa.Table | None = None,
+    with_stats: bool = True,
 ) -> ScanPlan:
     """The scan of ``snapshot``: output ``columns`` (default: every visible column, in table
     order) or an already resolved ``output`` schema; ``files`` (rows of ``snapshot.files``,
-    e.g. a rewrite's candidates) instead of all live files; pruned with ``predicates``."""
+    e.g. a rewrite's candidates) instead of all live files; pruned with ``predicates``.
+    ``with_stats=False``: the caller never looks at the files' statistics, so when no
+    predicate needs them either, the files come from :attr:`Snapshot.scan_files` (no
+    statistics column, never decoded)."""
     if output is None:
         output = select_columns(snapshot.schema, columns)
-    files = snapshot.files if files is None else files
-    report = None
     predicates = tuple(predicates)
+    if files is None:
+        lean = not with_stats and not needs_statistics(
+            predicates,
+            schema=snapshot.schema,
+            partition_columns=snapshot.partition_columns,
+            column_mapping_mode=snapshot.column_mapping_mode,
+        )
+        files = snapshot.scan_files if lean else snapshot.files
+    report = None
     if predicates:
         files, report = prune_files(
             files,

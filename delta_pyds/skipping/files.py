@@ -103,7 +103,7 @@ from delta_pyds.skipping.rules import (
     stat_type,
 )
 
-__all__ = ["SkippingReport", "prune_files", "select_row_groups"]
+__all__ = ["SkippingReport", "needs_statistics", "prune_files", "select_row_groups"]
 
 
 # ------------------------------------------------------------------ JSON stats parsing
@@ -379,6 +379,18 @@ def _shift(arr: pa.Array, direction: int) -> pa.Array:
 
 
 # --------------------------------------------------------------------------- prune_files
+def needs_statistics(
+    predicates: Sequence[Any], *, schema: StructType, partition_columns: Sequence[str], column_mapping_mode: str
+) -> bool:
+    """Whether :func:`prune_files` would read file statistics for ``predicates`` (some
+    predicate names a data column); without, a file table with no statistics prunes the same."""
+    if not predicates:
+        return False
+    resolve = Resolver(schema, partition_columns, column_mapping_mode)
+    tree = normalize_all(list(predicates), resolve)
+    return any(not leaf.col.partition for leaf in leaves(tree))
+
+
 def prune_files(
     files: pa.Table,
     predicates: Sequence[Any],

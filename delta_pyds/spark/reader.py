@@ -50,7 +50,7 @@ class DeltaScanReader(DataSourceReader):
 
     def plan(self) -> tuple[Snapshot, pa.Table, SkippingReport | None]:
         """(snapshot, kept file table, skipping report or None)."""
-        scan = plan_scan(self._snapshot(), output=self.spec.output, predicates=self.predicates)
+        scan = plan_scan(self._snapshot(), output=self.spec.output, predicates=self.predicates, with_stats=False)
         return scan.snapshot, scan.files, scan.report
 
     def partitions(self) -> Sequence[InputPartition]:

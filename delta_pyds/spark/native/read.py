@@ -70,7 +70,7 @@ from delta_pyds.errors import DataFileError, UnsupportedFeatureError
 from delta_pyds.expressions.safe_sql import safe_spark_sql
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.protocol.schema import StructField, StructType, nullable_type
-from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, plan_native_scan
+from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, plan_native_scan, sql_string_list
 from delta_pyds.read.options import ReadOptions, get_option, read_change_feed
 from delta_pyds.read.scan_plan import load_snapshot, table_storage
 from delta_pyds.spark.native.deleted_rows import (
@@ -245,7 +245,7 @@ def _string_array(values: list[str] | pa.Array | pa.ChunkedArray) -> pa.Array:
 def _in_list(paths: pa.Array):
     """``_metadata.file_path IN (...)`` as one SQL expression (one call into the JVM,
     however many files)."""
-    return F.expr("_metadata.file_path IN (" + ",".join(_sql_string(p) for p in paths.to_pylist()) + ")")
+    return F.expr("_metadata.file_path IN (" + sql_string_list(paths) + ")")
 
 
 def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: Storage) -> DataFrame:
