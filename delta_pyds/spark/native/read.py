@@ -210,10 +210,6 @@ def _field_json(name: str, dtype) -> dict:
     return {"name": name, "type": dtype.to_json(), "nullable": True, "metadata": {}}
 
 
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def file_filter(paths: list[str] | pa.Array | pa.ChunkedArray, among: pa.Array | pa.ChunkedArray | None = None):
     """A condition on ``_metadata.file_path`` admitting exactly ``paths``.
 
