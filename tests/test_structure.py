@@ -318,7 +318,6 @@ LONG_FUNCTIONS_LEFT = frozenset(
         "delta_pyds.read.file_reader:read_file",
         "delta_pyds.skipping.files:load_stats",
         "delta_pyds.spark.native.write:prepare",
-        "delta_pyds.spark.tables.merge_commit:write_and_commit",
         "delta_pyds.spark.tables.native_rows:native_rows",
         "delta_pyds.storage.put_if_absent:check_conditional_put",
         "delta_pyds.variant.json:_to_json",
