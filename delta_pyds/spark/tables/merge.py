@@ -47,18 +47,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from delta_pyds.errors import DeltaError
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.identity import identity_columns
-from delta_pyds.spark.tables.args import check_column_map, check_condition
+from delta_pyds.spark.tables.args import (
+    ColumnMapping,
+    ExpressionOrColumn,
+    OptionalExpressionOrColumn,
+    check_column_map,
+    check_condition,
+)
 from delta_pyds.spark.tables.dml import TableRewriter, only_files, refuse_identity_updates
 from delta_pyds.spark.tables.dv_marks import writes_dvs
 from delta_pyds.spark.tables.merge_rows import identity_to_generate
 from delta_pyds.spark.tables.merge_scope import DEFAULT_TARGET_ALIAS, SRC, SRC_ID, MergeScope, sql_expr
 from delta_pyds.spark.tables.resolution import check_merge_resolves, set_column_names
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.transaction.staged_files import cleanup_on_failure
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 __all__ = ["DEFAULT_TARGET_ALIAS", "DeltaMergeBuilder"]
 
@@ -81,12 +91,20 @@ class DeltaMergeBuilder:
     data feed the commit carries change data files (inserts, deletes, update pre/post
     images). Made by ``DeltaTable.merge``."""
 
-    def __init__(self, rewriter: TableRewriter, source, condition, *, target_alias: str | None = None):
+    def __init__(
+        self,
+        rewriter: TableRewriter,
+        source: DataFrame,
+        condition: ExpressionOrColumn,
+        *,
+        target_alias: str | None = None,
+    ) -> None:
         self._rewriter, self._source, self._condition = rewriter, source, condition
         self._target_alias = target_alias
-        self._matched: list = []  # (kind, condition, set) kind: update | delete
-        self._not_matched: list = []  # (condition, values)
-        self._not_matched_by_source: list = []  # (kind, condition, set)
+        # (kind, condition, set) kind: update | delete
+        self._matched: list[tuple[str, OptionalExpressionOrColumn, dict[str, Any] | None]] = []
+        self._not_matched: list[tuple[OptionalExpressionOrColumn, dict[str, Any] | None]] = []  # (condition, values)
+        self._not_matched_by_source: list[tuple[str, OptionalExpressionOrColumn, dict[str, Any] | None]] = []
         self._evolve = False
 
     # -------------------------------------------------------------------- clauses
@@ -95,7 +113,9 @@ class DeltaMergeBuilder:
         self._evolve = True
         return self
 
-    def whenNotMatchedBySourceUpdate(self, condition=None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+    def whenNotMatchedBySourceUpdate(
+        self, condition: OptionalExpressionOrColumn | ColumnMapping = None, set: ColumnMapping | None = None
+    ) -> DeltaMergeBuilder:
         """Updates target rows no source row matches (``set`` may use target columns only)."""
         if set is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
             condition, set = None, condition
@@ -103,52 +123,56 @@ class DeltaMergeBuilder:
         sets = check_column_map(set, "set' in whenNotMatchedBySourceUpdate")
         if not sets:
             raise ValueError("whenNotMatchedBySourceUpdate: set must name at least one column")
-        self._not_matched_by_source.append(("update", condition, sets))
+        self._not_matched_by_source.append(("update", cast(OptionalExpressionOrColumn, condition), sets))
         return self
 
-    def whenNotMatchedBySourceDelete(self, condition=None) -> DeltaMergeBuilder:
+    def whenNotMatchedBySourceDelete(self, condition: OptionalExpressionOrColumn = None) -> DeltaMergeBuilder:
         """Deletes target rows no source row matches."""
         check_condition(condition)
         self._not_matched_by_source.append(("delete", condition, None))
         return self
 
-    def whenMatchedUpdate(self, condition=None, set: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+    def whenMatchedUpdate(
+        self, condition: OptionalExpressionOrColumn | ColumnMapping = None, set: ColumnMapping | None = None
+    ) -> DeltaMergeBuilder:
         if set is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
             condition, set = None, condition
         check_condition(condition)
         sets = check_column_map(set, "set' in whenMatchedUpdate")
         if not sets:
             raise ValueError("whenMatchedUpdate: set must name at least one column")
-        self._matched.append(("update", condition, sets))
+        self._matched.append(("update", cast(OptionalExpressionOrColumn, condition), sets))
         return self
 
-    def whenMatchedUpdateAll(self, condition=None) -> DeltaMergeBuilder:
+    def whenMatchedUpdateAll(self, condition: OptionalExpressionOrColumn = None) -> DeltaMergeBuilder:
         check_condition(condition)
         self._matched.append(("update", condition, None))
         return self
 
-    def whenMatchedDelete(self, condition=None) -> DeltaMergeBuilder:
+    def whenMatchedDelete(self, condition: OptionalExpressionOrColumn = None) -> DeltaMergeBuilder:
         check_condition(condition)
         self._matched.append(("delete", condition, None))
         return self
 
-    def whenNotMatchedInsert(self, condition=None, values: Mapping[str, Any] | None = None) -> DeltaMergeBuilder:
+    def whenNotMatchedInsert(
+        self, condition: OptionalExpressionOrColumn | ColumnMapping = None, values: ColumnMapping | None = None
+    ) -> DeltaMergeBuilder:
         if values is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
             condition, values = None, condition
         check_condition(condition)
         vals = check_column_map(values, "values' in whenNotMatchedInsert")
         if not vals:
             raise ValueError("whenNotMatchedInsert: values must name at least one column")
-        self._not_matched.append((condition, vals))
+        self._not_matched.append((cast(OptionalExpressionOrColumn, condition), vals))
         return self
 
-    def whenNotMatchedInsertAll(self, condition=None) -> DeltaMergeBuilder:
+    def whenNotMatchedInsertAll(self, condition: OptionalExpressionOrColumn = None) -> DeltaMergeBuilder:
         check_condition(condition)
         self._not_matched.append((condition, None))
         return self
 
     # ------------------------------------------------------------------ execution
-    def execute(self):
+    def execute(self) -> DataFrame:
         """Runs the MERGE in one commit; returns delta-spark's one-row DataFrame
         (``num_affected_rows``, ``num_updated_rows``, ``num_deleted_rows``,
         ``num_inserted_rows``), zeros when no row changes."""
@@ -209,7 +233,7 @@ class DeltaMergeBuilder:
             "notMatchedBySourcePredicates": json.dumps([{"actionType": k} for k, _, _ in self._not_matched_by_source]),
         }
 
-    def _metrics(self, scope: MergeScope, counts: dict) -> dict[str, int]:
+    def _metrics(self, scope: MergeScope, counts: dict[int, int]) -> dict[str, int]:
         """delta-spark's MERGE row metrics from the rows per action."""
         metrics: dict[str, int] = {
             "numTargetRowsUpdated": 0,
@@ -235,8 +259,8 @@ class DeltaMergeBuilder:
         return metrics
 
     def _scope(self, snap: Snapshot) -> MergeScope:
-        """Plans the clauses against the snapshot read; refuses updates of identity
-        columns the table generates and unknown columns in update sets."""
+        """Plans the clauses against the snapshot read (checked by :meth:`_check_clauses`),
+        pins the source and plans the target's candidate files (:meth:`_target`)."""
         from pyspark.sql import functions as F
 
         from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
@@ -265,24 +289,7 @@ class DeltaMergeBuilder:
             evolve=self._evolve,
             by_source=bool(self._not_matched_by_source),
         )
-        for _, _, sets in list(self._matched) + list(self._not_matched_by_source):
-            if sets is not None:
-                named = set_column_names(scope.target_schema, sets, what="merge", alias=talias)
-                refuse_identity_updates(snap, named, "merge")
-
-        def used(clauses):  # the conditions and set values of (kind, condition, set) clauses
-            return [e for _, c, st in clauses for e in [c, *(st.values() if st else ())]]
-
-        check_merge_resolves(
-            self._rewriter.spark,
-            scope.target_schema,
-            talias,
-            self._source,
-            self._condition,
-            matched=used(self._matched),
-            not_matched=[e for c, vals in self._not_matched for e in [c, *(vals.values() if vals else ())]],
-            by_source=used(self._not_matched_by_source),
-        )
+        self._check_clauses(scope)
         src = self._source.withColumn(SRC, F.lit(True)).withColumn(SRC_ID, F.monotonically_increasing_id())
         if evolved is not None:  # source structs take the evolved shape (new fields null)
             from delta_pyds.spark.tables.merge_evolution import to_schema
@@ -295,31 +302,64 @@ class DeltaMergeBuilder:
         # come from see the same source rows; a cache, not a checkpoint, so that the
         # condition's references to the source's alias resolve (released by execute())
         scope.src = src.persist()
-        try:
+        with cleanup_on_failure(src.unpersist, what="the pinned merge source"):
             self._target(scope, snap)
-        except BaseException:
-            src.unpersist()
-            raise
         return scope
+
+    def _check_clauses(self, scope: MergeScope) -> None:
+        """Refuses updates of identity columns the table generates, unknown columns in
+        update sets and clauses that do not resolve against the target and the source."""
+        snap, talias = scope.snap, scope.talias
+        for _, _, sets in list(self._matched) + list(self._not_matched_by_source):
+            if sets is not None:
+                named = set_column_names(scope.target_schema, sets, what="merge", alias=talias)
+                refuse_identity_updates(snap, named, "merge")
+
+        def used(clauses: list[Any]) -> list[Any]:  # the conditions and set values of (kind, condition, set) clauses
+            return [e for _, c, st in clauses for e in [c, *(st.values() if st else ())]]
+
+        check_merge_resolves(
+            self._rewriter.spark,
+            scope.target_schema,
+            talias,
+            self._source,
+            self._condition,
+            matched=used(self._matched),
+            not_matched=[e for c, vals in self._not_matched for e in [c, *(vals.values() if vals else ())]],
+            by_source=used(self._not_matched_by_source),
+        )
 
     def _target(self, scope: MergeScope, snap: Snapshot) -> None:
         """The candidate target files (pruned unless a ``whenNotMatchedBySource`` clause
         needs every row) and their scan."""
         files, talias, evolved = snap.files, scope.talias, scope.evolved
         if not self._not_matched_by_source:  # else every target row is needed
-            from delta_pyds.spark.tables.merge_pruning import target_filter
+            from delta_pyds.spark.tables.merge_pruning import key_pruning_min_bytes, keys_can_prune, target_filter
 
-            counted: dict = {}
-            pruning = target_filter(self._condition, talias, scope.target_schema, scope.src, counted)
+            counted: dict[str, int] = {}
+            literal_files: dict[str | None, Any] = {}
+
+            def read_keys(literal: str | None, columns: list[str]) -> bool:
+                found = self._rewriter.candidates(snap, literal) if literal else files
+                literal_files[literal] = found
+                if scope.insert_only:  # without phase 1 a job counts the source anyway: this one
+                    return True
+                return keys_can_prune(found, columns, snap.partition_columns, key_pruning_min_bytes(self._rewriter))
+
+            pruning = target_filter(
+                self._condition, talias, scope.target_schema, scope.src, counted, read_keys=read_keys
+            )
             scope.source_rows = counted.get("rows")
             if pruning == "FALSE":
                 files = files.slice(0, 0)
+            elif pruning in literal_files:  # the keys were not read: the literal conjuncts' files
+                files = literal_files[pruning]
             elif pruning is not None:
                 files = self._rewriter.candidates(snap, pruning)
         scope.files_after_skipping = files.num_rows
         scope.files = files
 
-        def scan_target(paths=None):
+        def scan_target(paths: list[str] | None = None) -> DataFrame:
             if paths is not None and len(set(paths)) == files.num_rows:
                 return scope.target  # every candidate file: the same scan (no second planning)
             target = self._rewriter.scan(snap, files if paths is None else only_files(files, paths))
@@ -332,7 +372,7 @@ class DeltaMergeBuilder:
         scope.scan_target = scan_target
         scope.target = scan_target()
 
-    def _evolved(self, snap: Snapshot):
+    def _evolved(self, snap: Snapshot) -> Any:
         """The table schema with the source's columns and nested fields the clauses write
         (schema evolution, delta-spark's rules; None without ``withSchemaEvolution()`` or
         when nothing is new)."""

@@ -11,6 +11,7 @@ metrics; every file written for the commit is deleted if it fails."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from delta_pyds.operations.dv_delete import stage_dv_marks
 from delta_pyds.operations.read_set import record_read
@@ -22,7 +23,7 @@ from delta_pyds.spark.tables.merge_scope import MergeScope
 from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows
 
 
-def identity_marks(mr: MergeRows, outcome: MergeOutcome) -> dict:
+def identity_marks(mr: MergeRows, outcome: MergeOutcome) -> dict[str, int]:
     """The high-water mark per generated identity column (the largest identity number of
     an inserted row holds the extreme value); refuses values beyond a long."""
     if not mr.generated or outcome.top_k is None:
@@ -41,89 +42,114 @@ def write_and_commit(
     scope: MergeScope,
     mr: MergeRows,
     outcome: MergeOutcome,
-    metrics: dict,
+    metrics: dict[str, int],
     *,
     dv: bool,
-    condition,
-    parameters: dict,
+    condition: Any,
+    parameters: dict[str, str],
 ) -> bool:
     """Writes the new files (and change data files, or the changed rows' deletion
     vectors) and commits them with the removal of the touched files (``condition``: the
     merge's; ``parameters``: the commit's operation parameters); deletes what it wrote if the commit fails.
     Fills ``metrics`` (files, copied rows, and inserted rows when phase 1 did not count
     them); returns False, committing nothing, when no file is touched and no row inserted."""
-
     from delta_pyds.table.state import file_actions
     from delta_pyds.transaction.commit import Transaction
-    from delta_pyds.transaction.file_actions import remove_actions
-    from delta_pyds.transaction.staged_files import delete_files
+    from delta_pyds.transaction.staged_files import delete_on_failure
 
     snap = scope.snap
     marks = identity_marks(mr, outcome)
     txn = Transaction(rw.storage, snap)
-    metadata = snap.metadata
-    evolved = scope.evolved
-    if evolved is not None:  # planned once: new columns keep one physical name everywhere
-        new_metadata, new_protocol = rw.evolution(snap, evolved)
-        metadata = new_metadata or metadata
-        evolved = parse_schema(metadata.schema_string)
-        if new_protocol is not None:
-            txn.update_protocol(new_protocol)
-        txn.update_metadata(metadata)
+    metadata, evolved = _evolve(rw, scope, txn)
     out = mr.data_rows(dv=dv, tracking=scope.tracking)
     spec = rw.write_spec(snap, row_tracking=True, evolved_schema=evolved)
     adds = rw.rewrite(out, spec, True) if out is not None else []
-    written = list(adds)
-    active = file_actions(snap).active
-    if not outcome.inserts_counted:
-        metrics["numTargetRowsInserted"] = inserted_rows(mr, outcome, metrics, adds, active, dv=dv)
-    if not outcome.touched and not adds:  # nothing matched, nothing inserted: no commit
-        return False
-    marked = with_high_water_marks(parse_schema(metadata.schema_string), marks)
-    if marked is not None:
-        txn.update_metadata(replace(metadata, schema_string=marked.json()))
-    try:
+    written = list(adds)  # grows with the change data files: all deleted if the commit fails
+    with delete_on_failure(rw.storage, written):
+        active = file_actions(snap).active
+        if not outcome.inserts_counted:
+            metrics["numTargetRowsInserted"] = inserted_rows(mr, outcome, metrics, adds, active, dv=dv)
+        if not outcome.touched and not adds:  # nothing matched, nothing inserted: no commit
+            return False
+        marked = with_high_water_marks(parse_schema(metadata.schema_string), marks)
+        if marked is not None:
+            txn.update_metadata(replace(metadata, schema_string=marked.json()))
         if rw.writes_changes(snap):
-            changes = mr.change_rows(dedupe_deletes=scope.delete_all_matched and outcome.several_matches)
-            if changes is not None:
-                cdcs = rw.write_changes(snap, changes, evolved_schema=evolved)
-                written += cdcs
-                txn.add_cdc_files(cdcs)
+            written += _stage_changes(rw, scope, mr, outcome, txn, evolved)
         record_read(txn, snap, condition, snap.files, alias=scope.talias)
-        if dv and outcome.touched:
-            old, bitmaps = changed_files(active, outcome.changed or {})
-            staged = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
-            metrics.update(
-                numTargetFilesRemoved=staged.files_removed,
-                numTargetRowsCopied=0,
-                numTargetDeletionVectorsAdded=staged.vectors_added,
-                numTargetDeletionVectorsUpdated=staged.vectors_updated,
-                numTargetDeletionVectorsRemoved=staged.files_removed,
-            )
-        else:
-            victims = rows_for_paths(active, outcome.touched)
-            txn.remove_files(remove_actions(victims))
-            changed = metrics["numTargetRowsUpdated"] + metrics["numTargetRowsInserted"]
-            metrics.update(
-                numTargetFilesRemoved=victims.num_rows,
-                numTargetRowsCopied=sum(stat_rows(a) for a in adds) - changed,
-            )
-            if dv:  # no touched file: no vector (an insert-only merge)
-                metrics.update(
-                    numTargetDeletionVectorsAdded=0,
-                    numTargetDeletionVectorsUpdated=0,
-                    numTargetDeletionVectorsRemoved=0,
-                )
+        _stage_removals(rw, outcome, txn, active, adds, metrics, dv=dv)
         txn.add_files(adds)
         metrics.update(numTargetFilesAdded=len(adds))
         txn.commit("MERGE", parameters, metrics=metrics)
-    except BaseException:
-        delete_files(rw.storage, written)
-        raise
     return True
 
 
-def changed_files(active, changed: dict) -> tuple:
+def _evolve(rw: TableRewriter, scope: MergeScope, txn: Any) -> tuple[Any, Any]:
+    """(the commit's metadata, the evolved schema as committed, or None): schema evolution
+    planned once, so that new columns keep one physical name everywhere."""
+    metadata, evolved = scope.snap.metadata, scope.evolved
+    if evolved is None:
+        return metadata, None
+    new_metadata, new_protocol = rw.evolution(scope.snap, evolved)
+    metadata = new_metadata or metadata
+    if new_protocol is not None:
+        txn.update_protocol(new_protocol)
+    txn.update_metadata(metadata)
+    return metadata, parse_schema(metadata.schema_string)
+
+
+def _stage_changes(
+    rw: TableRewriter, scope: MergeScope, mr: MergeRows, outcome: MergeOutcome, txn: Any, evolved: Any
+) -> list[dict[str, Any]]:
+    """Writes the change data files and adds them to ``txn``; returns them."""
+    changes = mr.change_rows(dedupe_deletes=scope.delete_all_matched and outcome.several_matches)
+    if changes is None:
+        return []
+    cdcs = rw.write_changes(scope.snap, changes, evolved_schema=evolved)
+    txn.add_cdc_files(cdcs)
+    return list(cdcs)
+
+
+def _stage_removals(
+    rw: TableRewriter,
+    outcome: MergeOutcome,
+    txn: Any,
+    active: Any,
+    adds: list[dict[str, Any]],
+    metrics: dict[str, int],
+    *,
+    dv: bool,
+) -> None:
+    """The touched files' deletion vectors (``dv``) or removes, and their metrics."""
+    from delta_pyds.transaction.file_actions import remove_actions
+
+    if dv and outcome.touched:
+        old, bitmaps = changed_files(active, outcome.changed or {})
+        staged = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
+        metrics.update(
+            numTargetFilesRemoved=staged.files_removed,
+            numTargetRowsCopied=0,
+            numTargetDeletionVectorsAdded=staged.vectors_added,
+            numTargetDeletionVectorsUpdated=staged.vectors_updated,
+            numTargetDeletionVectorsRemoved=staged.files_removed,
+        )
+        return
+    victims = rows_for_paths(active, outcome.touched)
+    txn.remove_files(remove_actions(victims))
+    changed = metrics["numTargetRowsUpdated"] + metrics["numTargetRowsInserted"]
+    metrics.update(
+        numTargetFilesRemoved=victims.num_rows,
+        numTargetRowsCopied=sum(stat_rows(a) for a in adds) - changed,
+    )
+    if dv:  # no touched file: no vector (an insert-only merge)
+        metrics.update(
+            numTargetDeletionVectorsAdded=0,
+            numTargetDeletionVectorsUpdated=0,
+            numTargetDeletionVectorsRemoved=0,
+        )
+
+
+def changed_files(active: Any, changed: dict[str, bytes]) -> tuple[Any, list[bytes]]:
     """(the active file actions of the files phase 1 found changed rows in, per file the
     serialized bitmap of those rows: the rows the commit marks deleted)."""
     import pyarrow as pa
@@ -133,7 +159,9 @@ def changed_files(active, changed: dict) -> tuple:
     return active.take(pa.array([by_path[name] for name in names], pa.int64())), [changed[name] for name in names]
 
 
-def inserted_rows(mr: MergeRows, outcome: MergeOutcome, metrics: dict, adds: list, active, *, dv: bool) -> int:
+def inserted_rows(
+    mr: MergeRows, outcome: MergeOutcome, metrics: dict[str, int], adds: list[dict[str, Any]], active: Any, *, dv: bool
+) -> int:
     """The inserted rows, from the written files' row counts: they hold the inserted rows
     and, with deletion vectors, the updated rows, else the touched files' live rows but the
     deleted ones (their ``numRecords`` and deletion vectors from the log). Counted by a

@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 MAX_KEY_SET = 64
@@ -70,13 +71,41 @@ def _sql_literal(value: Any) -> str | None:
     return None
 
 
-def target_filter(condition: Any, target_alias: str, target_schema, source, counted: dict | None = None) -> str | None:
+def target_filter(
+    condition: Any,
+    target_alias: str,
+    target_schema: Any,
+    source: Any,
+    counted: dict[str, int] | None = None,
+    *,
+    read_keys: Callable[[str | None, list[str]], bool] | None = None,
+) -> str | None:
     """A SQL condition over the target's (unqualified) columns (``target_schema``: a Spark
     StructType) that every target row able to match satisfies, or None when none can be
     derived (see the module docstring). Join keys whose source and target types differ
-    are not used. When the source's keys are read, ``counted["rows"]`` is set to the
-    source's row count (delta-spark's ``numSourceRows``, from the same job)."""
+    are not used. ``read_keys(literal_filter, key_columns)`` (when given) decides whether
+    the source's keys are worth a Spark job (False: the filter keeps the literal conjuncts
+    only). When the source's keys are read, ``counted["rows"]`` is set to the source's row
+    count (delta-spark's ``numSourceRows``, from the same job)."""
+    split = split_condition(condition, target_alias, target_schema, source)
+    if split is None:
+        return None
+    kept, keys = split
+    if keys and (read_keys is None or read_keys(" AND ".join(kept) or None, [c for c, _ in keys])):
+        by_keys = key_conjuncts(source, keys, counted)
+        if by_keys is None:
+            return "FALSE"  # every key is null: nothing matches
+        kept += by_keys
+    return " AND ".join(kept) if kept else None
 
+
+def split_condition(
+    condition: Any, target_alias: str, target_schema: Any, source: Any
+) -> tuple[list[str], list[tuple[str, str]]] | None:
+    """The condition's usable conjuncts: target-side comparisons with literals (as SQL over
+    the target's columns) and the join keys ``(target column, source column)`` of
+    ``t.a = s.b`` conjuncts whose two sides have one type; None when the condition is not
+    SQL text or not a plain ``AND`` chain."""
     if not isinstance(condition, str):
         return None
     conjuncts = _conjuncts(condition)
@@ -110,22 +139,31 @@ def target_filter(condition: Any, target_alias: str, target_schema, source, coun
             elif _LITERAL.match(other) and o != "!=":
                 kept.append(f"{_quote(column)} {o} {other.strip()}")
             break
-    if keys:
-        bounds = source_keys(source, [s for _, s in keys], counted)
-        for column, (low, high, values) in zip((c for c, _ in keys), bounds):
-            if values == []:
-                return "FALSE"  # every key is null: nothing matches
-            literals = [_sql_literal(v) for v in values] if values else None
-            if literals and all(v is not None for v in literals):
-                kept.append(f"{_quote(column)} IN ({', '.join(literals)})")  # type: ignore[arg-type]
-                continue
-            lo, hi = _sql_literal(low), _sql_literal(high)
-            if lo is not None and hi is not None:
-                kept.append(f"{_quote(column)} >= {lo} AND {_quote(column)} <= {hi}")
-    return " AND ".join(kept) if kept else None
+    return kept, keys
 
 
-def source_keys(source, columns: list[str], counted: dict | None = None) -> list[tuple[Any, Any, list | None]]:
+def key_conjuncts(source: Any, keys: list[tuple[str, str]], counted: dict[str, int] | None = None) -> list[str] | None:
+    """SQL conjuncts over the target's key columns from the source's keys (a key set or
+    a range; one Spark job: :func:`source_keys`); None when some key is null in every
+    source row (nothing can match)."""
+    out: list[str] = []
+    bounds = source_keys(source, [s for _, s in keys], counted)
+    for column, (low, high, values) in zip((c for c, _ in keys), bounds):
+        if values == []:
+            return None
+        literals = [_sql_literal(v) for v in values] if values else None
+        if literals and all(v is not None for v in literals):
+            out.append(f"{_quote(column)} IN ({', '.join(literals)})")  # type: ignore[arg-type]
+            continue
+        lo, hi = _sql_literal(low), _sql_literal(high)
+        if lo is not None and hi is not None:
+            out.append(f"{_quote(column)} >= {lo} AND {_quote(column)} <= {hi}")
+    return out
+
+
+def source_keys(
+    source: Any, columns: list[str], counted: dict[str, int] | None = None
+) -> list[tuple[Any, Any, list[Any] | None]]:
     """Per source column: (smallest non-null value, largest, the distinct non-null values
     when at most :data:`MAX_KEY_SET`, else None; ``[]`` when every value is null); with
     ``counted``, ``counted["rows"]`` the source's row count. One
@@ -147,7 +185,7 @@ def source_keys(source, columns: list[str], counted: dict | None = None) -> list
     )
     if counted is not None:
         counted["rows"] = sum(r["rows"] for r in parts)
-    out: list[tuple[Any, Any, list | None]] = []
+    out: list[tuple[Any, Any, list[Any] | None]] = []
     for i in range(len(columns)):
         rows = [r for r in parts if r[f"lo{i}"] is not None or r[f"nan{i}"]]
         if any(r[f"nan{i}"] for r in rows):
@@ -170,10 +208,10 @@ def source_keys(source, columns: list[str], counted: dict | None = None) -> list
     return out
 
 
-def _key_bounds(n: int, limit: int):
+def _key_bounds(n: int, limit: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The executor side of :func:`source_keys`: one task's key columns reduced to one row."""
 
-    def reduce(batches):
+    def reduce(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -218,3 +256,38 @@ def _key_bounds(n: int, limit: int):
         yield pa.RecordBatch.from_arrays(arrays, names=names)
 
     return reduce
+
+
+def keys_can_prune(files: Any, key_columns: list[str], partition_columns: list[str], min_bytes: int) -> bool:
+    """Whether reading the source's keys (one Spark job) can drop candidate target files
+    (``files``: snapshot file rows) worth more than the job: not for one file, not for
+    files of fewer than ``min_bytes`` together (phase 1 reads their key columns for less
+    than a job costs), not when no file has statistics and no key is a partition column."""
+    import pyarrow.compute as pc
+
+    if files.num_rows <= 1 or (pc.sum(files.column("size")).as_py() or 0) < min_bytes:
+        return False
+    partitions = {c.lower() for c in partition_columns}
+    if any(c.lower() in partitions for c in key_columns):
+        return True
+    return bool(files.column("stats").null_count < files.num_rows)
+
+
+KEY_PRUNING_CONF = "spark.pydelta.merge.sourceKeyPruning.minTargetBytes"
+DEFAULT_KEY_PRUNING_MIN_BYTES = 16 * 1024 * 1024
+
+
+def key_pruning_min_bytes(rewriter: Any) -> int:
+    """The candidate files' total size from which MERGE reads the source's keys to prune
+    them (``spark.pydelta.merge.sourceKeyPruning.minTargetBytes``, default 16 MiB; ``0``:
+    whenever more than one file has statistics)."""
+    from delta_pyds.errors import ArgumentTypeError
+
+    try:
+        raw = rewriter.spark.conf.get(KEY_PRUNING_CONF, None)
+    except Exception:  # Spark Connect without the conf
+        raw = None
+    try:
+        return max(0, int(raw)) if raw not in (None, "") else DEFAULT_KEY_PRUNING_MIN_BYTES
+    except ValueError:
+        raise ArgumentTypeError(f"{KEY_PRUNING_CONF}: expected a number of bytes, got {raw!r}") from None

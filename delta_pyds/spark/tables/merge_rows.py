@@ -35,11 +35,16 @@ Guarantees:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.spark.tables.merge_scope import ACTION, MATCHED, SRC, SRC_ID, MergeScope, sql_expr
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.spark.tables.resolution import set_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
 
 # up to this many matched pairs, the inserted rows' anti-join broadcasts the matched source
 # row numbers (8 bytes each) instead of shuffling the source
@@ -108,7 +113,7 @@ def probe(scope: MergeScope) -> Probe:
     return Probe(rows.localCheckpoint(eager=False))
 
 
-def _target_action(scope: MergeScope, has_target, has_source):
+def _target_action(scope: MergeScope, has_target: Column, has_source: Column) -> tuple[Column, Column]:
     """(the action of a joined target row: 1 + the index of the first target-side clause
     that holds, else 0; whether it is matched)."""
     from pyspark.sql import functions as F
@@ -123,7 +128,7 @@ def _target_action(scope: MergeScope, has_target, has_source):
     return action, matched
 
 
-def _insert_action(scope: MergeScope):
+def _insert_action(scope: MergeScope) -> Column:
     """The action of a source row no target row matches: 1 + the number of target-side
     clauses + the index of the first insert clause that holds, else 0."""
     from pyspark.sql import functions as F
@@ -137,7 +142,7 @@ def _insert_action(scope: MergeScope):
     return action
 
 
-def unmatched_source(scope: MergeScope, pr: Probe | None, matched_pairs: int | None = None):
+def unmatched_source(scope: MergeScope, pr: Probe | None, matched_pairs: int | None = None) -> DataFrame | None:
     """The source rows no candidate target row matches (the pinned source anti-joined with
     the probe's matched source row numbers: broadcast when ``matched_pairs``, the number
     of matched (target, source) pairs, is known and at most :data:`BROADCAST_IDS`; without
@@ -189,7 +194,7 @@ class MergeRows:
     def _parts(self) -> list:
         return [p for p in (self.target, self.inserts) if p is not None]
 
-    def data_rows(self, *, dv: bool, tracking):
+    def data_rows(self, *, dv: bool, tracking: tuple[str, str] | None) -> DataFrame | None:
         """The rows to write: with deletion vectors the updated and inserted rows; else
         every row of the touched files but the deleted ones, and the inserted rows. Table
         columns, then the row tracking columns when ``tracking`` names them (row ids kept;
@@ -210,7 +215,7 @@ class MergeRows:
             out = ins if out is None else out.unionByName(ins)
         return out
 
-    def change_rows(self, *, dedupe_deletes: bool):
+    def change_rows(self, *, dedupe_deletes: bool) -> DataFrame | None:
         """The change data rows (table columns and ``_change_type``): update pre- and
         post-images, deletes (one per target row), inserts; None when there are none."""
         from pyspark.sql import functions as F
@@ -383,7 +388,7 @@ def insert_only(scope: MergeScope) -> MergeOutcome:
     )
 
 
-def _count_task(batches):
+def _count_task(batches: Iterator[Any]) -> Iterator[Any]:
     """One task's rows counted (one row; the executor side of a source row count)."""
     import pyarrow as pa
 
@@ -431,7 +436,9 @@ def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool, marks: bool 
     return _outcome(scope, per_file.collect(), n=n, ins=ins, marks=marks)
 
 
-def _summary_row(n: int, ins: list[int], df, *, marks: bool, inserted: bool = False, src=None):
+def _summary_row(
+    n: int, ins: list[int], df: DataFrame, *, marks: bool, inserted: bool = False, src: Column | None = None
+) -> DataFrame:
     """``df``'s rows in the shape of :func:`summarize`'s per-file rows, with no file: its
     insert counts (``i<a>``, ``k``) when ``inserted``, ``src`` as the source rows."""
     from pyspark.sql import functions as F
@@ -495,13 +502,13 @@ def _outcome(scope: MergeScope, got: list, *, n: int, ins: list[int], marks: boo
     )
 
 
-def _per_task(n: int, marks: bool = False):
+def _per_task(n: int, marks: bool = False) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The executor side of :func:`summarize`: one task's probe rows (file, row index,
     action, matched) reduced to one row per file: matched pairs, the largest target-side
     action, the serialized bitmap of the matched rows' indexes and the rows per action;
     with ``marks`` the serialized bitmap of the changed rows' indexes (action > 0)."""
 
-    def reduce(batches):
+    def reduce(batches: Iterator[Any]) -> Iterator[Any]:
         import numpy as np
         import pyarrow as pa
 
@@ -561,7 +568,7 @@ def _union(parts: list[bytes]) -> bytes:
     return serialize_deleted_rows(_bitmap_union(parts))
 
 
-def _bitmap_union(parts: list[bytes]):
+def _bitmap_union(parts: list[bytes]) -> Any:
     from pyroaring import BitMap64
 
     from delta_pyds.protocol.deletion_vectors import deserialize_deleted_rows

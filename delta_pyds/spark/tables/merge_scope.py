@@ -10,10 +10,13 @@ table's columns."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.spark.tables.native_rows import SCAN_FILE
 from delta_pyds.table.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 DEFAULT_TARGET_ALIAS = "__pydelta_target"
 SRC = "__pydelta_src"  # a non-null column of the source: null on target rows no source row matches
@@ -65,23 +68,23 @@ class MergeScope:
             raise ValueError(f"merge: {k} is not a column of the table; columns: {', '.join(self.names)}")
         return lowered[k2.lower()]
 
-    def source_col(self, n: str):
+    def source_col(self, n: str) -> Column:
         if n.lower() not in self.src_cols:
             raise ValueError(f"merge: updateAll/insertAll needs column {n} in the source")
         return self.src[self.src_cols[n.lower()]]
 
-    def tcol(self) -> dict:
+    def tcol(self) -> dict[str, Column]:
         from pyspark.sql import functions as F
 
         return {n: F.col(f"`{self.talias}`.`{n}`") for n in self.names}
 
-    def tfile(self):
+    def tfile(self) -> Column:
         from pyspark.sql import functions as F
 
         return F.col(f"`{self.talias}`.{SCAN_FILE}")
 
 
-def sql_expr(e):
+def sql_expr(e: Any) -> Column:
     """A Spark Column for a condition or value given as SQL text or as a Column."""
     from pyspark.sql import functions as F
 

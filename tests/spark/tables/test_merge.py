@@ -28,7 +28,16 @@ from helpers import DML_COLS, dml_data, parquet_files
 
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.errors import DeltaError
+from delta_pyds.spark.tables.merge_pruning import KEY_PRUNING_CONF
 from delta_pyds.table.snapshot import Snapshot
+
+
+@pytest.fixture
+def key_pruning_always(spark):
+    """Source-key pruning also for these small tables (by default only from 16 MiB of files)."""
+    spark.conf.set(KEY_PRUNING_CONF, "0")
+    yield
+    spark.conf.unset(KEY_PRUNING_CONF)
 
 
 def test_merge_upsert(spark, tmp_path):
@@ -72,7 +81,7 @@ def test_merge_upsert(spark, tmp_path):
     assert rows[1] == (1, 0, "one", 1.0) and rows[200] == (200, None, "TWO HUNDRED", None)
 
 
-def test_merge_prunes_target_files_by_source_key_ranges(spark, tmp_path):
+def test_merge_prunes_target_files_by_source_key_ranges(spark, tmp_path, key_pruning_always):
     """A 1,000-row source whose keys fall in 2 of 40 files reads (after skipping) and
     rewrites only those 2 files; a source key set prunes the same way, an all-null key
     source reads none."""
@@ -134,7 +143,7 @@ def test_merge_with_deletion_vectors_marks_rows_and_writes_only_changed_rows(spa
     assert rows[10][2] == "upd" and rows[150][3] == 2.0 and rows[500][2] == "new" and 61 not in rows and 60 not in rows
 
 
-def test_merge_source_keys_are_merged_across_tasks_and_nan_keys_prune_nothing(spark, tmp_path):
+def test_merge_source_keys_are_merged_across_tasks_and_nan_keys_prune_nothing(spark, tmp_path, key_pruning_always):
     """The source's key bounds and key set come from per-task parts: 80 distinct keys in
     4 tasks (each under the key-set limit) prune by their range to 2 of 5 files; a NaN key
     (equal to NaN in Spark's join) keeps the file holding a NaN value."""

@@ -154,8 +154,11 @@ def test_written_rows_change_data_and_metrics_come_from_one_evaluation_of_the_so
 # Spark jobs of this test's upsert (10 source keys, all 4 files touched), measured on both
 # engines: 12 (native) and 14 (python) with phase 1's two-level groupBy and the source key
 # pruning's aggregate + distinct jobs; 6 and 8 with both as per-task reductions (one job
-# each, no shuffle). AQE runs each shuffle and broadcast as a job of its own; the bound
-# guards against regressions
+# each, no shuffle); still 6 and 8 without the source-key job (a 4-file table under
+# spark.pydelta.merge.sourceKeyPruning.minTargetBytes: phase 1 counts the source), as AQE
+# then fills the pinned source's cache in a JVM-only job of its own (a table cache query
+# stage) in place of the key job's Python tasks. AQE runs each shuffle and broadcast as a
+# job of its own; the bound guards against regressions
 MAX_JOBS = {"native": 6, "python": 8}
 
 
@@ -265,3 +268,37 @@ def test_an_unconditional_delete_counts_a_row_matched_in_different_tasks_once(sp
     m = DeltaTable.forPath(spark, path).history(1).collect()[0].operationMetrics
     assert m["numTargetRowsDeleted"] == "1"
     assert sorted(r.id for r in read_delta(spark, path).collect()) == [i for i in range(200) if i != 7]
+
+
+def test_small_merge_reads_no_source_keys_and_still_counts_the_source(spark, tmp_path):
+    """Below ``spark.pydelta.merge.sourceKeyPruning.minTargetBytes`` (and for one candidate
+    file) the source's keys are not read (no pruning job): every candidate file is read by
+    phase 1, which counts ``numSourceRows``; with the conf at 0 the same source prunes."""
+    src = spark.createDataFrame([(3, 0, "a", 1.0), (7, 1, "b", 2.0), (500, 2, "c", 3.0)], COLS)
+
+    def upsert(path: str) -> dict:
+        t = DeltaTable.forPath(spark, path)
+        t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+        return t.history(1).collect()[0].operationMetrics
+
+    m = upsert(_make(str(tmp_path / "small"), {}))
+    assert (m["numTargetFilesBeforeSkipping"], m["numTargetFilesAfterSkipping"]) == ("4", "4")
+    assert (m["numSourceRows"], m["numTargetRowsUpdated"], m["numTargetRowsInserted"]) == ("3", "2", "1")
+    assert m["numTargetFilesRemoved"] == "1"
+    from delta_pyds.errors import ArgumentTypeError
+    from delta_pyds.spark.tables.merge_pruning import KEY_PRUNING_CONF
+
+    spark.conf.set(KEY_PRUNING_CONF, "0")
+    try:
+        m = upsert(_make(str(tmp_path / "pruned"), {}))
+        assert (m["numTargetFilesAfterSkipping"], m["numSourceRows"], m["numTargetRowsUpdated"]) == ("1", "3", "2")
+        one = str(tmp_path / "one")
+        write_arrow(one, dml_data(0, 50))
+        m = upsert(one)  # one file: nothing to prune
+        assert (m["numTargetFilesAfterSkipping"], m["numSourceRows"], m["numTargetRowsInserted"]) == ("1", "3", "1")
+        spark.conf.set(KEY_PRUNING_CONF, "lots")
+        with pytest.raises(ArgumentTypeError, match="minTargetBytes: expected a number of bytes, got 'lots'"):
+            upsert(one)
+    finally:
+        spark.conf.unset(KEY_PRUNING_CONF)
+    assert sorted(r.id for r in read_delta(spark, one).collect()) == [*range(50), 500]
