@@ -5,6 +5,11 @@
 fsspec and never import pyspark.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from delta_pyds.errors import (
     AppendOnlyError,
     ArgumentTypeError,
@@ -46,6 +51,11 @@ from delta_pyds.errors import (
     VersionNotFoundError,
 )
 from delta_pyds.version import __version__
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from delta_pyds.read.explain import ScanExplanation
 
 __all__ = [
     "register",
@@ -96,7 +106,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     # DeltaTable lives in the Spark layer: imported on first use, so that importing
     # delta_pyds never imports pyspark
     if name in ("DeltaTable", "DeltaTableBuilder", "IdentityGenerator"):
@@ -110,7 +120,7 @@ def __getattr__(name):
     raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
 
 
-def read_delta(spark, path, **options):
+def read_delta(spark: SparkSession, path: str, **options: Any) -> DataFrame:
     """The Delta table at ``path`` as a DataFrame read by Spark's own Parquet reader, with the
     options of the ``pydelta`` source and an optional ``where`` SQL condition (see
     :mod:`delta_pyds.spark.native.read`)."""
@@ -119,14 +129,14 @@ def read_delta(spark, path, **options):
     return _read_delta(spark, path, **options)
 
 
-def explain_scan(path, predicates=(), **kwargs):
+def explain_scan(path: str, predicates: Sequence[Any] = (), **kwargs: Any) -> ScanExplanation:
     """Which files a scan with ``predicates`` reads, and why (see :mod:`delta_pyds.read.explain`)."""
     from delta_pyds.read.explain import explain_scan as _explain
 
     return _explain(path, predicates, **kwargs)
 
 
-def sql(spark, statement: str, args=None, **kwargs):
+def sql(spark: SparkSession, statement: str, args: Any = None, **kwargs: Any) -> DataFrame:
     """Runs one SQL statement: Delta's statements (DESCRIBE HISTORY, VACUUM, DELETE, MERGE INTO,
     ...) and tables named ``delta.`/path``` through delta_pyds, every other statement through
     ``spark.sql(statement, args, **kwargs)`` unchanged (see :mod:`delta_pyds.spark.sql`)."""
@@ -135,7 +145,7 @@ def sql(spark, statement: str, args=None, **kwargs):
     return _sql(spark, statement, args, **kwargs)
 
 
-def register(spark) -> None:
+def register(spark: SparkSession) -> None:
     """Registers the ``pydelta`` data source on ``spark`` and enables filter pushdown."""
     from delta_pyds.spark import register as _register
 

@@ -62,15 +62,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType as SparkDataType
 from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.errors import DataFileError, UnsupportedFeatureError
 from delta_pyds.expressions.safe_sql import safe_spark_sql
 from delta_pyds.expressions.to_predicates import skipping_predicates
-from delta_pyds.protocol.schema import StructField, StructType, nullable_type
-from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, plan_native_scan, sql_string_list
+from delta_pyds.protocol.schema import DataType, StructField, StructType, nullable_type
+from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, OutputColumn, plan_native_scan, sql_string_list
 from delta_pyds.read.options import ReadOptions, get_option, read_change_feed
 from delta_pyds.read.scan_plan import load_snapshot, table_storage
 from delta_pyds.spark.native.deleted_rows import (
@@ -102,7 +103,13 @@ class NativeReadUnavailable(UnsupportedFeatureError):
 
 
 def read_delta(
-    spark, path: str, *, where: Any = None, safe_where: str | None = None, native: str = "auto", **options: Any
+    spark: SparkSession,
+    path: str,
+    *,
+    where: Any = None,
+    safe_where: str | None = None,
+    native: str = "auto",
+    **options: Any,
 ) -> DataFrame:
     """The Delta table at ``path`` as a DataFrame (see the module docstring).
 
@@ -158,7 +165,7 @@ def _option_text(value: Any) -> str:
     return str(value)
 
 
-def _load(spark, storage: Storage, opts: ReadOptions) -> Snapshot:
+def _load(spark: SparkSession, storage: Storage, opts: ReadOptions) -> Snapshot:
     """The snapshot the options select; a ``timestampAsOf`` without offset and no ``timeZone``
     option is in the session time zone, as delta-spark reads it."""
     from delta_pyds.log.time_travel import SESSION_TIME_ZONE
@@ -167,7 +174,7 @@ def _load(spark, storage: Storage, opts: ReadOptions) -> Snapshot:
     return load_snapshot(opts, default_zone=zone, storage=storage)
 
 
-def _datasource_read(spark, opts_map: Mapping[str, str], version: int | None = None) -> DataFrame:
+def _datasource_read(spark: SparkSession, opts_map: Mapping[str, str], version: int | None = None) -> DataFrame:
     from delta_pyds.spark import register
 
     register(spark)
@@ -185,7 +192,9 @@ def _datasource_read(spark, opts_map: Mapping[str, str], version: int | None = N
     return reader.load(opts_map["path"])
 
 
-def _fallback(spark, opts_map, where, native: str, reason: str, version: int | None = None) -> DataFrame:
+def _fallback(
+    spark: SparkSession, opts_map: Mapping[str, str], where: Any, native: str, reason: str, version: int | None = None
+) -> DataFrame:
     if native == "require":
         raise NativeReadUnavailable(f"pydelta: Spark's reader cannot read {opts_map['path']}: {reason}")
     log.warning("pydelta: reading %s through the data source: %s", opts_map["path"], reason)
@@ -202,15 +211,17 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _spark_type(dtype):
+def _spark_type(dtype: DataType) -> SparkDataType:
     return SparkStructType.fromJson({"type": "struct", "fields": [_field_json("x", dtype)]}).fields[0].dataType
 
 
-def _field_json(name: str, dtype) -> dict:
+def _field_json(name: str, dtype: DataType) -> dict[str, Any]:
     return {"name": name, "type": dtype.to_json(), "nullable": True, "metadata": {}}
 
 
-def file_filter(paths: list[str] | pa.Array | pa.ChunkedArray, among: pa.Array | pa.ChunkedArray | None = None):
+def file_filter(
+    paths: list[str] | pa.Array | pa.ChunkedArray, among: pa.Array | pa.ChunkedArray | None = None
+) -> Column:
     """A condition on ``_metadata.file_path`` admitting exactly ``paths``.
 
     Without ``among``: ``IN (paths)`` (Spark prunes files with it while listing, so files
@@ -238,13 +249,13 @@ def _string_array(values: list[str] | pa.Array | pa.ChunkedArray) -> pa.Array:
     return pa.array(values, pa.string())
 
 
-def _in_list(paths: pa.Array):
+def _in_list(paths: pa.Array) -> Column:
     """``_metadata.file_path IN (...)`` as one SQL expression (one call into the JVM,
     however many files)."""
     return F.expr("_metadata.file_path IN (" + sql_string_list(paths) + ")")
 
 
-def native_dataframe(spark, plan: NativePlan, location: SparkLocation, storage: Storage) -> DataFrame:
+def native_dataframe(spark: SparkSession, plan: NativePlan, location: SparkLocation, storage: Storage) -> DataFrame:
     """The DataFrame of ``plan`` (see the module docstring; no ``where`` applied)."""
     output_schema = to_spark_schema(StructType(tuple(_logical_fields(plan))))
     # the storage options' Hadoop settings go with this read only (DataFrameReader options
@@ -349,7 +360,11 @@ def name_glob(uris: pa.ChunkedArray | pa.Array) -> str | None:
 
 
 def _scan(
-    spark, plan: NativePlan, location: SparkLocation, read_schema: SparkStructType, glob: str | None = None
+    spark: SparkSession,
+    plan: NativePlan,
+    location: SparkLocation,
+    read_schema: SparkStructType,
+    glob: str | None = None,
 ) -> tuple[DataFrame, bool]:
     """Spark's Parquet scan of the table root, and whether partition values come from Spark's
     partition discovery (the plan's ``directory_partitions``: Hive directories that read back
@@ -391,7 +406,9 @@ def _directory_name(plan: NativePlan, name: str) -> str | None:
     return plan.directory_partitions[lowered_partitions.index(lowered)].name
 
 
-def _with_partitions(spark, df: DataFrame, plan: NativePlan, files: pa.Table, by_directory: bool = False) -> DataFrame:
+def _with_partitions(
+    spark: SparkSession, df: DataFrame, plan: NativePlan, files: pa.Table, by_directory: bool = False
+) -> DataFrame:
     """``df`` plus one column per selected partition column, values from the log: literals
     when the files share few value tuples, else a broadcast join on the file path. Values
     travel as text that Spark's cast parses back exactly (timestamps with their UTC offset)."""
@@ -413,7 +430,7 @@ def _with_partitions(spark, df: DataFrame, plan: NativePlan, files: pa.Table, by
     return joined.drop("__pydelta_file_path")
 
 
-def _partition_literals(text: pa.Table, wanted: list) -> dict[str, Any] | None:
+def _partition_literals(text: pa.Table, wanted: list[OutputColumn]) -> dict[str, Any] | None:
     """Per partition column a ``CASE`` over file sets (the most common value in ``ELSE``,
     each set written as the shorter of its paths and its complement among ``text``'s
     files), or None when the sets would name more than :data:`MAX_CASE_PATHS` paths in
