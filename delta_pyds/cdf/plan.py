@@ -112,35 +112,44 @@ def version_changes(
             continue
         if a.kind == "remove":
             continue  # the pair is handled once, at its add
-        add_dv, remove_dv = a.deletion_vector, other.deletion_vector
-        if add_dv is not None and (remove_dv is None or _dv_id(add_dv) != _dv_id(remove_dv)):
-            # rows deleted by the new vector and not by the old one
-            out.append(
-                ChangeFile(
-                    a.path,
-                    a.size,
-                    a.partition_values,
-                    "delete",
-                    version,
-                    timestamp,
-                    selected=add_dv,
-                    excluded=remove_dv,
-                )
+        out.extend(_dv_pair_changes(a, other, version, timestamp))
+    return out
+
+
+def _dv_pair_changes(a: FileAction, other: FileAction, version: int, timestamp: int) -> list[ChangeFile]:
+    """The changes of an add and a remove of the same file in one version: the rows its new
+    deletion vector deletes and the old one did not, and the rows the old one deleted that
+    the new one restores (none when both vectors are the same)."""
+    out: list[ChangeFile] = []
+    add_dv, remove_dv = a.deletion_vector, other.deletion_vector
+    if add_dv is not None and (remove_dv is None or _dv_id(add_dv) != _dv_id(remove_dv)):
+        # rows deleted by the new vector and not by the old one
+        out.append(
+            ChangeFile(
+                a.path,
+                a.size,
+                a.partition_values,
+                "delete",
+                version,
+                timestamp,
+                selected=add_dv,
+                excluded=remove_dv,
             )
-        if remove_dv is not None and (add_dv is None or _dv_id(add_dv) != _dv_id(remove_dv)):
-            # rows the old vector deleted that the new one restores
-            out.append(
-                ChangeFile(
-                    a.path,
-                    a.size,
-                    a.partition_values,
-                    "insert",
-                    version,
-                    timestamp,
-                    selected=remove_dv,
-                    excluded=add_dv,
-                )
+        )
+    if remove_dv is not None and (add_dv is None or _dv_id(add_dv) != _dv_id(remove_dv)):
+        # rows the old vector deleted that the new one restores
+        out.append(
+            ChangeFile(
+                a.path,
+                a.size,
+                a.partition_values,
+                "insert",
+                version,
+                timestamp,
+                selected=remove_dv,
+                excluded=add_dv,
             )
+        )
     return out
 
 

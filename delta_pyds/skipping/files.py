@@ -247,43 +247,10 @@ class _FileFrame(Frame):
         schema = pa.schema(fields)
         scrub = any(c.kind in FLOAT_KINDS for p, c in by_path.items() if p in minmax)
 
-        parsed = None
-        if "stats_parsed" in self.files.column_names:
-            parsed = self.files.column("stats_parsed").combine_chunks()
-            if not pa.types.is_struct(parsed.type):
-                parsed = None
-
-        # statistics from the checkpoint's stats_parsed, cast to the types used here
-        wanted: list[tuple[tuple, pa.DataType]] = [(("numRecords",), pa.int64()), (("tightBounds",), pa.bool_())]
-        for path, col in by_path.items():
-            wanted.append((("nullCount", *path), pa.int64()))
-            if path in minmax:
-                wanted.append((("minValues", *path), stat_type(col)))
-                wanted.append((("maxValues", *path), stat_type(col)))
-        from_struct: dict[tuple, pa.Array | None] = {}
-        use = rows
-        if parsed is not None:
-            missing = None
-            for key, typ in wanted:
-                arr = _cast_or_none(_get_path(parsed, key), typ)
-                from_struct[key] = arr
-                if key != ("tightBounds",):
-                    gap = pc.is_null(arr) if arr is not None else constant_mask(self.n, True)
-                    missing = gap if missing is None else pc.or_(missing, gap)
-            # JSON is parsed only where stats_parsed lacks something (and the file was not
-            # already pruned by its partition values)
-            use = and_masks(use, missing)
-
-        if "stats" in self.files.column_names and (use is None or pc.any(use).as_py()):
-            stats_col = self.files.column("stats")
-            chunks = []
-            for start in range(0, self.n, JSON_CHUNK_ROWS):
-                part = stats_col.slice(start, JSON_CHUNK_ROWS).combine_chunks()
-                sel = use.slice(start, JSON_CHUNK_ROWS) if use is not None else None
-                chunks.append(_read_json_lines(_clean_lines(part, sel, scrub), schema))
-            json_stats = pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0]
-        else:
-            json_stats = pa.nulls(self.n, pa.struct(list(schema)))
+        from_struct, missing = self._checkpoint_stats(by_path, minmax)
+        # JSON is parsed only where stats_parsed lacks something (and the file was not
+        # already pruned by its partition values)
+        json_stats = self._json_stats(and_masks(rows, missing), schema, scrub)
 
         def get(key: tuple, col: ColumnRef | None = None) -> pa.Array:
             out = _get_path(json_stats, key)
@@ -301,6 +268,46 @@ class _FileFrame(Frame):
                 lo = get(("minValues", *path), col)
                 hi = get(("maxValues", *path), col)
             self._stats[path] = _widen(col, ColumnStats(lo, hi, None, null_count, num_records, tight))
+
+    def _checkpoint_stats(
+        self, by_path: dict[tuple, ColumnRef], minmax: dict[tuple, pa.DataType]
+    ) -> tuple[dict[tuple, pa.Array | None], pa.Array | None]:
+        """The statistics in the checkpoint's ``stats_parsed``, cast to the types used here,
+        by stats path, and the rows where any of them (but ``tightBounds``) is missing (None
+        when there is no ``stats_parsed``: every row needs its JSON)."""
+        if "stats_parsed" not in self.files.column_names:
+            return {}, None
+        parsed = self.files.column("stats_parsed").combine_chunks()
+        if not pa.types.is_struct(parsed.type):
+            return {}, None
+        wanted: list[tuple[tuple, pa.DataType]] = [(("numRecords",), pa.int64()), (("tightBounds",), pa.bool_())]
+        for path, col in by_path.items():
+            wanted.append((("nullCount", *path), pa.int64()))
+            if path in minmax:
+                wanted.append((("minValues", *path), stat_type(col)))
+                wanted.append((("maxValues", *path), stat_type(col)))
+        from_struct: dict[tuple, pa.Array | None] = {}
+        missing = None
+        for key, typ in wanted:
+            arr = _cast_or_none(_get_path(parsed, key), typ)
+            from_struct[key] = arr
+            if key != ("tightBounds",):
+                gap = pc.is_null(arr) if arr is not None else constant_mask(self.n, True)
+                missing = gap if missing is None else pc.or_(missing, gap)
+        return from_struct, missing
+
+    def _json_stats(self, use: pa.Array | None, schema: pa.Schema, scrub: bool) -> pa.Array:
+        """The JSON ``stats`` parsed to ``schema`` for the rows where ``use`` is true (all
+        if None), in chunks of :data:`JSON_CHUNK_ROWS`; nulls where there is none."""
+        if "stats" not in self.files.column_names or (use is not None and not pc.any(use).as_py()):
+            return pa.nulls(self.n, pa.struct(list(schema)))
+        stats_col = self.files.column("stats")
+        chunks = []
+        for start in range(0, self.n, JSON_CHUNK_ROWS):
+            part = stats_col.slice(start, JSON_CHUNK_ROWS).combine_chunks()
+            sel = use.slice(start, JSON_CHUNK_ROWS) if use is not None else None
+            chunks.append(_read_json_lines(_clean_lines(part, sel, scrub), schema))
+        return pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0]
 
 
 def _cast_or_none(arr: pa.Array | None, typ: pa.DataType) -> pa.Array | None:
