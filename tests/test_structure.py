@@ -321,7 +321,6 @@ LONG_FUNCTIONS_LEFT = frozenset(
         "delta_pyds.variant.json:_to_json",
         "delta_pyds.variant.shredding:_primitive_items",
         "delta_pyds.write.constraints:build_checks",
-        "delta_pyds.write.options:parse",
     }
 )
 

@@ -150,71 +150,24 @@ class WriteOptions:
                 "option path: a table location is required, e.g. df.write.format('pydelta').save('/data/table')"
             )
         save_mode = _parse_save_mode(options, overwrite)
-        raw_parts = get_option(options, "partitionBy")
-        partition_by = None
-        if raw_parts is not None:
-            partition_by = split_columns(raw_parts)
-            lowered = [c.lower() for c in partition_by]
-            if len(set(lowered)) != len(lowered):
-                raise ValueError(f"option partitionBy: a column is listed twice in {raw_parts!r}")
-        raw_cluster = get_option(options, "clusterBy")
-        cluster_by = None
-        if raw_cluster is not None:
-            from delta_pyds.protocol.clustering import parse_columns
-
-            cluster_by = tuple(parse_columns(raw_cluster))
-            if partition_by and cluster_by:
-                raise ValueError(
-                    "options partitionBy and clusterBy: a table is either partitioned or clustered; give one of them"
-                )
+        partition_by, cluster_by = _layout(options)
         replace_where = get_option(options, "replaceWhere")
         if replace_where is not None and not replace_where.strip():
             replace_where = None
-        raw_pom = get_option(options, "partitionOverwriteMode")
-        pom = (raw_pom or "static").strip().lower() or "static"
-        if pom not in ("static", "dynamic"):
-            raise ValueError(f"option partitionOverwriteMode: expected static or dynamic, got {pom!r}")
-        dynamic = pom == "dynamic"
+        raw_pom, dynamic = _partition_overwrite_mode(options)
         merge_schema = _bool(options, "mergeSchema", False)
         overwrite_schema = _bool(options, "overwriteSchema", False)
         unknown = False
         if (raw_pom is None or not raw_pom.strip()) and overwrite and replace_where is None and not overwrite_schema:
             # the session setting decides (delta-spark: an explicit replaceWhere or
             # overwriteSchema means the query's own intent, which wins over the session)
-            session = session_partition_overwrite_mode
-            if session is None:
-                unknown = True
-            else:
-                session = session.strip().lower()
-                if session not in ("static", "dynamic"):
-                    raise ValueError(
-                        f"{SESSION_PARTITION_OVERWRITE_MODE}: expected static or dynamic, "
-                        f"got {session_partition_overwrite_mode!r}"
-                    )
-                dynamic = session == "dynamic"
-        if replace_where is not None and not overwrite:
-            raise ValueError("option replaceWhere: only valid with mode('overwrite')")
-        if dynamic and not overwrite:
-            raise ValueError("option partitionOverwriteMode=dynamic: only valid with mode('overwrite')")
-        if dynamic and replace_where is not None:
-            raise ValueError("options replaceWhere and partitionOverwriteMode=dynamic: give at most one")
-        if overwrite_schema and not overwrite:
-            raise ValueError(
-                "option overwriteSchema: only valid with mode('overwrite'); "
-                "use mergeSchema=true to add columns on append"
-            )
-        if overwrite_schema and (replace_where is not None or dynamic):
-            raise ValueError(
-                "option overwriteSchema: cannot be combined with replaceWhere or partitionOverwriteMode=dynamic"
-            )
-        app_id = get_option(options, "txnAppId")
-        txn_version = _int(options, "txnVersion", minimum=0)
-        if (app_id is None) != (txn_version is None):
-            raise ValueError("options txnAppId and txnVersion: give both or neither")
+            session_dynamic = _session_dynamic(session_partition_overwrite_mode)
+            unknown = session_dynamic is None
+            dynamic = dynamic if session_dynamic is None else session_dynamic
+        _check_overwrite_options(overwrite, replace_where, dynamic, overwrite_schema)
+        app_id, txn_version = _txn(options)
         target = get_option(options, "targetFileSize")
-        codec_raw = (get_option(options, "compression") or "").strip().lower()
-        if codec_raw and codec_raw not in _CODECS:
-            raise ValueError(f"option compression: expected one of {', '.join(sorted(_CODECS))}, got {codec_raw!r}")
+        codec = _codec(options)
         props = {}
         for k, v in options.items():
             if k.lower().startswith("delta."):
@@ -236,13 +189,93 @@ class WriteOptions:
             user_metadata=get_option(options, "userMetadata"),
             target_file_size=parse_size(target, "targetFileSize") if target else None,
             max_records_per_file=_int(options, "maxRecordsPerFile", minimum=1),
-            compression=_CODECS[codec_raw] if codec_raw else None,
+            compression=codec,
             max_commit_attempts=_int(options, "maxCommitAttempts", minimum=1) or DEFAULT_MAX_COMMIT_ATTEMPTS,
             allow_unsafe_commits=_bool(options, "allowUnsafeCommits", False),
             checkpoint_on_write=_bool(options, "checkpointOnWrite", True),
             table_properties=props,
             storage_options=storage,
         )
+
+
+def _layout(
+    options: Mapping[str, str],
+) -> tuple[tuple[str, ...] | None, tuple[tuple[str, ...], ...] | None]:
+    """The ``partitionBy`` and ``clusterBy`` columns of a new table (at most one of them)."""
+    raw_parts = get_option(options, "partitionBy")
+    partition_by = None
+    if raw_parts is not None:
+        partition_by = split_columns(raw_parts)
+        lowered = [c.lower() for c in partition_by]
+        if len(set(lowered)) != len(lowered):
+            raise ValueError(f"option partitionBy: a column is listed twice in {raw_parts!r}")
+    raw_cluster = get_option(options, "clusterBy")
+    cluster_by = None
+    if raw_cluster is not None:
+        from delta_pyds.protocol.clustering import parse_columns
+
+        cluster_by = tuple(parse_columns(raw_cluster))
+        if partition_by and cluster_by:
+            raise ValueError(
+                "options partitionBy and clusterBy: a table is either partitioned or clustered; give one of them"
+            )
+    return partition_by, cluster_by
+
+
+def _partition_overwrite_mode(options: Mapping[str, str]) -> tuple[str | None, bool]:
+    """The ``partitionOverwriteMode`` option as given, and whether it is dynamic."""
+    raw_pom = get_option(options, "partitionOverwriteMode")
+    pom = (raw_pom or "static").strip().lower() or "static"
+    if pom not in ("static", "dynamic"):
+        raise ValueError(f"option partitionOverwriteMode: expected static or dynamic, got {pom!r}")
+    return raw_pom, pom == "dynamic"
+
+
+def _session_dynamic(session_partition_overwrite_mode: str | None) -> bool | None:
+    """Whether the session's partition overwrite mode is dynamic; None when it is unknown."""
+    if session_partition_overwrite_mode is None:
+        return None
+    session = session_partition_overwrite_mode.strip().lower()
+    if session not in ("static", "dynamic"):
+        raise ValueError(
+            f"{SESSION_PARTITION_OVERWRITE_MODE}: expected static or dynamic, got {session_partition_overwrite_mode!r}"
+        )
+    return session == "dynamic"
+
+
+def _check_overwrite_options(overwrite: bool, replace_where: str | None, dynamic: bool, overwrite_schema: bool) -> None:
+    """Raises ValueError for overwrite options given without overwrite mode or together."""
+    if replace_where is not None and not overwrite:
+        raise ValueError("option replaceWhere: only valid with mode('overwrite')")
+    if dynamic and not overwrite:
+        raise ValueError("option partitionOverwriteMode=dynamic: only valid with mode('overwrite')")
+    if dynamic and replace_where is not None:
+        raise ValueError("options replaceWhere and partitionOverwriteMode=dynamic: give at most one")
+    if overwrite_schema and not overwrite:
+        raise ValueError(
+            "option overwriteSchema: only valid with mode('overwrite'); use mergeSchema=true to add columns on append"
+        )
+    if overwrite_schema and (replace_where is not None or dynamic):
+        raise ValueError(
+            "option overwriteSchema: cannot be combined with replaceWhere or partitionOverwriteMode=dynamic"
+        )
+
+
+def _txn(options: Mapping[str, str]) -> tuple[str | None, int | None]:
+    """The ``txnAppId`` and ``txnVersion`` options (both or neither)."""
+    app_id = get_option(options, "txnAppId")
+    txn_version = _int(options, "txnVersion", minimum=0)
+    if (app_id is None) != (txn_version is None):
+        raise ValueError("options txnAppId and txnVersion: give both or neither")
+    return app_id, txn_version
+
+
+def _codec(options: Mapping[str, str]) -> str | None:
+    """The Parquet codec of the ``compression`` option; None when not given."""
+    codec_raw = (get_option(options, "compression") or "").strip().lower()
+    if codec_raw and codec_raw not in _CODECS:
+        raise ValueError(f"option compression: expected one of {', '.join(sorted(_CODECS))}, got {codec_raw!r}")
+    return _CODECS[codec_raw] if codec_raw else None
 
 
 def _parse_save_mode(options: Mapping[str, str], overwrite: bool) -> str:

@@ -77,6 +77,31 @@ def test_bad_write_options_name_the_option(options, overwrite, message):
         WriteOptions.parse(options, overwrite=overwrite)
 
 
+@pytest.mark.parametrize(
+    "options, session, dynamic, unknown",
+    [
+        ({}, "static", False, False),
+        ({}, " Dynamic ", True, False),
+        ({}, None, False, True),  # the caller cannot know the session: never guessed
+        ({"partitionOverwriteMode": "static"}, "dynamic", False, False),  # the option wins
+        ({"replaceWhere": "a = 1"}, "dynamic", False, False),  # the query's own intent wins
+        ({"overwriteSchema": "true"}, None, False, False),
+    ],
+)
+def test_session_partition_overwrite_mode_applies_only_without_an_explicit_intent(options, session, dynamic, unknown):
+    opts = WriteOptions.parse({"path": "/x", **options}, overwrite=True, session_partition_overwrite_mode=session)
+    assert (opts.dynamic_partition_overwrite, opts.partition_overwrite_mode_unknown) == (dynamic, unknown)
+
+
+def test_bad_session_partition_overwrite_mode_names_the_conf():
+    with pytest.raises(ValueError, match="partitionOverwriteMode: expected static or dynamic, got 'sometimes'"):
+        WriteOptions.parse({"path": "/x"}, overwrite=True, session_partition_overwrite_mode="sometimes")
+    # an append never consults the session
+    assert not WriteOptions.parse(
+        {"path": "/x"}, overwrite=False, session_partition_overwrite_mode="x"
+    ).dynamic_partition_overwrite
+
+
 def test_options_are_case_insensitive_and_properties_canonical():
     opts = WriteOptions.parse(
         {
