@@ -320,7 +320,6 @@ LONG_FUNCTIONS_LEFT = frozenset(
         "delta_pyds.storage.put_if_absent:check_conditional_put",
         "delta_pyds.variant.json:_to_json",
         "delta_pyds.variant.shredding:_primitive_items",
-        "delta_pyds.write.constraints:build_checks",
     }
 )
 

@@ -32,7 +32,7 @@ from delta_pyds.errors import ConstraintViolationError, ExpressionError, Unsuppo
 from delta_pyds.expressions.ast import Node, columns_of
 from delta_pyds.expressions.evaluator import evaluate_predicate, evaluate_value, resolve_column
 from delta_pyds.expressions.parser import parse
-from delta_pyds.protocol.schema import DataType, StructType
+from delta_pyds.protocol.schema import DataType, StructField, StructType
 from delta_pyds.protocol.table_properties import constraints_of
 
 GENERATION_EXPRESSION = "delta.generationExpression"
@@ -222,17 +222,7 @@ def build_checks(
     arrow_schema = logical_schema or logical_arrow_schema(schema)
     empty = arrow_schema.empty_table()
     provided = {c.lower() for c in input_columns}
-    not_null = []
-
-    def walk(dtype: DataType, prefix: tuple[str, ...]) -> None:
-        if isinstance(dtype, StructType):
-            for f in dtype.fields:
-                path = prefix + (f.name,)
-                if not f.nullable:
-                    not_null.append(path)
-                walk(f.type, path)
-
-    walk(schema, ())
+    not_null = _not_null_paths(schema, ())
     rules = []
     generated = []
     defaults = []
@@ -251,15 +241,7 @@ def build_checks(
             )
             defaults.append((f.name, rule, False))
         if INVARIANTS in meta:
-            try:
-                text = json.loads(meta[INVARIANTS])["expression"]["expression"]
-            except (ValueError, KeyError, TypeError):
-                raise UnsupportedFeatureError(
-                    f"cannot write to this table: column {f.name} has an invariant delta_pyds cannot "
-                    f"read: {meta[INVARIANTS]!r}",
-                    ("invariants",),
-                ) from None
-            rules.append(_compile("invariant", f.name, text, empty, "invariants", spark_sql))
+            rules.append(_compile("invariant", f.name, _invariant_text(f), empty, "invariants", spark_sql))
         if GENERATION_EXPRESSION in meta:
             rule = _value_rule(
                 "generated", f.name, meta[GENERATION_EXPRESSION], arrow_schema, "generatedColumns", spark_sql=spark_sql
@@ -270,6 +252,33 @@ def build_checks(
     if replace_where:
         rules.append(_compile("replaceWhere", "replaceWhere", replace_where, empty, ""))
     return WriteChecks(tuple(not_null), tuple(rules), tuple(defaults + generated))
+
+
+def _not_null_paths(dtype: DataType, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The paths of the non-nullable fields of ``dtype`` and of its nested structs (parents
+    first), each under ``prefix``."""
+    out: list[tuple[str, ...]] = []
+    if isinstance(dtype, StructType):
+        for f in dtype.fields:
+            path = prefix + (f.name,)
+            if not f.nullable:
+                out.append(path)
+            out.extend(_not_null_paths(f.type, path))
+    return out
+
+
+def _invariant_text(f: StructField) -> str:
+    """The SQL of column ``f``'s ``delta.invariants`` metadata (UnsupportedFeatureError when
+    it is not the ``{"expression": {"expression": ...}}`` JSON delta-spark writes)."""
+    meta = f.metadata or {}
+    try:
+        return json.loads(meta[INVARIANTS])["expression"]["expression"]
+    except (ValueError, KeyError, TypeError):
+        raise UnsupportedFeatureError(
+            f"cannot write to this table: column {f.name} has an invariant delta_pyds cannot "
+            f"read: {meta[INVARIANTS]!r}",
+            ("invariants",),
+        ) from None
 
 
 def replace_where_rule(text: str, logical_schema: pa.Schema) -> _Rule:

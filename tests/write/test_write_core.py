@@ -607,3 +607,36 @@ def test_dynamic_partition_overwrite_matches_partitions_spelled_by_other_engines
     write_arrow(path, new, mode="overwrite", options={"partitionOverwriteMode": "dynamic"})
     assert Snapshot.load(path).num_files == 1
     assert deltalake_table(path).column("v").to_pylist() == [2]
+
+
+# ------------------------------------------------------------------------- write checks
+def test_write_checks_collect_nested_not_null_paths_and_invariants():
+    from delta_pyds.errors import ConstraintViolationError
+    from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
+    from delta_pyds.write.constraints import build_checks
+
+    long = PrimitiveType("long")
+    inner = StructType((StructField("b", long, False), StructField("c", long, True)))
+    invariant = {"delta.invariants": json.dumps({"expression": {"expression": "x > 0"}})}
+    schema = StructType(
+        (StructField("a", long, False), StructField("s", inner, False), StructField("x", long, True, invariant))
+    )
+    checks = build_checks(schema, {}, ["a", "s", "x"])
+    assert checks.not_null == (("a",), ("s",), ("s", "b"))
+    assert [(r.kind, r.name, r.text) for r in checks.rules] == [("invariant", "x", "x > 0")]
+    arrow = pa.schema([("a", pa.int64()), ("s", pa.struct([("b", pa.int64()), ("c", pa.int64())])), ("x", pa.int64())])
+    rows = lambda b, x: pa.RecordBatch.from_pylist([{"a": 1, "s": {"b": b, "c": None}, "x": x}], schema=arrow)  # noqa: E731
+    assert checks.apply(rows(1, 2)).num_rows == 1
+    with pytest.raises(ConstraintViolationError, match="s.b"):
+        checks.apply(rows(None, 2))
+    with pytest.raises(ConstraintViolationError, match="x > 0"):
+        checks.apply(rows(1, -1))
+
+
+def test_unreadable_invariant_refuses_the_write_naming_the_column():
+    from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
+    from delta_pyds.write.constraints import build_checks
+
+    schema = StructType((StructField("x", PrimitiveType("long"), True, {"delta.invariants": "{not json"}),))
+    with pytest.raises(UnsupportedFeatureError, match="column x has an invariant"):
+        build_checks(schema, {}, ["x"])
