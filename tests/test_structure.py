@@ -314,7 +314,6 @@ LONG_FUNCTIONS_LEFT = frozenset(
         "delta_pyds.operations.convert:convert_to_delta",
         "delta_pyds.operations.schema_changes:alter_column",
         "delta_pyds.protocol.schema:parse_type",
-        "delta_pyds.read.file_reader:read_file",
         "delta_pyds.spark.native.write:prepare",
         "delta_pyds.spark.tables.native_rows:native_rows",
         "delta_pyds.storage.put_if_absent:check_conditional_put",

@@ -95,20 +95,10 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
             "deleted by VACUUM or outside Delta"
         ) from None
     with source:
-        try:
-            pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
-        except StoreFaultError:  # the store kept failing: not a bad file
-            raise
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise DataFileError(f"data file {path} is not a readable Parquet file: {exc}") from None
+        pf = _open_parquet(source, path)
         deleted = task_deleted_rows(storage, task, max_rows=pf.metadata.num_rows) if rows is None else None
         file_schema = pf.schema_arrow
-        found = [(f, _find_field(file_schema, f, spec.column_mapping_mode)) for f in data_fields]
-        for f, i in found:
-            check_file_column(
-                None if i is None else file_schema.field(i).type, f, spec.column_mapping_mode, source=path
-            )
-        selection = [(f, None if i is None else file_schema.field(i).name) for f, i in found]
+        selection = _file_selection(spec, file_schema, data_fields, path)
         columns = sorted({name for _, name in selection if name is not None})
         row_groups = _row_groups(pf, spec)
         rg_starts = np.concatenate(
@@ -123,17 +113,7 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
                 batches = pf.iter_batches(batch_size=batch_rows, row_groups=[rg], columns=columns, use_threads=False)
                 for batch in batches:
                     n = batch.num_rows
-                    out = _convert(batch, spec, selection, task, n, path)
-                    if deleted is not None:
-                        from delta_pyds.protocol.deletion_vectors import keep_mask
-
-                        mask = keep_mask(deleted, start, n)
-                        if not mask.all():
-                            out = out.filter(pa.array(mask))
-                    elif rows is not None:
-                        from delta_pyds.protocol.deletion_vectors import keep_mask
-
-                        out = out.filter(pa.array(~keep_mask(rows, start, n)))
+                    out = _kept_rows(_convert(batch, spec, selection, task, n, path), deleted, rows, start, n)
                     start += n
                     if out.num_rows:
                         yield out
@@ -141,16 +121,56 @@ def read_file(spec: ReadSpec, task: FileTask, *, rows: np.ndarray | None = None)
                 raise
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
                 raise DataFileError(f"cannot read data file {path}: {exc}") from None
-        if deleted is not None and len(deleted) and int(deleted[-1]) >= pf.metadata.num_rows:
-            raise DataFileError(
-                f"the deletion vector of {path} deletes row {int(deleted[-1])} but the file has "
-                f"only {pf.metadata.num_rows} rows"
-            )
-        if rows is not None and int(rows[-1]) >= pf.metadata.num_rows:
-            raise DataFileError(
-                f"a deletion vector of {path} names row {int(rows[-1])} but the file has "
-                f"only {pf.metadata.num_rows} rows"
-            )
+        _check_row_bounds(path, deleted, rows, pf.metadata.num_rows)
+
+
+def _open_parquet(source: Any, path: str) -> pq.ParquetFile:
+    """The Parquet file open on ``source`` (DataFileError naming ``path`` when it is not one;
+    a store that kept failing raises its own error)."""
+    try:
+        return pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
+    except StoreFaultError:  # the store kept failing: not a bad file
+        raise
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataFileError(f"data file {path} is not a readable Parquet file: {exc}") from None
+
+
+def _file_selection(
+    spec: ReadSpec, file_schema: pa.Schema, data_fields: list[StructField], path: str
+) -> list[tuple[StructField, str | None]]:
+    """Per data column of the output, the file's column holding it (None: absent, read as
+    nulls), each checked to be readable as the table's type."""
+    found = [(f, _find_field(file_schema, f, spec.column_mapping_mode)) for f in data_fields]
+    for f, i in found:
+        check_file_column(None if i is None else file_schema.field(i).type, f, spec.column_mapping_mode, source=path)
+    return [(f, None if i is None else file_schema.field(i).name) for f, i in found]
+
+
+def _kept_rows(
+    out: pa.RecordBatch, deleted: np.ndarray | None, rows: np.ndarray | None, start: int, n: int
+) -> pa.RecordBatch:
+    """``out`` (the file's ``n`` rows from ``start``) less the rows ``deleted`` names, or only
+    the rows ``rows`` names."""
+    from delta_pyds.protocol.deletion_vectors import keep_mask
+
+    if deleted is not None:
+        mask = keep_mask(deleted, start, n)
+        return out if mask.all() else out.filter(pa.array(mask))
+    if rows is not None:
+        return out.filter(pa.array(~keep_mask(rows, start, n)))
+    return out
+
+
+def _check_row_bounds(path: str, deleted: np.ndarray | None, rows: np.ndarray | None, num_rows: int) -> None:
+    """Raises DataFileError when a deletion vector names a row past the file's end."""
+    if deleted is not None and len(deleted) and int(deleted[-1]) >= num_rows:
+        raise DataFileError(
+            f"the deletion vector of {path} deletes row {int(deleted[-1])} but the file has only {num_rows} rows"
+        )
+    if rows is not None and int(rows[-1]) >= num_rows:
+        raise DataFileError(
+            f"a deletion vector of {path} names row {int(rows[-1])} but the file has only {num_rows} rows"
+        )
 
 
 def _check_inside_root(path: str) -> None:
