@@ -241,6 +241,47 @@ def _already_ours(read_back: Callable[[str], bytes], path: str, data: bytes) -> 
     raise OSError(errno.EIO, f"{path} exists but could not be read back to compare with ours: {failure}")
 
 
+def _s3_endpoint(fs: Any) -> str:
+    """The S3 endpoint ``fs`` talks to (its client's, else the environment's; ``aws``)."""
+    return str(
+        getattr(fs, "client_kwargs", {}).get("endpoint_url")
+        or getattr(fs, "endpoint_url", None)
+        or os.environ.get("AWS_ENDPOINT_URL_S3")
+        or os.environ.get("AWS_ENDPOINT_URL")
+        or "aws"
+    )
+
+
+def _probe_conditional_put(fs: Any, root: str, options: Mapping[str, Any], create: ConditionalCreate) -> bool:
+    """Whether the server refuses a second ``create`` of a hidden probe object under ``root``
+    (the probe is deleted after). Raises CommitFailedError, with ``options``' secrets
+    redacted, when the probe itself fails."""
+    probe = posixpath.join(root, f".pydelta-conditional-put-probe-{uuid.uuid4().hex}")
+    honoured = False
+    failure = None
+    try:
+        create("s3", probe, b"1")
+        try:
+            create("s3", probe, b"2")
+        except Exception as exc:
+            if not is_precondition_failure(exc):
+                raise
+            honoured = True
+    except Exception as exc:
+        failure = redact(f"{type(exc).__name__}: {exc}", options)
+    finally:
+        try:
+            fs.rm_file(probe)
+        except Exception:
+            pass
+    if failure is not None:
+        raise CommitFailedError(
+            f"pydelta cannot commit to {root}: checking that the S3 server supports "
+            f"conditional writes (If-None-Match: *) failed: {failure}"
+        )
+    return honoured
+
+
 def check_conditional_put(
     fs: Any, root: str, options: Mapping[str, Any], *, allow_unsafe_commits: bool, create: ConditionalCreate
 ) -> None:
@@ -249,13 +290,7 @@ def check_conditional_put(
     commits). Writes and deletes a small hidden probe object under ``root`` with
     ``create``. Raises CommitFailedError when the server ignores the condition (unless
     ``allow_unsafe_commits``: then it only warns) or the probe fails."""
-    endpoint = (
-        getattr(fs, "client_kwargs", {}).get("endpoint_url")
-        or getattr(fs, "endpoint_url", None)
-        or os.environ.get("AWS_ENDPOINT_URL_S3")
-        or os.environ.get("AWS_ENDPOINT_URL")
-        or "aws"
-    )
+    endpoint = _s3_endpoint(fs)
     bucket = fs._strip_protocol(root).split("/", 1)[0]
     key = (type(fs).__name__, str(endpoint), bucket)
     if CONDITIONAL_PUT_CHECKED.get(key):
@@ -263,30 +298,7 @@ def check_conditional_put(
     with _CONDITIONAL_PUT_LOCK:
         if CONDITIONAL_PUT_CHECKED.get(key):
             return
-        probe = posixpath.join(root, f".pydelta-conditional-put-probe-{uuid.uuid4().hex}")
-        honoured = failure = None
-        try:
-            create("s3", probe, b"1")
-            try:
-                create("s3", probe, b"2")
-                honoured = False
-            except Exception as exc:
-                if not is_precondition_failure(exc):
-                    raise
-                honoured = True
-        except Exception as exc:
-            failure = redact(f"{type(exc).__name__}: {exc}", options)
-        finally:
-            try:
-                fs.rm_file(probe)
-            except Exception:
-                pass
-        if failure is not None:
-            raise CommitFailedError(
-                f"pydelta cannot commit to {root}: checking that the S3 server supports "
-                f"conditional writes (If-None-Match: *) failed: {failure}"
-            )
-        if not honoured:
+        if not _probe_conditional_put(fs, root, options, create):
             if allow_unsafe_commits:
                 log.warning(
                     "pydelta: the S3 server at %s ignores If-None-Match: commits are unsafe with concurrent writers",

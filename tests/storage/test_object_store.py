@@ -167,6 +167,37 @@ def test_s3_server_ignoring_if_none_match_is_refused(s3_server, monkeypatch):
     assert not [e for e in storage.list_dir(storage.root) if "probe" in e.name]  # probe removed
 
 
+def test_s3_conditional_put_probe_outcomes(s3_server, monkeypatch, caplog):
+    """The probe's three outcomes: the server honours If-None-Match (checked once per
+    bucket), ignores it with allowUnsafeCommits (a warning, then checked), or the probe
+    itself fails (refused, its error named)."""
+    from delta_pyds.storage import put_if_absent
+
+    checked: dict = {}
+    monkeypatch.setattr(put_if_absent, "CONDITIONAL_PUT_CHECKED", checked)
+    storage = Storage(fresh_root(s3_server), s3_server.options)
+    root = storage.root
+    check = put_if_absent.check_conditional_put
+    check(storage.fs, root, s3_server.options, allow_unsafe_commits=False, create=storage._conditional_create)
+    assert list(checked.values()) == [True]
+    checked.clear()
+
+    def unconditional(kind, path, data):
+        storage.fs.pipe_file(path, data)
+
+    check(storage.fs, root, s3_server.options, allow_unsafe_commits=True, create=unconditional)
+    assert list(checked.values()) == [True] and "ignores If-None-Match" in caplog.text
+    checked.clear()
+
+    def broken(kind, path, data):
+        raise PermissionError("no write access")
+
+    with pytest.raises(CommitFailedError, match="failed: PermissionError: no write access"):
+        check(storage.fs, root, s3_server.options, allow_unsafe_commits=True, create=broken)
+    assert checked == {}
+    assert not [e for e in storage.list_dir(root) if "probe" in e.name]  # probes removed
+
+
 def test_s3_wrong_secret_error_does_not_show_it(s3_server, caplog):
     secret = "wrong-secret-" + uuid.uuid4().hex
     options = {**s3_server.options, "secret": secret, "skip_instance_cache": True}
