@@ -175,6 +175,52 @@ def _nullable(schema: StructType) -> StructType:
     return StructType(tuple(StructField(f.name, f.type, True, f.metadata) for f in schema.fields))
 
 
+_FileRow = tuple[TreeEntry, pq.FileMetaData, dict[str, str | None]]
+
+
+def _read_files(
+    storage: Storage, files: list[TreeEntry], partition_schema: StructType | None
+) -> tuple[StructType, list[_FileRow]]:
+    """The data schema shared by all ``files`` (nullable; SchemaError naming the first file
+    that differs), and each file with its footer and partition values."""
+    schema: StructType | None = None
+    rows: list[_FileRow] = []
+    for entry in files:
+        rel = entry.rel
+        md = _read_footer(storage, storage.join(rel), rel)
+        file_schema = _nullable(file_schema_of(md))
+        if schema is None:
+            schema = file_schema
+        elif file_schema != schema:
+            raise SchemaError(
+                f"cannot convert: {rel} has schema {file_schema.simple_string()}, other files "
+                f"{schema.simple_string()}; all files must have the same schema"
+            )
+        rows.append((entry, md, partition_values(rel, partition_schema)))
+    return cast(StructType, schema), rows  # files exist: a schema was read
+
+
+def _add_action(
+    entry: TreeEntry, md: pq.FileMetaData, pv: dict[str, str | None], stats: Sequence[StatsColumn] | None
+) -> dict:
+    """The add action of one converted file (``stats``: the columns to take statistics of
+    from its footer; None: no statistics)."""
+    size, mtime = entry.size, entry.modification_time
+    if entry.kind == LINK:  # a link inside the root: the file's own size and time
+        st = os.stat(cast(str, entry.real))
+        size, mtime = st.st_size, st.st_mtime_ns // 1_000_000
+    add = {
+        "path": encode_path(entry.rel),
+        "partitionValues": pv,
+        "size": size,
+        "modificationTime": mtime,
+        "dataChange": True,
+    }
+    if stats is not None:
+        add["stats"] = footer_stats(stats, md)
+    return add
+
+
 def convert_to_delta(
     storage: Storage, *, partition_schema: StructType | None = None, collect_stats: bool = True
 ) -> CommitResult | None:
@@ -188,43 +234,14 @@ def convert_to_delta(
     files = parquet_files(storage)
     if not files:
         raise DeltaError(f"cannot convert {storage.root}: it holds no Parquet files")
-    schema: StructType | None = None
-    rows = []
-    for entry in files:
-        rel = entry.rel
-        md = _read_footer(storage, storage.join(rel), rel)
-        file_schema = _nullable(file_schema_of(md))
-        if schema is None:
-            schema = file_schema
-        elif file_schema != schema:
-            raise SchemaError(
-                f"cannot convert: {rel} has schema {file_schema.simple_string()}, other files "
-                f"{schema.simple_string()}; all files must have the same schema"
-            )
-        rows.append((entry, md, partition_values(rel, partition_schema)))
-    data_schema = cast(StructType, schema)  # files exist: a schema was read
+    data_schema, rows = _read_files(storage, files, partition_schema)
     pfields = tuple(StructField(f.name, f.type, True) for f in (partition_schema.fields if partition_schema else ()))
     clash = {f.name.lower() for f in pfields} & {f.name.lower() for f in data_schema.fields}
     if clash:
         raise SchemaError(f"cannot convert: partition column(s) {', '.join(sorted(clash))} are also in the data files")
     table_schema = StructType(data_schema.fields + pfields)
     columns = stats_columns(data_schema, {}, "none") if collect_stats else []
-    adds = []
-    for entry, md, pv in rows:
-        size, mtime = entry.size, entry.modification_time
-        if entry.kind == LINK:  # a link inside the root: the file's own size and time
-            st = os.stat(cast(str, entry.real))
-            size, mtime = st.st_size, st.st_mtime_ns // 1_000_000
-        add = {
-            "path": encode_path(entry.rel),
-            "partitionValues": pv,
-            "size": size,
-            "modificationTime": mtime,
-            "dataChange": True,
-        }
-        if collect_stats:
-            add["stats"] = footer_stats(columns, md)
-        adds.append(add)
+    adds = [_add_action(entry, md, pv, columns if collect_stats else None) for entry, md, pv in rows]
     metadata = Metadata(
         id=str(uuid.uuid4()),
         schema_string=table_schema.json(),

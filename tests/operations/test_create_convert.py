@@ -323,6 +323,22 @@ def test_convert_refuses_links_out_of_the_directory_and_second_names(tmp_path):
     assert ids == [1, 1, 1, 2, 2, 2, 3, 3, 3, 7]
 
 
+def test_convert_without_stats_and_linked_file_sizes(tmp_path):
+    """collectStats=false writes adds without stats; a link inside the directory is added
+    with its target's size (not the link's)."""
+    root = _parquet_dir(str(tmp_path / "pq"), partitioned=False)
+    os.makedirs(os.path.join(root, "_store"))
+    target = os.path.join(root, "_store", "s.parquet")
+    pq.write_table(pa.table({"id": pa.array([7], pa.int64()), "name": ["s"], "f": [7.0]}), target)
+    os.symlink("_store/s.parquet", os.path.join(root, "more.parquet"))
+    convert_to_delta(Storage(root), collect_stats=False)
+    adds = {a["add"]["path"]: a["add"] for a in _log(root, 0) if "add" in a}
+    assert all("stats" not in a for a in adds.values()) and len(adds) == 4
+    assert adds["more.parquet"]["size"] == os.path.getsize(target)
+    assert adds["more.parquet"]["size"] != os.lstat(os.path.join(root, "more.parquet")).st_size
+    assert deltalake.DeltaTable(root).to_pyarrow_table().num_rows == 10
+
+
 @pytest.mark.parametrize("backend", ["local", "memory"])
 def test_first_write_beside_plain_files_is_refused_but_a_crashed_first_write_retries(tmp_path, backend):
     # issue 24 item 11, without Spark: write_arrow's plan refuses a folder of plain Parquet
