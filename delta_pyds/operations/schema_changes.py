@@ -445,40 +445,13 @@ def alter_column(
         meta["comment"] = comment
         params["comment"] = comment
     if data_type is not None:
-        if isinstance(data_type, str):
-            data_type = parse_type_name(data_type, "dataType")
-        if data_type != field.type:
-            if not _widening_ok(field.type, data_type):
-                raise SchemaChangeError(
-                    f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER COLUMN {name} TYPE: changing "
-                    f"{field.type.simple_string()} to "
-                    f"{data_type.simple_string()} is not a type widening Delta supports (byte -> short -> "
-                    "integer -> long, float -> double, byte/short/integer -> double, wider decimals)"
-                )
-            if not is_true(snap.configuration, ENABLE_TYPE_WIDENING):
-                raise SchemaChangeError(
-                    f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER COLUMN {name} TYPE "
-                    f"{data_type.simple_string()}: type widening is not enabled; "
-                    f"set '{ENABLE_TYPE_WIDENING}' = 'true' first"
-                )
-            if len(parts) == 1 and parts[0].lower() in (c.lower() for c in snap.metadata.partition_columns):
-                raise SchemaChangeError(f"ALTER COLUMN {name} TYPE: {name!r} is a partition column")
-            changes = list(meta.get("delta.typeChanges") or [])
-            changes.append({"fromType": field.type.to_json(), "toType": data_type.to_json()})
-            meta["delta.typeChanges"] = changes
-            new_type = data_type
-            params["newType"] = data_type.simple_string()
+        new_type = _widened_type(snap, field, data_type, parts, meta)
+        if new_type != field.type:
+            params["newType"] = new_type.simple_string()
     new_nullable = field.nullable if nullable is None else nullable
     read_all = False
     if nullable is False and field.nullable:
-        if null_count is None:
-            raise SchemaChangeError(f"ALTER COLUMN {name} SET NOT NULL: needs a scan of the column (null_count)")
-        found = null_count(snap.version)
-        if found:
-            raise ConstraintViolationError(
-                f"[DELTA_NEW_NOT_NULL_VIOLATION] ALTER COLUMN {name} SET NOT NULL: {found} existing rows have a "
-                f"null in {name}; nothing changed"
-            )
+        _check_no_nulls(snap, name, null_count)
         read_all = True
     if nullable is not None:
         params["nullable"] = nullable
@@ -491,6 +464,52 @@ def alter_column(
 
     schema = _rewrite(snap.schema, parts, change)
     return _commit(storage, snap, schema, "CHANGE COLUMN", params, read_all=read_all)
+
+
+def _widened_type(
+    snap: Snapshot, field: StructField, data_type: DataType | str, parts: list[str], meta: dict[str, Any]
+) -> DataType:
+    """The type ALTER COLUMN ... TYPE gives ``field`` (at ``parts``): ``data_type`` when it is
+    a widening Delta supports on a table with type widening enabled and the column is not a
+    partition column (SchemaChangeError otherwise), recorded in ``meta``'s
+    ``delta.typeChanges``; the field's own type when it is the same."""
+    name = ".".join(parts)
+    if isinstance(data_type, str):
+        data_type = parse_type_name(data_type, "dataType")
+    if data_type != field.type:
+        if not _widening_ok(field.type, data_type):
+            raise SchemaChangeError(
+                f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER COLUMN {name} TYPE: changing "
+                f"{field.type.simple_string()} to "
+                f"{data_type.simple_string()} is not a type widening Delta supports (byte -> short -> "
+                "integer -> long, float -> double, byte/short/integer -> double, wider decimals)"
+            )
+        if not is_true(snap.configuration, ENABLE_TYPE_WIDENING):
+            raise SchemaChangeError(
+                f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER COLUMN {name} TYPE "
+                f"{data_type.simple_string()}: type widening is not enabled; "
+                f"set '{ENABLE_TYPE_WIDENING}' = 'true' first"
+            )
+        if len(parts) == 1 and parts[0].lower() in (c.lower() for c in snap.metadata.partition_columns):
+            raise SchemaChangeError(f"ALTER COLUMN {name} TYPE: {name!r} is a partition column")
+        changes = list(meta.get("delta.typeChanges") or [])
+        changes.append({"fromType": field.type.to_json(), "toType": data_type.to_json()})
+        meta["delta.typeChanges"] = changes
+        return data_type
+    return field.type
+
+
+def _check_no_nulls(snap: Snapshot, name: str, null_count: Callable[[int], int] | None) -> None:
+    """SET NOT NULL on column ``name``: refuses when it has nulls at the snapshot's version
+    (``null_count``, the caller's scan; SchemaChangeError without one)."""
+    if null_count is None:
+        raise SchemaChangeError(f"ALTER COLUMN {name} SET NOT NULL: needs a scan of the column (null_count)")
+    found = null_count(snap.version)
+    if found:
+        raise ConstraintViolationError(
+            f"[DELTA_NEW_NOT_NULL_VIOLATION] ALTER COLUMN {name} SET NOT NULL: {found} existing rows have a "
+            f"null in {name}; nothing changed"
+        )
 
 
 def cluster_by(table: Storage | str, columns: Sequence[ColumnPath] | None) -> int:
