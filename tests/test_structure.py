@@ -311,7 +311,6 @@ def test_drop_void_is_the_core_rule():
 LONG_FUNCTIONS_LEFT = frozenset(
     {
         "delta_pyds.expressions.evaluator:evaluate",
-        "delta_pyds.protocol.schema:parse_type",
         "delta_pyds.spark.native.write:prepare",
         "delta_pyds.spark.tables.native_rows:native_rows",
         "delta_pyds.variant.json:_to_json",

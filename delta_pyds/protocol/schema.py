@@ -229,53 +229,14 @@ def parse_type(obj: Any, *, column: str = "", depth: int = 0) -> DataType:
             f"the type{where} is nested deeper than {MAX_TYPE_DEPTH} levels (struct, array and map levels count)"
         )
     if isinstance(obj, str):
-        if obj in PRIMITIVE_TYPES:
-            return PrimitiveType(obj)
-        m = _DECIMAL_RE.match(obj)
-        if m:
-            return _decimal(int(m.group(1)), int(m.group(2)), where)
-        if obj == "decimal":
-            return DecimalType(10, 0)
-        if obj.startswith(("char(", "varchar(")):
-            return PrimitiveType("string")
-        if obj.startswith("string collate"):
-            return PrimitiveType("string")
-        raise SchemaError(f"unsupported data type {obj!r}{where} in the table schema")
+        return _named_type(obj, where)
     if not isinstance(obj, dict):
         raise SchemaError(f"malformed data type{where} in the table schema: {_short(obj)}")
     kind = obj.get("type")
     prefix = f"{column}." if column else ""
     try:
         if kind == "struct":
-            fields = []
-            seen: dict[str, str] = {}
-            raw_fields = obj.get("fields", [])
-            if not isinstance(raw_fields, list):
-                raise TypeError("fields")
-            for f in raw_fields:
-                name = f["name"]
-                if not isinstance(name, str):
-                    raise SchemaError(f"malformed field name {_short(name)}{where} in the table schema")
-                other = seen.get(name.lower())
-                if other is not None:
-                    raise SchemaError(
-                        f"the table schema has columns {prefix + other!r} and {prefix + name!r}, whose "
-                        "names differ only in case: Spark resolves column names case-insensitively, "
-                        "so both would map to the same data"
-                    )
-                seen[name.lower()] = name
-                metadata = f.get("metadata") or {}
-                if not isinstance(metadata, dict):
-                    raise TypeError("metadata")
-                fields.append(
-                    StructField(
-                        name,
-                        parse_type(f["type"], column=prefix + name, depth=depth + 1),
-                        bool(f.get("nullable", True)),
-                        dict(metadata),
-                    )
-                )
-            return StructType(tuple(fields))
+            return _parse_struct(obj, prefix, where, depth)
         if kind == "array":
             return ArrayType(
                 parse_type(obj["elementType"], column=prefix + "element", depth=depth + 1),
@@ -290,6 +251,57 @@ def parse_type(obj: Any, *, column: str = "", depth: int = 0) -> DataType:
     except (KeyError, TypeError) as exc:
         raise SchemaError(f"malformed {kind} type{where} in the table schema: missing or malformed {exc}") from None
     raise SchemaError(f"unsupported data type {_short(kind)}{where} in the table schema")
+
+
+def _named_type(name: str, where: str) -> DataType:
+    """A type written as a name: a primitive, ``decimal(p,s)``, or a string type Spark
+    spells differently (``char(n)``, ``varchar(n)``, collated strings)."""
+    if name in PRIMITIVE_TYPES:
+        return PrimitiveType(name)
+    m = _DECIMAL_RE.match(name)
+    if m:
+        return _decimal(int(m.group(1)), int(m.group(2)), where)
+    if name == "decimal":
+        return DecimalType(10, 0)
+    if name.startswith(("char(", "varchar(")):
+        return PrimitiveType("string")
+    if name.startswith("string collate"):
+        return PrimitiveType("string")
+    raise SchemaError(f"unsupported data type {name!r}{where} in the table schema")
+
+
+def _parse_struct(obj: dict[str, Any], prefix: str, where: str, depth: int) -> StructType:
+    """A struct type from its JSON form (KeyError/TypeError for a malformed one; the caller
+    names it); field names unique regardless of case."""
+    fields = []
+    seen: dict[str, str] = {}
+    raw_fields = obj.get("fields", [])
+    if not isinstance(raw_fields, list):
+        raise TypeError("fields")
+    for f in raw_fields:
+        name = f["name"]
+        if not isinstance(name, str):
+            raise SchemaError(f"malformed field name {_short(name)}{where} in the table schema")
+        other = seen.get(name.lower())
+        if other is not None:
+            raise SchemaError(
+                f"the table schema has columns {prefix + other!r} and {prefix + name!r}, whose "
+                "names differ only in case: Spark resolves column names case-insensitively, "
+                "so both would map to the same data"
+            )
+        seen[name.lower()] = name
+        metadata = f.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise TypeError("metadata")
+        fields.append(
+            StructField(
+                name,
+                parse_type(f["type"], column=prefix + name, depth=depth + 1),
+                bool(f.get("nullable", True)),
+                dict(metadata),
+            )
+        )
+    return StructType(tuple(fields))
 
 
 def _decimal(precision: int, scale: int, where: str) -> DecimalType:
