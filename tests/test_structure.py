@@ -314,7 +314,6 @@ LONG_FUNCTIONS_LEFT = frozenset(
         "delta_pyds.spark.native.write:prepare",
         "delta_pyds.spark.tables.native_rows:native_rows",
         "delta_pyds.variant.json:_to_json",
-        "delta_pyds.variant.shredding:_primitive_items",
     }
 )
 

@@ -333,44 +333,16 @@ def _primitive_items(arr: pa.Array, path: str) -> tuple[list, Callable]:
         header = bytes([primitive_header(T_DOUBLE)])
         return arr.to_pylist(), lambda v: header + struct.pack("<d", v)
     if pa.types.is_decimal(t):
-        precision, scale = t.precision, t.scale
-        if precision > MAX_DECIMAL_PRECISION or scale < 0 or scale > precision:
-            raise MalformedVariantError(
-                f"{path}: {t} cannot be a Variant decimal (precision at most 38, 0 <= scale <= precision)"
-            )
-        if precision <= 9:
-            type_id, width = T_DECIMAL4, 4
-        elif precision <= 18:
-            type_id, width = T_DECIMAL8, 8
-        else:
-            type_id, width = T_DECIMAL16, 16
-        prefix = bytes([primitive_header(type_id), scale])
-        items = _fixed_width_ints(arr, t.byte_width)
-        return items, lambda v: prefix + v.to_bytes(width, "little", signed=True)
+        return _decimal_items(arr, path)
     if pa.types.is_date32(t):
         return arr.cast(pa.int32()).to_pylist(), int_encoder(T_DATE, 4)
     if pa.types.is_date64(t):
         millis = arr.cast(pa.int64()).to_pylist()
         return [None if v is None else v // 86_400_000 for v in millis], int_encoder(T_DATE, 4)
     if pa.types.is_timestamp(t):
-        ints = arr.cast(pa.int64()).to_pylist()
-        utc = t.tz is not None
-        if t.unit == "ns":
-            type_id = T_TIMESTAMP_NANOS if utc else T_TIMESTAMP_NTZ_NANOS
-        else:
-            type_id = T_TIMESTAMP if utc else T_TIMESTAMP_NTZ
-            factor = {"s": 1_000_000, "ms": 1_000, "us": 1}[t.unit]
-            if factor != 1:
-                ints = [None if v is None else v * factor for v in ints]
-        return ints, int_encoder(type_id, 8)
+        return _timestamp_items(arr)
     if pa.types.is_time(t):
-        if t.unit == "ns":
-            raise MalformedVariantError(f"{path}: {t} is not a Variant type (TIME must be MICROS)")
-        ints = arr.cast(pa.int64() if pa.types.is_time64(t) else pa.int32()).to_pylist()
-        factor = {"s": 1_000_000, "ms": 1_000, "us": 1}[t.unit]
-        if factor != 1:
-            ints = [None if v is None else v * factor for v in ints]
-        return ints, int_encoder(T_TIME, 8)
+        return _time_items(arr, path)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or _is_string_view(t):
         return arr.cast(pa.large_binary()).to_pylist(), encode_string
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or _is_binary_view(t):
@@ -382,6 +354,54 @@ def _primitive_items(arr: pa.Array, path: str) -> tuple[list, Callable]:
         header = bytes([primitive_header(T_UUID)])
         return storage.to_pylist(), lambda v: header + v
     raise MalformedVariantError(f"{path}: {t} is not a type a shredded Variant may use")
+
+
+def _decimal_items(arr: pa.Array, path: str) -> tuple[list, Callable]:
+    """A shredded decimal column: unscaled ints, encoded as the narrowest Variant decimal
+    its precision fits."""
+    t = arr.type
+    precision, scale = t.precision, t.scale
+    if precision > MAX_DECIMAL_PRECISION or scale < 0 or scale > precision:
+        raise MalformedVariantError(
+            f"{path}: {t} cannot be a Variant decimal (precision at most 38, 0 <= scale <= precision)"
+        )
+    if precision <= 9:
+        type_id, width = T_DECIMAL4, 4
+    elif precision <= 18:
+        type_id, width = T_DECIMAL8, 8
+    else:
+        type_id, width = T_DECIMAL16, 16
+    prefix = bytes([primitive_header(type_id), scale])
+    items = _fixed_width_ints(arr, t.byte_width)
+    return items, lambda v: prefix + v.to_bytes(width, "little", signed=True)
+
+
+def _timestamp_items(arr: pa.Array) -> tuple[list, Callable]:
+    """A shredded timestamp column: microseconds (nanoseconds for ``ns``), with or without
+    time zone as its type says."""
+    t = arr.type
+    ints = arr.cast(pa.int64()).to_pylist()
+    utc = t.tz is not None
+    if t.unit == "ns":
+        type_id = T_TIMESTAMP_NANOS if utc else T_TIMESTAMP_NTZ_NANOS
+    else:
+        type_id = T_TIMESTAMP if utc else T_TIMESTAMP_NTZ
+        factor = {"s": 1_000_000, "ms": 1_000, "us": 1}[t.unit]
+        if factor != 1:
+            ints = [None if v is None else v * factor for v in ints]
+    return ints, int_encoder(type_id, 8)
+
+
+def _time_items(arr: pa.Array, path: str) -> tuple[list, Callable]:
+    """A shredded TIME column: microseconds since midnight (``ns`` is not a Variant time)."""
+    t = arr.type
+    if t.unit == "ns":
+        raise MalformedVariantError(f"{path}: {t} is not a Variant type (TIME must be MICROS)")
+    ints = arr.cast(pa.int64() if pa.types.is_time64(t) else pa.int32()).to_pylist()
+    factor = {"s": 1_000_000, "ms": 1_000, "us": 1}[t.unit]
+    if factor != 1:
+        ints = [None if v is None else v * factor for v in ints]
+    return ints, int_encoder(T_TIME, 8)
 
 
 # --------------------------------------------------------------------------------------
