@@ -313,7 +313,6 @@ LONG_FUNCTIONS_LEFT = frozenset(
         "delta_pyds.expressions.evaluator:evaluate",
         "delta_pyds.spark.native.write:prepare",
         "delta_pyds.spark.tables.native_rows:native_rows",
-        "delta_pyds.variant.json:_to_json",
     }
 )
 

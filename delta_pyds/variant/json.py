@@ -233,89 +233,99 @@ def _to_json(value: bytes, pos: int, meta: VariantMetadata, out: list, zone_id: 
         if end > len(value):
             raise malformed(f"short string at byte {pos} runs past the end")
         out.append(_json_string(_utf8(value[pos + 1 : end])))
-        return
-    if basic == OBJECT:
-        num, id_size, offset_size, id_start, offset_start, data_start = object_layout(value, pos)
-        out.append("{")
-        for i in range(num):
-            if i:
-                out.append(",")
-            field_id = read_uint(value, id_start + i * id_size, id_size, "object field id")
-            offset = read_uint(value, offset_start + i * offset_size, offset_size, "object field offset")
-            out.append(_json_string(meta.key(field_id)))
-            out.append(":")
-            _to_json(value, data_start + offset, meta, out, zone_id, depth + 1)
-        out.append("}")
-        return
-    if basic == ARRAY:
-        num, offset_size, offset_start, data_start = array_layout(value, pos)
-        out.append("[")
-        for i in range(num):
-            if i:
-                out.append(",")
-            offset = read_uint(value, offset_start + i * offset_size, offset_size, "array offset")
-            _to_json(value, data_start + offset, meta, out, zone_id, depth + 1)
-        out.append("]")
-        return
-    # primitives
-    if info == T_NULL:
-        out.append("null")
-    elif info == T_TRUE:
-        out.append("true")
-    elif info == T_FALSE:
-        out.append("false")
-    elif info == T_INT8:
-        out.append(str(read_int(value, pos + 1, 1, "int8")))
-    elif info == T_INT16:
-        out.append(str(read_int(value, pos + 1, 2, "int16")))
-    elif info == T_INT32:
-        out.append(str(read_int(value, pos + 1, 4, "int32")))
-    elif info == T_INT64:
-        out.append(str(read_int(value, pos + 1, 8, "int64")))
-    elif info == T_DOUBLE:
+    elif basic == OBJECT:
+        _object_to_json(value, pos, meta, out, zone_id, depth)
+    elif basic == ARRAY:
+        _array_to_json(value, pos, meta, out, zone_id, depth)
+    else:
+        out.append(_primitive_json(value, pos, info, zone_id))
+
+
+def _object_to_json(value: bytes, pos: int, meta: VariantMetadata, out: list, zone_id: str, depth: int) -> None:
+    num, id_size, offset_size, id_start, offset_start, data_start = object_layout(value, pos)
+    out.append("{")
+    for i in range(num):
+        if i:
+            out.append(",")
+        field_id = read_uint(value, id_start + i * id_size, id_size, "object field id")
+        offset = read_uint(value, offset_start + i * offset_size, offset_size, "object field offset")
+        out.append(_json_string(meta.key(field_id)))
+        out.append(":")
+        _to_json(value, data_start + offset, meta, out, zone_id, depth + 1)
+    out.append("}")
+
+
+def _array_to_json(value: bytes, pos: int, meta: VariantMetadata, out: list, zone_id: str, depth: int) -> None:
+    num, offset_size, offset_start, data_start = array_layout(value, pos)
+    out.append("[")
+    for i in range(num):
+        if i:
+            out.append(",")
+        offset = read_uint(value, offset_start + i * offset_size, offset_size, "array offset")
+        _to_json(value, data_start + offset, meta, out, zone_id, depth + 1)
+    out.append("]")
+
+
+_INT_TYPES = {T_INT8: (1, "int8"), T_INT16: (2, "int16"), T_INT32: (4, "int32"), T_INT64: (8, "int64")}
+_LITERALS = {T_NULL: "null", T_TRUE: "true", T_FALSE: "false"}
+
+
+def _primitive_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    """The JSON of the primitive at ``pos`` whose type id is ``info`` (a flat dispatch)."""
+    if info in _LITERALS:
+        return _LITERALS[info]
+    if info in _INT_TYPES:
+        width, what = _INT_TYPES[info]
+        return str(read_int(value, pos + 1, width, what))
+    if info == T_DOUBLE:
         read_uint(value, pos + 1, 8, "double")
-        out.append(_format_double(struct.unpack_from("<d", value, pos + 1)[0]))
-    elif info == T_FLOAT:
+        return _format_double(struct.unpack_from("<d", value, pos + 1)[0])
+    if info == T_FLOAT:
         read_uint(value, pos + 1, 4, "float")
-        out.append(_format_float(struct.unpack_from("<f", value, pos + 1)[0]))
-    elif info in (T_DECIMAL4, T_DECIMAL8, T_DECIMAL16):
-        width, max_precision = {T_DECIMAL4: (4, 9), T_DECIMAL8: (8, 18), T_DECIMAL16: (16, 38)}[info]
-        scale = read_uint(value, pos + 1, 1, "decimal scale")
-        unscaled = read_int(value, pos + 2, width, "decimal")
-        if scale > max_precision or abs(unscaled) >= 10**max_precision:
-            raise malformed(f"decimal out of range (scale {scale}) at byte {pos}")
-        out.append(_format_decimal(unscaled, scale))
-    elif info == T_DATE:
-        out.append('"' + _format_date(read_int(value, pos + 1, 4, "date")) + '"')
-    elif info == T_TIMESTAMP:
-        out.append('"' + _format_instant(read_int(value, pos + 1, 8, "timestamp") * 1000, zone_id) + '"')
-    elif info == T_TIMESTAMP_NTZ:
-        out.append('"' + _format_local(read_int(value, pos + 1, 8, "timestamp_ntz") * 1000) + '"')
-    elif info == T_TIMESTAMP_NANOS:
-        out.append('"' + _format_instant(read_int(value, pos + 1, 8, "timestamp"), zone_id) + '"')
-    elif info == T_TIMESTAMP_NTZ_NANOS:
-        out.append('"' + _format_local(read_int(value, pos + 1, 8, "timestamp_ntz")) + '"')
-    elif info == T_TIME:
+        return _format_float(struct.unpack_from("<f", value, pos + 1)[0])
+    if info in (T_DECIMAL4, T_DECIMAL8, T_DECIMAL16):
+        return _decimal_json(value, pos, info)
+    if info == T_DATE:
+        return '"' + _format_date(read_int(value, pos + 1, 4, "date")) + '"'
+    if info == T_TIMESTAMP:
+        return '"' + _format_instant(read_int(value, pos + 1, 8, "timestamp") * 1000, zone_id) + '"'
+    if info == T_TIMESTAMP_NTZ:
+        return '"' + _format_local(read_int(value, pos + 1, 8, "timestamp_ntz") * 1000) + '"'
+    if info == T_TIMESTAMP_NANOS:
+        return '"' + _format_instant(read_int(value, pos + 1, 8, "timestamp"), zone_id) + '"'
+    if info == T_TIMESTAMP_NTZ_NANOS:
+        return '"' + _format_local(read_int(value, pos + 1, 8, "timestamp_ntz")) + '"'
+    if info == T_TIME:
         micros = read_int(value, pos + 1, 8, "time")
         if not 0 <= micros < 86_400_000_000:
             raise malformed(f"time of day {micros} µs out of range at byte {pos}")
-        out.append('"' + _format_time_of_day(micros * 1000) + '"')
-    elif info == T_BINARY:
-        size = read_uint(value, pos + 1, 4, "binary length")
-        if pos + 5 + size > len(value):
-            raise malformed(f"binary at byte {pos} runs past the end")
-        out.append('"' + base64.b64encode(value[pos + 5 : pos + 5 + size]).decode("ascii") + '"')
-    elif info == T_STRING:
-        size = read_uint(value, pos + 1, 4, "string length")
-        if pos + 5 + size > len(value):
-            raise malformed(f"string at byte {pos} runs past the end")
-        out.append(_json_string(_utf8(value[pos + 5 : pos + 5 + size])))
-    elif info == T_UUID:
+        return '"' + _format_time_of_day(micros * 1000) + '"'
+    if info == T_BINARY:
+        return '"' + base64.b64encode(_sized_bytes(value, pos, "binary")).decode("ascii") + '"'
+    if info == T_STRING:
+        return _json_string(_utf8(_sized_bytes(value, pos, "string")))
+    if info == T_UUID:
         if pos + 17 > len(value):
             raise malformed(f"uuid at byte {pos} runs past the end")
-        out.append('"' + str(uuid.UUID(bytes=bytes(value[pos + 1 : pos + 17]))) + '"')
-    else:
-        raise malformed(f"unknown primitive type id {info} at byte {pos}")
+        return '"' + str(uuid.UUID(bytes=bytes(value[pos + 1 : pos + 17]))) + '"'
+    raise malformed(f"unknown primitive type id {info} at byte {pos}")
+
+
+def _decimal_json(value: bytes, pos: int, info: int) -> str:
+    width, max_precision = {T_DECIMAL4: (4, 9), T_DECIMAL8: (8, 18), T_DECIMAL16: (16, 38)}[info]
+    scale = read_uint(value, pos + 1, 1, "decimal scale")
+    unscaled = read_int(value, pos + 2, width, "decimal")
+    if scale > max_precision or abs(unscaled) >= 10**max_precision:
+        raise malformed(f"decimal out of range (scale {scale}) at byte {pos}")
+    return _format_decimal(unscaled, scale)
+
+
+def _sized_bytes(value: bytes, pos: int, what: str) -> bytes:
+    """The bytes of a binary or long string primitive (a 4-byte length, then the data)."""
+    size = read_uint(value, pos + 1, 4, f"{what} length")
+    if pos + 5 + size > len(value):
+        raise malformed(f"{what} at byte {pos} runs past the end")
+    return value[pos + 5 : pos + 5 + size]
 
 
 def _utf8(data: bytes) -> str:

@@ -833,6 +833,12 @@ def test_schema_errors():
         (b"\x09\xff", MD_EMPTY, "short string"),
         (b"\x05\xff", MD_EMPTY, "UTF-8"),
         (bytes([8 << 2, 10]) + (1).to_bytes(4, "little"), MD_EMPTY, "decimal out of range"),
+        (bytes([15 << 2]) + (3).to_bytes(4, "little") + b"ab", MD_EMPTY, "binary at byte 0 runs past the end"),
+        (bytes([16 << 2]) + (3).to_bytes(4, "little") + b"ab", MD_EMPTY, "string at byte 0 runs past the end"),
+        (bytes([15 << 2, 1]), MD_EMPTY, "binary length"),
+        (bytes([20 << 2]) + bytes(15), MD_EMPTY, "uuid at byte 0 runs past the end"),
+        (bytes([17 << 2]) + (86_400_000_000).to_bytes(8, "little"), MD_EMPTY, "time of day 86400000000"),
+        (bytes([16 << 2]) + (2).to_bytes(4, "little") + b"\xff\xfe", MD_EMPTY, "UTF-8"),
     ],
 )
 def test_decode_errors(value, metadata, message):
