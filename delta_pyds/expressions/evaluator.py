@@ -41,16 +41,7 @@ def evaluate(node: Node, batch: Batch) -> Value:
     if isinstance(node, Cast):
         return cast(evaluate(node.expr, batch), node.type)
     if isinstance(node, Case):
-        conds = [_truthy(evaluate(c, batch), batch) for c, _ in node.whens]
-        values = [evaluate(v, batch) for _, v in node.whens]
-        default = evaluate(node.default, batch) if node.default is not None else pa.scalar(None, pa.null())
-        target = next((v.type for v in values + [default] if not pa.types.is_null(v.type)), pa.null())
-        values = [broadcast(cast(v, target), batch) for v in values]
-        default = broadcast(cast(default, target), batch)
-        cond_struct = pa.StructArray.from_arrays(
-            [broadcast(c, batch) for c in conds], names=[f"c{i}" for i in range(len(conds))]
-        )
-        return pc.case_when(cond_struct, *values, default)
+        return _case(node, batch)
     name, args = node.name, node.args
     if name in ("and", "or"):
         a, b = (as_bool(evaluate(x, batch)) for x in args)
@@ -66,26 +57,9 @@ def evaluate(node: Node, batch: Batch) -> Value:
         both = pc.and_(pc.is_null(a), pc.is_null(b))
         return pc.or_(broadcast(eq, batch), broadcast(both, batch))
     if name in _ARITH:
-        a, b = unify(evaluate(args[0], batch), evaluate(args[1], batch))
-        if name in ("+", "-") and pa.types.is_date(a.type) and pa.types.is_integer(b.type):
-            days = (
-                pc.add_checked(a.cast(pa.int32()), b.cast(pa.int32()))
-                if name == "+"
-                else pc.subtract_checked(a.cast(pa.int32()), b.cast(pa.int32()))
-            )
-            return days.cast(pa.date32())
-        return call_compute(_ARITH[name], a, b)
-    if name == "/":
-        a, b = evaluate(args[0], batch), evaluate(args[1], batch)
-        if not (pa.types.is_decimal(a.type) and pa.types.is_decimal(b.type)):
-            a, b = cast(a, pa.float64()), cast(b, pa.float64())
-        b = pc.if_else(pc.equal(b, 0), pa.scalar(None, b.type), b)
-        return call_compute("divide", a, b)
-    if name == "div":
-        a, b = evaluate(args[0], batch), evaluate(args[1], batch)
-        a, b = cast(a, pa.int64()), cast(b, pa.int64())
-        b = pc.if_else(pc.equal(b, 0), pa.scalar(None, pa.int64()), b)
-        return call_compute("divide", a, b)
+        return _arith(name, args, batch)
+    if name in ("/", "div"):
+        return _divide(name, args, batch)
     if name == "%":
         return _mod(evaluate(args[0], batch), evaluate(args[1], batch), batch)
     if name == "negate":
@@ -97,24 +71,75 @@ def evaluate(node: Node, batch: Batch) -> Value:
     if name == "isnotnull":
         return pc.is_valid(broadcast(evaluate(args[0], batch), batch))
     if name == "in":
-        x = evaluate(args[0], batch)
-        items = [evaluate(a, batch) for a in args[1:]]
-        result = None
-        for item in items:
-            a, b = unify(x, item)
-            eq = call_compute("equal", a, b)
-            result = eq if result is None else pc.or_kleene(result, eq)
-        return result
+        return _in(args, batch)
     if name in ("like", "ilike"):
-        x = evaluate(args[0], batch)
-        pattern = args[1]
-        if not (isinstance(pattern, Lit) and isinstance(pattern.value, str)):
-            raise ExpressionError("LIKE needs a string literal pattern")
-        return pc.match_like(cast(broadcast(x, batch), pa.string()), pattern.value, ignore_case=name == "ilike")
+        return _like(name, args, batch)
     fn = FUNCTIONS.get(name)
     if fn is None:
         raise ExpressionError(f"function {name}() is not supported")
     return fn(batch, *[evaluate(a, batch) for a in args])
+
+
+def _case(node: Case, batch: Batch) -> Value:
+    """CASE WHEN: the values cast to the first non-null type among them."""
+    conds = [_truthy(evaluate(c, batch), batch) for c, _ in node.whens]
+    values = [evaluate(v, batch) for _, v in node.whens]
+    default = evaluate(node.default, batch) if node.default is not None else pa.scalar(None, pa.null())
+    target = next((v.type for v in values + [default] if not pa.types.is_null(v.type)), pa.null())
+    values = [broadcast(cast(v, target), batch) for v in values]
+    default = broadcast(cast(default, target), batch)
+    cond_struct = pa.StructArray.from_arrays(
+        [broadcast(c, batch) for c in conds], names=[f"c{i}" for i in range(len(conds))]
+    )
+    return pc.case_when(cond_struct, *values, default)
+
+
+def _arith(name: str, args: tuple, batch: Batch) -> Value:
+    """``+ - *`` (checked); date plus or minus an integer number of days."""
+    a, b = unify(evaluate(args[0], batch), evaluate(args[1], batch))
+    if name in ("+", "-") and pa.types.is_date(a.type) and pa.types.is_integer(b.type):
+        days = (
+            pc.add_checked(a.cast(pa.int32()), b.cast(pa.int32()))
+            if name == "+"
+            else pc.subtract_checked(a.cast(pa.int32()), b.cast(pa.int32()))
+        )
+        return days.cast(pa.date32())
+    return call_compute(_ARITH[name], a, b)
+
+
+def _divide(name: str, args: tuple, batch: Batch) -> Value:
+    """``/`` (decimal, else double) and ``div`` (integer); a zero divisor gives null."""
+    if name == "/":
+        a, b = evaluate(args[0], batch), evaluate(args[1], batch)
+        if not (pa.types.is_decimal(a.type) and pa.types.is_decimal(b.type)):
+            a, b = cast(a, pa.float64()), cast(b, pa.float64())
+        b = pc.if_else(pc.equal(b, 0), pa.scalar(None, b.type), b)
+        return call_compute("divide", a, b)
+    a, b = evaluate(args[0], batch), evaluate(args[1], batch)
+    a, b = cast(a, pa.int64()), cast(b, pa.int64())
+    b = pc.if_else(pc.equal(b, 0), pa.scalar(None, pa.int64()), b)
+    return call_compute("divide", a, b)
+
+
+def _in(args: tuple, batch: Batch) -> Value:
+    """``x IN (items)``, null when no item equals and one is null (Kleene OR)."""
+    x = evaluate(args[0], batch)
+    items = [evaluate(a, batch) for a in args[1:]]
+    result = None
+    for item in items:
+        a, b = unify(x, item)
+        eq = call_compute("equal", a, b)
+        result = eq if result is None else pc.or_kleene(result, eq)
+    return result
+
+
+def _like(name: str, args: tuple, batch: Batch) -> Value:
+    """``LIKE`` / ``ILIKE`` with a string literal pattern."""
+    x = evaluate(args[0], batch)
+    pattern = args[1]
+    if not (isinstance(pattern, Lit) and isinstance(pattern.value, str)):
+        raise ExpressionError("LIKE needs a string literal pattern")
+    return pc.match_like(cast(broadcast(x, batch), pa.string()), pattern.value, ignore_case=name == "ilike")
 
 
 def resolve_column(batch: Batch, path: tuple[str, ...]) -> pa.Array:
