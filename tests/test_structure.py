@@ -310,7 +310,6 @@ def test_drop_void_is_the_core_rule():
 # shrink (a name split elsewhere may stay listed until that lands).
 LONG_FUNCTIONS_LEFT = frozenset(
     {
-        "delta_pyds.spark.native.write:prepare",
         "delta_pyds.spark.tables.native_rows:native_rows",
     }
 )

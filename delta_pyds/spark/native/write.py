@@ -312,21 +312,8 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
     schema = spec.table_schema
     mode = spec.column_mapping_mode
     checks = spec.checks if spec.checks else WriteChecks()
-    identity = {c.name.lower(): c for c in spec.identity}
     computed = {name.lower() for name, _, provided in checks.generated if not provided}
-    src = {f.name.lower(): f for f in df.schema.fields}
-    columns = []
-    for f in schema.fields:
-        if is_void_type(f.type):
-            continue
-        s = src.get(f.name.lower())
-        if s is not None:
-            e = conform(_ident(s.name), s.dataType, f.type)
-        elif f.name.lower() in identity:
-            e = _identity_values(identity[f.name.lower()], f)
-        else:  # null, or computed below (defaults, generated columns)
-            e = F.lit(None).cast(spark_type(_logical_type(f.type)))
-        columns.append(e.alias(f.name))
+    columns = _logical_columns(df, spec)
     frame = df.select(*columns)
     violations: list[tuple[Column, Column]] = []
     for name, rule, provided in checks.generated:
@@ -346,16 +333,7 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
                     ),
                 )
             )
-    for path in checks.not_null:
-        bad = _ident(*path).isNull()
-        for i in range(1, len(path)):
-            bad = bad & _ident(*path[:i]).isNotNull()
-        violations.append((bad, _message(f"NOT NULL constraint violated for column: {'.'.join(path)}")))
-    for rule in checks.rules:
-        parts: list[Column | str] = [f"{describe_rule(rule)} violated by row with values:"]
-        for cpath in rule.columns or _mentioned_columns(rule.text, schema):
-            parts += [f"\n - {'.'.join(cpath)} : ", _text(_ident(*cpath))]
-        violations.append((~F.coalesce(F.expr(rule.text).cast("boolean"), F.lit(False)), _message(*parts)))
+    violations += _row_rule_violations(checks, schema)
     partitions = []
     for c in spec.partition_columns:
         f = schema.field(c)
@@ -376,6 +354,52 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
         for cond, msg in violations[1:]:
             guard = guard.when(cond, F.raise_error(msg))
         frame = frame.where(guard.otherwise(F.lit(True)).cast("boolean"))
+    out = _physical_columns(spec)
+    return frame.select(*out, *partitions)
+
+
+def _logical_columns(df: DataFrame, spec: WriteSpec) -> list[Column]:
+    """The table's columns (void ones dropped) by logical name: the DataFrame's, conformed
+    to the table's types; identity values; else null (filled later when computed)."""
+    identity = {c.name.lower(): c for c in spec.identity}
+    src = {f.name.lower(): f for f in df.schema.fields}
+    columns = []
+    for f in spec.table_schema.fields:
+        if is_void_type(f.type):
+            continue
+        s = src.get(f.name.lower())
+        if s is not None:
+            e = conform(_ident(s.name), s.dataType, f.type)
+        elif f.name.lower() in identity:
+            e = _identity_values(identity[f.name.lower()], f)
+        else:  # null, or computed below (defaults, generated columns)
+            e = F.lit(None).cast(spark_type(_logical_type(f.type)))
+        columns.append(e.alias(f.name))
+    return columns
+
+
+def _row_rule_violations(checks: WriteChecks, schema: StructType) -> list[tuple[Column, Column]]:
+    """(condition, message) of each NOT NULL field (nested: where its parents are set) and
+    each invariant, CHECK constraint or replaceWhere rule."""
+    violations: list[tuple[Column, Column]] = []
+    for path in checks.not_null:
+        bad = _ident(*path).isNull()
+        for i in range(1, len(path)):
+            bad = bad & _ident(*path[:i]).isNotNull()
+        violations.append((bad, _message(f"NOT NULL constraint violated for column: {'.'.join(path)}")))
+    for rule in checks.rules:
+        parts: list[Column | str] = [f"{describe_rule(rule)} violated by row with values:"]
+        for cpath in rule.columns or _mentioned_columns(rule.text, schema):
+            parts += [f"\n - {'.'.join(cpath)} : ", _text(_ident(*cpath))]
+        violations.append((~F.coalesce(F.expr(rule.text).cast("boolean"), F.lit(False)), _message(*parts)))
+    return violations
+
+
+def _physical_columns(spec: WriteSpec) -> list[Column]:
+    """The data columns as written: physical names (with their field metadata in name and
+    id mode), partition columns left out unless materialized."""
+    mode = spec.column_mapping_mode
+    schema = spec.table_schema
     pset = set() if spec.materialize_partition_columns else {c.lower() for c in spec.partition_columns}
     data_fields = [f for f in schema.fields if f.name.lower() not in pset and not is_void_type(f.type)]
     physical = physical_schema(data_fields, mode)
@@ -387,7 +411,7 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
             out.append(e.alias(pf.name, metadata=dict(pf.metadata)))
         else:
             out.append(e.alias(pf.name))
-    return frame.select(*out, *partitions)
+    return out
 
 
 def _mentioned_columns(text: str, schema: StructType) -> list[tuple[str, ...]]:
