@@ -308,11 +308,7 @@ def test_drop_void_is_the_core_rule():
 # are flat dispatches or one pass over a structure (options parsing, the SQL evaluator,
 # JSON and variant rendering, type parsing) or have not been split yet. The list may only
 # shrink (a name split elsewhere may stay listed until that lands).
-LONG_FUNCTIONS_LEFT = frozenset(
-    {
-        "delta_pyds.spark.tables.native_rows:native_rows",
-    }
-)
+LONG_FUNCTIONS_LEFT: frozenset[str] = frozenset()
 
 
 def _long_functions(limit: int = 60) -> set[str]:

@@ -38,7 +38,7 @@ import logging
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType as SparkStructType
 
@@ -56,7 +56,7 @@ __all__ = [
 
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType, is_void_type
 from delta_pyds.read.native_plan import FILE_PATH, LOG_PATH, NativePlan, plan_native_scan
-from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
+from delta_pyds.spark.native.locations import SparkLocation, remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.read import (
     FIELD_ID_CONF,
     NativeReadUnavailable,
@@ -125,11 +125,9 @@ def native_rows(
         return None, "; ".join(plan.unsupported)
     out_schema = to_spark_schema(StructType(tuple(f for f in snap.schema.fields if not _void(f))))
     if plan.files.num_rows == 0:
-        empty = spark.createDataFrame([], out_schema)
         extra = [F.lit("").alias(file_col), F.lit(0).cast("long").alias(row_col)]
-        if tracking:
-            extra += [F.lit(None).cast("long").alias(row_id_col), F.lit(None).cast("long").alias(row_version_col)]
-        return empty.select("*", *extra), None
+        nulls = [F.lit(None).cast("long").alias(row_id_col), F.lit(None).cast("long").alias(row_version_col)]
+        return spark.createDataFrame([], out_schema).select("*", *extra, *(nulls if tracking else [])), None
     if plan.column_mapping_mode == "id":
         spark.conf.set(FIELD_ID_CONF, "true")
     read_fields = list(plan.read_schema.fields)
@@ -138,11 +136,8 @@ def native_rows(
     read_schema = SparkStructType.fromJson(StructType(tuple(read_fields)).to_json())
     uris = plan.files.column(FILE_PATH)
     glob = name_glob(uris)
-    reader = spark.read.schema(read_schema).options(**location.hadoop_conf).option("recursiveFileLookup", "true")
-    if glob is not None:
-        reader = reader.option("pathGlobFilter", glob)
     try:  # the first listing tells whether this Spark can reach the store at all
-        base = reader.parquet(location.load_path)
+        base = _recursive_scan(spark, read_schema, location, glob)
         listed = listed_files(base)
     except Exception as exc:
         why = unreachable_reason(exc, location)
@@ -158,31 +153,61 @@ def native_rows(
         F.col("_metadata.file_path").alias(_URI),
         F.col("_metadata.row_index").alias(row_col),
     )
-    lookup_cols = {file_col: plan.files.column(LOG_PATH)}
-    parts = [o for o in plan.output if o.partition]
-    for o in parts:
-        lookup_cols[_PART + o.name] = partition_text(plan.files.column(o.name).combine_chunks())
-    if tracking:
-        for name in ("base_row_id", "default_row_commit_version"):
-            lookup_cols["__pydelta_" + name] = plan.files.column(name).cast(pa.int64())
+    lookup_cols = _lookup_columns(plan, file_col, tracking is not None)
     if len(lookup_cols) == 1 and _uris_spell_log_paths(plan):
         # the log path is the URI past the root: a projection Spark prunes when unused
         joined = base.withColumn(file_col, F.expr(f"substring({_URI}, {len(plan.root_uri) + 2})"))
     else:
         joined = _with_file_columns(spark, base, uris, lookup_cols)
+    selected = _output_columns(plan, out_schema, file_col, row_col)
+    if tracking:
+        selected += _row_tracking_columns(tracking, row_col, row_id_col, row_version_col)
+    return joined.select(*selected), None
+
+
+def _recursive_scan(
+    spark: SparkSession, read_schema: SparkStructType, location: SparkLocation, glob: str | None
+) -> DataFrame:
+    """Spark's Parquet scan of every file under the table root (only the names ``glob``
+    admits, when given)."""
+    reader = spark.read.schema(read_schema).options(**location.hadoop_conf).option("recursiveFileLookup", "true")
+    if glob is not None:
+        reader = reader.option("pathGlobFilter", glob)
+    return reader.parquet(location.load_path)
+
+
+def _lookup_columns(plan: NativePlan, file_col: str, tracking: bool) -> dict[str, pa.Array | pa.ChunkedArray]:
+    """Per file, the columns joined to its rows: its log path, its partition values as text,
+    and (row tracking) its base row id and default row commit version."""
+    lookup_cols = {file_col: plan.files.column(LOG_PATH)}
+    for o in plan.output:
+        if o.partition:
+            lookup_cols[_PART + o.name] = partition_text(plan.files.column(o.name).combine_chunks())
+    if tracking:
+        for name in ("base_row_id", "default_row_commit_version"):
+            lookup_cols["__pydelta_" + name] = plan.files.column(name).cast(pa.int64())
+    return lookup_cols
+
+
+def _row_tracking_columns(
+    tracking: tuple[str, str], row_col: str, row_id_col: str, row_version_col: str
+) -> list[Column]:
+    """Row ids and commit versions: the materialized columns ``tracking`` names where set,
+    else the file's base row id plus the row index and its default row commit version."""
+    return [
+        F.coalesce(F.col(_quote(tracking[0])), F.col("__pydelta_base_row_id") + F.col(row_col)).alias(row_id_col),
+        F.coalesce(F.col(_quote(tracking[1])), F.col("__pydelta_default_row_commit_version")).alias(row_version_col),
+    ]
+
+
+def _output_columns(plan: NativePlan, out_schema: SparkStructType, file_col: str, row_col: str) -> list[Column]:
+    """The table's columns by logical name and type (partition values from the lookup),
+    then the file and row index columns."""
     selected = []
     for o, target in zip(plan.output, out_schema.fields, strict=True):
         src = F.col(_quote(_PART + o.name)) if o.partition else F.col(_quote(o.physical or o.name))
         selected.append(src.cast(target.dataType).alias(o.name, metadata=target.metadata))
-    selected += [F.col(file_col), F.col(row_col)]
-    if tracking:
-        selected += [
-            F.coalesce(F.col(_quote(tracking[0])), F.col("__pydelta_base_row_id") + F.col(row_col)).alias(row_id_col),
-            F.coalesce(F.col(_quote(tracking[1])), F.col("__pydelta_default_row_commit_version")).alias(
-                row_version_col
-            ),
-        ]
-    return joined.select(*selected), None
+    return selected + [F.col(file_col), F.col(row_col)]
 
 
 def native_rewrite(
