@@ -16,7 +16,11 @@ import delta_pyds
 from delta_pyds.spark.tables.delta_table import DeltaTable
 from delta_pyds.storage.store import Storage
 
-QUICK = {"backoff_config.init_backoff": "0.01", "backoff_config.max_backoff": "0.05"}
+# quick backoff, and enough retries that a read meeting a fault at every attempt is not what a
+# run hits by chance: the streaming sink's commit GETs fail at 0.37 (short body 0.3, 503 0.1), so
+# the default 3 retries (4 attempts) lose one read in 50 and a run does dozens (CI failed so
+# once); 10 retries: one read in ~60,000. Tests of exhausted retries set max_retries=1.
+QUICK = {"backoff_config.init_backoff": "0.01", "backoff_config.max_backoff": "0.05", "max_retries": "10"}
 
 
 s3_proxy, proxy = proxy_fixtures("s3-spark")
