@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 
 from delta_pyds.errors import CorruptLogError, DeltaError, PathEscapeError, SchemaError, TableNotFoundError
 from delta_pyds.log.files import LOG_DIR
+from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.protocol.actions import Metadata
 from delta_pyds.protocol.partition_values import HIVE_DEFAULT_PARTITION, parse_partition_values
 from delta_pyds.protocol.schema import StructField, StructType, parse_schema
@@ -252,7 +253,7 @@ def convert_to_delta(
     txn = Transaction(storage, None)
     txn.update_metadata(metadata)
     txn.update_protocol(required_protocol(table_schema, {}))
-    txn.add_files(adds)
+    txn.add_files(cast(list[AddFile], adds))
     return txn.commit(
         "CONVERT",
         {

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
+from delta_pyds.protocol.action_types import AddFile, DeletionVectorDict
 from delta_pyds.protocol.deletion_vectors import (
     DeletionVectorDescriptor,
     deserialize_deleted_rows,
@@ -80,10 +81,11 @@ def stage_dv_marks(
     descriptors = store_deletion_vectors(storage, bitmaps, inline_max_bytes=inline_max_bytes)
     new_adds = []
     for a, d in zip(dv_files, descriptors):
-        new_adds.append(with_deletion_vector(a, d))  # dataChange: true (add_actions above)
+        new_adds.append(cast(AddFile, with_deletion_vector(a, d)))  # dataChange: true (add_actions above)
     txn.remove_files(remove_actions(old))
     txn.add_files(new_adds)
-    txn.written_deletion_vectors.extend(d.to_dict() for d in descriptors)  # deleted if the commit fails
+    # the vector files are deleted if the commit fails
+    txn.written_deletion_vectors.extend(cast(DeletionVectorDict, d.to_dict()) for d in descriptors)
     return DvMarks(
         deleted_now=deleted_now,
         vectors_added=len(new_adds),

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from delta_pyds.expressions.ast import columns_of
 from delta_pyds.expressions.parser import parse
+from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.protocol.clustering import dotted
 from delta_pyds.protocol.schema import StructType
 from delta_pyds.protocol.stats import stats_columns
@@ -133,7 +134,7 @@ def _size_metrics(sizes: list[int]) -> dict:
 
 def optimize_metrics(
     removed: pa.Table,
-    adds: list[dict],
+    adds: list[AddFile],
     bins: list,
     considered: int,
     started_ms: int,

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from delta_pyds.errors import StreamSinkError
+from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.protocol.schema import StructType
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.commit import CommitResult
@@ -88,7 +89,7 @@ def _schema_key(plan: WritePlan) -> tuple:
 def commit_batch(
     written: WritePlan,
     data_schema: StructType,
-    adds: list[dict],
+    adds: list[AddFile],
     *,
     batch_id: int,
     app_id: str,

@@ -52,6 +52,7 @@ from delta_pyds.errors import (  # noqa: F401
 from delta_pyds.log.files import LOG_DIR, commit_name
 from delta_pyds.log.segment import list_log
 from delta_pyds.protocol import features
+from delta_pyds.protocol.action_types import AddCDCFile, AddFile, DeletionVectorDict, LogAction, RemoveFile
 from delta_pyds.protocol.actions import Metadata, Protocol
 from delta_pyds.protocol.paths import canonical
 from delta_pyds.protocol.schema import StructType, parse_schema
@@ -110,9 +111,9 @@ class Transaction:
         self.txn_id = str(uuid.uuid4())
         self._metadata: Metadata | None = None
         self._protocol: Protocol | None = None
-        self.adds: list[dict] = []
-        self.cdcs: list[dict] = []
-        self.removes: list[dict] = []
+        self.adds: list[AddFile] = []
+        self.cdcs: list[AddCDCFile] = []
+        self.removes: list[RemoveFile] = []
         self.domains: dict[str, str | None] = {}
         self.app_id: str | None = None
         self.app_version: int | None = None
@@ -124,7 +125,7 @@ class Transaction:
         self.serializable = False
         # deletion vector descriptors whose files were written for this commit: deleted
         # when it fails (unless a recent commit names them: an unknown outcome that landed)
-        self.written_deletion_vectors: list[dict] = []
+        self.written_deletion_vectors: list[DeletionVectorDict] = []
 
     @classmethod
     def start(cls, table: str | Storage, *, options: Mapping[str, str] | None = None) -> Transaction:
@@ -156,14 +157,14 @@ class Transaction:
     def update_protocol(self, protocol: Protocol) -> None:
         self._protocol = protocol
 
-    def add_files(self, adds: Iterable[dict]) -> None:
+    def add_files(self, adds: Iterable[AddFile]) -> None:
         self.adds.extend(adds)
 
-    def add_cdc_files(self, cdcs: Iterable[dict]) -> None:
+    def add_cdc_files(self, cdcs: Iterable[AddCDCFile]) -> None:
         """``cdc`` actions (change data files under ``_change_data``) of this commit."""
         self.cdcs.extend(cdcs)
 
-    def remove_files(self, removes: Iterable[dict]) -> None:
+    def remove_files(self, removes: Iterable[RemoveFile]) -> None:
         """Remove actions (see :func:`remove_actions`); the files count as read."""
         for r in removes:
             self.removes.append(r)
@@ -420,7 +421,7 @@ class Transaction:
         parameters: Mapping[str, Any],
         user_metadata: str | None,
         metrics: Mapping[str, Any] | None,
-    ) -> list[dict]:
+    ) -> list[LogAction]:
         """The actions of the attempt at ``state.version`` (:mod:`.log_entry`)."""
         now = _now_ms()
         effective_md = self.metadata

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
-from typing import Any, overload
+from collections.abc import Iterable, Mapping
+from typing import Any, cast, overload
 
 import pyarrow as pa
 
 from delta_pyds.log.replay import dv_unique_ids
+from delta_pyds.protocol.action_types import AddFile, RemoveFile
 
 
 def keys(files: pa.Table) -> list[tuple]:
@@ -33,10 +34,10 @@ def rows_for_paths(active: pa.Table, paths: Iterable[str]) -> pa.Table:
 
 
 @overload
-def stat_rows(add: dict, default: int = 0) -> int: ...
+def stat_rows(add: Mapping[str, Any], default: int = 0) -> int: ...
 @overload
-def stat_rows(add: dict, default: None) -> int | None: ...
-def stat_rows(add: dict, default: int | None = 0) -> int | None:
+def stat_rows(add: Mapping[str, Any], default: None) -> int | None: ...
+def stat_rows(add: Mapping[str, Any], default: int | None = 0) -> int | None:
     """The ``numRecords`` of an add's stats, ``default`` when they do not say."""
     try:
         return int(json.loads(add["stats"])["numRecords"])
@@ -56,38 +57,44 @@ def num_live_rows(active: pa.Table) -> int | None:
     return total
 
 
-def add_actions(files: pa.Table, *, data_change: bool) -> list[dict]:
+def add_actions(files: pa.Table, *, data_change: bool) -> list[AddFile]:
     """Add actions re-adding rows of a :func:`table_state.file_actions` table."""
     cols = files.to_pydict()
     return [
-        {
-            "path": cols["raw_path"][i],
-            "partitionValues": cols["partitionValues"][i] or {},
-            "size": cols["size"][i],
-            "modificationTime": cols["modificationTime"][i] or 0,
-            "dataChange": data_change,
-            **_kept_fields(cols, i),
-        }
+        cast(
+            AddFile,
+            {
+                "path": cols["raw_path"][i],
+                "partitionValues": cols["partitionValues"][i] or {},
+                "size": cols["size"][i],
+                "modificationTime": cols["modificationTime"][i] or 0,
+                "dataChange": data_change,
+                **_kept_fields(cols, i),
+            },
+        )
         for i in range(files.num_rows)
     ]
 
 
-def remove_actions(files: pa.Table, *, data_change: bool = True, timestamp: int | None = None) -> list[dict]:
+def remove_actions(files: pa.Table, *, data_change: bool = True, timestamp: int | None = None) -> list[RemoveFile]:
     """Remove actions for rows of a :func:`table_state.file_actions` table (raw paths)."""
     if files is None or files.num_rows == 0:
         return []
     ts = timestamp if timestamp is not None else int(time.time() * 1000)
     cols = files.to_pydict()
     return [
-        {
-            "path": cols["raw_path"][i],
-            "deletionTimestamp": ts,
-            "dataChange": data_change,
-            "extendedFileMetadata": True,
-            "partitionValues": cols["partitionValues"][i] or {},
-            "size": cols["size"][i],
-            **_kept_fields(cols, i),
-        }
+        cast(
+            RemoveFile,
+            {
+                "path": cols["raw_path"][i],
+                "deletionTimestamp": ts,
+                "dataChange": data_change,
+                "extendedFileMetadata": True,
+                "partitionValues": cols["partitionValues"][i] or {},
+                "size": cols["size"][i],
+                **_kept_fields(cols, i),
+            },
+        )
         for i in range(files.num_rows)
     ]
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from delta_pyds.errors import DeltaError
+from delta_pyds.protocol.action_types import AddCDCFile, AddFile, LogAction, RemoveFile
 from delta_pyds.protocol.actions import Metadata, Protocol
 
 
@@ -70,13 +71,13 @@ def entry_actions(
     metadata: Metadata | None,
     app_transaction: tuple[str, int | None] | None,
     domains: Mapping[str, str | None],
-    removes: Iterable[dict[str, Any]],
-    adds: Iterable[dict[str, Any]],
-    cdcs: Iterable[dict[str, Any]],
-) -> list[dict[str, Any]]:
+    removes: Iterable[RemoveFile],
+    adds: Iterable[AddFile],
+    cdcs: Iterable[AddCDCFile],
+) -> list[LogAction]:
     """The actions of one log entry, in order (module docstring); a domain whose
     configuration is None is removed."""
-    actions: list[dict[str, Any]] = [{"commitInfo": info.to_dict()}]
+    actions: list[LogAction] = [{"commitInfo": info.to_dict()}]
     if protocol is not None:
         actions.append({"protocol": protocol.to_dict()})
     if metadata is not None:
@@ -93,16 +94,14 @@ def entry_actions(
     return actions
 
 
-def with_row_ids(
-    adds: Sequence[dict[str, Any]], *, high_water_mark: int, version: int
-) -> tuple[list[dict[str, Any]], int]:
+def with_row_ids(adds: Sequence[AddFile], *, high_water_mark: int, version: int) -> tuple[list[AddFile], int]:
     """Copies of ``adds`` where every file without a ``baseRowId`` gets the next row ids
     (from ``high_water_mark + 1``, as many as it has records) and ``version`` as its
     ``defaultRowCommitVersion``; and the new high-water mark."""
     out = []
     hwm = high_water_mark
     for a in adds:
-        a = dict(a)
+        a = a.copy()
         if a.get("baseRowId") is None:  # a re-added file (new DV, restore) keeps its row ids
             a["baseRowId"] = hwm + 1
             a["defaultRowCommitVersion"] = version

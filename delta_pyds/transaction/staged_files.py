@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -52,7 +52,7 @@ def cleanup_on_failure(cleanup: Callable[[], Any], *, what: str = "written files
         raise
 
 
-def delete_on_failure(storage: Storage, adds: Sequence[dict[str, Any]]) -> Any:
+def delete_on_failure(storage: Storage, adds: Sequence[Mapping[str, Any]]) -> Any:
     """A context manager deleting the files of ``adds`` (as the list is when the body
     fails) if the body raises: ``with delete_on_failure(storage, adds): commit(adds)``."""
     return cleanup_on_failure(lambda: delete_files(storage, adds), what=f"the data files written to {storage.root}")
@@ -88,7 +88,7 @@ def _named_by_recent_commits(storage: Storage) -> tuple[set[str], set[str]] | No
     return paths, vectors
 
 
-def delete_deletion_vector_files(storage: Storage, descriptors: Iterable[dict[str, Any]]) -> None:
+def delete_deletion_vector_files(storage: Storage, descriptors: Iterable[Mapping[str, Any]]) -> None:
     """Deletes the files of deletion vectors written for a commit that failed (``u``
     descriptors: a file below the table root), unless one of the newest commits names
     one (kept: a commit of unknown outcome landed), or the log cannot be read (all kept,
@@ -110,7 +110,7 @@ def delete_deletion_vector_files(storage: Storage, descriptors: Iterable[dict[st
             log.warning("pydelta: could not delete the uncommitted deletion vector file of %s", name)
 
 
-def delete_files(storage: Storage, adds: Iterable[dict[str, Any]]) -> None:
+def delete_files(storage: Storage, adds: Iterable[Mapping[str, Any]]) -> None:
     """Deletes the data files of add actions that were never committed (module docstring)."""
     adds = list(adds)
     if not adds:

@@ -39,6 +39,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.protocol.identity import IdentityColumn
 from delta_pyds.protocol.partition_values import HIVE_DEFAULT_PARTITION, escape_path_name, unescape_path_name
 from delta_pyds.protocol.schema import StructField, StructType, is_void_type, physical_field
@@ -91,7 +92,7 @@ def physical_schema(fields: Iterable[StructField], mode: str) -> StructType:
 class StagedResult:
     """What :func:`collect_staged` found and moved."""
 
-    adds: list[dict] = field(default_factory=list)
+    adds: list[AddFile] = field(default_factory=list)
     num_rows: int = 0
     identity: dict[str, int] = field(default_factory=dict)  # identity column -> extreme value written
     moved: list[str] = field(default_factory=list)  # full paths under the table root

@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.protocol.identity import IdentityGenerator
 from delta_pyds.protocol.partition_values import HIVE_DEFAULT_PARTITION, escape_path_name, serialize_partition_value
 from delta_pyds.protocol.schema import DataType, PrimitiveType, StructType, is_void_type
@@ -271,7 +272,7 @@ class _OpenFile:
         except (OSError, ValueError):  # pragma: no cover
             return 0
 
-    def close(self) -> dict:
+    def close(self) -> AddFile:
         self.writer.close()
         metadata = self.writer.writer.metadata if hasattr(self.writer, "writer") else None
         size = self.sink.tell()
@@ -320,7 +321,7 @@ class _TaskWriter:
         self.spec = spec
         self.task_id = task_id
         self.partitions: dict = {}
-        self.adds: list[dict] = []
+        self.adds: list[AddFile] = []
         self.written: list[str] = []
         self.num_rows = 0
         self.buffered = 0

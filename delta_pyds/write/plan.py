@@ -36,6 +36,7 @@ import pyarrow as pa
 from delta_pyds.errors import SchemaError, TableNotFoundError
 from delta_pyds.expressions.evaluator import evaluate_predicate
 from delta_pyds.protocol import features
+from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.protocol.actions import Metadata, Protocol
 from delta_pyds.protocol.clustering import CLUSTERING_DOMAIN, dotted, table_clustering
 from delta_pyds.protocol.clustering import domain_config as clustering_domain_config
@@ -444,7 +445,7 @@ def _existing_clustering(opts: WriteOptions, snapshot: Snapshot) -> list:
 # ----------------------------------------------------------------------- commit
 def commit_write(
     plan: WritePlan,
-    adds: list[dict],
+    adds: list[AddFile],
     *,
     num_rows: int | None = None,
     operation: str = "WRITE",
@@ -505,7 +506,7 @@ def _write_transaction(plan: WritePlan, snapshot: Snapshot | None, identity_mark
     return txn
 
 
-def check_overwrite_mode_known(plan: WritePlan, active: pa.Table, adds: list[dict]) -> None:
+def check_overwrite_mode_known(plan: WritePlan, active: pa.Table, adds: list[AddFile]) -> None:
     """Refuses an overwrite of a partitioned table whose result depends on the session's
     ``spark.sql.sources.partitionOverwriteMode`` when that setting cannot be seen: static
     mode would delete the partitions this write leaves out, dynamic mode would keep them.
@@ -536,7 +537,7 @@ def check_overwrite_mode_known(plan: WritePlan, active: pa.Table, adds: list[dic
 
 
 def _remove_overwritten(
-    txn: Transaction, plan: WritePlan, snapshot: Snapshot, adds: list[dict]
+    txn: Transaction, plan: WritePlan, snapshot: Snapshot, adds: list[AddFile]
 ) -> tuple[int, Replacement | None]:
     """Removes what an overwrite replaces, one of four ways: the partitions written
     (dynamic partition overwrite), the rows matching a ``replaceWhere`` on data columns

@@ -23,7 +23,8 @@ Guarantees:
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -108,7 +109,7 @@ def _delete_copy_on_write(
     hit = F.coalesce(cond, F.lit(False))
     spec = rw.write_spec(snap, row_tracking=True)
     adds = rw.rewrite(rw.tracked(snap, in_files.where(~hit)), spec, True)
-    written = list(adds)
+    written: list[Mapping[str, Any]] = list(adds)
     with delete_on_failure(rw.storage, written):
         if rw.writes_changes(snap):
             cdcs = rw.write_changes(snap, in_files.where(hit).withColumn(CHANGE_TYPE, F.lit("delete")))

@@ -42,6 +42,7 @@ from delta_pyds.operations.row_tracking import (
     row_tracking_columns,
 )
 from delta_pyds.protocol import features
+from delta_pyds.protocol.action_types import AddCDCFile, AddFile
 from delta_pyds.protocol.identity import identity_columns
 from delta_pyds.protocol.schema import StructType as DeltaStruct
 from delta_pyds.protocol.table_properties import ENABLE_CDF, is_true
@@ -241,7 +242,7 @@ class TableRewriter:
             version = F.when(F.coalesce(updated, F.lit(False)), F.lit(None).cast("long")).otherwise(version)
         return df.select(*names, F.col(SCAN_ROW_ID).alias(tracking[0]), version.alias(tracking[1]))
 
-    def rewrite(self, df: DataFrame, spec: WriteSpec, data_change: bool) -> list[dict]:
+    def rewrite(self, df: DataFrame, spec: WriteSpec, data_change: bool) -> list[AddFile]:
         """Writes the rows of ``df`` (table columns) as new files on executors; returns
         their add actions (with ``spec.directory``: files under that directory, e.g.
         change data files). Spark's Parquet writer writes them when the last scan ran on
@@ -260,7 +261,7 @@ class TableRewriter:
             self.engine, self.fallback_reason = "python", why
         return self._python_rewrite(df, spec, data_change)
 
-    def _python_rewrite(self, df: DataFrame, spec: WriteSpec, data_change: bool) -> list[dict]:
+    def _python_rewrite(self, df: DataFrame, spec: WriteSpec, data_change: bool) -> list[AddFile]:
         from delta_pyds.write.parquet_writer import write_task
 
         def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -284,7 +285,7 @@ class TableRewriter:
 
     def write_changes(
         self, snap: Snapshot, changes: DataFrame, *, evolved_schema: DeltaStruct | None = None
-    ) -> list[dict]:
+    ) -> list[AddCDCFile]:
         """Writes ``changes`` (the table's columns plus ``_change_type``) as change data
         files under ``_change_data`` (partitioned like the table); returns ``cdc`` actions."""
         from dataclasses import replace

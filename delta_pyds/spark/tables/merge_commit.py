@@ -10,11 +10,13 @@ metrics; every file written for the commit is deleted if it fails."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from delta_pyds.operations.dv_delete import stage_dv_marks
 from delta_pyds.operations.read_set import record_read
+from delta_pyds.protocol.action_types import AddCDCFile, AddFile
 from delta_pyds.protocol.identity import with_high_water_marks
 from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.spark.tables.dml import TableRewriter
@@ -64,7 +66,7 @@ def write_and_commit(
     out = mr.data_rows(dv=dv, tracking=scope.tracking)
     spec = rw.write_spec(snap, row_tracking=True, evolved_schema=evolved)
     adds = rw.rewrite(out, spec, True) if out is not None else []
-    written = list(adds)  # grows with the change data files: all deleted if the commit fails
+    written: list[Mapping[str, Any]] = list(adds)  # grows with the change data files: all deleted if the commit fails
     with delete_on_failure(rw.storage, written):
         active = file_actions(snap).active
         if not outcome.inserts_counted:
@@ -100,7 +102,7 @@ def _evolve(rw: TableRewriter, scope: MergeScope, txn: Any) -> tuple[Any, Any]:
 
 def _stage_changes(
     rw: TableRewriter, scope: MergeScope, mr: MergeRows, outcome: MergeOutcome, txn: Any, evolved: Any
-) -> list[dict[str, Any]]:
+) -> list[AddCDCFile]:
     """Writes the change data files and adds them to ``txn``; returns them."""
     changes = mr.change_rows(dedupe_deletes=scope.delete_all_matched and outcome.several_matches)
     if changes is None:
@@ -115,7 +117,7 @@ def _stage_removals(
     outcome: MergeOutcome,
     txn: Any,
     active: Any,
-    adds: list[dict[str, Any]],
+    adds: list[AddFile],
     metrics: dict[str, int],
     *,
     dv: bool,
@@ -160,7 +162,7 @@ def changed_files(active: Any, changed: dict[str, bytes]) -> tuple[Any, list[byt
 
 
 def inserted_rows(
-    mr: MergeRows, outcome: MergeOutcome, metrics: dict[str, int], adds: list[dict[str, Any]], active: Any, *, dv: bool
+    mr: MergeRows, outcome: MergeOutcome, metrics: dict[str, int], adds: list[AddFile], active: Any, *, dv: bool
 ) -> int:
     """The inserted rows, from the written files' row counts: they hold the inserted rows
     and, with deletion vectors, the updated rows, else the touched files' live rows but the

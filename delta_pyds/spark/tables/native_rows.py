@@ -54,6 +54,7 @@ __all__ = [
     "native_rows",
 ]
 
+from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType, is_void_type
 from delta_pyds.read.native_plan import FILE_PATH, LOG_PATH, NativePlan, plan_native_scan
 from delta_pyds.spark.native.locations import SparkLocation, remember_unreachable, spark_target, unreachable_reason
@@ -212,7 +213,7 @@ def _output_columns(plan: NativePlan, out_schema: SparkStructType, file_col: str
 
 def native_rewrite(
     spark: SparkSession, storage: Storage, df: DataFrame, spec: WriteSpec, *, data_change: bool
-) -> tuple[list[dict] | None, str | None]:
+) -> tuple[list[AddFile] | None, str | None]:
     """(the add actions of ``df`` written by Spark's Parquet writer
     (:func:`~delta_pyds.spark.native.write.write_files`), None), or (None, why) when Spark's
     writer cannot reach the store (remembered for the session, as a failed listing is);

@@ -45,6 +45,7 @@ from delta_pyds.operations.optimize import (
     purge_bins,
     zorder_columns,
 )
+from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.spark.tables.dml import SCAN_FILE, TableRewriter
 from delta_pyds.transaction.file_actions import sum_size
 
@@ -139,7 +140,7 @@ class DeltaOptimizeBuilder:
         bins: list[list[int]],
         zorder: list[str] | None,
         clustered: list[tuple[str, ...]] | None,
-    ) -> list[dict]:
+    ) -> list[AddFile]:
         """Writes the rows of the ``victims`` files, bin by bin, as files of about the
         target size (``dataChange=false``); returns their add actions."""
         rw = self._rewriter
@@ -156,7 +157,7 @@ class DeltaOptimizeBuilder:
         self,
         snap: Snapshot,
         victims: pa.Table,
-        adds: list[dict],
+        adds: list[AddFile],
         bins: list[list[int]],
         zorder: list[str] | None,
         clustered: list[tuple[str, ...]] | None,
@@ -355,7 +356,7 @@ def _as_double(c: str, spark_type: str) -> Column:
     return col.cast("double")
 
 
-def _commit_metrics(victims: pa.Table, adds: list[dict], removed: int, batches: int) -> dict[str, Any]:
+def _commit_metrics(victims: pa.Table, adds: list[AddFile], removed: int, batches: int) -> dict[str, Any]:
     """The ``operationMetrics`` of an OPTIMIZE commit (delta-spark's names)."""
     added_bytes = sum(int(a["size"]) for a in adds)
     return {

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -33,6 +33,7 @@ from delta_pyds.cdf.plan import CHANGE_TYPE
 from delta_pyds.operations.dv_delete import stage_dv_marks
 from delta_pyds.operations.read_set import record_read
 from delta_pyds.operations.row_tracking import row_tracking_columns
+from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.spark.tables.dml import TableRewriter, refuse_identity_updates, table_spark_schema
 from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.tables.native_rows import SCAN_ROW_ID, SCAN_ROW_VERSION
@@ -91,7 +92,7 @@ def _update_copy_on_write(
     hit = F.coalesce(cond, F.lit(False))
     in_files = rw.rescan(snap, candidates, scan, matched)
     adds = _rewrite_updated(rw, snap, in_files, hit, exprs)
-    written = list(adds)
+    written: list[Mapping[str, Any]] = list(adds)
     txn = Transaction(rw.storage, snap)
     with delete_on_failure(rw.storage, written):
         if rw.writes_changes(snap):
@@ -117,7 +118,7 @@ def _update_copy_on_write(
 
 def _rewrite_updated(
     rw: TableRewriter, snap: Snapshot, in_files: DataFrame, hit: Column, exprs: Mapping[str, Column]
-) -> list[dict]:
+) -> list[AddFile]:
     """Writes every row of ``in_files`` (the files holding a matching row), the matching
     ones updated (their commit version reset); returns the add actions."""
     from pyspark.sql import functions as F
@@ -169,7 +170,7 @@ def _update_with_dvs(
     extra = [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
     spec = rw.write_spec(snap, row_tracking=True)
     adds = rw.rewrite(rw.tracked(snap, changed.select(*new, *extra), updated=F.lit(True)), spec, True)
-    written = list(adds)
+    written: list[Mapping[str, Any]] = list(adds)
     txn = Transaction(rw.storage, snap)
     with delete_on_failure(rw.storage, written):
         if rw.writes_changes(snap):
