@@ -259,6 +259,15 @@ def test_object_store_tests_carry_the_objectstore_marker():
     assert collected("not objectstore") == {"tests/storage/test_storage.py"}
 
 
+def test_test_file_names_are_unique():
+    # the tests are no packages (rootdir imports): two test files of one name in different
+    # folders stop the whole run at collection ("import file mismatch"; CI failed so once)
+    from collections import Counter
+
+    names = Counter(p.name for p in (PACKAGE.parent / "tests").rglob("test_*.py"))
+    assert [n for n, count in names.items() if count > 1] == []
+
+
 def test_shared_encodings_are_spelled_once_in_protocol():
     # the void-type test (protocol.schema.is_void_type), a field as the data files hold it
     # (protocol.schema.physical_field), the null partition directory name, the Hive escape set
