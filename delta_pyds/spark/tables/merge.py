@@ -190,7 +190,9 @@ class DeltaMergeBuilder:
             if scope.insert_only and not generated:  # no phase 1: an anti-join and an append
                 outcome = insert_only(scope)
             else:
-                pr = probe(scope)
+                # with deletion vectors phase 1 pins the changed rows' written values: no
+                # target file is read twice
+                pr = probe(scope, carry=dv, keep_old=dv and rw.writes_changes(scope.snap))
                 # one job: it also fills the probe's checkpoint; inserts are counted there
                 # only for identity values (their high-water mark), else by the write
                 outcome = summarize(scope, pr, count_inserts=bool(generated), marks=dv)

@@ -86,31 +86,62 @@ class Probe:
     source row's number (``__pydelta_src_id``)."""
 
     rows: object  # DataFrame, behind a lazy local checkpoint
+    carried: bool = False  # the rows carry the changed rows' written values (see probe)
 
     def release(self) -> None:
         if self.rows.is_cached:  # type: ignore[attr-defined]
             self.rows.unpersist()  # type: ignore[attr-defined]
 
 
-def probe(scope: MergeScope) -> Probe:
+def probe(scope: MergeScope, *, carry: bool = False, keep_old: bool = False) -> Probe:
     """Phase 1 (delta-spark's ``findTouchedFiles``): the candidate target rows joined with
     the pinned source, ``inner`` (or ``left`` outer with a ``whenNotMatchedBySource`` clause:
     every target row is needed), reduced to the columns the conditions read (Spark prunes the
     target scan to them) and to the rows some clause changes or a source row matches, behind
-    a lazy local checkpoint filled by :func:`summarize`."""
+    a lazy local checkpoint filled by :func:`summarize`.
+
+    With ``carry`` (deletion vectors: only changed rows are written) the pinned rows also
+    carry what phase 2 writes of a changed row: its written values (``__pydelta_new_<i>``;
+    Spark reads the target columns an update keeps, and no other), its old values with
+    ``keep_old`` (change data), its row tracking columns; phase 2 then reads no target file
+    again (:func:`merge_rows`)."""
     from pyspark.sql import functions as F
 
     joined = scope.target.join(scope.src, scope.cond, "left" if scope.by_source else "inner")
     has_target, has_source = scope.tfile().isNotNull(), F.col(SRC).isNotNull()
     action, matched = _target_action(scope, has_target, has_source)
-    rows = joined.select(
+    cols = [
         scope.tfile().alias(SCAN_FILE),
         F.col(f"`{scope.talias}`.{SCAN_ROW}").alias(SCAN_ROW),
-        action.alias(ACTION),
-        matched.alias(MATCHED),
+        F.col(ACTION),
+        F.col(MATCHED),
         F.col(SRC_ID),
-    ).where((F.col(ACTION) > 0) | F.col(MATCHED))
-    return Probe(rows.localCheckpoint(eager=False))
+    ]
+    if carry:
+        cols += _changed_row_columns(scope, keep_old=keep_old)
+    rows = (
+        joined.select("*", action.alias(ACTION), matched.alias(MATCHED))  # one analysis of the CASE trees
+        .where((F.col(ACTION) > 0) | F.col(MATCHED))
+        .select(*cols)
+    )
+    return Probe(rows.localCheckpoint(eager=False), carried=carry)
+
+
+def _changed_row_columns(scope: MergeScope, *, keep_old: bool) -> list[Column]:
+    """What phase 2 writes of a joined target row besides its file and row index: the
+    written values (for rows no update clause takes, null where every update clause sets
+    the column: they are never written with deletion vectors, and Spark then does not read
+    the column), with ``keep_old`` the old values, and the row tracking columns."""
+    from pyspark.sql import functions as F
+
+    tcol = scope.tcol()
+    new = _new_values(scope, tcol, [], inserted=False, only_updated=True)
+    cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(new)]
+    if keep_old:
+        cols += [tcol[n].alias(f"{OLD}{i}") for i, n in enumerate(scope.names)]
+    if scope.tracking:
+        cols += [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)]
+    return cols
 
 
 def _target_action(scope: MergeScope, has_target: Column, has_source: Column) -> tuple[Column, Column]:
@@ -261,7 +292,15 @@ def merge_rows(scope: MergeScope, pr: Probe | None, outcome: MergeOutcome, *, dv
     none = F.lit(None)
     target = None
     touched = outcome.touched
-    if touched and scope.clauses:
+    if touched and scope.clauses and pr is not None and pr.carried:  # phase 1 pinned the changed rows
+        cols = [F.col(f"{NEW}{i}") for i in range(len(scope.names))]
+        if keep_old:
+            cols += [F.col(f"{OLD}{i}") for i in range(len(scope.names))]
+        cols += [F.col(SCAN_FILE), F.col(SCAN_ROW)]
+        if scope.tracking:
+            cols += [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)]
+        target = pr.rows.where(F.col(ACTION) > 0).select(*cols, F.col(ACTION), F.col(MATCHED))  # type: ignore[attr-defined]
+    elif touched and scope.clauses:
         shape = "inner" if dv and not scope.by_source else "left"
         tdf = scope.scan_target(touched)
         joined = tdf.join(scope.src, scope.cond, shape)
@@ -294,10 +333,12 @@ def merge_rows(scope: MergeScope, pr: Probe | None, outcome: MergeOutcome, *, dv
     return MergeRows(target, inserts, list(scope.clauses), len(scope.inserts), scope.names, generated)
 
 
-def _new_values(scope: MergeScope, tcol: dict, generated: list, *, inserted: bool) -> list:
+def _new_values(scope: MergeScope, tcol: dict, generated: list, *, inserted: bool, only_updated: bool = False) -> list:
     """Per target column, its value after the row's action (casts to the column's type):
     of target rows (the target-side clauses), or with ``inserted`` of inserted source rows
-    (the insert clauses)."""
+    (the insert clauses). With ``only_updated`` the value is right only for rows an update
+    clause takes: a column every update clause sets is null on other rows (so the target's
+    column is not read for it)."""
     from pyspark.sql import functions as F
 
     n = len(scope.clauses)
@@ -316,6 +357,16 @@ def _new_values(scope: MergeScope, tcol: dict, generated: list, *, inserted: boo
     out = []
     for f in scope.target_schema.fields:
         value = tcol[f.name]
+        if (
+            only_updated
+            and not inserted
+            and all(
+                _sets_column(scope, f.name, sets, given_sets[i])
+                for i, (kind, _, sets, _) in enumerate(scope.clauses)
+                if kind == "update"
+            )
+        ):
+            value = F.lit(None)
         for i in reversed(range(0 if inserted else n)):
             kind, _, sets, _ = scope.clauses[i]
             if kind != "update":
@@ -352,6 +403,16 @@ def _new_values(scope: MergeScope, tcol: dict, generated: list, *, inserted: boo
             value = F.when(F.col(ACTION) == n + j + 1, new).otherwise(value)
         out.append(value.cast(f.dataType))
     return out
+
+
+def _sets_column(scope: MergeScope, name: str, sets: dict | None, given: dict | None) -> bool:
+    """Whether an update clause (``sets`` as given, ``given`` its resolved set values) writes
+    column ``name`` (else the row keeps the target's value), as :func:`_new_values` decides."""
+    if sets is None:  # updateAll
+        if name in scope.generated_always or (name in scope.identities and name.lower() not in scope.src_cols):
+            return False
+        return not (scope.evolve and name.lower() not in scope.src_cols)
+    return given is not None and name in given
 
 
 @dataclass

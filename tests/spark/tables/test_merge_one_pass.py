@@ -28,6 +28,14 @@ FEATURES = {
     "row_tracking": {"delta.enableRowTracking": "true", "delta.enableChangeDataFeed": "true"},
     "column_mapping": {"delta.columnMapping.mode": "name", "partitionBy": "part"},
     "dv": {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"},
+    # deletion vectors with every feature phase 1's pinned rows carry to the write
+    "dv_tracked_mapped": {
+        "delta.enableDeletionVectors": "true",
+        "delta.enableChangeDataFeed": "true",
+        "delta.enableRowTracking": "true",
+        "delta.columnMapping.mode": "name",
+        "partitionBy": "part",
+    },
 }
 
 
