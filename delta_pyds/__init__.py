@@ -53,9 +53,10 @@ from delta_pyds.errors import (
 from delta_pyds.version import __version__
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
+    # pyspark's types through the Spark layer, which imports pyspark (this module names no
+    # pyspark module, not even for type checking)
     from delta_pyds.read.explain import ScanExplanation
+    from delta_pyds.spark.native.read import DataFrame, SparkSession
 
 __all__ = [
     "register",

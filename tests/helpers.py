@@ -82,6 +82,13 @@ def deltalake_table(path, version=None, storage_options=None):
     return pa.table(result.read_all())
 
 
+def deltalake_s3_rows(server, url, columns=("id", "p", "s")) -> list:
+    """The ``columns`` of the table at ``url`` on the local S3 server ``server`` as deltalake
+    reads them (deletion vectors applied by its engine), as sorted tuples."""
+    table = deltalake_table(url, storage_options=deltalake_s3_options(server))
+    return sorted(tuple(r[c] for c in columns) for r in table.select(list(columns)).to_pylist())
+
+
 def pydelta_write(df, path, mode="append", **options):
     """``df.write.format("pydelta")`` with ``options`` (the data source writer)."""
     w = df.write.format("pydelta").mode(mode)
@@ -145,6 +152,20 @@ def field(name, type_, physical=None, fid=None, nullable=True, **meta):
 def struct(*fields):
     """A Delta struct type (the schema itself at the top level) of ``fields``."""
     return {"type": "struct", "fields": list(fields)}
+
+
+def make_schema(*fields):
+    """The parsed schema (``protocol.schema.StructType``) of ``fields`` (:func:`field` dicts)."""
+    import json
+
+    from delta_pyds.protocol.schema import parse_schema
+
+    return parse_schema(json.dumps(struct(*fields)))
+
+
+def ts(*args):
+    """``datetime(*args)`` in UTC."""
+    return dt.datetime(*args, tzinfo=dt.timezone.utc)
 
 
 # ------------------------------------------------------------------ tables of ids

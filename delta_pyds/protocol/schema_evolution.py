@@ -32,6 +32,7 @@ from delta_pyds.protocol.schema import (
     COLUMN_MAPPING_ID,
     COLUMN_MAPPING_PHYSICAL_NAME,
     PARQUET_FIELD_ID,
+    SPARK_FIELD_ID,
     ArrayType,
     DataType,
     DecimalType,
@@ -42,6 +43,8 @@ from delta_pyds.protocol.schema import (
     is_void_type,
     max_column_id,
     parse_type,
+    physical_field,
+    physical_type,
     to_arrow_type,
 )
 
@@ -317,23 +320,34 @@ def logical_arrow_schema(schema: StructType) -> pa.Schema:
 
 
 def physical_arrow_type(dtype: DataType, mode: str) -> pa.DataType:
-    if isinstance(dtype, StructType):
-        return pa.struct([physical_arrow_field(f, mode) for f in dtype.fields])
-    if isinstance(dtype, ArrayType):
-        return pa.list_(pa.field("element", physical_arrow_type(dtype.element_type, mode)))
-    if isinstance(dtype, MapType):
-        return pa.map_(
-            pa.field("key", physical_arrow_type(dtype.key_type, mode), nullable=False),
-            pa.field("value", physical_arrow_type(dtype.value_type, mode)),
-        )
-    return logical_arrow_type(dtype)
+    """The Arrow type the Parquet writer writes ``dtype`` as (see :func:`physical_arrow_field`)."""
+    return _written_arrow_type(physical_type(dtype, mode, force_nullable=True, ids_in_name_mode=True))
 
 
 def physical_arrow_field(f: StructField, mode: str) -> pa.Field:
-    meta = None
-    if mode in ("name", "id") and f.field_id is not None:
-        meta = {PARQUET_FIELD_ID: str(f.field_id).encode()}
-    return pa.field(f.physical_name(mode), physical_arrow_type(f.type, mode), nullable=True, metadata=meta)
+    """``f`` as the Parquet writer writes it: :func:`~delta_pyds.protocol.schema.physical_field`
+    with the writers' rules (nullable at every level, field ids in ``name`` mode too), in
+    Arrow (the field id as ``PARQUET:field_id``, list elements named ``element``)."""
+    return _written_arrow_field(physical_field(f, mode, force_nullable=True, ids_in_name_mode=True))
+
+
+def _written_arrow_field(f: StructField) -> pa.Field:
+    fid = f.metadata.get(SPARK_FIELD_ID)
+    meta = {PARQUET_FIELD_ID: str(fid).encode()} if fid is not None else None
+    return pa.field(f.name, _written_arrow_type(f.type), nullable=True, metadata=meta)
+
+
+def _written_arrow_type(dtype: DataType) -> pa.DataType:
+    if isinstance(dtype, StructType):
+        return pa.struct([_written_arrow_field(f) for f in dtype.fields])
+    if isinstance(dtype, ArrayType):
+        return pa.list_(pa.field("element", _written_arrow_type(dtype.element_type)))
+    if isinstance(dtype, MapType):
+        return pa.map_(
+            pa.field("key", _written_arrow_type(dtype.key_type), nullable=False),
+            pa.field("value", _written_arrow_type(dtype.value_type)),
+        )
+    return logical_arrow_type(dtype)
 
 
 def physical_arrow_schema(fields: Iterable[StructField], mode: str) -> pa.Schema:

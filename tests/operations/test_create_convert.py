@@ -11,6 +11,7 @@ import deltalake
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import log_actions
 
 from delta_pyds.errors import (
     DeltaError,
@@ -27,11 +28,6 @@ from delta_pyds.protocol.schema import PrimitiveType, StructType
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.plan import write_arrow
-
-
-def _log(path, version):
-    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def _cols(*specs):
@@ -53,7 +49,7 @@ def test_create_writes_metadata_and_protocol_only(tmp_path):
         Storage(path),
         TableDefinition(cols, ("p",), properties={"delta.appendOnly": "true", "foo": "bar"}, description="d"),
     )
-    actions = _log(path, 0)
+    actions = log_actions(path, 0)
     kinds = [next(iter(a)) for a in actions]
     assert sorted(kinds) == ["commitInfo", "metaData", "protocol"]  # no data file
     md = next(a["metaData"] for a in actions if "metaData" in a)
@@ -96,7 +92,7 @@ def test_create_modes(tmp_path):
     create_table(storage, TableDefinition(_cols(("c", INT))), mode="replace")
     snap = Snapshot.load(path)
     assert snap.files.num_rows == 0 and snap.schema.names == ["c"] and snap.metadata.id == table_id
-    assert _log(path, snap.version)[0]["commitInfo"]["operation"] == "REPLACE TABLE"
+    assert log_actions(path, snap.version)[0]["commitInfo"]["operation"] == "REPLACE TABLE"
     create_table(storage, TableDefinition(_cols(("d", INT))), mode="createOrReplace")
     assert Snapshot.load(path).schema.names == ["d"]
     assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 0
@@ -174,7 +170,7 @@ def test_convert_partitioned_parquet_directory(tmp_path):
     assert snap.version == 0 and snap.files.num_rows == 3
     assert list(snap.partition_columns) == ["p", "day"]
     assert snap.schema.names == ["id", "name", "f", "p", "day"]
-    actions = _log(root, 0)
+    actions = log_actions(root, 0)
     assert actions[0]["commitInfo"]["operation"] == "CONVERT"
     adds = [a["add"] for a in actions if "add" in a]
     by_day = {a["partitionValues"]["day"]: a for a in adds}
@@ -332,7 +328,7 @@ def test_convert_without_stats_and_linked_file_sizes(tmp_path):
     pq.write_table(pa.table({"id": pa.array([7], pa.int64()), "name": ["s"], "f": [7.0]}), target)
     os.symlink("_store/s.parquet", os.path.join(root, "more.parquet"))
     convert_to_delta(Storage(root), collect_stats=False)
-    adds = {a["add"]["path"]: a["add"] for a in _log(root, 0) if "add" in a}
+    adds = {a["add"]["path"]: a["add"] for a in log_actions(root, 0) if "add" in a}
     assert all("stats" not in a for a in adds.values()) and len(adds) == 4
     assert adds["more.parquet"]["size"] == os.path.getsize(target)
     assert adds["more.parquet"]["size"] != os.lstat(os.path.join(root, "more.parquet")).st_size

@@ -13,22 +13,17 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers import field, struct
+from helpers import field, make_schema, struct, ts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from delta_pyds.expressions import predicates as P
-from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.skipping.files import SkippingReport, prune_files, select_row_groups
 
 UTC = dt.timezone.utc
 
 
 # ============================================================================ helpers
-def make_schema(*fields):
-    return parse_schema(json.dumps(struct(*fields)))
-
-
 def stats_json(num_records=None, mins=None, maxs=None, nulls=None, tight=None, **extra):
     obj = {}
     if num_records is not None:
@@ -433,10 +428,6 @@ def test_starts_with():
 
 # =========================================================================== timestamps
 TS = make_schema(field("ts", "timestamp"), field("ntz", "timestamp_ntz"))
-
-
-def ts(*args):
-    return dt.datetime(*args, tzinfo=UTC)
 
 
 def test_timestamp_stats_are_widened_for_truncation():

@@ -16,18 +16,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from conftest import table_path
+from helpers import ts
 from test_skipping import spark_eval
 
 from delta_pyds.expressions import predicates as P
 from delta_pyds.protocol.schema import StructType, to_arrow_type
 from delta_pyds.skipping.files import prune_files, select_row_groups
 from delta_pyds.table.snapshot import Snapshot
-
-UTC = dt.timezone.utc
-
-
-def ts(*args):
-    return dt.datetime(*args, tzinfo=UTC)
 
 
 # ------------------------------------------------------------------------ the answer

@@ -4,16 +4,9 @@ unused (Spark still applies every filter)."""
 
 from __future__ import annotations
 
-import json
-
-from helpers import field, struct
+from helpers import field, make_schema, struct
 
 from delta_pyds.expressions import predicates as P
-from delta_pyds.protocol.schema import parse_schema
-
-
-def make_schema(*fields):
-    return parse_schema(json.dumps(struct(*fields)))
 
 
 def test_translate_filters():

@@ -12,7 +12,7 @@ import logging
 import uuid
 
 import pytest
-from helpers import deltalake_s3_options, deltalake_table, spark_rows
+from helpers import deltalake_s3_rows, spark_rows
 
 from delta_pyds import DeltaTable, read_delta, write_delta
 from delta_pyds.spark.native.read import NativeReadUnavailable
@@ -20,18 +20,12 @@ from delta_pyds.spark.tables.native_rows import DML_ENGINE_CONF
 from delta_pyds.storage.store import Storage
 
 
-def _deltalake_rows(server, url) -> list:
-    """(id, p, s) as deltalake reads them (deletion vectors applied by its engine)."""
-    table = deltalake_table(url, storage_options=deltalake_s3_options(server))
-    return sorted((r["id"], r["p"], r["s"]) for r in table.select(["id", "p", "s"]).to_pylist())
-
-
 def _check(spark, server, url, expected) -> None:
     """Both read paths and deltalake give ``expected`` (id, p, s); no staging directory
     or stray file is left in the table root."""
     opts = server.spark_options()
     expected = sorted(expected)
-    assert _deltalake_rows(server, url) == expected
+    assert deltalake_s3_rows(server, url) == expected
     via_source = spark.read.format("pydelta").options(**opts).load(url).select("id", "p", "s")
     assert sorted(tuple(r) for r in spark_rows(via_source)) == expected
     native = read_delta(spark, url, **opts).select("id", "p", "s")

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 from faults import Fault, proxied, proxy_fixtures
-from helpers import deltalake_s3_options, deltalake_table, spark_rows
+from helpers import deltalake_s3_rows, spark_rows
 
 from delta_pyds import DeltaTable, read_delta, write_delta
 from delta_pyds.spark.tables.dml import INLINE_DV_CONF
@@ -25,12 +25,6 @@ from delta_pyds.storage.store import Storage
 QUICK = {"backoff_config.init_backoff": "0.01", "backoff_config.max_backoff": "0.05"}
 
 s3_proxy, proxy = proxy_fixtures("s3-dml")
-
-
-def _deltalake_rows(server, url) -> list:
-    """(id, p, s) as deltalake reads them (deletion vectors applied by its engine)."""
-    table = deltalake_table(url, storage_options=deltalake_s3_options(server))
-    return sorted((r["id"], r["p"], r["s"]) for r in table.select(["id", "p", "s"]).to_pylist())
 
 
 def _log(server, url) -> list[list[dict]]:
@@ -132,7 +126,7 @@ def test_write_delta_dml_optimize_restore_under_random_faults(spark, s3_server, 
     assert sorted(spark_rows(read_delta(spark, url, **opts).select("id", "p", "s"))) == want
     proxy.clear()
     print("faults injected:", injected, "seed:", proxy.seed)
-    assert _deltalake_rows(s3_server, url) == want
+    assert deltalake_s3_rows(s3_server, url) == want
     log = _log(s3_server, url)
     # one commit per operation: none lost, none twice (OPTIMIZE commits when it compacts)
     assert len(log) == (8 if compacted else 7), [c[0]["commitInfo"]["operation"] for c in log]
@@ -167,4 +161,4 @@ def test_failed_dml_commit_leaves_no_files(spark, s3_server, proxy, dv, request)
     log = _log(s3_server, url)
     assert len(log) == 1
     assert _unnamed_files(s3_server, url, log) == []
-    assert _deltalake_rows(s3_server, url) == [(i, i % 3, "a") for i in range(10)]
+    assert deltalake_s3_rows(s3_server, url) == [(i, i % 3, "a") for i in range(10)]

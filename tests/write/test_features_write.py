@@ -9,7 +9,7 @@ import os
 
 import pyarrow as pa
 import pytest
-from helpers import deltalake_table
+from helpers import deltalake_table, log_actions
 
 from delta_pyds import DeltaTable
 from delta_pyds.errors import SchemaError, UnsupportedFeatureError
@@ -17,11 +17,6 @@ from delta_pyds.expressions.predicates import EqualTo
 from delta_pyds.read.explain import explain_scan
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.plan import write_arrow
-
-
-def _log_lines(path, version):
-    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def _stats(path):
@@ -42,7 +37,7 @@ def test_clustered_table_created_by_spark_write_and_kept_on_append(spark, tmp_pa
     snap = Snapshot.load(path)
     assert {"clustering", "domainMetadata"} <= set(snap.protocol.writer_features)
     assert json.loads(snap.domain_metadata["delta.clustering"]) == {"clusteringColumns": [["k"], ["s", "x"]]}
-    commit = _log_lines(path, 0)[0]["commitInfo"]
+    commit = log_actions(path, 0)[0]["commitInfo"]
     assert commit["operationParameters"]["clusterBy"] == json.dumps(["k", "s.x"])
     # clustering columns get stats beyond delta.dataSkippingNumIndexedCols=1 (id); z does not
     for st in _stats(path):
@@ -193,7 +188,7 @@ def _collated_table(path):
             {"name": "c", "type": "string", "nullable": True, "metadata": {"__COLLATIONS": {"c": "spark.UTF8_LCASE"}}},
         ],
     }
-    meta = next(a["metaData"] for a in _log_lines(path, 0) if "metaData" in a)
+    meta = next(a["metaData"] for a in log_actions(path, 0) if "metaData" in a)
     meta["schemaString"] = json.dumps(schema)
     with open(os.path.join(path, "_delta_log", f"{2:020d}.json"), "w") as f:
         f.write(

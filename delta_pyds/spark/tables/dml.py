@@ -80,9 +80,8 @@ class TableRewriter:
         self.storage = storage
         self.last_skipping: SkippingReport | None = None  # the report of the last pruned scan
         # which engine the last scan / rewrite ran on: "native" (Spark's Parquet reader and
-        # writer) or "python" (pyarrow in Python workers), and why not native
+        # writer) or "python" (pyarrow in Python workers; why not native is logged)
         self.engine: str | None = None
-        self.fallback_reason: str | None = None
 
     def dml_snapshot(self) -> Snapshot:
         """The latest snapshot, after the writer protocol check (and the row tracking one)."""
@@ -111,13 +110,12 @@ class TableRewriter:
                 row_version_col=SCAN_ROW_VERSION,
             )
             if df is not None:
-                self.engine, self.fallback_reason = "native", None
+                self.engine = "native"
                 log.info("pydelta DML on %s v%s: Spark's Parquet reader and writer", self.path, snap.version)
                 return df
             if engine == "native":
                 raise NativeReadUnavailable(f"pydelta: Spark's reader cannot serve {self.path}: {reason}")
             log.warning("pydelta DML on %s: rows through Python workers: %s", self.path, reason)
-            self.fallback_reason = reason
         self.engine = "python"
         return self._python_scan(snap, files)
 
@@ -258,7 +256,7 @@ class TableRewriter:
             if dml_engine(self.spark) == "native":
                 raise NativeReadUnavailable(f"pydelta: Spark's writer cannot reach {self.path}: {why}")
             log.warning("pydelta DML on %s: rows written by Python workers: %s", self.path, why)
-            self.engine, self.fallback_reason = "python", why
+            self.engine = "python"
         return self._python_rewrite(df, spec, data_change)
 
     def _python_rewrite(self, df: DataFrame, spec: WriteSpec, data_change: bool) -> list[AddFile]:

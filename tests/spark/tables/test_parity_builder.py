@@ -9,15 +9,12 @@ import os
 
 import deltalake
 import pytest
+from helpers import pydelta_read
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from delta_pyds import DeltaTable, IdentityGenerator
 from delta_pyds.errors import NoCatalogError, TableExistsError, TableNotFoundError
 from delta_pyds.table.snapshot import Snapshot
-
-
-def _read(spark, path):
-    return spark.read.format("pydelta").load(path)
 
 
 def _schema_fields(path):
@@ -55,10 +52,10 @@ def test_create_with_generated_and_identity_columns(spark, tmp_path):
     assert detail.properties == {"delta.appendOnly": "false", "owner": "me"}
     assert (detail.minReaderVersion, detail.minWriterVersion) == (1, 6)
     assert dt.history().collect()[0].operation == "CREATE TABLE"
-    assert _read(spark, path).count() == 0
+    assert pydelta_read(spark, path).count() == 0
     # writes fill the generated and identity columns
     spark.createDataFrame([(1, "a"), (2, "b")], "c1 int, p string").write.format("pydelta").mode("append").save(path)
-    rows = sorted((r.id, r.c1, r.c2, r.ext) for r in _read(spark, path).collect())
+    rows = sorted((r.id, r.c1, r.c2, r.ext) for r in pydelta_read(spark, path).collect())
     # identity values: unique, from start by step (not consecutive across tasks, as in delta-spark)
     ids = [r[0] for r in rows]
     assert len(set(ids)) == 2 and all(i >= 10 and (i - 10) % 5 == 0 for i in ids)
@@ -81,10 +78,10 @@ def test_create_modes_like_delta_spark(spark, tmp_path):
         DeltaTable.create(spark).location(path).addColumns(schema).execute()
     # replace: new schema, no rows, same table (history kept)
     dt = DeltaTable.replace(spark).location(path).addColumns(schema.fields[:1]).execute()
-    assert _read(spark, path).columns == ["key"] and _read(spark, path).count() == 0
+    assert pydelta_read(spark, path).columns == ["key"] and pydelta_read(spark, path).count() == 0
     assert dt.history(1).collect()[0].operation == "REPLACE TABLE"
     dt = DeltaTable.createOrReplace(spark).location(path).addColumn("k", "int").execute()
-    assert _read(spark, path).columns == ["k"]
+    assert pydelta_read(spark, path).columns == ["k"]
     assert dt.history(1).collect()[0].operation == "CREATE OR REPLACE TABLE"
     fresh = str(tmp_path / "fresh")
     DeltaTable.createOrReplace(spark).location(fresh).addColumn("k", "int").clusterBy("k").execute()
