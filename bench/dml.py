@@ -259,6 +259,11 @@ def run(suite) -> None:
                 .execute()
             )
 
+        def two_phase(df):
+            meta = df.select("id", "_metadata.file_path", "_metadata.row_index")
+            meta.join(F.broadcast(src_df.select("id")), "id").groupBy("file_path").count().collect()
+            df.join(src_df, "id", "left_anti").unionByName(src_df).write.parquet(out)
+
         compare("merge", base, {"pydelta": pd_merge, "deltalake": dl_merge})
         measure(
             f"merge a {len(src):,}-row upsert (half matched) (floor: anti-join + union + write)",
@@ -268,6 +273,9 @@ def run(suite) -> None:
                     base,
                     floor(lambda df: df.join(src_df, "id", "left_anti").unionByName(src_df).write.parquet(out)),
                 ),
+                # delta-spark's two phases as plain Spark: the files holding a matched row
+                # (key, file, row index joined with the source), then the floor's rewrite
+                "two_phase_floor": (base, floor(two_phase)),
                 "deltalake": (base, dl_merge),
             },
             1.3,

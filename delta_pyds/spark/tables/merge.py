@@ -46,6 +46,7 @@ Guarantees (as delta-spark's MERGE):
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -71,6 +72,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = ["DEFAULT_TARGET_ALIAS", "DeltaMergeBuilder"]
+
+log = logging.getLogger(__name__)
 
 _SEVERAL_MATCHES = (
     "merge: several source rows matched the same target row and could change it in "
@@ -179,7 +182,9 @@ class DeltaMergeBuilder:
         if not self._matched and not self._not_matched and not self._not_matched_by_source:
             raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause")
         from delta_pyds.spark.tables.merge_commit import write_and_commit
-        from delta_pyds.spark.tables.merge_rows import insert_only, merge_rows, probe, summarize
+        from delta_pyds.spark.tables.merge_outcome import insert_only, summarize
+        from delta_pyds.spark.tables.merge_pruning import pin_target_max_bytes
+        from delta_pyds.spark.tables.merge_rows import merge_rows, pins_whole_target, probe
 
         rw = self._rewriter
         scope = self._scope(rw.dml_snapshot())
@@ -190,9 +195,13 @@ class DeltaMergeBuilder:
             if scope.insert_only and not generated:  # no phase 1: an anti-join and an append
                 outcome = insert_only(scope)
             else:
-                # with deletion vectors phase 1 pins the changed rows' written values: no
-                # target file is read twice
-                pr = probe(scope, carry=dv, keep_old=dv and rw.writes_changes(scope.snap))
+                # phase 1 pins the changed rows' written values with deletion vectors, every
+                # candidate row's in a small copy-on-write merge: no target file is read twice
+                keep_old = rw.writes_changes(scope.snap)
+                whole = pins_whole_target(scope, dv=dv, max_bytes=pin_target_max_bytes(rw))
+                if whole:
+                    log.info("pydelta MERGE on %s: phase 1 pins every candidate row (small target)", rw.path)
+                pr = probe(scope, carry=dv, keep_old=keep_old, whole=whole)
                 # one job: it also fills the probe's checkpoint; inserts are counted there
                 # only for identity values (their high-water mark), else by the write
                 outcome = summarize(scope, pr, count_inserts=bool(generated), marks=dv)

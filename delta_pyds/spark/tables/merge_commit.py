@@ -20,8 +20,8 @@ from delta_pyds.protocol.action_types import AddCDCFile, AddFile
 from delta_pyds.protocol.identity import with_high_water_marks
 from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.spark.tables.dml import TableRewriter
-from delta_pyds.spark.tables.merge_rows import MergeOutcome, MergeRows
-from delta_pyds.spark.tables.merge_scope import MergeScope
+from delta_pyds.spark.tables.merge_rows import MergeRows
+from delta_pyds.spark.tables.merge_scope import MergeOutcome, MergeScope
 from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows
 
 

@@ -281,13 +281,30 @@ def key_pruning_min_bytes(rewriter: Any) -> int:
     """The candidate files' total size from which MERGE reads the source's keys to prune
     them (``spark.pydelta.merge.sourceKeyPruning.minTargetBytes``, default 16 MiB; ``0``:
     whenever more than one file has statistics)."""
+    return bytes_conf(rewriter, KEY_PRUNING_CONF, DEFAULT_KEY_PRUNING_MIN_BYTES)
+
+
+PIN_TARGET_CONF = "spark.pydelta.merge.pinTarget.maxBytes"
+DEFAULT_PIN_TARGET_MAX_BYTES = 16 * 1024 * 1024
+
+
+def pin_target_max_bytes(rewriter: Any) -> int:
+    """The candidate files' total size up to which a copy-on-write MERGE pins every
+    candidate target row in phase 1 (``spark.pydelta.merge.pinTarget.maxBytes``, default
+    16 MiB; ``0``: never)."""
+    return bytes_conf(rewriter, PIN_TARGET_CONF, DEFAULT_PIN_TARGET_MAX_BYTES)
+
+
+def bytes_conf(rewriter: Any, name: str, default: int) -> int:
+    """A session conf holding a number of bytes (``default`` when unset; negative as 0);
+    refuses one that is not a number, naming it."""
     from delta_pyds.errors import ArgumentTypeError
 
     try:
-        raw = rewriter.spark.conf.get(KEY_PRUNING_CONF, None)
+        raw = rewriter.spark.conf.get(name, None)
     except Exception:  # Spark Connect without the conf
         raw = None
     try:
-        return max(0, int(raw)) if raw not in (None, "") else DEFAULT_KEY_PRUNING_MIN_BYTES
+        return max(0, int(raw)) if raw not in (None, "") else default
     except ValueError:
-        raise ArgumentTypeError(f"{KEY_PRUNING_CONF}: expected a number of bytes, got {raw!r}") from None
+        raise ArgumentTypeError(f"{name}: expected a number of bytes, got {raw!r}") from None

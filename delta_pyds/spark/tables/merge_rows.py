@@ -35,11 +35,10 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from delta_pyds.spark.tables.merge_scope import ACTION, MATCHED, SRC, SRC_ID, MergeScope, sql_expr
+from delta_pyds.spark.tables.merge_scope import ACTION, MATCHED, SRC, SRC_ID, MergeOutcome, MergeScope, sql_expr
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.spark.tables.resolution import set_columns
 
@@ -49,6 +48,15 @@ if TYPE_CHECKING:
 # up to this many matched pairs, the inserted rows' anti-join broadcasts the matched source
 # row numbers (8 bytes each) instead of shuffling the source
 BROADCAST_IDS = 2_000_000
+# up to this many matched source rows (counted by phase 1's job), the inserted rows are the
+# source rows whose numbers are not in a literal set (no job to broadcast the numbers)
+LITERAL_IDS = 4096
+# a copy-on-write merge of at most this many candidate files (and at most
+# spark.pydelta.merge.pinTarget.maxBytes of them) pins every candidate row in phase 1 with
+# its written values: phase 2 reads no file again and joins nothing (for a small merge the
+# second scan and broadcast cost more than pinning the rows)
+PIN_TARGET_MAX_FILES = 256
+PIN_TARGET_MAX_ROWS = 2_000_000  # ... and rows, by the files' statistics (none: no pin)
 NEW = "__pydelta_new_"  # + index of the target column: its value as written
 OLD = "__pydelta_old_"  # + index of the target column: its value before the merge
 
@@ -86,28 +94,49 @@ class Probe:
     source row's number (``__pydelta_src_id``)."""
 
     rows: object  # DataFrame, behind a lazy local checkpoint
-    carried: bool = False  # the rows carry the changed rows' written values (see probe)
+    carried: bool = False  # the rows carry their written values (see probe)
+    whole: bool = False  # every candidate target row is pinned, not only matched or changed ones
 
     def release(self) -> None:
         if self.rows.is_cached:  # type: ignore[attr-defined]
             self.rows.unpersist()  # type: ignore[attr-defined]
 
 
-def probe(scope: MergeScope, *, carry: bool = False, keep_old: bool = False) -> Probe:
+def pins_whole_target(scope: MergeScope, *, dv: bool, max_bytes: int) -> bool:
+    """Whether phase 1 pins every candidate target row with its written values: a
+    copy-on-write merge of at most ``max_bytes`` in at most :data:`PIN_TARGET_MAX_FILES`
+    candidate files holding at most :data:`PIN_TARGET_MAX_ROWS` rows (by their statistics:
+    a file without ``numRecords`` pins nothing)."""
+    import pyarrow.compute as pc
+
+    from delta_pyds.transaction.file_actions import stat_rows
+
+    files = scope.files
+    if dv or not scope.clauses or files is None or not 0 < files.num_rows <= PIN_TARGET_MAX_FILES:
+        return False
+    if (pc.sum(files.column("size")).as_py() or 0) > max_bytes or "stats" not in files.column_names:
+        return False
+    rows = [stat_rows({"stats": s}, None) for s in files.column("stats").to_pylist()]
+    return None not in rows and sum(r for r in rows if r is not None) <= PIN_TARGET_MAX_ROWS
+
+
+def probe(scope: MergeScope, *, carry: bool = False, keep_old: bool = False, whole: bool = False) -> Probe:
     """Phase 1 (delta-spark's ``findTouchedFiles``): the candidate target rows joined with
     the pinned source, ``inner`` (or ``left`` outer with a ``whenNotMatchedBySource`` clause:
     every target row is needed), reduced to the columns the conditions read (Spark prunes the
     target scan to them) and to the rows some clause changes or a source row matches, behind
-    a lazy local checkpoint filled by :func:`summarize`.
+    a lazy local checkpoint filled by :func:`~delta_pyds.spark.tables.merge_outcome.summarize`.
 
     With ``carry`` (deletion vectors: only changed rows are written) the pinned rows also
     carry what phase 2 writes of a changed row: its written values (``__pydelta_new_<i>``;
     Spark reads the target columns an update keeps, and no other), its old values with
     ``keep_old`` (change data), its row tracking columns; phase 2 then reads no target file
-    again (:func:`merge_rows`)."""
+    again (:func:`merge_rows`). With ``whole`` (a small copy-on-write merge,
+    :func:`pins_whole_target`) every candidate target row is pinned (``left`` outer join)
+    with its written values: phase 2 keeps the touched files' rows of them."""
     from pyspark.sql import functions as F
 
-    joined = scope.target.join(scope.src, scope.cond, "left" if scope.by_source else "inner")
+    joined = scope.target.join(scope.src, scope.cond, "left" if scope.by_source or whole else "inner")
     has_target, has_source = scope.tfile().isNotNull(), F.col(SRC).isNotNull()
     action, matched = _target_action(scope, has_target, has_source)
     cols = [
@@ -117,25 +146,25 @@ def probe(scope: MergeScope, *, carry: bool = False, keep_old: bool = False) -> 
         F.col(MATCHED),
         F.col(SRC_ID),
     ]
-    if carry:
-        cols += _changed_row_columns(scope, keep_old=keep_old)
-    rows = (
-        joined.select("*", action.alias(ACTION), matched.alias(MATCHED))  # one analysis of the CASE trees
-        .where((F.col(ACTION) > 0) | F.col(MATCHED))
-        .select(*cols)
-    )
-    return Probe(rows.localCheckpoint(eager=False), carried=carry)
+    if carry or whole:
+        cols += _carried_columns(scope, keep_old=keep_old, only_updated=not whole)
+    rows = joined.select("*", action.alias(ACTION), matched.alias(MATCHED))  # one analysis of the CASE trees
+    if not whole:
+        rows = rows.where((F.col(ACTION) > 0) | F.col(MATCHED))
+    rows = rows.select(*cols)
+    return Probe(rows.localCheckpoint(eager=False), carried=carry or whole, whole=whole)
 
 
-def _changed_row_columns(scope: MergeScope, *, keep_old: bool) -> list[Column]:
+def _carried_columns(scope: MergeScope, *, keep_old: bool, only_updated: bool) -> list[Column]:
     """What phase 2 writes of a joined target row besides its file and row index: the
-    written values (for rows no update clause takes, null where every update clause sets
-    the column: they are never written with deletion vectors, and Spark then does not read
-    the column), with ``keep_old`` the old values, and the row tracking columns."""
+    written values (with ``only_updated``, for rows no update clause takes, null where every
+    update clause sets the column: with deletion vectors they are never written, and Spark
+    then does not read the column), with ``keep_old`` the old values, and the row tracking
+    columns."""
     from pyspark.sql import functions as F
 
     tcol = scope.tcol()
-    new = _new_values(scope, tcol, [], inserted=False, only_updated=True)
+    new = _new_values(scope, tcol, [], inserted=False, only_updated=only_updated)
     cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(new)]
     if keep_old:
         cols += [tcol[n].alias(f"{OLD}{i}") for i, n in enumerate(scope.names)]
@@ -173,19 +202,24 @@ def _insert_action(scope: MergeScope) -> Column:
     return action
 
 
-def unmatched_source(scope: MergeScope, pr: Probe | None, matched_pairs: int | None = None) -> DataFrame | None:
-    """The source rows no candidate target row matches (the pinned source anti-joined with
-    the probe's matched source row numbers: broadcast when ``matched_pairs``, the number
-    of matched (target, source) pairs, is known and at most :data:`BROADCAST_IDS`; without
-    a probe, anti-joined with the candidate target rows on the merge condition), with
-    their insert action (rows no insert clause takes dropped); None without insert
-    clauses."""
+def unmatched_source(
+    scope: MergeScope, pr: Probe | None, matched_pairs: int | None = None, matched_ids: list[int] | None = None
+) -> DataFrame | None:
+    """The source rows no candidate target row matches, with their insert action (rows no
+    insert clause takes dropped); None without insert clauses. They are the pinned source
+    rows whose numbers are not in ``matched_ids`` (the matched source rows' numbers, when
+    phase 1 collected them), else the source anti-joined with the probe's matched source
+    row numbers (broadcast when ``matched_pairs``, the number of matched (target, source)
+    pairs, is known and at most :data:`BROADCAST_IDS`), and without a probe the source
+    anti-joined with the candidate target rows on the merge condition."""
     from pyspark.sql import functions as F
 
     if not scope.inserts:
         return None
     if pr is None:  # no phase 1 (an insert-only merge): anti-join with the candidate target rows
         rows = scope.src.join(scope.target, scope.cond, "left_anti")
+    elif matched_ids is not None:  # a literal set: no job
+        rows = scope.src.where(f"NOT ({SRC_ID} IN ({','.join(map(str, matched_ids))}))") if matched_ids else scope.src
     else:
         hit_ids = pr.rows.where(F.col(MATCHED)).select(SRC_ID)  # type: ignore[attr-defined]
         if matched_pairs is not None and matched_pairs <= BROADCAST_IDS:
@@ -292,14 +326,20 @@ def merge_rows(scope: MergeScope, pr: Probe | None, outcome: MergeOutcome, *, dv
     none = F.lit(None)
     target = None
     touched = outcome.touched
-    if touched and scope.clauses and pr is not None and pr.carried:  # phase 1 pinned the changed rows
+    if touched and scope.clauses and pr is not None and pr.carried:  # phase 1 pinned the rows to write
         cols = [F.col(f"{NEW}{i}") for i in range(len(scope.names))]
         if keep_old:
             cols += [F.col(f"{OLD}{i}") for i in range(len(scope.names))]
         cols += [F.col(SCAN_FILE), F.col(SCAN_ROW)]
         if scope.tracking:
             cols += [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)]
-        target = pr.rows.where(F.col(ACTION) > 0).select(*cols, F.col(ACTION), F.col(MATCHED))  # type: ignore[attr-defined]
+        if not pr.whole:  # the changed rows (deletion vectors)
+            kept = pr.rows.where(F.col(ACTION) > 0)  # type: ignore[attr-defined]
+        elif len(touched) < scope.files.num_rows:  # every candidate row: the touched files' ones
+            kept = pr.rows.where(F.col(SCAN_FILE).isin(touched))  # type: ignore[attr-defined]
+        else:
+            kept = pr.rows
+        target = kept.select(*cols, F.col(ACTION), F.col(MATCHED))
     elif touched and scope.clauses:
         shape = "inner" if dv and not scope.by_source else "left"
         tdf = scope.scan_target(touched)
@@ -319,7 +359,7 @@ def merge_rows(scope: MergeScope, pr: Probe | None, outcome: MergeOutcome, *, dv
         target = target.select(*cols)
         if keep_old:
             target = target.localCheckpoint(eager=False)
-    inserts = unmatched_source(scope, pr, outcome.matched_pairs)
+    inserts = unmatched_source(scope, pr, outcome.matched_pairs, outcome.matched_ids)
     if inserts is not None:
         tcol = dict.fromkeys(scope.names, none)
         cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(_new_values(scope, tcol, generated, inserted=True))]
@@ -356,285 +396,53 @@ def _new_values(scope: MergeScope, tcol: dict, generated: list, *, inserted: boo
     ]
     out = []
     for f in scope.target_schema.fields:
-        value = tcol[f.name]
-        if (
-            only_updated
-            and not inserted
-            and all(
-                _sets_column(scope, f.name, sets, given_sets[i])
+        if inserted:
+            value = tcol[f.name]
+            for j in reversed(range(len(scope.inserts))):
+                new = _insert_value(scope, f.name, scope.inserts[j][1], given_values[j], generate)
+                if new is not None:
+                    value = F.when(F.col(ACTION) == n + j + 1, new).otherwise(value)
+        else:
+            news = [
+                (i, _update_value(scope, f.name, sets, given_sets[i]))
                 for i, (kind, _, sets, _) in enumerate(scope.clauses)
                 if kind == "update"
-            )
-        ):
-            value = F.lit(None)
-        for i in reversed(range(0 if inserted else n)):
-            kind, _, sets, _ = scope.clauses[i]
-            if kind != "update":
-                continue
-            if sets is None:
-                if f.name in scope.generated_always or (
-                    f.name in scope.identities and f.name.lower() not in scope.src_cols
-                ):
-                    continue  # updateAll keeps the values the table generated
-                if scope.evolve and f.name.lower() not in scope.src_cols:
-                    continue  # schema evolution: a column the source lacks is kept
-                new = scope.source_col(f.name)
-            else:
-                given = given_sets[i]
-                if f.name not in given:  # type: ignore[operator]
-                    continue
-                new = given[f.name]  # type: ignore[index]
-            value = F.when(F.col(ACTION) == i + 1, new).otherwise(value)
-        for j in reversed(range(len(scope.inserts) if inserted else 0)):
-            _, values = scope.inserts[j]
-            if f.name in generate:
-                col = generate[f.name]
-                new = (F.lit(col.first_k) + F.col(SRC_ID)) * F.lit(col.step) + F.lit(col.start)
-            elif values is None:
-                if f.name in scope.identities and f.name.lower() not in scope.src_cols:
-                    continue  # pragma: no cover - generated above
-                if scope.evolve and f.name.lower() not in scope.src_cols:
-                    new = F.lit(None)  # schema evolution: a column the source lacks is null
-                else:
-                    new = scope.source_col(f.name)
-            else:
-                given = given_values[j]
-                new = sql_expr(given[f.name]) if f.name in given else F.lit(None)  # type: ignore[index,operator]
-            value = F.when(F.col(ACTION) == n + j + 1, new).otherwise(value)
+            ]
+            # only_updated: a column every update clause sets is not read from the target
+            value = F.lit(None) if only_updated and all(v is not None for _, v in news) else tcol[f.name]
+            for i, new in reversed(news):
+                if new is not None:
+                    value = F.when(F.col(ACTION) == i + 1, new).otherwise(value)
         out.append(value.cast(f.dataType))
     return out
 
 
-def _sets_column(scope: MergeScope, name: str, sets: dict | None, given: dict | None) -> bool:
-    """Whether an update clause (``sets`` as given, ``given`` its resolved set values) writes
-    column ``name`` (else the row keeps the target's value), as :func:`_new_values` decides."""
+def _update_value(scope: MergeScope, name: str, sets: dict | None, given: dict | None) -> Column | None:
+    """The value an update clause (``sets`` as given, ``given`` its resolved set values)
+    writes to column ``name``; None when the row keeps the target's value."""
     if sets is None:  # updateAll
         if name in scope.generated_always or (name in scope.identities and name.lower() not in scope.src_cols):
-            return False
-        return not (scope.evolve and name.lower() not in scope.src_cols)
-    return given is not None and name in given
+            return None  # updateAll keeps the values the table generated
+        if scope.evolve and name.lower() not in scope.src_cols:
+            return None  # schema evolution: a column the source lacks is kept
+        return scope.source_col(name)
+    return given.get(name) if given is not None else None
 
 
-@dataclass
-class MergeOutcome:
-    """What phase 1 found, from one Spark job."""
-
-    touched: list  # target files holding a row a target-side clause changes
-    counts: dict  # action number -> rows taking it (target rows counted once)
-    several_matches: bool  # some target row is matched by several source rows
-    top_k: int | None  # the largest source row number of an inserted row (identity values)
-    matched_pairs: int  # (target row, source row) pairs the condition matches
-    inserts_counted: bool  # counts holds the inserted rows (else the write counts them)
-    source_rows: int = 0  # the source's rows (delta-spark's numSourceRows)
-    changed: dict | None = None  # with deletion vectors: file -> serialized bitmap of its changed rows
-
-
-def insert_only(scope: MergeScope) -> MergeOutcome:
-    """The outcome of an insert-only merge without phase 1 (delta-spark's
-    ``InsertOnlyMergeExecutor``): no target row changes, the write counts the inserted rows
-    (phase 2 anti-joins the source with the candidate target rows). The source's rows come
-    from the pruning job, else from one job over the pinned source."""
-    rows = scope.source_rows
-    if rows is None:
-        got = scope.src.select(SRC_ID).mapInArrow(_count_task, "rows long").collect()
-        rows = sum(r["rows"] for r in got)
-    return MergeOutcome(
-        touched=[],
-        counts=dict.fromkeys(range(1, 1 + len(scope.inserts)), 0),
-        several_matches=False,
-        top_k=None,
-        matched_pairs=0,
-        inserts_counted=False,
-        source_rows=rows,
-    )
-
-
-def _count_task(batches: Iterator[Any]) -> Iterator[Any]:
-    """One task's rows counted (one row; the executor side of a source row count)."""
-    import pyarrow as pa
-
-    rows = sum(b.num_rows for b in batches)
-    yield pa.RecordBatch.from_arrays([pa.array([rows], pa.int64())], names=["rows"])
-
-
-def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool, marks: bool = False) -> MergeOutcome:
-    """Counts, touched files and the duplicate-match check over the probe's rows, as ONE
-    Spark job without a shuffle: each task reduces its rows per file on the executor
-    (:func:`_per_task`: rows per action, matched pairs and the serialized bitmap of the
-    matched rows' indexes), the driver merges the parts of a file. The duplicate-match
-    check is exact whatever the join's partitioning (a broadcast of the target side, a
-    nested-loop join or AQE's skew split can put one target row's matches in different
-    tasks): a file's matched pairs exceed the size of the union of its matched-row bitmaps
-    exactly when some target row is matched twice. With ``count_inserts`` also the
-    inserted rows per insert clause and their largest source row number (over
-    :func:`unmatched_source`; needed for generated identity values, else the write's row
-    counts give the inserted rows; AQE then runs the anti-join's shuffle as jobs of their
-    own), and, when no pruning job counted them, the source's rows (its pinned rows counted
-    per task in the same job). With ``marks`` (deletion vectors) also per file the bitmap
-    of the rows a target-side clause changes (the rows the commit marks deleted: no job of
-    their own). The job fills the probe's checkpoint."""
+def _insert_value(
+    scope: MergeScope, name: str, values: dict | None, given: dict | None, generate: dict
+) -> Column | None:
+    """The value an insert clause (``values`` as given, ``given`` keyed by target column)
+    writes to column ``name`` of an inserted row (generated identity values included)."""
     from pyspark.sql import functions as F
 
-    n = len(scope.clauses)
-    ins = list(range(n + 1, n + 1 + len(scope.inserts))) if count_inserts else []
-    action = F.col(ACTION)
-    schema = "file string, pairs long, t long, matched binary, " + ", ".join(f"t{a} long" for a in range(n + 1))
-    per_file = pr.rows.select(SCAN_FILE, SCAN_ROW, ACTION, MATCHED).mapInArrow(  # type: ignore[attr-defined]
-        _per_task(n, marks), schema + (", changed binary" if marks else "")
-    )
-    null = F.lit(None).cast("long")
-    per_file = per_file.select("*", *[null.alias(f"i{a}") for a in ins], null.alias("k"), null.alias("src"))
-    if scope.source_rows is None:  # no pruning job counted the source: its tasks join this job
-        counted = scope.src.select(SRC_ID).mapInArrow(_count_task, "rows long")
-        per_file = per_file.unionByName(_summary_row(n, ins, counted, marks=marks, src=F.col("rows")))
-    inserts = unmatched_source(scope, pr) if ins else None
-    if inserts is not None:
-        agg = inserts.agg(
-            *[F.count(F.when(action == a, F.lit(1))).alias(f"i{a}") for a in ins],
-            F.max(F.col(SRC_ID)).alias("k"),
-        )
-        per_file = per_file.unionByName(_summary_row(n, ins, agg, marks=marks, inserted=True))
-    return _outcome(scope, per_file.collect(), n=n, ins=ins, marks=marks)
-
-
-def _summary_row(
-    n: int, ins: list[int], df: DataFrame, *, marks: bool, inserted: bool = False, src: Column | None = None
-) -> DataFrame:
-    """``df``'s rows in the shape of :func:`summarize`'s per-file rows, with no file: its
-    insert counts (``i<a>``, ``k``) when ``inserted``, ``src`` as the source rows."""
-    from pyspark.sql import functions as F
-
-    null = F.lit(None).cast("long")
-    return df.select(
-        F.lit(None).cast("string").alias("file"),
-        F.lit(0).cast("long").alias("pairs"),
-        null.alias("t"),
-        F.lit(None).cast("binary").alias("matched"),
-        *[F.lit(0).cast("long").alias(f"t{a}") for a in range(n + 1)],
-        *[(F.col(f"i{a}").cast("long") if inserted else null).alias(f"i{a}") for a in ins],
-        (F.col("k") if inserted else null).alias("k"),
-        (src if src is not None else null).alias("src"),
-        *([F.lit(None).cast("binary").alias("changed")] if marks else []),
-    )
-
-
-def _outcome(scope: MergeScope, got: list, *, n: int, ins: list[int], marks: bool) -> MergeOutcome:
-    """The driver side of :func:`summarize`: the collected per-task, per-file rows (and the
-    insert counts' row) merged into counts, touched files and the duplicate-match check."""
-    counts = dict.fromkeys(range(1, n + 1 + len(scope.inserts)), 0)
-    top_k = None
-    pairs: dict[str, int] = {}
-    bitmaps: dict[str, list[bytes]] = {}
-    touched: dict[str, None] = {}
-    changed: dict[str, list[bytes]] = {}
-    source_rows = scope.source_rows or 0
-    for r in got:
-        source_rows += int(r["src"] or 0)
-        for a in range(1, n + 1):
-            counts[a] += int(r[f"t{a}"] or 0)
-        for a in ins:
-            counts[a] += int(r[f"i{a}"] or 0)
-        if r["k"] is not None and any(r[f"i{a}"] for a in ins):
-            top_k = r["k"] if top_k is None else max(top_k, r["k"])
-        name = r["file"]
-        if name is None:
-            continue
-        if (r["t"] or 0) > 0:
-            touched[name] = None
-            if marks:
-                changed.setdefault(name, []).append(bytes(r["changed"]))
-        if r["pairs"]:
-            pairs[name] = pairs.get(name, 0) + int(r["pairs"])
-            bitmaps.setdefault(name, []).append(bytes(r["matched"]))
-    distinct = {name: _union_size(parts) for name, parts in bitmaps.items()}
-    several = any(pairs[name] > distinct[name] for name in pairs)
-    if several and scope.delete_all_matched:
-        # every matched row takes action 1 (the one unconditional delete): count target rows once
-        counts[1] = sum(distinct.values())
-    return MergeOutcome(
-        touched=list(touched),
-        counts=counts,
-        several_matches=several,
-        top_k=top_k,
-        matched_pairs=sum(pairs.values()),
-        inserts_counted=bool(ins) or not scope.inserts,
-        source_rows=source_rows,
-        changed={name: _union(parts) for name, parts in changed.items()} if marks else None,
-    )
-
-
-def _per_task(n: int, marks: bool = False) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The executor side of :func:`summarize`: one task's probe rows (file, row index,
-    action, matched) reduced to one row per file: matched pairs, the largest target-side
-    action, the serialized bitmap of the matched rows' indexes and the rows per action;
-    with ``marks`` the serialized bitmap of the changed rows' indexes (action > 0)."""
-
-    def reduce(batches: Iterator[Any]) -> Iterator[Any]:
-        import numpy as np
-        import pyarrow as pa
-
-        from delta_pyds.protocol.deletion_vectors import serialize_deleted_rows
-
-        parts: dict[str, list] = {}
-        for b in batches:
-            if not b.num_rows:
-                continue
-            files = b.column(0).dictionary_encode()
-            codes = files.indices.to_numpy(zero_copy_only=False)
-            names = files.dictionary.to_pylist()
-            index = b.column(1).to_numpy(zero_copy_only=False)
-            action = b.column(2).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-            matched = b.column(3).fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
-            order = np.argsort(codes, kind="stable")
-            for group in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
-                name = names[int(codes[group[0]])]
-                acts, hit = action[group], matched[group]
-                per = np.bincount(np.clip(acts, 0, n), minlength=n + 1)
-                p = parts.setdefault(name, [0, 0, [], np.zeros(n + 1, np.int64), []])
-                p[0] += int(hit.sum())
-                p[1] = max(p[1], int(acts[acts <= n].max(initial=0)))
-                p[2].append(index[group][hit])
-                p[3] += per
-                if marks:
-                    p[4].append(index[group][(acts > 0) & (acts <= n)])
-        if not parts:
-            return
-        names = list(parts)
-        cols = [
-            pa.array(names, pa.string()),
-            pa.array([p[0] for p in parts.values()], pa.int64()),
-            pa.array([p[1] for p in parts.values()], pa.int64()),
-            pa.array([serialize_deleted_rows(np.concatenate(p[2])) for p in parts.values()], pa.binary()),
-        ]
-        cols += [pa.array([int(p[3][a]) for p in parts.values()], pa.int64()) for a in range(n + 1)]
-        if marks:
-            cols.append(pa.array([serialize_deleted_rows(np.concatenate(p[4])) for p in parts.values()], pa.binary()))
-        yield pa.RecordBatch.from_arrays(
-            cols,
-            names=["file", "pairs", "t", "matched", *[f"t{a}" for a in range(n + 1)], *(["changed"] if marks else [])],
-        )
-
-    return reduce
-
-
-def _union_size(parts: list[bytes]) -> int:
-    """The number of distinct row indexes in the union of serialized bitmaps."""
-    return len(_bitmap_union(parts))
-
-
-def _union(parts: list[bytes]) -> bytes:
-    """The union of serialized bitmaps, serialized."""
-    from delta_pyds.protocol.deletion_vectors import serialize_deleted_rows
-
-    return serialize_deleted_rows(_bitmap_union(parts))
-
-
-def _bitmap_union(parts: list[bytes]) -> Any:
-    from pyroaring import BitMap64
-
-    from delta_pyds.protocol.deletion_vectors import deserialize_deleted_rows
-
-    bm = BitMap64()
-    for data in parts:
-        bm |= BitMap64(deserialize_deleted_rows(data))
-    return bm
+    if name in generate:
+        col = generate[name]
+        return (F.lit(col.first_k) + F.col(SRC_ID)) * F.lit(col.step) + F.lit(col.start)
+    if values is None:
+        if name in scope.identities and name.lower() not in scope.src_cols:
+            return None  # pragma: no cover - generated above
+        if scope.evolve and name.lower() not in scope.src_cols:
+            return F.lit(None)  # schema evolution: a column the source lacks is null
+        return scope.source_col(name)
+    return sql_expr(given[name]) if given is not None and name in given else F.lit(None)

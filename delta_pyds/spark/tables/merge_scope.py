@@ -84,6 +84,21 @@ class MergeScope:
         return F.col(f"`{self.talias}`.{SCAN_FILE}")
 
 
+@dataclass
+class MergeOutcome:
+    """What phase 1 found, from one Spark job."""
+
+    touched: list  # target files holding a row a target-side clause changes
+    counts: dict  # action number -> rows taking it (target rows counted once)
+    several_matches: bool  # some target row is matched by several source rows
+    top_k: int | None  # the largest source row number of an inserted row (identity values)
+    matched_pairs: int  # (target row, source row) pairs the condition matches
+    inserts_counted: bool  # counts holds the inserted rows (else the write counts them)
+    source_rows: int = 0  # the source's rows (delta-spark's numSourceRows)
+    changed: dict | None = None  # with deletion vectors: file -> serialized bitmap of its changed rows
+    matched_ids: list | None = None  # the matched source rows' numbers, when at most merge_rows.LITERAL_IDS
+
+
 def sql_expr(e: Any) -> Column:
     """A Spark Column for a condition or value given as SQL text or as a Column."""
     from pyspark.sql import functions as F

@@ -8,6 +8,8 @@ merges report the rows they copied; a merge runs a bounded number of Spark jobs.
 
 from __future__ import annotations
 
+import logging
+
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable as DLTable
@@ -16,6 +18,8 @@ from helpers import DML_COLS, deltalake_table, dml_data, spark_rows
 
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.errors import DeltaError
+from delta_pyds.spark.tables.merge_pruning import PIN_TARGET_CONF
+from delta_pyds.spark.tables.merge_rows import LITERAL_IDS
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.plan import write_arrow
 
@@ -90,8 +94,32 @@ def _merge(spark, path):
     )
 
 
-@pytest.mark.parametrize("feature", list(FEATURES))
-def test_merge_of_every_clause_kind_equals_a_plain_computation(spark, tmp_path, feature):
+PINNED = "phase 1 pins every candidate row"
+
+
+@pytest.fixture
+def phase_2(request, spark, caplog):
+    """How copy-on-write phase 2 gets the touched files' rows: ``pinned`` by phase 1 with every
+    candidate row (the default for targets up to spark.pydelta.merge.pinTarget.maxBytes, as
+    these small tables are) or ``scanned`` again and joined with the source (larger
+    targets); checks the merge took that path (its log line)."""
+    if request.param == "scanned":
+        spark.conf.set(PIN_TARGET_CONF, "0")
+    caplog.set_level(logging.INFO, logger="delta_pyds.spark.tables.merge")
+    yield request.param
+    spark.conf.unset(PIN_TARGET_CONF)
+    params = request.node.callspec.params
+    if not (params.get("dv") is True or "dv" in str(params.get("feature", ""))):  # DVs never pin the target
+        said = "\n".join(r.getMessage() for r in caplog.get_records("call"))
+        assert (PINNED in said) == (request.param == "pinned"), said
+
+
+# deletion vectors write only changed rows, pinned by phase 1 whatever the target's size
+EVERY_SHAPE = [(f, p) for f in FEATURES for p in (["pinned"] if "dv" in f else ["pinned", "scanned"])]
+
+
+@pytest.mark.parametrize(("feature", "phase_2"), EVERY_SHAPE, indirect=["phase_2"])
+def test_merge_of_every_clause_kind_equals_a_plain_computation(spark, tmp_path, feature, phase_2):
     path = _make(str(tmp_path / "t"), FEATURES[feature])
     _merge(spark, path)
     rows, changes = _expected()
@@ -211,8 +239,10 @@ def test_copy_on_write_merge_reports_the_rows_it_copied(spark, tmp_path, dv):
     assert read_delta(spark, path).count() == 203
 
 
-@pytest.mark.parametrize("dv", [False, True])
-def test_a_source_row_matching_a_row_no_clause_changes_is_neither_inserted_nor_rewritten(spark, tmp_path, dv):
+@pytest.mark.parametrize(
+    ("dv", "phase_2"), [(False, "pinned"), (False, "scanned"), (True, "pinned")], indirect=["phase_2"]
+)
+def test_a_source_row_matching_a_row_no_clause_changes_is_neither_inserted_nor_rewritten(spark, tmp_path, dv, phase_2):
     """Phase 2 reads only the files a clause changes; a source row whose match sits in
     another file (the clause's condition is false there) must still count as matched: not
     inserted, and its file not rewritten."""
@@ -310,3 +340,29 @@ def test_small_merge_reads_no_source_keys_and_still_counts_the_source(spark, tmp
     finally:
         spark.conf.unset(KEY_PRUNING_CONF)
     assert sorted(r.id for r in read_delta(spark, one).collect()) == [*range(50), 500]
+
+
+@pytest.mark.parametrize("phase_2", ["pinned", "scanned"], indirect=True)
+def test_inserts_exclude_matched_source_rows_beyond_the_literal_set(spark, tmp_path, phase_2):
+    """More matched source rows than phase 1 hands over as literals: the inserted rows are the
+    source anti-joined with the pinned matched rows instead, with the same result."""
+    path = str(tmp_path / "t")
+    for i in range(2):
+        write_arrow(path, dml_data(i * 3000, 3000))
+    n = LITERAL_IDS + 1000  # matched source rows
+    src = spark.range(6000 - n, 6000 + 500, numPartitions=3).selectExpr(
+        "id", "id % 3 AS part", "'m' AS name", "-1.0D AS value"
+    )
+    (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(src.alias("s"), "t.id = s.id")
+        .whenMatchedUpdate(set={"name": "s.name"})
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    rows = {r.id: r.name for r in read_delta(spark, path).collect()}
+    assert len(rows) == 6500 and sum(v == "m" for v in rows.values()) == n + 500
+    assert rows == {r.id: r.name for r in spark.read.format("pydelta").load(path).collect()}
+    m = DeltaTable.forPath(spark, path).history(1).collect()[0].operationMetrics
+    assert (m["numTargetRowsUpdated"], m["numTargetRowsInserted"], m["numSourceRows"]) == (str(n), "500", str(n + 500))
