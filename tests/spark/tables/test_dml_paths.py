@@ -14,6 +14,7 @@ from helpers import deltalake_table
 from table_files import read_rows
 
 from delta_pyds import DeltaTable
+from delta_pyds.spark.tables.merge_pruning import PIN_TARGET_CONF
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.checkpoint_writer import write_checkpoint
 from delta_pyds.write.plan import write_arrow
@@ -81,6 +82,16 @@ def test_delete_update_merge_optimize_restore(spark, tmp_path, values, dv, check
     src = spark.createDataFrame([(3, -3.0), (1000, 1.0)], "id long, v double")
     (t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"v": "s.v"}).execute())
     rows = sorted((i, k, -3.0 if i == 3 else v) for i, k, v in rows)
+    assert _agree(path) == rows
+    # copy-on-write phase 2 as for larger targets: the touched files scanned again (the merge
+    # above took them from phase 1's pinned rows)
+    spark.conf.set(PIN_TARGET_CONF, "0")
+    try:
+        src = spark.createDataFrame([(4, -4.0)], "id long, v double")
+        (t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"v": "s.v"}).execute())
+    finally:
+        spark.conf.unset(PIN_TARGET_CONF)
+    rows = sorted((i, k, -4.0 if i == 4 else v) for i, k, v in rows)
     assert _agree(path) == rows
 
     before = Snapshot.load(path).files.num_rows
