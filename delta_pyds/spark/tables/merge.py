@@ -15,8 +15,9 @@ Guarantees (as delta-spark's MERGE):
   values (:mod:`delta_pyds.spark.tables.merge_pruning`; ``numTargetFilesAfterSkipping``);
 * the source is pinned once; the target's candidate rows are joined with it on the
   columns the conditions need to find the changed files, the counts and duplicate matches
-  (phase 1), then only the changed files are read whole, joined again and written with
-  the inserted rows (phase 2), as delta-spark's ``ClassicMergeExecutor``
+  (phase 1), then only the changed files' rows are written with the inserted rows (phase 2,
+  from phase 1's pinned rows with deletion vectors and for small targets, else the changed
+  files read whole and joined again), as delta-spark's ``ClassicMergeExecutor``
   (:mod:`delta_pyds.spark.tables.merge_rows`; written and committed by
   :mod:`delta_pyds.spark.tables.merge_commit`); a merge with only insert clauses (and no
   identity values to generate) runs no phase 1: the source anti-joined with the candidate

@@ -51,21 +51,25 @@ def _count_task(batches: Iterator[Any]) -> Iterator[Any]:
 
 
 def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool, marks: bool = False) -> MergeOutcome:
-    """Counts, touched files and the duplicate-match check over the probe's rows, as ONE
-    Spark job without a shuffle: each task reduces its rows per file on the executor
+    """Counts, touched files and the duplicate-match check over the probe's rows, as ONE Spark
+    job without a shuffle: each task reduces its rows per file on the executor
     (:func:`_per_task`: rows per action, matched pairs and the serialized bitmap of the
-    matched rows' indexes), the driver merges the parts of a file. The duplicate-match
-    check is exact whatever the join's partitioning (a broadcast of the target side, a
-    nested-loop join or AQE's skew split can put one target row's matches in different
-    tasks): a file's matched pairs exceed the size of the union of its matched-row bitmaps
-    exactly when some target row is matched twice. With ``count_inserts`` also the
-    inserted rows per insert clause and their largest source row number (over
-    :func:`unmatched_source`; needed for generated identity values, else the write's row
-    counts give the inserted rows; AQE then runs the anti-join's shuffle as jobs of their
-    own), and, when no pruning job counted them, the source's rows (its pinned rows counted
-    per task in the same job). With ``marks`` (deletion vectors) also per file the bitmap
-    of the rows a target-side clause changes (the rows the commit marks deleted: no job of
-    their own). The job fills the probe's checkpoint."""
+    matched rows' indexes), the driver merges the parts of a file. The duplicate-match check
+    is exact whatever the join's partitioning (a broadcast of the target side, a nested-loop
+    join or AQE's skew split can put one target row's matches in different tasks): a file's
+    matched pairs exceed the size of the union of its matched-row bitmaps exactly when some
+    target row is matched twice. With ``count_inserts`` also the inserted rows per insert
+    clause and their largest source row number (over
+    :func:`~delta_pyds.spark.tables.merge_rows.unmatched_source`; needed for generated
+    identity values, else the write's row counts give the inserted rows; AQE then runs the
+    anti-join's shuffle as jobs of their own), and, when no pruning job counted them, the
+    source's rows (its pinned rows counted per task in the same job). With ``marks``
+    (deletion vectors) also per file the bitmap of the rows a target-side clause changes
+    (the rows the commit marks deleted: no job of their own). With insert clauses also the
+    matched source rows' numbers when there are at most
+    :data:`~delta_pyds.spark.tables.merge_rows.LITERAL_IDS` (each task's as a bitmap, or a
+    marker past that bound), so phase 2 excludes them from the inserts as literals. The job
+    fills the probe's checkpoint."""
     from pyspark.sql import functions as F
 
     n = len(scope.clauses)

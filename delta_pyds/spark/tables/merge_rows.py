@@ -11,20 +11,26 @@ Guarantees:
   ``left`` outer with a ``whenNotMatchedBySource`` clause), reading only the target
   columns the condition and the clauses' conditions need (Spark prunes the scan) and
   keeping only matched or changed rows (file, row index, action, matched, source row
-  number), pinned by a lazy local checkpoint; :func:`summarize` is one Spark job over it
-  giving the per-clause counts, the files a clause changes, the duplicate-match check and
-  the inserted rows per insert clause (the source rows no candidate target row matches:
-  :func:`unmatched_source`);
-* an insert-only merge skips phase 1 (:func:`insert_only`, delta-spark's
+  number), pinned by a lazy local checkpoint;
+  :func:`~delta_pyds.spark.tables.merge_outcome.summarize` is one Spark job over it giving
+  the per-clause counts, the files a clause changes, the duplicate-match check, the matched
+  source rows' numbers (up to :data:`LITERAL_IDS`) and, with deletion vectors, per file
+  the bitmap of the rows a target-side clause changes (the rows the commit marks deleted);
+* with deletion vectors the pinned rows also carry the changed rows' written values (old
+  values for the change data, row tracking columns); a small copy-on-write target
+  (:func:`pins_whole_target`) pins every candidate row with its written values (``left``
+  outer join): phase 2 then reads no target file again;
+* an insert-only merge skips phase 1
+  (:func:`~delta_pyds.spark.tables.merge_outcome.insert_only`, delta-spark's
   ``InsertOnlyMergeExecutor``): its inserted rows are the source anti-joined with the
   candidate target rows;
-* with deletion vectors, phase 1's job also gives per file the bitmap of the rows a
-  target-side clause changes (the rows the commit marks deleted);
-* phase 2, :func:`merge_rows`: only the changed files are read again with every column and
-  joined with the source (``left`` outer for copy-on-write: the files are rewritten whole;
-  ``inner`` with deletion vectors and no ``whenNotMatchedBySource`` clause: only changed
-  rows are written), plus the inserted source rows, written directly (pinned only when
-  change data files are written from the same rows);
+* phase 2, :func:`merge_rows`: the rows to write from phase 1's pinned rows (the changed
+  rows with deletion vectors, the touched files' rows of a pinned small target), else the
+  changed files read again with every column and joined with the source (``left`` outer:
+  the files are rewritten whole), plus the inserted source rows (the source rows outside
+  the matched numbers, or the source anti-joined with phase 1's matched rows: the source
+  rows no candidate target row matches, :func:`unmatched_source`), written directly
+  (pinned only when change data files are written from the same rows);
 * a target row's action is 1 + the index of the first target-side clause that holds
   (matched clauses, then not-matched-by-source clauses), an unmatched source row's
   1 + the number of target-side clauses + the index of the first insert clause that
