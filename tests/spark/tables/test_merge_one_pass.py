@@ -366,3 +366,19 @@ def test_inserts_exclude_matched_source_rows_beyond_the_literal_set(spark, tmp_p
     assert rows == {r.id: r.name for r in spark.read.format("pydelta").load(path).collect()}
     m = DeltaTable.forPath(spark, path).history(1).collect()[0].operationMetrics
     assert (m["numTargetRowsUpdated"], m["numTargetRowsInserted"], m["numSourceRows"]) == (str(n), "500", str(n + 500))
+
+
+def test_a_bad_pin_target_conf_is_refused_by_name_before_any_change(spark, tmp_path):
+    from delta_pyds.errors import ArgumentTypeError
+
+    path = _make(str(tmp_path / "t"), {})
+    before = Snapshot.load(path).version
+    src = spark.createDataFrame(_source_rows(), "id long, part long, name string, value double")
+    merge = DeltaTable.forPath(spark, path).alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll()
+    spark.conf.set(PIN_TARGET_CONF, "16MB")
+    try:
+        with pytest.raises(ArgumentTypeError, match="pinTarget.maxBytes: expected a number of bytes, got '16MB'"):
+            merge.execute()
+    finally:
+        spark.conf.unset(PIN_TARGET_CONF)
+    assert Snapshot.load(path).version == before
