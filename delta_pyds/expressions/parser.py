@@ -20,30 +20,19 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import re
+import math
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import pyarrow as pa
 
-from delta_pyds.errors import ExpressionError
+from delta_pyds.errors import ExpressionError, SqlParseError
 from delta_pyds.expressions.ast import Call, Case, Cast, Col, Lit, Node
 from delta_pyds.expressions.coercion import string_to_timestamp
 from delta_pyds.expressions.functions import FUNCTIONS
+from delta_pyds.expressions.lexer import DEFAULT_DIALECT, Dialect, Token, tokenize
 
-# ------------------------------------------------------------------------ tokenizer
-_TOKEN = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[lLdDfFsSyY]?(?:BD|bd)?)
-  | (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
-  | (?P<bq>`(?:[^`]|``)*`)
-  | (?P<op><=>|<>|!=|<=|>=|==|\|\||[=<>+\-*/%(),.])
-  | (?P<id>[A-Za-z_][A-Za-z_0-9]*)
-""",
-    re.VERBOSE,
-)
-
+# ------------------------------------------------------------------------ tokens
 _KEYWORDS = {
     "AND",
     "OR",
@@ -77,44 +66,40 @@ class _Tok:
     value: Any = None
 
 
-def _tokenize(text: str) -> list[_Tok]:
-    pos, out = 0, []
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m:
-            raise ExpressionError(f"cannot parse {text!r}: unexpected {text[pos : pos + 10]!r}")
-        pos = m.end()
-        kind = cast(str, m.lastgroup)  # every alternative of _TOKEN is a named group
-        tok = m.group(kind)
-        if kind == "ws":
-            continue
-        if kind == "str":
-            out.append(_Tok("str", tok, _unquote(tok)))
-        elif kind == "bq":
-            out.append(_Tok("id", tok, tok[1:-1].replace("``", "`")))
-        elif kind == "id":
-            up = tok.upper()
-            out.append(_Tok("kw", up) if up in _KEYWORDS else _Tok("id", tok, tok))
+def _tokens(text: str, dialect: Dialect) -> list[_Tok]:
+    """The parser's view of Spark's tokens (:mod:`delta_pyds.expressions.lexer`): comments
+    and whitespace dropped, adjacent string literals joined into one (Spark's ``stringLit+``)."""
+    try:
+        lexed = [t for t in tokenize(text) if not t.blank]
+    except SqlParseError as e:
+        raise ExpressionError(f"cannot parse {text!r}: {e}") from None
+    out: list[_Tok] = []
+    for t in lexed:
+        if t.is_identifier(dialect) and t.kind != "word":
+            out.append(_Tok("id", t.text, t.value(dialect)))
+        elif t.kind == "string":
+            value = t.value(dialect)
+            if out and out[-1].kind == "str":
+                prev = out.pop()
+                out.append(_Tok("str", prev.text + " " + t.text, prev.value + value))
+            else:
+                out.append(_Tok("str", t.text, value))
+        elif t.kind == "word":
+            up = t.upper
+            out.append(_Tok("kw", up) if up in _KEYWORDS else _Tok("id", t.text, t.text))
+        elif t.kind == "number":
+            out.append(_Tok("num", t.text, t))
         else:
-            out.append(_Tok(kind, tok))
+            out.append(_Tok("op", t.text))
     out.append(_Tok("end", ""))
     return out
 
 
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"', "%": "\\%", "_": "\\_"}
-
-
-def _unquote(tok: str) -> str:
-    q = tok[0]
-    body = tok[1:-1].replace(q + q, q)
-    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
-
-
 # ---------------------------------------------------------------------------- parser
 class _Parser:
-    def __init__(self, text: str):
+    def __init__(self, text: str, dialect: Dialect):
         self.text = text
-        self.toks = _tokenize(text)
+        self.toks = _tokens(text, dialect)
         self.i = 0
 
     def peek(self, k: int = 0) -> _Tok:
@@ -246,7 +231,7 @@ class _Parser:
     def primary(self) -> Node:
         t = self.next()
         if t.kind == "num":
-            return _parse_number(t.text)
+            return _parse_number(t.value)
         if t.kind == "str":
             return Lit(t.value, pa.string())
         if t.kind == "op" and t.text == "(":
@@ -365,7 +350,9 @@ def _number(value: int | decimal.Decimal | float) -> Lit:
     if isinstance(value, int):
         if -(1 << 31) <= value < (1 << 31):
             return Lit(value, pa.int32())
-        return Lit(value, pa.int64())
+        if -(1 << 63) <= value < (1 << 63):
+            return Lit(value, pa.int64())
+        return _number(decimal.Decimal(value))
     if isinstance(value, decimal.Decimal):
         digits, exponent = value.as_tuple().digits, value.as_tuple().exponent
         if not isinstance(exponent, int) or abs(exponent) > 38:  # NaN/Infinity: not from digits
@@ -374,24 +361,28 @@ def _number(value: int | decimal.Decimal | float) -> Lit:
     return Lit(float(value), pa.float64())
 
 
-def _parse_number(text: str) -> Lit:
-    suffix = text[-1].lower() if text[-1].isalpha() else ""
-    if text.lower().endswith("bd"):
-        return _number(decimal.Decimal(text[:-2]))
-    body = text[:-1] if suffix else text
-    if suffix == "l":
-        return Lit(int(body), pa.int64())
-    if suffix in ("d", "f"):
-        return Lit(float(body), pa.float64() if suffix == "d" else pa.float32())
-    if suffix == "s":
-        return Lit(int(body), pa.int16())
-    if suffix == "y":
-        return Lit(int(body), pa.int8())
-    if "e" in body.lower():
-        return Lit(float(body), pa.float64())
-    if "." in body:
-        return _number(decimal.Decimal(body))
-    return _number(int(body))
+_INT_TYPES = {"bigint": (pa.int64(), 63), "smallint": (pa.int16(), 15), "tinyint": (pa.int8(), 7)}
+
+
+def _parse_number(tok: Token) -> Lit:
+    """A numeric literal typed as Spark types it (``1`` int, or bigint / decimal when it does
+    not fit; ``1.5`` decimal; ``1e5`` / ``1D`` double; ``1F`` float; ``1L`` / ``1S`` / ``1Y``;
+    ``1BD`` decimal); a suffixed integer out of its type's range is refused, as Spark refuses it."""
+    kind, body = tok.number_type, tok.number_body
+    if kind in _INT_TYPES:
+        arrow_type, bits = _INT_TYPES[kind]
+        value = int(body)
+        if value >= 1 << bits:
+            raise ExpressionError(f"numeric literal {tok.text} is out of range for {kind}")
+        return Lit(value, arrow_type)
+    if kind in ("double", "float"):
+        value_f = float(body)
+        if math.isinf(value_f):
+            raise ExpressionError(f"numeric literal {tok.text} is out of range for {kind}")
+        return Lit(value_f, pa.float64() if kind == "double" else pa.float32())
+    if kind == "int":
+        return _number(int(body))
+    return _number(decimal.Decimal(body))
 
 
 def _typed_literal(kind: str, text: str) -> Lit:
@@ -414,8 +405,9 @@ def _parse_instant(text: str) -> dt.datetime:
     return out[0].as_py()
 
 
-def parse(text: str) -> Node:
-    """Parses a SQL expression into an AST (raises ExpressionError)."""
+def parse(text: str, dialect: Dialect = DEFAULT_DIALECT) -> Node:
+    """Parses a SQL expression into an AST as Spark reads the same text under ``dialect``
+    (raises ExpressionError for anything outside the subset)."""
     if not isinstance(text, str) or not text.strip():
         raise ExpressionError("an empty expression")
-    return _Parser(text).parse()
+    return _Parser(text, dialect).parse()

@@ -10,15 +10,20 @@ position and the supported form. No pyspark here."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
 from delta_pyds.errors import SqlParseError
-from delta_pyds.spark.sql.lexer import Token, tokenize
+from delta_pyds.expressions.lexer import Token, tokenize
 
-_AT_VERSION = re.compile(r"^(.*)@[vV](\d+)$")
+
+def split_at_version(path: str) -> tuple[str, int | None]:
+    """delta-spark's ``<path>@v<n>`` time travel: (path, n), or (path, None) without it."""
+    head, at, tail = path.rpartition("@")
+    if at and len(tail) > 1 and tail[0] in "vV" and tail[1:].isascii() and tail[1:].isdigit():
+        return head, int(tail[1:])
+    return path, None
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,7 @@ class Parser:
         self.text = text
         self.views = views  # a temporary view's table path, or None (Delta statements' targets only)
         self.view_paths: dict[str, str | None] = {}
-        self.tokens = [t for t in tokenize(text) if t.kind != "ws"]
+        self.tokens = [t for t in tokenize(text) if not t.blank]
         while self.tokens and self.tokens[-1].text == ";":
             self.tokens.pop()
         self.names = {k.lower(): v for k, v in (names or {}).items()}
@@ -115,7 +120,7 @@ class Parser:
         if t is None or t.kind != "number":
             self.fail("expected a number")
         self.i += 1
-        return float(re.sub(r"[a-zA-Z]+$", "", t.text))
+        return float(t.number_body)
 
     def string(self) -> str:
         t = self.peek()
@@ -261,9 +266,8 @@ class Parser:
                 self.i = save
                 return None
         version = None
-        m = _AT_VERSION.match(path)
-        if m and name is None:
-            path, version = m.group(1), int(m.group(2))
+        if name is None:
+            path, version = split_at_version(path)
         timestamp = None
         end = self.tokens[self.i - 1].end
         if time_travel:
@@ -343,7 +347,7 @@ def unqualify(text: str, alias: str | None) -> str:
         if skip:
             skip -= 1
             continue
-        prev = next((p for p in reversed(tokens[:k]) if p.kind != "ws"), None)
+        prev = next((p for p in reversed(tokens[:k]) if not p.blank), None)
         nxt = tokens[k + 1] if k + 1 < len(tokens) else None
         if (
             t.kind in ("word", "ident")

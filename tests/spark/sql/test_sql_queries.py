@@ -7,7 +7,7 @@ import pytest
 
 import delta_pyds
 from delta_pyds import SqlParseError, read_delta
-from delta_pyds.spark.sql.lexer import tokenize
+from delta_pyds.expressions.lexer import tokenize
 from delta_pyds.spark.sql.parser import Parser, query_refs
 from tests.helpers import spark_rows
 
