@@ -109,12 +109,12 @@ class Token:
         if self.kind == "ident":
             return self.text[1:-1].replace("``", "`")
         if self.kind == "string":
-            if self.raw:
-                return self.text[2:-1]
-            if self.double_quoted and dialect.double_quoted_identifiers:
+            if self.double_quoted and not self.raw and dialect.double_quoted_identifiers:
                 return self.text[1:-1].replace('""', '"')
             if dialect.escaped_string_literals:
-                return self.text[1:-1]
+                return self.text[1:-1]  # as Spark: the first and last character go, r'x' gives 'x
+            if self.raw:
+                return self.text[2:-1]
             return unescape(self.text)
         return self.text
 

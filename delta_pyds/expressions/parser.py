@@ -79,6 +79,10 @@ def _tokens(text: str, dialect: Dialect) -> list[_Tok]:
             out.append(_Tok("id", t.text, t.value(dialect)))
         elif t.kind == "string":
             value = t.value(dialect)
+            if any("\ud800" <= c <= "\udfff" for c in value):
+                # Java keeps an unpaired UTF-16 surrogate in the literal and writes it to UTF-8
+                # its own way: a value this package cannot hold exactly, so no reading of it
+                raise ExpressionError(f"cannot parse {text!r}: a string literal with an unpaired surrogate")
             if out and out[-1].kind == "str":
                 prev = out.pop()
                 out.append(_Tok("str", prev.text + " " + t.text, prev.value + value))

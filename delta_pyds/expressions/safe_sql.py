@@ -26,6 +26,7 @@ import pyarrow as pa
 from delta_pyds.errors import ColumnNotFoundError, ExpressionError
 from delta_pyds.expressions.ast import Call, Case, Cast, Col, Lit
 from delta_pyds.expressions.functions import FUNCTIONS
+from delta_pyds.expressions.lexer import DEFAULT_DIALECT, Dialect
 from delta_pyds.expressions.parser import parse
 from delta_pyds.protocol.schema import StructType
 
@@ -55,11 +56,12 @@ _INFIX = {
 _NON_DETERMINISTIC: frozenset[str] = frozenset()
 
 
-def safe_spark_sql(text: str, schema: StructType) -> str:
-    """The Spark SQL rendering of ``text`` after the checks of the module docstring."""
+def safe_spark_sql(text: str, schema: StructType, dialect: Dialect = DEFAULT_DIALECT) -> str:
+    """The Spark SQL rendering of ``text`` (read as Spark reads it under ``dialect``) after the
+    checks of the module docstring; the rendering reads the same under every dialect."""
     if not isinstance(text, str):
         raise ExpressionError(f"safe_where: expected a SQL condition string, got {type(text).__name__}")
-    tree = parse(text)
+    tree = parse(text, dialect)
     return _render(tree, schema)
 
 
@@ -105,7 +107,10 @@ def _sql_type(t: pa.DataType) -> str:
 
 
 def _string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    # reads back the same under every Dialect: no backslash or quote inside the quotes
+    if "'" in value or "\\" in value:
+        return f"CAST(X'{value.encode('utf-8').hex()}' AS STRING)"
+    return "'" + value + "'"
 
 
 def _literal(lit: Lit) -> str:

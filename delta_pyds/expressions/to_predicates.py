@@ -15,20 +15,23 @@ from typing import Any
 from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions import predicates as P
 from delta_pyds.expressions.ast import Call, Col, Lit
+from delta_pyds.expressions.lexer import DEFAULT_DIALECT, Dialect
 from delta_pyds.expressions.parser import parse
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "<=>": "<=>"}
 
 
-def skipping_predicates(condition: Any, schema: StructType) -> tuple:
-    """Skipping predicates implied by a SQL condition string (empty when nothing simple
-    can be said; a Column condition gives none). Conservative: every row matching the
-    condition matches the predicates, so pruning with them never drops a matching file."""
-    if not isinstance(condition, str):
+def skipping_predicates(condition: Any, schema: StructType, dialect: Dialect | None = DEFAULT_DIALECT) -> tuple:
+    """Skipping predicates implied by a SQL condition string read as Spark reads it under
+    ``dialect`` (empty when nothing simple can be said, when the text is outside the parser's
+    subset, or when ``dialect`` is None: unknown; a Column condition gives none).
+    Conservative: every row matching the condition matches the predicates, so pruning with
+    them never drops a matching file."""
+    if not isinstance(condition, str) or dialect is None:
         return ()
     try:
-        node = parse(condition)
+        node = parse(condition, dialect)
     except (ExpressionError, ValueError):
         return ()
     pred, _exact = _to_predicate(node, schema)

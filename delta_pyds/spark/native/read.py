@@ -68,12 +68,14 @@ from pyspark.sql.types import DataType as SparkDataType
 from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.errors import DataFileError, UnsupportedFeatureError
+from delta_pyds.expressions.lexer import DEFAULT_DIALECT
 from delta_pyds.expressions.safe_sql import safe_spark_sql
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.protocol.schema import DataType, StructField, StructType, nullable_type
 from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, OutputColumn, plan_native_scan, sql_string_list
 from delta_pyds.read.options import ReadOptions, get_option, read_change_feed
 from delta_pyds.read.scan_plan import load_snapshot, table_storage
+from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.native.deleted_rows import (
     ROW_INDEX_COLUMN,
     drop_deleted_rows,
@@ -131,7 +133,7 @@ def read_delta(
             raise ValueError("read_delta: give where= (trusted Spark SQL) or safe_where=, not both")
         safe_opts = ReadOptions.parse(opts_map)
         schema = _load(spark, table_storage(safe_opts), safe_opts).schema
-        where, skip_where = safe_spark_sql(safe_where, schema), safe_where
+        where, skip_where = safe_spark_sql(safe_where, schema, session_dialect(spark) or DEFAULT_DIALECT), safe_where
     if native == "never":
         return _apply_where(_datasource_read(spark, opts_map), where)
     if read_change_feed(opts_map):
@@ -142,7 +144,8 @@ def read_delta(
     location, reason = spark_target(spark, storage)
     if location is None:
         return _fallback(spark, opts_map, where, native, reason or "", snapshot.version)
-    predicates = skipping_predicates(skip_where, snapshot.schema) if isinstance(skip_where, str) else ()
+    dialect = session_dialect(spark)
+    predicates = skipping_predicates(skip_where, snapshot.schema, dialect) if isinstance(skip_where, str) else ()
     plan = plan_native_scan(snapshot, columns=opts.columns, predicates=predicates, root_uri=location.root_uri)
     if plan.unsupported:
         return _fallback(spark, opts_map, where, native, "; ".join(plan.unsupported), snapshot.version)

@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from delta_pyds.cdf.plan import CHANGE_TYPE
 from delta_pyds.errors import DeltaError
+from delta_pyds.expressions.lexer import DEFAULT_DIALECT
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.operations.row_tracking import (
     read_materialized,
@@ -48,6 +49,7 @@ from delta_pyds.protocol.schema import StructType as DeltaStruct
 from delta_pyds.protocol.table_properties import ENABLE_CDF, is_true
 from delta_pyds.read.scan_plan import plan_scan
 from delta_pyds.skipping.rules import SkippingReport
+from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
@@ -149,9 +151,12 @@ class TableRewriter:
             return scan
         return self.scan(snap, only_files(candidates, matched))
 
-    def candidates(self, snap: Snapshot, condition: OptionalExpressionOrColumn) -> pa.Table:
-        """The files that may hold rows matching ``condition`` (partition values and stats)."""
-        preds = skipping_predicates(condition, snap.schema) if condition is not None else ()
+    def candidates(self, snap: Snapshot, condition: OptionalExpressionOrColumn, *, rendered: bool = False) -> pa.Table:
+        """The files that may hold rows matching ``condition`` (partition values and stats).
+        SQL text is read as Spark reads it in this session, or in the default dialect when
+        ``rendered`` (text this package rendered itself)."""
+        dialect = DEFAULT_DIALECT if rendered else session_dialect(self.spark)
+        preds = skipping_predicates(condition, snap.schema, dialect) if condition is not None else ()
         if not preds:
             return snap.files
         scan = plan_scan(snap, predicates=preds)  # the read core's pruning, as every reader's

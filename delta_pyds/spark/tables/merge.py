@@ -346,20 +346,27 @@ class DeltaMergeBuilder:
         needs every row) and their scan."""
         files, talias, evolved = snap.files, scope.talias, scope.evolved
         if not self._not_matched_by_source:  # else every target row is needed
+            from delta_pyds.spark.dialect import session_dialect
             from delta_pyds.spark.tables.merge_pruning import key_pruning_min_bytes, keys_can_prune, target_filter
 
             counted: dict[str, int] = {}
             literal_files: dict[str | None, Any] = {}
 
             def read_keys(literal: str | None, columns: list[str]) -> bool:
-                found = self._rewriter.candidates(snap, literal) if literal else files
+                found = self._rewriter.candidates(snap, literal, rendered=True) if literal else files
                 literal_files[literal] = found
                 if scope.insert_only:  # without phase 1 a job counts the source anyway: this one
                     return True
                 return keys_can_prune(found, columns, snap.partition_columns, key_pruning_min_bytes(self._rewriter))
 
             pruning = target_filter(
-                self._condition, talias, scope.target_schema, scope.src, counted, read_keys=read_keys
+                self._condition,
+                talias,
+                scope.target_schema,
+                scope.src,
+                counted,
+                read_keys=read_keys,
+                dialect=session_dialect(self._rewriter.spark),
             )
             scope.source_rows = counted.get("rows")
             if pruning == "FALSE":
@@ -367,7 +374,7 @@ class DeltaMergeBuilder:
             elif pruning in literal_files:  # the keys were not read: the literal conjuncts' files
                 files = literal_files[pruning]
             elif pruning is not None:
-                files = self._rewriter.candidates(snap, pruning)
+                files = self._rewriter.candidates(snap, pruning, rendered=True)
         scope.files_after_skipping = files.num_rows
         scope.files = files
 

@@ -2,68 +2,66 @@
 able to match a source row satisfies, derived from the merge condition and the source's
 join-key ranges (as delta-rs's merge ``generalize_filter`` / ``try_construct_early_filter``).
 
-:func:`target_filter` reads a merge condition given as SQL text. Of its top-level ``AND``
-conjuncts it keeps:
+:func:`target_filter` reads a merge condition given as SQL text with the package's one
+reading of SQL (:mod:`delta_pyds.expressions.parser` over Spark's lexical rules, in the
+session's :class:`~delta_pyds.expressions.lexer.Dialect`): text it cannot parse whole gives no
+filter. Of the parsed condition's top-level ``AND`` conjuncts it keeps:
 
-* ``t.a = s.b`` (either side first; ``t`` the target alias, ``s`` any other qualifier
-  naming a source column): ``a`` between the source's smallest and largest ``b``, or
-  ``a IN (...)`` when the source holds at most :data:`MAX_KEY_SET` distinct keys (one
-  Spark job without a shuffle for every key: :func:`source_keys`); a source whose keys
+* ``t.a = s.b`` (either side first; ``t`` the target alias, ``s`` a qualifier that is neither
+  the target alias nor a column name of either side, so it can only be the source's alias,
+  naming a source column of the same type): ``a`` between the source's smallest and largest
+  ``b``, or ``a IN (...)`` when the source holds at most :data:`MAX_KEY_SET` distinct keys
+  (one Spark job without a shuffle for every key: :func:`source_keys`); a source whose keys
   are all null matches nothing (``FALSE``);
-* ``t.a <op> literal`` (``=, <, <=, >, >=, <>``): as written, without the alias.
+* ``t.a <op> literal`` (``=, <, <=, >, >=``, a non-null literal): rendered from the parsed
+  value, without the alias.
 
-Every other conjunct is dropped, which only widens the filter, and a condition with ``OR``
-or parentheses at the top level gives no filter. The filter feeds the same conservative
-file skipping as DELETE (partition values and statistics), so pruning can only drop files
-that cannot hold a matching row. Callers must not prune when a ``whenNotMatchedBySource``
-clause needs every target row.
+Every other conjunct is dropped, which only widens the filter. The filter is SQL text in the
+default dialect (read back by :meth:`TableRewriter.candidates` with ``DEFAULT_DIALECT``) and
+feeds the same conservative file skipping as DELETE (partition values and statistics), so
+pruning can only drop files that cannot hold a matching row. Callers must not prune when a
+``whenNotMatchedBySource`` clause needs every target row.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
-import re
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from delta_pyds.errors import ExpressionError
+from delta_pyds.expressions.ast import Call, Col, Lit
+from delta_pyds.expressions.lexer import Dialect
+from delta_pyds.expressions.parser import parse
+
 MAX_KEY_SET = 64
-_IDENT = r"`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*"
-_QUALIFIED = re.compile(rf"^\s*({_IDENT})\s*\.\s*({_IDENT})\s*$")
-_COMPARISON = re.compile(r"^(.*?)(<=|>=|<>|!=|=|<|>)(.*)$", re.DOTALL)
-_LITERAL = re.compile(r"^\s*(-?\d+(\.\d+)?([eE][-+]?\d+)?|'(?:[^'\\]|\\.)*'|(?:DATE|TIMESTAMP)\s*'[^']*')\s*$", re.I)
-
-
-def _unquote(name: str) -> str:
-    return name[1:-1].replace("``", "`") if name.startswith("`") else name
+_FLIPPED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "="}
 
 
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _conjuncts(text: str) -> list[str] | None:
-    """The top-level ``AND`` conjuncts, or None when the condition is not a plain chain."""
-    stripped = re.sub(r"'(?:[^'\\]|\\.)*'", "''", text)
-    if re.search(r"\bOR\b|\(|\)", stripped, re.I):
-        return None
-    parts, start = [], 0
-    for m in re.finditer(r"\bAND\b", stripped, re.I):
-        parts.append(text[start : m.start()])
-        start = m.end()
-    parts.append(text[start:])
-    return [p.strip() for p in parts]
+def _conjuncts(node: Any) -> list[Any]:
+    """The top-level ``AND`` conjuncts of a parsed condition."""
+    if isinstance(node, Call) and node.name == "and":
+        return [c for arg in node.args for c in _conjuncts(arg)]
+    return [node]
 
 
 def _sql_literal(value: Any) -> str | None:
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, (int, decimal.Decimal)):
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f") if value.is_finite() else None
+    if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return repr(value) if value == value and value not in (float("inf"), float("-inf")) else None
+        return f"{value!r}D" if math.isfinite(value) else None
     if isinstance(value, str):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"  # default dialect
     if isinstance(value, dt.datetime):
         return None  # time zone semantics: not worth the risk here
     if isinstance(value, dt.date):
@@ -79,15 +77,17 @@ def target_filter(
     counted: dict[str, int] | None = None,
     *,
     read_keys: Callable[[str | None, list[str]], bool] | None = None,
+    dialect: Dialect | None = None,
 ) -> str | None:
     """A SQL condition over the target's (unqualified) columns (``target_schema``: a Spark
     StructType) that every target row able to match satisfies, or None when none can be
-    derived (see the module docstring). Join keys whose source and target types differ
-    are not used. ``read_keys(literal_filter, key_columns)`` (when given) decides whether
-    the source's keys are worth a Spark job (False: the filter keeps the literal conjuncts
-    only). When the source's keys are read, ``counted["rows"]`` is set to the source's row
-    count (delta-spark's ``numSourceRows``, from the same job)."""
-    split = split_condition(condition, target_alias, target_schema, source)
+    derived (see the module docstring; ``dialect``: the session's, None when unknown: no
+    filter). Join keys whose source and target types differ are not used.
+    ``read_keys(literal_filter, key_columns)`` (when given) decides whether the source's keys
+    are worth a Spark job (False: the filter keeps the literal conjuncts only). When the
+    source's keys are read, ``counted["rows"]`` is set to the source's row count
+    (delta-spark's ``numSourceRows``, from the same job)."""
+    split = split_condition(condition, target_alias, target_schema, source, dialect)
     if split is None:
         return None
     kept, keys = split
@@ -100,46 +100,64 @@ def target_filter(
 
 
 def split_condition(
-    condition: Any, target_alias: str, target_schema: Any, source: Any
+    condition: Any, target_alias: str, target_schema: Any, source: Any, dialect: Dialect | None
 ) -> tuple[list[str], list[tuple[str, str]]] | None:
     """The condition's usable conjuncts: target-side comparisons with literals (as SQL over
-    the target's columns) and the join keys ``(target column, source column)`` of
-    ``t.a = s.b`` conjuncts whose two sides have one type; None when the condition is not
-    SQL text or not a plain ``AND`` chain."""
-    if not isinstance(condition, str):
+    the target's columns, default dialect) and the join keys ``(target column, source
+    column)`` of ``t.a = s.b`` conjuncts whose two sides have one type; None when the
+    condition is not SQL text, the dialect is unknown, or the text is outside the parser's
+    subset (never a guess)."""
+    if not isinstance(condition, str) or dialect is None:
         return None
-    conjuncts = _conjuncts(condition)
-    if not conjuncts:
+    try:
+        tree = parse(condition, dialect)
+    except (ExpressionError, ValueError):
         return None
-    targets = {f.name.lower(): f.name for f in target_schema.fields}
-    target_types = {f.name: f.dataType.simpleString() for f in target_schema.fields}
-    source_types = {f.name: f.dataType.simpleString() for f in source.schema.fields}
-    sources = {c.lower(): c for c in source.columns}
+    targets = {f.name.lower(): f for f in target_schema.fields}
+    sources = {f.name.lower(): f for f in source.schema.fields}
     alias = target_alias.lower()
     keys: list[tuple[str, str]] = []  # (target column, source column)
     kept: list[str] = []
-    for part in conjuncts:
-        m = _COMPARISON.match(part)
-        if m is None:
+    for part in _conjuncts(tree):
+        if not (isinstance(part, Call) and part.name in _FLIPPED and len(part.args) == 2):
             continue
-        left, op, right = m.group(1), m.group(2), m.group(3)
-        lq, rq = _QUALIFIED.match(left), _QUALIFIED.match(right)
-        sides = [(lq, right, op), (rq, left, {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op))]
-        for q, other, o in sides:
-            if q is None or _unquote(q.group(1)).lower() != alias:
-                continue
-            column = targets.get(_unquote(q.group(2)).lower())
+        for mine, other, op in (
+            (part.args[0], part.args[1], part.name),
+            (part.args[1], part.args[0], _FLIPPED[part.name]),
+        ):
+            column = _target_column(mine, alias, targets, sources)
             if column is None:
                 continue
-            oq = _QUALIFIED.match(other)
-            if o == "=" and oq is not None and _unquote(oq.group(1)).lower() != alias:
-                src = sources.get(_unquote(oq.group(2)).lower())
-                if src is not None and source_types.get(src) == target_types[column]:
-                    keys.append((column, src))
-            elif _LITERAL.match(other) and o != "!=":
-                kept.append(f"{_quote(column)} {o} {other.strip()}")
+            src = _source_column(other, alias, targets, sources)
+            if op == "=" and src is not None and src.dataType.simpleString() == column.dataType.simpleString():
+                keys.append((column.name, src.name))
+            elif isinstance(other, Lit):
+                literal = _sql_literal(other.value)
+                if literal is not None:
+                    kept.append(f"{_quote(column.name)} {op} {literal}")
             break
     return kept, keys
+
+
+def _target_column(node: Any, alias: str, targets: dict[str, Any], sources: dict[str, Any]) -> Any:
+    """The target field ``t.a`` names (``t`` the target alias, not also a column name)."""
+    if not (isinstance(node, Col) and len(node.path) == 2):
+        return None
+    qualifier, name = node.path[0].lower(), node.path[1].lower()
+    if qualifier != alias or qualifier in targets or qualifier in sources:
+        return None
+    return targets.get(name)
+
+
+def _source_column(node: Any, alias: str, targets: dict[str, Any], sources: dict[str, Any]) -> Any:
+    """The source field ``s.b`` names: a qualifier that is not the target alias and not a
+    column of either side (so not a struct column) can only be the source's alias."""
+    if not (isinstance(node, Col) and len(node.path) == 2):
+        return None
+    qualifier, name = node.path[0].lower(), node.path[1].lower()
+    if qualifier == alias or qualifier in targets or qualifier in sources:
+        return None
+    return sources.get(name)
 
 
 def key_conjuncts(source: Any, keys: list[tuple[str, str]], counted: dict[str, int] | None = None) -> list[str] | None:
