@@ -44,7 +44,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from delta_pyds.errors import ColumnNotFoundError, ConstraintViolationError, SchemaChangeError
+from delta_pyds.errors import ColumnNotFoundError, ConstraintViolationError, SchemaChangeError, SqlParseError
+from delta_pyds.expressions.lexer import tokenize
 from delta_pyds.protocol import features
 from delta_pyds.protocol.clustering import CLUSTERING_DOMAIN, domain_config, resolve, table_clustering
 from delta_pyds.protocol.schema import (
@@ -195,14 +196,31 @@ def _rewrite(schema: StructType, parts: list[str], fn: Callable[[StructType, Str
     return StructType(tuple(replace(g, type=inner) if g is f else g for g in schema.fields))
 
 
+def expression_mentions(expression: str, name: str) -> bool:
+    """Whether SQL ``expression`` names top-level column ``name`` (a word or backquoted
+    identifier not after a ``.``, read with Spark's lexical rules; text that cannot be read
+    counts as naming it, so the change is refused rather than guessed)."""
+    try:
+        tokens = [t for t in tokenize(expression) if not t.blank]
+    except SqlParseError:
+        return True
+    return any(
+        t.kind in ("word", "ident") and t.value().lower() == name.lower() and (k == 0 or tokens[k - 1].text != ".")
+        for k, t in enumerate(tokens)
+    )
+
+
 def _users(snap: Snapshot, parts: list[str]) -> list[str]:
     """CHECK constraints and generated columns whose expression mentions the column."""
-    word = re.compile(r"(?<![\w.])`?" + re.escape(parts[0]) + r"`?(?![\w])", re.I)
-    found = [k for k, v in snap.configuration.items() if k.startswith("delta.constraints.") and word.search(str(v))]
+    found = [
+        k
+        for k, v in snap.configuration.items()
+        if k.startswith("delta.constraints.") and expression_mentions(str(v), parts[0])
+    ]
     found += [
         f"generated column {f.name}"
         for f in snap.schema.fields
-        if _GENERATION in f.metadata and word.search(str(f.metadata[_GENERATION]))
+        if _GENERATION in f.metadata and expression_mentions(str(f.metadata[_GENERATION]), parts[0])
     ]
     return found
 

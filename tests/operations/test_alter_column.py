@@ -51,3 +51,13 @@ def test_alter_column_set_not_null_needs_a_scan_without_nulls(tmp_path):
     seen = []
     alter_column(path, "id", nullable=False, null_count=lambda version: seen.append(version) or 0)
     assert seen == [0] and not Snapshot.load(path).schema.fields[0].nullable
+
+
+def test_a_column_is_found_in_expressions_as_spark_reads_them():
+    from delta_pyds.operations.schema_changes import expression_mentions
+
+    assert expression_mentions("`pri``ce` > 0", "pri`ce")  # a backquote inside the name (a regex missed it)
+    assert expression_mentions("PRICE > 0 -- x", "price")
+    assert not expression_mentions("name = 'price' /* price */ -- price", "price")  # literal and comments only
+    assert not expression_mentions("s.price > 0", "price")  # a field of another column
+    assert expression_mentions("'unterminated", "price")  # unreadable: counted, the change is refused
