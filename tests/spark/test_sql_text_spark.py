@@ -263,9 +263,10 @@ def test_merge_target_filter_keeps_every_file_spark_matches(spark, typed_table):
     assert pruned >= len(conditions) // 2
 
 
-def test_read_paths_and_delete_agree_with_spark(spark, typed_table, tmp_path):
-    """A few generated conditions end to end: both read paths give Spark's rows, and DELETE
-    leaves exactly the rows Spark's filter does not match."""
+def test_read_paths_and_dml_agree_with_spark(spark, typed_table, tmp_path):
+    """A few generated conditions end to end: both read paths give Spark's rows, DELETE
+    leaves exactly the rows Spark's filter does not match, UPDATE changes exactly the rows it
+    matches."""
     import shutil
 
     conditions = _conditions(spark, typed_table, 40, 6)
@@ -278,5 +279,10 @@ def test_read_paths_and_delete_agree_with_spark(spark, typed_table, tmp_path):
         assert {r[0] for r in source.collect()} == expected, text
         copy = str(tmp_path / f"c{n}")
         shutil.copytree(typed_table, copy)
-        DeltaTable.forPath(spark, copy).delete(text)
-        assert {r[0] for r in read_delta(spark, copy).select("id").collect()} == every - expected, text
+        if n % 2:
+            DeltaTable.forPath(spark, copy).delete(text)
+            assert {r[0] for r in read_delta(spark, copy).select("id").collect()} == every - expected, text
+        else:
+            DeltaTable.forPath(spark, copy).update(text, {"i": "i + 1000"})
+            changed = {r[0] for r in read_delta(spark, copy).where("i >= 1000").select("id").collect()}
+            assert changed == expected, text

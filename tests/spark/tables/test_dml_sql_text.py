@@ -115,3 +115,22 @@ def test_merge_reads_comments_and_quotes_as_spark(spark, tmp_path, dv, condition
     assert len(ids) == len(set(ids)), f"duplicated rows: {condition}"
     assert {r[0] for r in rows if r[2] == "new" and r[1] != "NEW"} == matched
     assert len(rows) == 9 + 6 - len({j for j in (0, 1, 10, 11, 20, 99) if j in matched})
+
+
+@pytest.mark.parametrize("dv", [False, True], ids=["cow", "dv"])
+def test_the_session_s_escaped_string_literals_setting_is_followed(spark, tmp_path, dv):
+    # under spark.sql.parser.escapedStringLiterals 'C:\b' is the four characters C : \ b
+    path = str(tmp_path / "t")
+    write_arrow(
+        path,
+        pa.table({"id": [1, 2], "name": ["C:\\b", "C:\\c"]}),
+        options={"delta.enableDeletionVectors": str(dv).lower()},
+    )
+    write_arrow(path, pa.table({"id": [3, 4], "name": ["C:\x08", "D"]}))  # what the default reading gives
+    spark.conf.set("spark.sql.parser.escapedStringLiterals", "true")
+    try:
+        DeltaTable.forPath(spark, path).delete("name = 'C:\\b'")
+        assert [r[0] for r in read_delta(spark, path, where="name = 'C:\\c'").select("id").collect()] == [2]
+    finally:
+        spark.conf.unset("spark.sql.parser.escapedStringLiterals")
+    assert sorted(r[0] for r in read_delta(spark, path).select("id").collect()) == [2, 3, 4]
