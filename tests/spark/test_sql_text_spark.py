@@ -308,3 +308,22 @@ def test_the_evaluator_reads_conditions_as_spark(spark, typed_table):
         assert ours == [r[f"c{n}"] for r in theirs], text
         checked += 1
     assert checked >= 0.9 * len(conditions)
+
+
+def test_merge_agrees_with_spark(spark, typed_table, tmp_path):
+    """MERGE on generated conditions: exactly the target rows Spark's join matches are updated."""
+    import shutil
+
+    conditions = _conditions(spark, typed_table, 42, 4)
+    source = spark.createDataFrame([(k * 5 + j,) for k in range(FILES) for j in (0, 3)], "id long").alias("src")
+    for n, text in enumerate(conditions):
+        merge_on = f"t.id = src.id AND ({_qualified(text, 't')})"
+        target = read_delta(spark, typed_table).alias("t")
+        expected = {r[0] for r in target.join(source, on=F.expr(merge_on)).select("t.id").collect()}
+        copy = str(tmp_path / f"m{n}")
+        shutil.copytree(typed_table, copy)
+        DeltaTable.forPath(spark, copy).alias("t").merge(source, merge_on).whenMatchedUpdate(
+            set={"i": "t.i + 1000"}
+        ).execute()
+        changed = {r[0] for r in read_delta(spark, copy).where("i >= 1000").select("id").collect()}
+        assert changed == expected, merge_on
