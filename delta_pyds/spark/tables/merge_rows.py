@@ -330,7 +330,6 @@ def merge_rows(scope: MergeScope, pr: Probe | None, outcome: MergeOutcome, *, dv
     from pyspark.sql import functions as F
 
     generated = identity_to_generate(scope)
-    none = F.lit(None)
     target = None
     touched = outcome.touched
     if touched and scope.clauses and pr is not None and pr.carried:  # phase 1 pinned the rows to write
@@ -366,20 +365,32 @@ def merge_rows(scope: MergeScope, pr: Probe | None, outcome: MergeOutcome, *, dv
         target = target.select(*cols)
         if keep_old:
             target = target.localCheckpoint(eager=False)
-    inserts = unmatched_source(scope, pr, outcome.matched_pairs, outcome.matched_ids)
-    if inserts is not None:
-        tcol = dict.fromkeys(scope.names, none)
-        cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(_new_values(scope, tcol, generated, inserted=True))]
-        if keep_old:
-            cols += [none.alias(f"{OLD}{i}") for i in range(len(scope.names))]
-        cols += [none.cast("string").alias(SCAN_FILE), none.cast("long").alias(SCAN_ROW)]
-        if scope.tracking:
-            cols += [none.cast("long").alias(SCAN_ROW_ID), none.cast("long").alias(SCAN_ROW_VERSION)]
-        cols += [F.col(ACTION), F.lit(False).alias(MATCHED)]
-        inserts = inserts.select(*cols)
+    inserts = _insert_rows(scope, pr, outcome, generated, keep_old=keep_old)
     where = _regenerated(scope)
     target, inserts = (_with_generated(scope, df, where) if df is not None else None for df in (target, inserts))
     return MergeRows(target, inserts, list(scope.clauses), len(scope.inserts), scope.names, generated)
+
+
+def _insert_rows(
+    scope: MergeScope, pr: Probe | None, outcome: MergeOutcome, generated: list, *, keep_old: bool
+) -> DataFrame | None:
+    """The inserted source rows (:func:`unmatched_source`) with their written values, shaped
+    as the target rows of :func:`merge_rows` (None without insert clauses)."""
+    from pyspark.sql import functions as F
+
+    none = F.lit(None)
+    inserts = unmatched_source(scope, pr, outcome.matched_pairs, outcome.matched_ids)
+    if inserts is None:
+        return None
+    tcol = dict.fromkeys(scope.names, none)
+    cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(_new_values(scope, tcol, generated, inserted=True))]
+    if keep_old:
+        cols += [none.alias(f"{OLD}{i}") for i in range(len(scope.names))]
+    cols += [none.cast("string").alias(SCAN_FILE), none.cast("long").alias(SCAN_ROW)]
+    if scope.tracking:
+        cols += [none.cast("long").alias(SCAN_ROW_ID), none.cast("long").alias(SCAN_ROW_VERSION)]
+    cols += [F.col(ACTION), F.lit(False).alias(MATCHED)]
+    return inserts.select(*cols)
 
 
 def _regenerated(scope: MergeScope) -> dict[str, Column]:
