@@ -144,6 +144,15 @@ class StreamingError(DeltaError):
     """A streaming source cannot continue (offset of another table, schema change...)."""
 
 
+class StreamingSchemaChangeError(StreamingError):
+    """A stream would cross a non-additive schema change (a column renamed or dropped under
+    column mapping, partition columns changed, column mapping removed): files before and
+    after it cannot be read with one schema. delta-spark's
+    ``DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG``; ``error_class`` names it."""
+
+    error_class = "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG"
+
+
 class StreamChangeError(StreamingError):
     """A commit removed or rewrote data and no option tells the stream what to do."""
 

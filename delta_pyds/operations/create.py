@@ -5,7 +5,8 @@
 Guarantees:
 
 * one commit holding ``metaData`` and ``protocol`` (and, when clustered, the
-  ``delta.clustering`` domain); no data file is written. ``replace`` also removes every
+  ``delta.clustering`` domain); no data file is written by this module: ``plan_table`` and
+  ``table_transaction`` let ``... AS SELECT`` add its data files to that same commit. ``replace`` also removes every
   active file in the same commit, keeps the table id and never lowers the protocol;
 * generated columns carry ``delta.generationExpression`` in their field metadata, identity
   columns ``delta.identity.start`` / ``step`` / ``allowExplicitInsert`` (no high-water
@@ -166,11 +167,38 @@ def _partition_columns(schema: StructType, names: Sequence[str]) -> tuple[str, .
     return tuple(out)
 
 
+@dataclass
+class TablePlan:
+    """A table definition decided and checked, not yet committed: what
+    :func:`table_transaction` commits (with data files, for ``... AS SELECT``)."""
+
+    storage: Storage
+    snapshot: Snapshot | None  # the table replaced (None: created)
+    metadata: Metadata
+    protocol: Protocol
+    schema: StructType
+    clustering: list[tuple[str, ...]] | None
+    operation: str  # commitInfo.operation (without " AS SELECT")
+    parameters: dict[str, object]
+
+
 def create_table(
     storage: Storage, definition: TableDefinition, *, mode: str = "create", now_ms: int | None = None
 ) -> CommitResult | None:
     """Creates (or replaces, by ``mode``: one of :data:`MODES`) the table at ``storage``;
     returns the commit, or None when ``createIfNotExists`` found a table."""
+    plan = plan_table(storage, definition, mode=mode, now_ms=now_ms)
+    if plan is None:
+        return None
+    return table_transaction(plan).commit(plan.operation, plan.parameters)
+
+
+def plan_table(
+    storage: Storage, definition: TableDefinition, *, mode: str = "create", now_ms: int | None = None
+) -> TablePlan | None:
+    """Decides and checks the table ``create_table`` would commit, committing nothing; None
+    when ``createIfNotExists`` found a table. Every refusal of :func:`create_table` is raised
+    here, before any data is written."""
     if mode not in MODES:
         raise ValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
     snapshot = _load(storage)
@@ -203,7 +231,6 @@ def create_table(
         created_time=int(time.time() * 1000) if now_ms is None else now_ms,
         description=definition.description,
     )
-    txn = _create_transaction(storage, snapshot, metadata, protocol, schema, clustering)
     params: dict[str, object] = {
         "isManaged": "false",
         "description": definition.description,
@@ -212,7 +239,7 @@ def create_table(
     }
     if clustering is not None:
         params["clusterBy"] = json.dumps([".".join(p) for p in clustering])
-    return txn.commit(_OPERATION[mode], params)
+    return TablePlan(storage, snapshot, metadata, protocol, schema, clustering, _OPERATION[mode], params)
 
 
 def _should_create(storage: Storage, snapshot: Snapshot | None, mode: str) -> bool:
@@ -263,21 +290,16 @@ def _table_schema(
     return schema, partition_columns, clustering
 
 
-def _create_transaction(
-    storage: Storage,
-    snapshot: Snapshot | None,
-    metadata: Metadata,
-    protocol: Protocol,
-    schema: StructType,
-    clustering: list[tuple[str, ...]] | None,
-) -> Transaction:
-    """The transaction creating the table, or replacing ``snapshot``'s: every file removed,
-    its clustering domain set or removed."""
-    txn = Transaction(storage, snapshot)
+def table_transaction(plan: TablePlan) -> Transaction:
+    """The transaction creating the table of ``plan``, or replacing its snapshot's: every
+    file removed, its clustering domain set or removed. Not committed: the caller may add
+    the data files of ``... AS SELECT`` first (one commit for definition and rows)."""
+    snapshot, schema, clustering = plan.snapshot, plan.schema, plan.clustering
+    txn = Transaction(plan.storage, snapshot)
     txn.create_conflict = "error"
-    txn.update_metadata(metadata)
-    txn.update_protocol(protocol)
-    mode_cm = (metadata.configuration.get(COLUMN_MAPPING_MODE) or "none").lower()
+    txn.update_metadata(plan.metadata)
+    txn.update_protocol(plan.protocol)
+    mode_cm = (plan.metadata.configuration.get(COLUMN_MAPPING_MODE) or "none").lower()
     if clustering is not None:
         txn.set_domain_metadata(CLUSTERING_DOMAIN, domain_config(schema, clustering, mode_cm))
     elif (

@@ -50,13 +50,11 @@ from delta_pyds.protocol import features
 from delta_pyds.protocol.clustering import CLUSTERING_DOMAIN, domain_config, resolve, table_clustering
 from delta_pyds.protocol.schema import (
     DataType,
-    DecimalType,
-    PrimitiveType,
     StructField,
     StructType,
     parse_type,
 )
-from delta_pyds.protocol.schema_evolution import assign_column_mapping
+from delta_pyds.protocol.schema_evolution import assign_column_mapping, is_widening
 from delta_pyds.protocol.table_properties import (
     COLUMN_MAPPING_MAX_ID,
     COLUMN_MAPPING_MODE,
@@ -71,14 +69,6 @@ from delta_pyds.transaction.commit import Transaction
 ColumnPath = str | Sequence[str]
 Position = str | None  # None (at the end), "FIRST" or "AFTER <sibling name>", case-insensitive
 _GENERATION = "delta.generationExpression"
-_WIDENINGS = {
-    "byte": {"short", "integer", "long", "double"},
-    "short": {"integer", "long", "double"},
-    "integer": {"long", "double"},
-    "float": {"double"},
-}
-
-
 _SQL_NAMES = {
     "int": "integer",
     "bigint": "long",
@@ -418,18 +408,6 @@ def drop_columns(table: Storage | str, columns: Sequence[ColumnPath], *, if_exis
     return _commit(storage, snap, schema, "DROP COLUMNS", {"columns": dropped})
 
 
-def _widening_ok(src: DataType, dst: DataType) -> bool:
-    if isinstance(src, PrimitiveType) and isinstance(dst, PrimitiveType):
-        return dst.name in _WIDENINGS.get(src.name, set())
-    if isinstance(src, DecimalType) and isinstance(dst, DecimalType):
-        return (
-            dst.precision >= src.precision
-            and dst.scale >= src.scale
-            and dst.precision - dst.scale >= src.precision - src.scale
-        )
-    return False
-
-
 def alter_column(
     table: Storage | str,
     column: ColumnPath,
@@ -495,7 +473,7 @@ def _widened_type(
     if isinstance(data_type, str):
         data_type = parse_type_name(data_type, "dataType")
     if data_type != field.type:
-        if not _widening_ok(field.type, data_type):
+        if not is_widening(field.type, data_type):
             raise SchemaChangeError(
                 f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER COLUMN {name} TYPE: changing "
                 f"{field.type.simple_string()} to "

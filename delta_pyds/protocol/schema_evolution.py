@@ -12,6 +12,8 @@ Guarantees:
   (case-insensitively), existing types kept;
 * :func:`assign_column_mapping` gives every field lacking them a fresh column id and a
   ``col-<uuid>`` physical name, as the protocol's column mapping requires;
+* :func:`is_widening` is the type widening rule (``ALTER COLUMN ... TYPE`` and streams
+  reading files written before a widening);
 * :func:`conform_input` turns an Arrow column as Spark sends it into the table's
   logical Arrow type (struct fields matched by name, case-insensitively; missing
   fields null; numeric casts checked for overflow), and :func:`to_physical` turns that
@@ -75,6 +77,29 @@ def from_spark_json(obj: Any) -> StructType:
     if not isinstance(result, StructType):
         raise SchemaError("the DataFrame schema must be a struct")
     return result
+
+
+_WIDENINGS = {
+    "byte": {"short", "integer", "long", "double"},
+    "short": {"integer", "long", "double"},
+    "integer": {"long", "double"},
+    "float": {"double"},
+}
+
+
+def is_widening(src: DataType, dst: DataType) -> bool:
+    """Whether values of type ``src`` read as ``dst`` without loss, as type widening allows
+    (integers to wider integers or double, float to double, decimals to a precision and
+    scale that hold every value)."""
+    if isinstance(src, PrimitiveType) and isinstance(dst, PrimitiveType):
+        return dst.name in _WIDENINGS.get(src.name, set())
+    if isinstance(src, DecimalType) and isinstance(dst, DecimalType):
+        return (
+            dst.precision >= src.precision
+            and dst.scale >= src.scale
+            and dst.precision - dst.scale >= src.precision - src.scale
+        )
+    return False
 
 
 def _clean(dtype: DataType) -> DataType:

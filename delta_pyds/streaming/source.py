@@ -16,10 +16,15 @@ Guarantees: the entries between two offsets are a pure function of the log and t
 options, so re-planning a batch after a restart reads the same rows, batch 0 included
 (its start is resolved once and recorded in its end offset, so new commits, or a
 ``startingTimestamp`` or ``latest`` that would resolve differently now, do not move it); offsets never pass
-the ``Trigger.AvailableNow`` target once it is set; a commit whose schema the stream's
-schema cannot read (a column added, dropped, renamed or retyped after the stream
-started) stops the stream with :class:`streaming.StreamingError` asking for a restart;
-commits gone from the log raise :class:`VersionNotFoundError`.
+the ``Trigger.AvailableNow`` target once it is set; schema changes follow delta-spark's
+rules (:mod:`delta_pyds.streaming.schema_checks`): a non-additive change (a column renamed
+or dropped under column mapping, ...) between the table where a (re)started query resumes and
+the stream's schema, or met by a running stream, stops it with
+:class:`~delta_pyds.errors.StreamingSchemaChangeError`
+(``DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG``); a commit whose schema the
+stream's schema cannot read otherwise (a column added or retyped after the stream started)
+stops it with :class:`StreamingError` asking for a restart; commits gone from the log raise
+:class:`VersionNotFoundError`.
 """
 
 from __future__ import annotations
@@ -32,18 +37,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyds.cdf.plan import ChangeFile, check_cdf_enabled, check_cdf_protocol, version_changes
-from delta_pyds.errors import DeltaError, StreamingError, VersionNotFoundError
+from delta_pyds.errors import DeltaError, StreamingError, StreamingSchemaChangeError, VersionNotFoundError
 from delta_pyds.log.commits import Commit, CommitLog, FileAction
 from delta_pyds.protocol.actions import Metadata
-from delta_pyds.protocol.features import check_read
-from delta_pyds.protocol.schema import (
-    COLUMN_MAPPING_ID,
-    COLUMN_MAPPING_PHYSICAL_NAME,
-    DataType,
-    StructField,
-    StructType,
-    parse_schema,
-)
+from delta_pyds.protocol.features import check_read, is_enabled
+from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.read.options import StreamOptions
 from delta_pyds.read.scan import FileTask
 from delta_pyds.storage.store import Storage
@@ -59,6 +57,12 @@ from delta_pyds.streaming.offsets import (
     next_offset,
     not_after,
     take_admitted,
+)
+from delta_pyds.streaming.schema_checks import (
+    INCOMPATIBLE_SCHEMA_CHANGE,
+    mapping_mode,
+    non_additive_change,
+    unreadable_change,
 )
 from delta_pyds.table.snapshot import Snapshot
 
@@ -81,6 +85,10 @@ class StreamSource:
         self.read_schema = read_snapshot.schema
         self.read_partition_columns = [c.lower() for c in read_snapshot.partition_columns]
         self.read_metadata = read_snapshot.metadata
+        self.type_widening = is_enabled(read_snapshot.protocol, "typeWidening") or is_enabled(
+            read_snapshot.protocol, "typeWidening-preview"
+        )
+        self._start_checked = False
         self.policy = ChangePolicy(options.ignore_deletes, options.ignore_changes, options.skip_change_commits)
         self.change_feed = options.read_change_feed
         self.available_now_bound: StreamOffset | None = None
@@ -152,6 +160,7 @@ class StreamSource:
         first = start.unresolved
         if first:
             start = self._resolve_start()
+        self._check_start_once(start)
         if self._available_now and self.available_now_bound is None:
             self.available_now_bound = self._scan(start, None, log, None)
         end = self._scan(start, limits, log, self.available_now_bound)
@@ -170,6 +179,7 @@ class StreamSource:
             start = self.first_batch_start(end)
         if end.position() <= start.position():
             return []
+        self._check_start_once(start)
         log = CommitLog(self.storage)
         info: dict[int, _VersionInfo] = {}
         out: list = []
@@ -306,15 +316,61 @@ class StreamSource:
                 f"the table at {self.storage.root} was replaced at version {commit.version} (new table "
                 f"id {m.id}); restart the query with a new checkpoint location"
             )
-        problem = _unreadable_change(parse_schema(m.schema_string), self.read_schema)
+        self._check_schema(m, commit.version)
+
+    def _check_start_once(self, start: StreamOffset) -> None:
+        """On the first offset or batch of a (re)started query: the stream's schema (the
+        table's now) must be able to read the files from ``start`` on, i.e. no non-additive
+        change lies between the table at ``start``'s version and now (delta-spark's
+        ``checkReadIncompatibleSchemaChangeOnStreamStartOnce``)."""
+        if self._start_checked:
+            return
+        version = start.version
+        if version < self.read_version:
+            try:
+                metadata = Snapshot.load(self.storage, version=version).metadata
+            except DeltaError as exc:
+                if mapping_mode(self.read_metadata) != "none":
+                    raise StreamingError(
+                        f"[DELTA_STREAMING_CHECK_COLUMN_MAPPING_NO_SNAPSHOT] the table at version {version}, where "
+                        f"the stream resumes, cannot be loaded to check for column renames and drops ({exc})"
+                    ) from None
+            else:
+                self._check_schema(metadata, version, at_start=True)
+        self._start_checked = True
+
+    def _check_schema(self, m: Metadata, version: int, *, at_start: bool = False) -> None:
+        """Refuses to read files of metadata ``m`` (of ``version``) with the stream's schema
+        across a non-additive change, or when they are unreadable with it
+        (:mod:`delta_pyds.streaming.schema_checks`)."""
+        backfill = version < self.read_version  # m is older than the stream's schema
+        old, new = (m, self.read_metadata) if backfill else (self.read_metadata, m)
+        problem = non_additive_change(old, new)
+        if problem is not None:
+            read, data = self.read_metadata.schema_string, m.schema_string
+            when = "when the stream (re)started" if at_start else "during the stream"
+            raise StreamingSchemaChangeError(
+                f"[{INCOMPATIBLE_SCHEMA_CHANGE}] Streaming read is not supported on tables with "
+                f"read-incompatible schema changes (e.g. rename or drop or datatype changes): {problem} between "
+                f"version {min(version, self.read_version)} and version {max(version, self.read_version)} "
+                f"(detected {when}). delta_pyds has no schemaTrackingLocation: to read on, start a new query "
+                f"(a new checkpoint location) with startingVersion after the change. Read schema: {read}. "
+                f"Incompatible data schema: {data}."
+            )
+        problem = unreadable_change(
+            parse_schema(m.schema_string), self.read_schema, allow_widening=backfill and self.type_widening
+        )
         if problem is None and [c.lower() for c in m.partition_columns] != self.read_partition_columns:
             problem = f"the partition columns changed to {list(m.partition_columns)}"
         if problem is not None:
-            raise StreamingError(
-                f"the schema of the source table changed at version {commit.version}: {problem}. "
-                "The stream's schema was fixed when the query started; restart the query to read "
+            advice = (
+                "The stream's schema is the table's latest; files written before it with this schema "
+                "cannot be read with it"
+                if backfill
+                else "The stream's schema was fixed when the query started; restart the query to read "
                 "with the new schema (the checkpoint keeps the position)"
             )
+            raise StreamingError(f"the schema of the source table changed at version {version}: {problem}. {advice}")
 
     # ------------------------------------------------------------- initial snapshot
     def _snapshot_entries(self, version: int, after_index: int) -> Iterator[IndexedFile]:
@@ -349,46 +405,3 @@ class _SnapshotRef:
 def _numbered(version: int, actions: list[FileAction]) -> list[IndexedFile]:
     n = len(actions)
     return [IndexedFile(version, i, a.size, i == n - 1, a) for i, a in enumerate(actions)]
-
-
-def _field_key(f: StructField) -> tuple:
-    meta = f.metadata or {}
-    return (meta.get(COLUMN_MAPPING_PHYSICAL_NAME), meta.get(COLUMN_MAPPING_ID), _type_key(f.type), f.nullable)
-
-
-def _type_key(dtype: DataType) -> str:
-    import json
-
-    def strip(obj: Any) -> Any:
-        if isinstance(obj, dict):
-            return {
-                k: (
-                    strip(v)
-                    if k != "metadata"
-                    else {m: v[m] for m in (COLUMN_MAPPING_PHYSICAL_NAME, COLUMN_MAPPING_ID) if m in v}
-                )
-                for k, v in obj.items()
-            }
-        if isinstance(obj, list):
-            return [strip(x) for x in obj]
-        return obj
-
-    return json.dumps(strip(dtype.to_json()), sort_keys=True)
-
-
-def _unreadable_change(new: StructType, read: StructType) -> str | None:
-    """Why files written with schema ``new`` cannot be read with the stream's ``read``
-    schema (None if they can: ``new`` may lack columns ``read`` has, as when a stream
-    replays commits older than a column addition)."""
-    for f in new.fields:
-        r = read.get(f.name)
-        if r is None:
-            return f"column {f.name!r} is not in the stream's schema (added or renamed)"
-        nk, rk = _field_key(f), _field_key(r)
-        if nk[0] != rk[0] or nk[1] != rk[1]:
-            return f"column {f.name!r} was dropped and re-created or renamed"
-        if nk[2] != rk[2]:
-            return f"column {f.name!r} changed type"
-        if nk[3] and not rk[3]:
-            return f"column {f.name!r} is nullable there but not in the stream's schema"
-    return None

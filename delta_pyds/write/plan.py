@@ -43,7 +43,7 @@ from delta_pyds.protocol.clustering import domain_config as clustering_domain_co
 from delta_pyds.protocol.clustering import resolve as resolve_clustering
 from delta_pyds.protocol.identity import columns_to_generate, with_high_water_marks
 from delta_pyds.protocol.partition_values import partition_field
-from delta_pyds.protocol.schema import StructType, is_void_type, nullable_type
+from delta_pyds.protocol.schema import StructType, is_void_type, nullable_type, parse_schema
 from delta_pyds.protocol.schema_evolution import (
     assign_column_mapping,
     check_names,
@@ -398,6 +398,23 @@ def _write_spec(
         checks=checks if checks else None,
         identity=columns_to_generate(schema, input_names, keep_values=keep_identity_values),
     )
+
+
+def table_write_spec(
+    storage: Storage,
+    metadata: Metadata,
+    protocol: Protocol,
+    data_schema: StructType,
+    clustering: Sequence[tuple[str, ...]] = (),
+) -> WriteSpec:
+    """The spec of writing data of ``data_schema`` into the table ``metadata`` and ``protocol``
+    define before they are committed (``CREATE / REPLACE TABLE ... AS SELECT``: the files and
+    the definition land in one commit), with the rules every write has."""
+    conf = dict(metadata.configuration)
+    schema = parse_schema(metadata.schema_string)
+    shape = _TableShape(schema, conf, _mapping_mode(conf), tuple(metadata.partition_columns), list(clustering))
+    opts = WriteOptions(path=storage.root, overwrite=True, save_mode="overwrite")
+    return _write_spec(opts, storage, data_schema, shape, protocol, False, spark_sql_rules=False)
 
 
 def _new_clustering(

@@ -127,3 +127,21 @@ def test_non_append_change_fails_with_the_option_to_set(spark, tmp_path):
     with pytest.raises(Exception, match="skipChangeCommits=true"):
         _memory_stream(spark, path, "fails", startingVersion="0")
     assert _memory_stream(spark, path, "skips", startingVersion="0", skipChangeCommits="true") == [10]
+
+
+def test_a_restart_across_a_rename_is_refused_and_the_sink_gets_one_schema(spark, tmp_path):
+    import delta_pyds
+    from delta_pyds import DeltaTable as PyDeltaTable
+
+    path, checkpoint, out = (str(tmp_path / n) for n in ("t", "ck", "out"))
+    rows = lambda ids: spark.createDataFrame([(i, f"v{i}") for i in ids], "id long, v string")  # noqa: E731
+    delta_pyds.write_delta(rows([1, 2]), path, **{"delta.columnMapping.mode": "name"})
+    _run(spark, path, checkpoint, out, crash_on_call=None)
+    delta_pyds.write_delta(rows([3]), path)  # not read yet when the column is renamed
+    PyDeltaTable.forPath(spark, path).renameColumn("v", "w")
+    delta_pyds.write_delta(rows([4]).withColumnRenamed("v", "w"), path)
+    with pytest.raises(Exception, match="DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG"):
+        _run(spark, path, checkpoint, out, crash_on_call=None)
+    delivered = [pq.read_table(f) for f in glob.glob(os.path.join(out, "batch=*", "*.parquet"))]
+    assert {tuple(t.column_names) for t in delivered} == {("id", "v")}
+    assert _delivered(out, ["id", "v"]) == Counter([(1, "v1"), (2, "v2")])

@@ -6,10 +6,11 @@ nothing); a table definition runs as one ``DeltaTable.create / createIfNotExists
 createOrReplace`` builder call (``location(path)``, ``addColumn`` per column with its
 generated expression, identity, NOT NULL and comment, ``partitionedBy`` / ``clusterBy``,
 ``property`` per TBLPROPERTIES entry, ``comment``); ``AS SELECT`` reads the query first (its
-Delta tables through the native path), defines the table with the query's columns through the
-same builder and then appends the rows with ``write_delta`` (two commits: the definition, then
-the rows). A named table with LOCATION becomes a session name, as ``CREATE TABLE <name> USING
-delta LOCATION`` does; a session name without LOCATION names its table's path."""
+Delta tables through the native path), then writes its rows as files of the new definition and
+commits definition, removes and rows in one commit
+(:mod:`delta_pyds.spark.tables.create_as_select`: a failing query leaves the table as it was).
+A named table with LOCATION becomes a session name, as ``CREATE TABLE <name> USING delta
+LOCATION`` does; a session name without LOCATION names its table's path."""
 
 from __future__ import annotations
 
@@ -235,34 +236,49 @@ def create(spark: SparkSession, p: Parser) -> Callable[[], Any]:
 
 
 def run(spark: SparkSession, st: CreateStatement) -> DataFrame:
-    from delta_pyds.spark.native.write import write_delta
     from delta_pyds.spark.tables import DeltaTable, IdentityGenerator
 
     assert st.path is not None
-    rows = run_query(spark, st.query) if st.query is not None else None
-    exists = DeltaTable.isDeltaTable(spark, st.path)
-    builder = getattr(DeltaTable, st.mode)(spark).location(st.path)
-    if rows is not None:
-        builder = builder.addColumns(rows.schema)
-    for c in st.columns or ():
-        gen: Any = c.expression
-        by_default = None
-        if c.identity is not None:
-            start, step, always = c.identity
-            generator = IdentityGenerator(start, step)
-            gen, by_default = (generator, None) if always else (None, generator)
-        builder = builder.addColumn(c.name, c.type, c.nullable, gen, by_default, c.comment)
-    if st.partitioned:
-        builder = builder.partitionedBy(*st.partitioned)
-    if st.cluster is not None:
-        builder = builder.clusterBy(*st.cluster)
-    for k, v in st.properties.items():
-        builder = builder.property(k, v)
-    if st.comment is not None:
-        builder = builder.comment(st.comment)
-    builder.execute()
-    if rows is not None and not (st.mode == "createIfNotExists" and exists):
-        write_delta(rows, st.path, mode="append")
+    if st.query is not None:
+        _run_as_select(spark, st)
+    else:
+        builder = getattr(DeltaTable, st.mode)(spark).location(st.path)
+        for c in st.columns or ():
+            gen: Any = c.expression
+            by_default = None
+            if c.identity is not None:
+                start, step, always = c.identity
+                generator = IdentityGenerator(start, step)
+                gen, by_default = (generator, None) if always else (None, generator)
+            builder = builder.addColumn(c.name, c.type, c.nullable, gen, by_default, c.comment)
+        if st.partitioned:
+            builder = builder.partitionedBy(*st.partitioned)
+        if st.cluster is not None:
+            builder = builder.clusterBy(*st.cluster)
+        for k, v in st.properties.items():
+            builder = builder.property(k, v)
+        if st.comment is not None:
+            builder = builder.comment(st.comment)
+        builder.execute()
     if st.name is not None:
         NAMES.setdefault(spark, {}).setdefault(st.name.lower(), st.path)
     return empty(spark, None)
+
+
+def _run_as_select(spark: SparkSession, st: CreateStatement) -> None:
+    """``... AS SELECT``: the definition and the query's rows in one commit."""
+    from delta_pyds.operations.create import TableDefinition
+    from delta_pyds.spark.tables.args import activate
+    from delta_pyds.spark.tables.create_as_select import create_as_select
+    from delta_pyds.storage.store import Storage
+
+    assert st.path is not None and st.query is not None
+    activate(spark)
+    rows = run_query(spark, st.query)
+    definition = TableDefinition(
+        partition_columns=tuple(st.partitioned),
+        cluster_by=st.cluster,
+        properties=dict(st.properties),
+        description=st.comment,
+    )
+    create_as_select(spark, Storage(st.path), definition, rows, mode=st.mode)

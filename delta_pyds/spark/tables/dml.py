@@ -20,7 +20,8 @@ Guarantees:
   the table, for the copy-on-write operations of a table with
   ``delta.enableChangeDataFeed=true``;
 * identity columns the table generates cannot be set by DML
-  (:func:`refuse_identity_updates`).
+  (:func:`refuse_identity_updates`); generated columns a statement does not set are
+  recomputed from the rows' new values (:func:`regenerate`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from delta_pyds.cdf.plan import CHANGE_TYPE
-from delta_pyds.errors import DeltaError
+from delta_pyds.errors import ConstraintViolationError, DeltaError
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.operations.row_tracking import (
@@ -53,6 +54,7 @@ from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.write.constraints import GENERATION_EXPRESSION
 from delta_pyds.write.parquet_writer import WriteSpec
 from delta_pyds.write.plan import WritePlan
 from delta_pyds.write.rewrite import plan_rewrite
@@ -279,7 +281,13 @@ class TableRewriter:
                 out.append(json.dumps(a))
             yield pa.RecordBatch.from_arrays([pa.array(out, pa.string())], names=["add"])
 
-        rows = df.mapInArrow(write, "add string").collect()
+        try:
+            rows = df.mapInArrow(write, "add string").collect()
+        except Exception as exc:  # a rule a task refused: the named error, as the native writer raises it
+            violation = _worker_violation(exc)
+            if violation is None:
+                raise
+            raise ConstraintViolationError(violation) from None
         return [json.loads(r["add"]) for r in rows]
 
     def writes_changes(self, snap: Snapshot) -> bool:
@@ -316,6 +324,17 @@ class TableRewriter:
         ]
 
 
+def _worker_violation(exc: BaseException) -> str | None:
+    """The message of a ``ConstraintViolationError`` a Python worker raised, if ``exc`` (Spark's
+    error for the failed job) carries one."""
+    marker = ConstraintViolationError.__name__ + ": "
+    for line in str(exc).splitlines():
+        at = line.find(marker)
+        if at >= 0:
+            return line[at + len(marker) :].strip()
+    return None
+
+
 def only_files(files: pa.Table, paths: list[str]) -> pa.Table:
     """The rows of ``files`` (snapshot file rows) whose path is in ``paths``."""
     import pyarrow.compute as pc
@@ -328,6 +347,32 @@ def table_spark_schema(snap: Snapshot) -> SparkStructType:
     from delta_pyds.spark.schema_convert import drop_void, to_spark_schema
 
     return to_spark_schema(drop_void(snap.schema))
+
+
+def generated_expressions(snap: Snapshot) -> dict[str, str]:
+    """The table's generated columns: name -> generation expression (Spark SQL text)."""
+    return {
+        f.name: str(f.metadata[GENERATION_EXPRESSION])
+        for f in snap.schema.fields
+        if (f.metadata or {}).get(GENERATION_EXPRESSION)
+    }
+
+
+def regenerate(snap: Snapshot, df: DataFrame, where: Mapping[str, Column]) -> DataFrame:
+    """``df`` (the table's columns by name, holding the values to write) with each generated
+    column named in ``where`` set to its expression over those values on the rows where its
+    condition holds, as delta-spark recomputes generated columns on UPDATE and MERGE (the
+    write then checks the columns a statement set explicitly)."""
+    from pyspark.sql import functions as F
+
+    if not where:
+        return df
+    expressions = generated_expressions(snap)
+    types = {f.name: f.dataType for f in table_spark_schema(snap).fields}
+    for name, hit in where.items():
+        value = F.expr(expressions[name]).cast(types[name])
+        df = df.withColumn(name, F.when(hit, value).otherwise(F.col(f"`{name}`")))
+    return df
 
 
 def refuse_identity_updates(snap: Snapshot, exprs: Mapping[str, Any], what: str) -> None:

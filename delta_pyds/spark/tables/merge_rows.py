@@ -44,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from delta_pyds.spark.tables.dml import generated_expressions, regenerate
 from delta_pyds.spark.tables.merge_scope import ACTION, MATCHED, SRC, SRC_ID, MergeOutcome, MergeScope, sql_expr
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.spark.tables.resolution import set_columns
@@ -329,7 +330,6 @@ def merge_rows(scope: MergeScope, pr: Probe | None, outcome: MergeOutcome, *, dv
     from pyspark.sql import functions as F
 
     generated = identity_to_generate(scope)
-    none = F.lit(None)
     target = None
     touched = outcome.touched
     if touched and scope.clauses and pr is not None and pr.carried:  # phase 1 pinned the rows to write
@@ -365,18 +365,74 @@ def merge_rows(scope: MergeScope, pr: Probe | None, outcome: MergeOutcome, *, dv
         target = target.select(*cols)
         if keep_old:
             target = target.localCheckpoint(eager=False)
-    inserts = unmatched_source(scope, pr, outcome.matched_pairs, outcome.matched_ids)
-    if inserts is not None:
-        tcol = dict.fromkeys(scope.names, none)
-        cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(_new_values(scope, tcol, generated, inserted=True))]
-        if keep_old:
-            cols += [none.alias(f"{OLD}{i}") for i in range(len(scope.names))]
-        cols += [none.cast("string").alias(SCAN_FILE), none.cast("long").alias(SCAN_ROW)]
-        if scope.tracking:
-            cols += [none.cast("long").alias(SCAN_ROW_ID), none.cast("long").alias(SCAN_ROW_VERSION)]
-        cols += [F.col(ACTION), F.lit(False).alias(MATCHED)]
-        inserts = inserts.select(*cols)
+    inserts = _insert_rows(scope, pr, outcome, generated, keep_old=keep_old)
+    where = _regenerated(scope)
+    target, inserts = (_with_generated(scope, df, where) if df is not None else None for df in (target, inserts))
     return MergeRows(target, inserts, list(scope.clauses), len(scope.inserts), scope.names, generated)
+
+
+def _insert_rows(
+    scope: MergeScope, pr: Probe | None, outcome: MergeOutcome, generated: list, *, keep_old: bool
+) -> DataFrame | None:
+    """The inserted source rows (:func:`unmatched_source`) with their written values, shaped
+    as the target rows of :func:`merge_rows` (None without insert clauses)."""
+    from pyspark.sql import functions as F
+
+    none = F.lit(None)
+    inserts = unmatched_source(scope, pr, outcome.matched_pairs, outcome.matched_ids)
+    if inserts is None:
+        return None
+    tcol = dict.fromkeys(scope.names, none)
+    cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(_new_values(scope, tcol, generated, inserted=True))]
+    if keep_old:
+        cols += [none.alias(f"{OLD}{i}") for i in range(len(scope.names))]
+    cols += [none.cast("string").alias(SCAN_FILE), none.cast("long").alias(SCAN_ROW)]
+    if scope.tracking:
+        cols += [none.cast("long").alias(SCAN_ROW_ID), none.cast("long").alias(SCAN_ROW_VERSION)]
+    cols += [F.col(ACTION), F.lit(False).alias(MATCHED)]
+    return inserts.select(*cols)
+
+
+def _regenerated(scope: MergeScope) -> dict[str, Column]:
+    """The generated columns the merge recomputes, each on the rows of the update and insert
+    clauses that do not set it (an ``updateAll`` / ``insertAll`` sets it when the source has
+    the column)."""
+    from pyspark.sql import functions as F
+
+    n, out = len(scope.clauses), {}
+    tcol = scope.tcol()
+    for name in generated_expressions(scope.snap):
+        actions = []
+        for i, (kind, _, sets, _) in enumerate(scope.clauses):
+            if kind != "update":
+                continue
+            given = (
+                name.lower() in scope.src_cols
+                if sets is None
+                else name in set_columns(scope.target_schema, sets, tcol.get, what="merge", alias=scope.talias)
+            )
+            if not given:
+                actions.append(i + 1)
+        for j, (_, values) in enumerate(scope.inserts):
+            given = name.lower() in scope.src_cols if values is None else name in {scope.target_name(k) for k in values}
+            if not given:
+                actions.append(n + j + 1)
+        if actions:
+            out[name] = F.col(ACTION).isin(actions)
+    return out
+
+
+def _with_generated(scope: MergeScope, df: DataFrame, where: dict[str, Column]) -> DataFrame:
+    """``df`` (written values as ``__pydelta_new_<i>``) with the generated columns of
+    ``where`` recomputed from the written values (:func:`~delta_pyds.spark.tables.dml.regenerate`)."""
+    from pyspark.sql import functions as F
+
+    if not where:
+        return df
+    rest = [F.col(c) for c in df.columns if not c.startswith(NEW)]
+    named = df.select(*[F.col(f"{NEW}{i}").alias(n) for i, n in enumerate(scope.names)], *rest)
+    named = regenerate(scope.snap, named, where)
+    return named.select(*[F.col(f"`{n}`").alias(f"{NEW}{i}") for i, n in enumerate(scope.names)], *rest)
 
 
 def _new_values(scope: MergeScope, tcol: dict, generated: list, *, inserted: bool, only_updated: bool = False) -> list:
@@ -429,6 +485,8 @@ def _update_value(scope: MergeScope, name: str, sets: dict | None, given: dict |
     if sets is None:  # updateAll
         if name in scope.generated_always or (name in scope.identities and name.lower() not in scope.src_cols):
             return None  # updateAll keeps the values the table generated
+        if name.lower() not in scope.src_cols and name in generated_expressions(scope.snap):
+            return None  # recomputed (_regenerated)
         if scope.evolve and name.lower() not in scope.src_cols:
             return None  # schema evolution: a column the source lacks is kept
         return scope.source_col(name)
@@ -448,6 +506,8 @@ def _insert_value(
     if values is None:
         if name in scope.identities and name.lower() not in scope.src_cols:
             return None  # pragma: no cover - generated above
+        if name.lower() not in scope.src_cols and name in generated_expressions(scope.snap):
+            return F.lit(None)  # recomputed (_regenerated)
         if scope.evolve and name.lower() not in scope.src_cols:
             return F.lit(None)  # schema evolution: a column the source lacks is null
         return scope.source_col(name)

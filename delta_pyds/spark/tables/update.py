@@ -9,7 +9,10 @@ Guarantees:
 * ``set`` keys name top-level columns or struct fields (resolved as delta-spark resolves
   them: :mod:`delta_pyds.spark.tables.resolution`); the condition and the values are
   analysed against the table's columns before anything is read; identity columns the
-  table generates cannot be set;
+  table generates cannot be set; generated columns the update does not set are recomputed
+  from the updated values (a generated partition column moves the row to its partition), and
+  one set to a value its expression does not give fails the update
+  (:class:`~delta_pyds.errors.ConstraintViolationError`, nothing committed);
 * files that may hold matching rows are found by data skipping on the condition;
 * with deletion vectors on (the ``deletionVectors`` feature and
   ``delta.enableDeletionVectors=true``) the matching rows are marked deleted in their
@@ -34,7 +37,13 @@ from delta_pyds.operations.dv_delete import stage_dv_marks
 from delta_pyds.operations.read_set import record_read
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.action_types import AddFile
-from delta_pyds.spark.tables.dml import TableRewriter, refuse_identity_updates, table_spark_schema
+from delta_pyds.spark.tables.dml import (
+    TableRewriter,
+    generated_expressions,
+    refuse_identity_updates,
+    regenerate,
+    table_spark_schema,
+)
 from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.tables.native_rows import SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.spark.tables.resolution import check_condition_resolves, set_columns
@@ -97,7 +106,7 @@ def _update_copy_on_write(
     with delete_on_failure(rw.storage, written):
         if rw.writes_changes(snap):
             names = [f.name for f in snap.schema.fields]
-            cdcs = rw.write_changes(snap, _update_images(in_files.where(hit), names, exprs))
+            cdcs = rw.write_changes(snap, _update_images(snap, in_files.where(hit), names, exprs))
             written += cdcs
             txn.add_cdc_files(cdcs)
         victims = rows_for_paths(file_actions(snap).active, matched)
@@ -132,19 +141,26 @@ def _rewrite_updated(
     spec = rw.write_spec(snap, row_tracking=True)
     extra = [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
     flagged = in_files.withColumn("__pydelta_hit", hit).select(*cols, *extra, "__pydelta_hit")
+    flagged = regenerate(snap, flagged, _regenerated(snap, exprs, F.col("__pydelta_hit")))
     return rw.rewrite(rw.tracked(snap, flagged, updated=F.col("__pydelta_hit")), spec, True)
 
 
-def _update_images(changed: DataFrame, names: list[str], exprs: Mapping[str, Column]) -> DataFrame:
+def _update_images(snap: Snapshot, changed: DataFrame, names: list[str], exprs: Mapping[str, Column]) -> DataFrame:
     """The change feed rows of an update: the columns ``names`` of the ``changed`` rows as
     they were (``update_preimage``) and as they become (``update_postimage``)."""
     from pyspark.sql import functions as F
 
     old = [F.col(f"`{n}`") for n in names]
     new = [exprs[n].alias(n) if n in exprs else F.col(f"`{n}`") for n in names]
+    post = regenerate(snap, changed.select(*new), _regenerated(snap, exprs, F.lit(True)))
     return changed.select(*old, F.lit("update_preimage").alias(CHANGE_TYPE)).unionAll(
-        changed.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE))
+        post.withColumn(CHANGE_TYPE, F.lit("update_postimage"))
     )
+
+
+def _regenerated(snap: Snapshot, exprs: Mapping[str, Column], hit: Column) -> dict[str, Column]:
+    """The generated columns the update recomputes (those it does not set), each where ``hit``."""
+    return {name: hit for name in generated_expressions(snap) if name not in exprs}
 
 
 def _update_with_dvs(
@@ -169,12 +185,13 @@ def _update_with_dvs(
     new = [exprs[n].alias(n) if n in exprs else F.col(f"`{n}`") for n in names]
     extra = [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
     spec = rw.write_spec(snap, row_tracking=True)
-    adds = rw.rewrite(rw.tracked(snap, changed.select(*new, *extra), updated=F.lit(True)), spec, True)
+    rows = regenerate(snap, changed.select(*new, *extra), _regenerated(snap, exprs, F.lit(True)))
+    adds = rw.rewrite(rw.tracked(snap, rows, updated=F.lit(True)), spec, True)
     written: list[Mapping[str, Any]] = list(adds)
     txn = Transaction(rw.storage, snap)
     with delete_on_failure(rw.storage, written):
         if rw.writes_changes(snap):
-            cdcs = rw.write_changes(snap, _update_images(changed, names, exprs))
+            cdcs = rw.write_changes(snap, _update_images(snap, changed, names, exprs))
             written += cdcs
             txn.add_cdc_files(cdcs)
         record_read(txn, snap, condition, candidates)

@@ -182,3 +182,95 @@ def test_tables_made_by_sql_read_the_same_through_both_paths_and_deltalake(spark
     fields = {f.name: f for f in deltalake.DeltaTable(g).schema().fields}
     assert "delta.generationExpression" in fields["d"].metadata
     assert "delta.identity.start" in fields["id"].metadata
+
+
+def _rows(spark, path):
+    return sorted(tuple(r) for r in delta_pyds.read_delta(spark, path).collect())
+
+
+def _data_files(path):
+    import os
+
+    return sorted(
+        os.path.relpath(os.path.join(d, f), path)
+        for d, _, fs in os.walk(path)
+        if "_delta_log" not in d
+        for f in fs
+        if f.endswith(".parquet")
+    )
+
+
+@pytest.mark.parametrize("head", ["CREATE OR REPLACE TABLE", "REPLACE TABLE"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT id, id / (id - id) AS x FROM delta.`{p}`",  # division by zero under ANSI
+        "SELECT IF(id >= 3, CAST(raise_error('boom') AS BIGINT), id) AS id FROM delta.`{p}`",
+    ],
+)
+def test_a_failing_replace_as_select_leaves_the_table_and_its_rows(spark, tmp_path, head, query):
+    p = str(tmp_path / "t")
+    delta_pyds.write_delta(spark.createDataFrame([(i, f"s{i}") for i in range(5)], "id long, s string"), p)
+    files = _data_files(p)
+    with pytest.raises(Exception, match="(?i)divide|zero|boom"):
+        delta_pyds.sql(spark, f"{head} delta.`{p}` USING delta AS {query.format(p=p)}")
+    assert len(history(p)) == 1
+    assert _rows(spark, p) == [(i, f"s{i}") for i in range(5)]
+    assert _data_files(p) == files  # what the failed statement wrote is gone
+
+
+def test_a_failing_create_as_select_creates_nothing(spark, tmp_path):
+    p = str(tmp_path / "t")
+    with pytest.raises(Exception, match="boom"):
+        delta_pyds.sql(spark, f"CREATE TABLE delta.`{p}` USING delta AS SELECT CAST(raise_error('boom') AS INT) AS x")
+    assert not DeltaTable.isDeltaTable(spark, p)
+    assert _data_files(p) == []
+
+
+@pytest.mark.parametrize("head", ["CREATE OR REPLACE TABLE", "REPLACE TABLE"])
+def test_replace_as_select_is_one_commit_read_alike_everywhere(spark, tmp_path, head):
+    import deltalake
+
+    from tests.helpers import log_actions
+
+    p = str(tmp_path / "t")
+    delta_pyds.write_delta(spark.createDataFrame([(i, f"s{i}") for i in range(5)], "id long, s string"), p)
+    old = {a["add"]["path"] for a in log_actions(p, 0) if "add" in a}
+    delta_pyds.sql(
+        spark,
+        f"{head} delta.`{p}` USING delta PARTITIONED BY (p) TBLPROPERTIES ('delta.appendOnly' = 'false') "
+        f"AS SELECT id * 10 AS id, id % 2 AS p FROM delta.`{p}` WHERE id > 0",
+    )
+    assert [h["version"] for h in history(p)] == [1, 0]
+    actions = log_actions(p, 1)
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    assert info["operation"] == f"{head} AS SELECT"
+    assert info["operationMetrics"]["numOutputRows"] == "4"
+    assert {a["remove"]["path"] for a in actions if "remove" in a} == old
+    assert sum("add" in a for a in actions) == int(info["operationMetrics"]["numFiles"]) > 0
+    assert any("metaData" in a for a in actions)
+    expected = [(10, 1), (20, 0), (30, 1), (40, 0)]
+    assert _rows(spark, p) == expected
+    assert sorted(tuple(r) for r in spark.read.format("pydelta").load(p).select("id", "p").collect()) == expected
+    rs = deltalake.DeltaTable(p)
+    assert rs.version() == 1 and rs.metadata().partition_columns == ["p"]
+    t = rs.to_pyarrow_table()
+    assert sorted(zip(t.column("id").to_pylist(), t.column("p").to_pylist())) == expected
+
+
+def test_create_as_select_is_one_commit(spark, tmp_path):
+    import deltalake
+
+    from tests.helpers import log_actions
+
+    p = str(tmp_path / "t")
+    delta_pyds.sql(spark, f"CREATE TABLE delta.`{p}` USING delta COMMENT 'c' AS SELECT id, 'x' AS s FROM range(3)")
+    assert [h["version"] for h in history(p)] == [0]
+    actions = log_actions(p, 0)
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    assert info["operation"] == "CREATE TABLE AS SELECT"
+    assert any("protocol" in a for a in actions) and any("add" in a for a in actions)
+    assert Snapshot.load(p).metadata.description == "c"
+    assert _rows(spark, p) == [(0, "x"), (1, "x"), (2, "x")]
+    t = deltalake.DeltaTable(p).to_pyarrow_table()
+    assert sorted(zip(t.column("id").to_pylist(), t.column("s").to_pylist())) == [(0, "x"), (1, "x"), (2, "x")]
