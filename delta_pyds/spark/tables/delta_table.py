@@ -51,7 +51,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
@@ -65,6 +65,7 @@ from delta_pyds.spark.tables.args import (
     activate,
     check_column_map,
     check_condition,
+    check_feature_name,
     check_source,
     check_str,
     check_timestamp,
@@ -327,14 +328,14 @@ class DeltaTable(SchemaChanges):
         from delta_pyds.operations.feature_support import add_feature_support
 
         activate(self._spark)
-        check_str(featureName, "featureName")
+        check_feature_name(featureName)
         add_feature_support(self._storage, featureName)
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
         """Drops the table feature ``featureName`` (see
         :mod:`delta_pyds.operations.feature_support` for which and when)."""
         activate(self._spark)
-        check_str(featureName, "featureName")
+        check_feature_name(featureName)
         maintenance.drop_feature(self._rewriter, featureName, truncateHistory)
 
     # -------------------------------------------------------------------- restore
@@ -389,21 +390,16 @@ class DeltaTable(SchemaChanges):
         activate(self._spark)
         delete_rows(self._rewriter, condition)
 
-    def update(
-        self,
-        condition: OptionalExpressionOrColumn | ColumnMapping = None,
-        set: ColumnMapping | None = None,
-    ) -> None:
+    def update(self, condition: OptionalExpressionOrColumn = None, set: ColumnMapping | None = None) -> None:
         """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
-        (copy-on-write: the files holding matching rows are rewritten). As in delta-spark,
-        ``update({...})`` (the dict alone) updates every row; keys may be backtick-quoted
-        (```my col```) or name a struct field (``st.b``)."""
-        if set is None and isinstance(condition, Mapping):
-            condition, set = None, condition
+        (None: every row). ``set`` is required, as in delta-spark: ``update({...})`` (the
+        dict alone, taken as the condition) raises ``ValueError("'set' cannot be None")``;
+        write ``update(set={...})``. Keys may be backtick-quoted (```my col```) or name a
+        struct field (``st.b``)."""
+        sets = check_column_map(set, "'set'")
         check_condition(condition)
-        sets = check_column_map(set, "set")
         activate(self._spark)
-        update_rows(self._rewriter, cast("OptionalExpressionOrColumn", condition), sets)  # checked above
+        update_rows(self._rewriter, condition, sets)
 
     # ---------------------------------------------------------------------- merge
     def merge(self, source: DataFrame, condition: ExpressionOrColumn) -> DeltaMergeBuilder:

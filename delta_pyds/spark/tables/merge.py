@@ -48,8 +48,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import DeltaError
 from delta_pyds.operations.row_tracking import row_tracking_columns
@@ -118,16 +117,15 @@ class DeltaMergeBuilder:
         return self
 
     def whenNotMatchedBySourceUpdate(
-        self, condition: OptionalExpressionOrColumn | ColumnMapping = None, set: ColumnMapping | None = None
+        self, condition: OptionalExpressionOrColumn = None, set: ColumnMapping | None = None
     ) -> DeltaMergeBuilder:
-        """Updates target rows no source row matches (``set`` may use target columns only)."""
-        if set is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
-            condition, set = None, condition
+        """Updates target rows no source row matches (``set`` may use target columns only).
+        ``set`` is required: the dict alone (as ``condition``) is refused, as in delta-spark."""
+        sets = check_column_map(set, "'set' in whenNotMatchedBySourceUpdate")
         check_condition(condition)
-        sets = check_column_map(set, "set' in whenNotMatchedBySourceUpdate")
         if not sets:
             raise ValueError("whenNotMatchedBySourceUpdate: set must name at least one column")
-        self._not_matched_by_source.append(("update", cast(OptionalExpressionOrColumn, condition), sets))
+        self._not_matched_by_source.append(("update", condition, sets))
         return self
 
     def whenNotMatchedBySourceDelete(self, condition: OptionalExpressionOrColumn = None) -> DeltaMergeBuilder:
@@ -137,15 +135,15 @@ class DeltaMergeBuilder:
         return self
 
     def whenMatchedUpdate(
-        self, condition: OptionalExpressionOrColumn | ColumnMapping = None, set: ColumnMapping | None = None
+        self, condition: OptionalExpressionOrColumn = None, set: ColumnMapping | None = None
     ) -> DeltaMergeBuilder:
-        if set is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
-            condition, set = None, condition
+        """Updates matched target rows by ``set`` (required: the dict alone, as ``condition``,
+        is refused with delta-spark's ``ValueError``)."""
+        sets = check_column_map(set, "'set' in whenMatchedUpdate")
         check_condition(condition)
-        sets = check_column_map(set, "set' in whenMatchedUpdate")
         if not sets:
             raise ValueError("whenMatchedUpdate: set must name at least one column")
-        self._matched.append(("update", cast(OptionalExpressionOrColumn, condition), sets))
+        self._matched.append(("update", condition, sets))
         return self
 
     def whenMatchedUpdateAll(self, condition: OptionalExpressionOrColumn = None) -> DeltaMergeBuilder:
@@ -159,15 +157,15 @@ class DeltaMergeBuilder:
         return self
 
     def whenNotMatchedInsert(
-        self, condition: OptionalExpressionOrColumn | ColumnMapping = None, values: ColumnMapping | None = None
+        self, condition: OptionalExpressionOrColumn = None, values: ColumnMapping | None = None
     ) -> DeltaMergeBuilder:
-        if values is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
-            condition, values = None, condition
+        """Inserts unmatched source rows with ``values`` (required: the dict alone, as
+        ``condition``, is refused with delta-spark's ``ValueError``)."""
+        vals = check_column_map(values, "'values' in whenNotMatchedInsert")
         check_condition(condition)
-        vals = check_column_map(values, "values' in whenNotMatchedInsert")
         if not vals:
             raise ValueError("whenNotMatchedInsert: values must name at least one column")
-        self._not_matched.append((cast(OptionalExpressionOrColumn, condition), vals))
+        self._not_matched.append((condition, vals))
         return self
 
     def whenNotMatchedInsertAll(self, condition: OptionalExpressionOrColumn = None) -> DeltaMergeBuilder:
