@@ -198,9 +198,10 @@ class DeltaMergeBuilder:
                 # candidate row's in a small copy-on-write merge: no target file is read twice
                 keep_old = rw.writes_changes(scope.snap)
                 whole = pins_whole_target(scope, dv=dv, max_bytes=pin_target_max_bytes(rw))
+                carry = self._carries(scope, dv=dv)
                 if whole:
                     log.info("pydelta MERGE on %s: phase 1 pins every candidate row (small target)", rw.path)
-                pr = probe(scope, carry=dv, keep_old=keep_old, whole=whole)
+                pr = probe(scope, carry=carry, keep_old=keep_old, whole=whole)
                 # one job: it also fills the probe's checkpoint; inserts are counted there
                 # only for identity values (their high-water mark), else by the write
                 outcome = summarize(scope, pr, count_inserts=bool(generated), marks=dv)
@@ -233,6 +234,28 @@ class DeltaMergeBuilder:
             [(updated + deleted + inserted, updated, deleted, inserted)],
             "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long",
         )
+
+    def _carries(self, scope: MergeScope, *, dv: bool) -> bool:
+        """Whether phase 1 of a deletion-vector merge pins the changed rows' written values
+        (candidate files within ``spark.pydelta.merge.pinChangedRows.maxBytes``), logged."""
+        from delta_pyds.spark.tables.merge_pruning import bytes_conf
+        from delta_pyds.spark.tables.merge_rows import (
+            DEFAULT_PIN_CHANGED_MAX_BYTES,
+            PIN_CHANGED_CONF,
+            carries_changed_rows,
+        )
+
+        if not dv:
+            return False
+        cap = bytes_conf(self._rewriter, PIN_CHANGED_CONF, DEFAULT_PIN_CHANGED_MAX_BYTES)
+        carry = carries_changed_rows(scope, dv=dv, max_bytes=cap)
+        what = (
+            "phase 1 pins the changed rows' written values"
+            if carry
+            else f"phase 2 reads the changed files again (candidate files over {cap} bytes)"
+        )
+        log.info("pydelta MERGE on %s: %s", self._rewriter.path, what)
+        return carry
 
     def _parameters(self) -> dict[str, str]:
         """delta-spark's MERGE operation parameters."""
