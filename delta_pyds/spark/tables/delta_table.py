@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType as SparkStructType
 
     from delta_pyds.skipping.rules import SkippingReport
+    from delta_pyds.transaction.commit import CommitResult
 
 
 class DeltaTable(SchemaChanges):
@@ -210,63 +211,19 @@ class DeltaTable(SchemaChanges):
         return other
 
     def history(self, limit: int | None = None) -> DataFrame:
-        """Commits newest first, as a DataFrame (delta-spark's DESCRIBE HISTORY columns)."""
-        from pyspark.sql.types import (
-            BooleanType,
-            LongType,
-            MapType,
-            StringType,
-            StructField,
-            StructType,
-            TimestampType,
-        )
-
+        """Commits newest first, as a DataFrame with delta-spark's DESCRIBE HISTORY columns in
+        its order and types (``DeltaHistory``: ``version``, ``timestamp``, ``userId``,
+        ``userName``, ``operation``, ``operationParameters``, ``job`` (struct of ``jobId``,
+        ``jobName``, ``jobRunId``, ``runId``, ``jobOwnerId``, ``triggerType``), ``notebook``
+        (struct of ``notebookId``), ``clusterId``, ``readVersion``, ``isolationLevel``,
+        ``isBlindAppend``, ``operationMetrics``, ``userMetadata``, ``engineInfo``)."""
         from delta_pyds.log.history import history
 
         activate(self._spark)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
             raise TypeError(f"'limit' must be an int, got {type(limit)}")
-        records = history(self._storage, limit=limit)
-        schema = StructType(
-            [
-                StructField("version", LongType()),
-                StructField("timestamp", TimestampType()),
-                StructField("userId", StringType()),
-                StructField("userName", StringType()),
-                StructField("operation", StringType()),
-                StructField("operationParameters", MapType(StringType(), StringType())),
-                StructField("readVersion", LongType()),
-                StructField("isolationLevel", StringType()),
-                StructField("isBlindAppend", BooleanType()),
-                StructField("operationMetrics", MapType(StringType(), StringType())),
-                StructField("userMetadata", StringType()),
-                StructField("engineInfo", StringType()),
-            ]
-        )
-        rows = []
-        for r in records:
-            ts = (
-                dt.datetime.fromtimestamp(r["timestamp"] / 1000, tz=dt.timezone.utc)
-                if r.get("timestamp") is not None
-                else None
-            )
-            rows.append(
-                (
-                    r["version"],
-                    ts,
-                    _str(r.get("userId")),
-                    _str(r.get("userName")),
-                    r.get("operation"),
-                    _str_map(r.get("operationParameters")),
-                    r.get("readVersion"),
-                    r.get("isolationLevel"),
-                    r.get("isBlindAppend"),
-                    _str_map(r.get("operationMetrics")),
-                    _str(r.get("userMetadata")),
-                    _str(r.get("engineInfo")),
-                )
-            )
-        return self._spark.createDataFrame(rows, schema)
+        rows = [_history_row(r) for r in history(self._storage, limit=limit)]
+        return self._spark.createDataFrame(rows, _history_schema())
 
     def detail(self) -> DataFrame:
         """One row like delta-spark's DESCRIBE DETAIL."""
@@ -384,6 +341,14 @@ class DeltaTable(SchemaChanges):
             raise AttributeError("lastSkipping: no delete or update of this DeltaTable has pruned files")
         return report
 
+    @property
+    def lastCommit(self) -> CommitResult | None:
+        """The commit the last ``delete`` / ``update`` of this DeltaTable made (its
+        ``version`` and ``operation_metrics()``), None when it committed nothing; a
+        delta_pyds extension (``delta_pyds.sql`` reports a statement's own commit from it,
+        never a concurrent one)."""
+        return self._rewriter.last_commit
+
     def delete(self, condition: OptionalExpressionOrColumn = None) -> None:
         """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
         check_condition(condition)
@@ -414,6 +379,65 @@ class DeltaTable(SchemaChanges):
     def optimize(self) -> DeltaOptimizeBuilder:
         activate(self._spark)
         return DeltaOptimizeBuilder(self._rewriter)
+
+
+def _history_schema() -> SparkStructType:
+    """DESCRIBE HISTORY's columns (delta-spark's ``DeltaHistory``)."""
+    from pyspark.sql.types import BooleanType, LongType, MapType, StringType, StructField, StructType, TimestampType
+
+    strings = MapType(StringType(), StringType())
+    return StructType(
+        [
+            StructField("version", LongType()),
+            StructField("timestamp", TimestampType()),
+            StructField("userId", StringType()),
+            StructField("userName", StringType()),
+            StructField("operation", StringType()),
+            StructField("operationParameters", strings),
+            StructField("job", StructType([StructField(n, StringType()) for n in JOB_FIELDS])),
+            StructField("notebook", StructType([StructField("notebookId", StringType())])),
+            StructField("clusterId", StringType()),
+            StructField("readVersion", LongType()),
+            StructField("isolationLevel", StringType()),
+            StructField("isBlindAppend", BooleanType()),
+            StructField("operationMetrics", strings),
+            StructField("userMetadata", StringType()),
+            StructField("engineInfo", StringType()),
+        ]
+    )
+
+
+def _history_row(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    """One commit record of :func:`delta_pyds.log.history.history` as a DESCRIBE HISTORY row."""
+    ts = r.get("timestamp")
+    return (
+        r["version"],
+        dt.datetime.fromtimestamp(ts / 1000, tz=dt.timezone.utc) if ts is not None else None,
+        _str(r.get("userId")),
+        _str(r.get("userName")),
+        r.get("operation"),
+        _str_map(r.get("operationParameters")),
+        _struct(r.get("job"), JOB_FIELDS),
+        _struct(r.get("notebook"), ("notebookId",)),
+        _str(r.get("clusterId")),
+        r.get("readVersion"),
+        r.get("isolationLevel"),
+        r.get("isBlindAppend"),
+        _str_map(r.get("operationMetrics")),
+        _str(r.get("userMetadata")),
+        _str(r.get("engineInfo")),
+    )
+
+
+# delta-spark's JobInfo (commitInfo.job), in its order
+JOB_FIELDS = ("jobId", "jobName", "jobRunId", "runId", "jobOwnerId", "triggerType")
+
+
+def _struct(v: Any, names: tuple[str, ...]) -> tuple[str | None, ...] | None:
+    """A commitInfo object (``job``, ``notebook``) as a row of string fields (None: absent)."""
+    if not isinstance(v, dict):
+        return None
+    return tuple(_str(v.get(n)) for n in names)
 
 
 def _str(v: Any) -> str | None:

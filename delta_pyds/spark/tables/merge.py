@@ -180,35 +180,25 @@ class DeltaMergeBuilder:
         ``num_inserted_rows``), zeros when no row changes."""
         if not self._matched and not self._not_matched and not self._not_matched_by_source:
             raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause")
-        from delta_pyds.spark.tables.merge_commit import write_and_commit
-        from delta_pyds.spark.tables.merge_outcome import insert_only, summarize
-        from delta_pyds.spark.tables.merge_pruning import pin_target_max_bytes
-        from delta_pyds.spark.tables.merge_rows import merge_rows, pins_whole_target, probe
+        from delta_pyds.spark.tables.merge_commit import now_ms, write_and_commit
+        from delta_pyds.spark.tables.merge_rows import merge_rows
 
         rw = self._rewriter
+        started = now_ms()
         scope = self._scope(rw.dml_snapshot())
+        materialized = now_ms()
         dv = writes_dvs(scope.snap)
         pr, rows = None, None
         try:
-            generated = identity_to_generate(scope)  # refuses bad identity inserts before any job
-            if scope.insert_only and not generated:  # no phase 1: an anti-join and an append
-                outcome = insert_only(scope)
-            else:
-                # phase 1 pins the changed rows' written values with deletion vectors, every
-                # candidate row's in a small copy-on-write merge: no target file is read twice
-                keep_old = rw.writes_changes(scope.snap)
-                whole = pins_whole_target(scope, dv=dv, max_bytes=pin_target_max_bytes(rw))
-                carry = self._carries(scope, dv=dv)
-                if whole:
-                    log.info("pydelta MERGE on %s: phase 1 pins every candidate row (small target)", rw.path)
-                pr = probe(scope, carry=carry, keep_old=keep_old, whole=whole)
-                # one job: it also fills the probe's checkpoint; inserts are counted there
-                # only for identity values (their high-water mark), else by the write
-                outcome = summarize(scope, pr, count_inserts=bool(generated), marks=dv)
+            pr, outcome = self._phase_1(scope, dv=dv)
             if scope.clauses and outcome.several_matches and not scope.delete_all_matched:
                 raise DeltaError(_SEVERAL_MATCHES)
             metrics = self._metrics(scope, outcome.counts)
-            metrics["numSourceRows"] = outcome.source_rows
+            metrics.update(
+                numSourceRows=outcome.source_rows,
+                materializeSourceTimeMs=materialized - started,
+                scanTimeMs=now_ms() - materialized,  # phase 1 (delta-spark: finding the touched files)
+            )
             inserts = metrics["numTargetRowsInserted"] if outcome.inserts_counted else len(scope.inserts)
             if outcome.touched or inserts:
                 rows = merge_rows(scope, pr, outcome, dv=dv, keep_old=rw.writes_changes(scope.snap))
@@ -221,6 +211,7 @@ class DeltaMergeBuilder:
                     dv=dv,
                     condition=self._condition,
                     parameters=self._parameters(),
+                    started_ms=started,
                 )
         finally:
             if rows is not None:
@@ -234,6 +225,29 @@ class DeltaMergeBuilder:
             [(updated + deleted + inserted, updated, deleted, inserted)],
             "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long",
         )
+
+    def _phase_1(self, scope: MergeScope, *, dv: bool) -> tuple[Any, Any]:
+        """(the probe, or None for an insert-only merge, and the merge's outcome)."""
+        from delta_pyds.spark.tables.merge_outcome import insert_only, summarize
+        from delta_pyds.spark.tables.merge_pruning import pin_target_max_bytes
+        from delta_pyds.spark.tables.merge_rows import pins_whole_target, probe
+
+        rw = self._rewriter
+        generated = identity_to_generate(scope)  # refuses bad identity inserts before any job
+        if scope.insert_only and not generated:  # no phase 1: an anti-join and an append
+            return None, insert_only(scope)
+        # phase 1 pins the changed rows' written values with deletion vectors, every
+        # candidate row's in a small copy-on-write merge: no target file is read twice
+        whole = pins_whole_target(scope, dv=dv, max_bytes=pin_target_max_bytes(rw))
+        carry = self._carries(scope, dv=dv)
+        if whole:
+            log.info("pydelta MERGE on %s: phase 1 pins every candidate row (small target)", rw.path)
+        pr = probe(scope, carry=carry, keep_old=rw.writes_changes(scope.snap), whole=whole)
+        # one job: it also fills the probe's checkpoint; inserts are counted there only for
+        # identity values (their high-water mark), else by the write
+        with cleanup_on_failure(pr.release, what="the merge's phase 1 rows"):
+            outcome = summarize(scope, pr, count_inserts=bool(generated), marks=dv)
+        return pr, outcome
 
     def _carries(self, scope: MergeScope, *, dv: bool) -> bool:
         """Whether phase 1 of a deletion-vector merge pins the changed rows' written values
@@ -261,9 +275,9 @@ class DeltaMergeBuilder:
         """delta-spark's MERGE operation parameters."""
         return {
             "predicate": json.dumps([str(self._condition)]),
-            "matchedPredicates": json.dumps([{"actionType": k} for k, _, _ in self._matched]),
-            "notMatchedPredicates": json.dumps([{"actionType": "insert"} for _ in self._not_matched]),
-            "notMatchedBySourcePredicates": json.dumps([{"actionType": k} for k, _, _ in self._not_matched_by_source]),
+            "matchedPredicates": _clauses_json([(c, k) for k, c, _ in self._matched]),
+            "notMatchedPredicates": _clauses_json([(c, "insert") for c, _ in self._not_matched]),
+            "notMatchedBySourcePredicates": _clauses_json([(c, k) for k, c, _ in self._not_matched_by_source]),
         }
 
     def _metrics(self, scope: MergeScope, counts: dict[int, int]) -> dict[str, int]:
@@ -423,3 +437,12 @@ class DeltaMergeBuilder:
             for k in sets
         } | {k.split(".")[-1].lower() for _, values in self._not_matched if values for k in values}
         return evolved_schema(snap.schema, self._source, None if star else named)
+
+
+def _clauses_json(clauses: list[tuple[OptionalExpressionOrColumn, str]]) -> str:
+    """delta-spark's ``MergePredicate`` list: per clause ``{"predicate": ..., "actionType": ...}``,
+    the predicate left out when the clause has no condition (as its JSON writer leaves out
+    ``None``), compact as Jackson writes it; a condition as given (a ``Column`` as pyspark
+    prints it)."""
+    out = [({"predicate": str(c)} if c is not None else {}) | {"actionType": kind} for c, kind in clauses]
+    return json.dumps(out, separators=(",", ":"))

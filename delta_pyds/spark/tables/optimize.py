@@ -371,6 +371,7 @@ def _commit_metrics(victims: pa.Table, adds: list[AddFile], removed: int, batche
     """The ``operationMetrics`` of an OPTIMIZE commit (delta-spark's names)."""
     added_bytes = sum(int(a["size"]) for a in adds)
     return {
+        **file_size_percentiles([int(a["size"]) for a in adds]),
         "numFilesAdded": len(adds),
         "numFilesRemoved": removed,
         "filesAdded_totalSize": added_bytes,
@@ -381,4 +382,21 @@ def _commit_metrics(victims: pa.Table, adds: list[AddFile], removed: int, batche
         "numRemovedFiles": removed,
         "numAddedFiles": len(adds),
         "numDeletionVectorsRemoved": sum(1 for d in victims.column("deletionVector").to_pylist() if d),
+    }
+
+
+def file_size_percentiles(sizes: list[int]) -> dict[str, int]:
+    """delta-spark's OPTIMIZE file-size metrics of the added files (``minFileSize``,
+    ``p25FileSize``, ``p50FileSize``, ``p75FileSize``, ``maxFileSize``): the sorted sizes at
+    indexes ``0``, ``n // 4``, ``n // 2``, ``3n // 4``, ``n - 1``, as its
+    ``FileSizeStatsWithHistogram`` picks them; none without added files."""
+    if not sizes:
+        return {}
+    s, n = sorted(sizes), len(sizes)
+    return {
+        "minFileSize": s[0],
+        "p25FileSize": s[n // 4],
+        "p50FileSize": s[n // 2],
+        "p75FileSize": s[n * 3 // 4],
+        "maxFileSize": s[-1],
     }
