@@ -245,12 +245,13 @@ def plan_changes(storage: Storage, *, start: int, end: int | None = None, log: C
     )
     # commit `start` either has its own metaData or keeps the one of version start - 1,
     # which is then the metadata of version `start`
-    metadata = start_snapshot.metadata
+    metadata, protocol = start_snapshot.metadata, start_snapshot.protocol
     files: list[ChangeFile] = []
     for v in range(start, end + 1):
-        commit = log.read(v, metadata)
+        commit = log.read(v, metadata, protocol)
         if commit.protocol is not None:
             check_cdf_protocol(commit.protocol, v)
+            protocol = commit.protocol
         if commit.metadata is not None:
             metadata = commit.metadata
             check_cdf_enabled(metadata, v, start, end)

@@ -13,7 +13,8 @@ Guarantees:
 * :meth:`CommitLog.read` returns a :class:`Commit`: its file actions (``add``,
   ``remove``, ``cdc``) in the order of the commit's lines, paths URI-decoded and
   partition values as serialized strings in the physical partition column order of the
-  metadata in effect (the commit's own ``metaData`` if it has one, else the one given),
+  metadata and protocol in effect (the commit's own ``metaData`` / ``protocol`` if it has
+  them, else the ones given; the column mapping mode by the scan's rule),
   plus its ``protocol``, ``metaData`` and ``commitInfo`` actions.
 * A commit's timestamp is its in-commit timestamp (``commitInfo.inCommitTimestamp``)
   when it has one, else the commit file's modification time made strictly increasing
@@ -38,6 +39,7 @@ import pyarrow.compute as pc
 from delta_pyds.errors import CorruptLogError, VersionNotFoundError
 from delta_pyds.log.files import LogFile
 from delta_pyds.log.segment import list_log
+from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import Metadata, Protocol, json_actions_schema, parse_special_lines, read_json_actions
 from delta_pyds.protocol.paths import canonical
 from delta_pyds.protocol.schema import parse_schema
@@ -85,11 +87,13 @@ class Commit:
         return [a for a in self.actions if a.kind == "cdc"]
 
 
-def physical_partition_columns(metadata: Metadata) -> list[str]:
-    """The keys of ``partitionValues`` under ``metadata`` (physical names with column mapping)."""
+def physical_partition_columns(metadata: Metadata, protocol: Protocol) -> list[str]:
+    """The keys of ``partitionValues`` under ``metadata`` and ``protocol`` (physical names
+    with column mapping, by the rule every reader applies:
+    :func:`delta_pyds.protocol.features.column_mapping_mode`)."""
     if not metadata.partition_columns:
         return []
-    mode = (metadata.configuration.get("delta.columnMapping.mode") or "none").lower()
+    mode = features.column_mapping_mode(protocol, metadata.configuration)
     schema = parse_schema(metadata.schema_string)
     out = []
     for name in metadata.partition_columns:
@@ -145,9 +149,9 @@ class CommitLog:
         # a version known only from its checkpoint (its commit was cleaned up)
         return max((f.modification_time for f in self.listing if f.version == version), default=0)
 
-    def read(self, version: int, metadata: Metadata | None) -> Commit:
-        """The actions of commit ``version``; ``metadata`` is the metadata in effect
-        before it (it decides the partition columns unless the commit changes them)."""
+    def read(self, version: int, metadata: Metadata | None, protocol: Protocol) -> Commit:
+        """The actions of commit ``version``; ``metadata`` and ``protocol`` are the ones in
+        effect before it (they decide the partition value keys unless the commit changes them)."""
         f = self.require(version)
         try:
             data = self.storage.read_bytes(f.path, size=f.size)
@@ -159,6 +163,7 @@ class CommitLog:
             data,
             version=version,
             metadata=metadata,
+            protocol=protocol,
             source=f.path,
             timestamp_of=lambda info: self.timestamp(version, info),
             root=self.storage.root,
@@ -205,6 +210,7 @@ def parse_commit(
     *,
     version: int,
     metadata: Metadata | None,
+    protocol: Protocol,
     source: str = "",
     timestamp_of: Callable[[dict[str, Any] | None], int] | None = None,
     root: str,
@@ -220,7 +226,7 @@ def parse_commit(
         if isinstance(obj.get("commitInfo"), dict):
             commit.commit_info = obj["commitInfo"]
     effective = commit.metadata or metadata
-    pcols = physical_partition_columns(effective) if effective is not None else []
+    pcols = physical_partition_columns(effective, commit.protocol or protocol) if effective is not None else []
     table = read_json_actions(data, json_actions_schema(pcols, data), source=source)
     commit.actions = _file_actions(table, pcols, root)
     commit.timestamp = timestamp_of(commit.commit_info) if timestamp_of is not None else 0

@@ -17,7 +17,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -34,7 +34,7 @@ from delta_pyds.protocol.deletion_vectors import (
     with_deletion_vector,
 )
 from delta_pyds.storage.store import Storage
-from delta_pyds.transaction.commit import Transaction
+from delta_pyds.transaction.commit import CommitResult, Transaction
 from delta_pyds.transaction.file_actions import add_actions, remove_actions, stat_rows
 
 
@@ -46,6 +46,7 @@ class DvMarks:
     vectors_added: int  # files re-added with a (new or merged) vector
     vectors_updated: int  # of those, files that had a vector before
     files_removed: int  # files whose every row is now deleted (removed)
+    bytes_removed: int = 0  # their size
 
 
 def stage_dv_marks(
@@ -91,6 +92,7 @@ def stage_dv_marks(
         vectors_added=len(new_adds),
         vectors_updated=sum(1 for a in dv_files if a.get("deletionVector")),
         files_removed=len(full_files),
+        bytes_removed=sum(int(a.get("size") or 0) for a in full_files),
     )
 
 
@@ -102,20 +104,27 @@ def commit_dv_delete(
     params: Mapping[str, Any],
     *,
     inline_max_bytes: int,
-) -> None:
+    times: Callable[[], Mapping[str, int]] | None = None,
+) -> CommitResult:
     """Commits deletion vectors on the files ``old`` (active file actions): ``new_bitmaps``
     (serialized, one per row of ``old``) hold the rows deleted now, merged with each file's
-    existing vector; vectors up to ``inline_max_bytes`` serialized bytes go inline."""
+    existing vector; vectors up to ``inline_max_bytes`` serialized bytes go inline.
+    ``times()``: the operation's timing metrics, taken just before the commit."""
     marks = stage_dv_marks(storage, txn, old, new_bitmaps, inline_max_bytes=inline_max_bytes)
-    txn.commit(
+    return txn.commit(
         "DELETE",
         params,
         metrics={
             "numRemovedFiles": marks.files_removed,
             "numAddedFiles": 0,
             "numDeletedRows": marks.deleted_now,
-            "numDeletionVectorsAdded": marks.vectors_added,
-            "numDeletionVectorsUpdated": marks.vectors_updated,
             "numCopiedRows": 0,
+            "numDeletionVectorsAdded": marks.vectors_added,
+            "numDeletionVectorsRemoved": marks.files_removed,
+            "numDeletionVectorsUpdated": marks.vectors_updated,
+            "numAddedChangeFiles": 0,
+            "numRemovedBytes": marks.bytes_removed,
+            "numAddedBytes": 0,
+            **(times() if times is not None else {}),
         },
     )

@@ -8,9 +8,10 @@ silently otherwise. A feature not in the table is unknown and therefore unsuppor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from delta_pyds.errors import UnsupportedFeatureError
+from delta_pyds.errors import CorruptLogError, UnsupportedFeatureError
 from delta_pyds.protocol.actions import Protocol
 
 MAX_READER_VERSION = 3
@@ -97,6 +98,19 @@ def writer_features(protocol: Protocol) -> tuple[str, ...]:
 
 def is_enabled(protocol: Protocol, name: str) -> bool:
     return name in reader_features(protocol) or name in writer_features(protocol)
+
+
+def column_mapping_mode(protocol: Protocol, configuration: Mapping[str, str]) -> str:
+    """The column mapping mode readers apply: ``delta.columnMapping.mode`` (``none``,
+    ``name``, ``id``) when the protocol supports ``columnMapping``, else ``none`` whatever the
+    configuration says (delta-rs writes such tables: logical names in files and partition
+    values). Every reader (scan, change feed, streams) keys partition values by this rule."""
+    mode = (configuration.get("delta.columnMapping.mode") or "none").lower()
+    if mode not in ("none", "name", "id"):
+        raise CorruptLogError(f"unknown column mapping mode {mode!r}")
+    if mode != "none" and not is_enabled(protocol, "columnMapping"):
+        return "none"
+    return mode
 
 
 def check_read(protocol: Protocol) -> None:

@@ -340,8 +340,16 @@ def required_protocol(
     needed = used | cur_features
     want_reader = max(cur_reader, min_reader or 1)
     want_writer = max(cur_writer, min_writer or 1)
+    # a feature asked for by name (delta.feature.<name>) that the protocol does not support yet
+    # upgrades to table features, as delta-spark's addFeatureSupport / SET TBLPROPERTIES do: a
+    # legacy version would also imply features nobody asked for (writer 4: generatedColumns)
+    asked = {k[len(FEATURE_PREFIX) :] for k in configuration if k.startswith(FEATURE_PREFIX)} - cur_features
     legacy_only = (
-        all(f in _LEGACY_WRITER_VERSION for f in used) and cur_writer < 7 and want_writer < 7 and want_reader < 3
+        not asked
+        and all(f in _LEGACY_WRITER_VERSION for f in used)
+        and cur_writer < 7
+        and want_writer < 7
+        and want_reader < 3
     )
     if legacy_only:
         writer = max([want_writer] + [_LEGACY_WRITER_VERSION[f] for f in used])

@@ -39,9 +39,11 @@ import pyarrow.compute as pc
 from delta_pyds.cdf.plan import ChangeFile, check_cdf_enabled, check_cdf_protocol, version_changes
 from delta_pyds.errors import DeltaError, StreamingError, StreamingSchemaChangeError, VersionNotFoundError
 from delta_pyds.log.commits import Commit, CommitLog, FileAction
-from delta_pyds.protocol.actions import Metadata
+from delta_pyds.protocol.actions import Metadata, Protocol
 from delta_pyds.protocol.features import check_read, is_enabled
-from delta_pyds.protocol.schema import parse_schema
+from delta_pyds.protocol.schema import (
+    parse_schema,
+)
 from delta_pyds.read.options import StreamOptions
 from delta_pyds.read.scan import FileTask
 from delta_pyds.storage.store import Storage
@@ -89,12 +91,13 @@ class StreamSource:
             read_snapshot.protocol, "typeWidening-preview"
         )
         self._start_checked = False
+        self.read_protocol = read_snapshot.protocol
         self.policy = ChangePolicy(options.ignore_deletes, options.ignore_changes, options.skip_change_commits)
         self.change_feed = options.read_change_feed
         self.available_now_bound: StreamOffset | None = None
         self._available_now = False
         self._snapshot_files: tuple[int, pa.Table, list[str]] | None = None
-        self._metadata_after: dict[int, Metadata] = {}
+        self._state_after: dict[int, tuple[Metadata, Protocol]] = {}  # (metadata, protocol) after a version
         self._resolved_start: StreamOffset | None = None
 
     # ------------------------------------------------------------------- offsets
@@ -229,7 +232,9 @@ class StreamSource:
             bases = picked.column("base_row_id").to_pylist()
             drcvs = picked.column("default_row_commit_version").to_pylist()
             return [FileTask(p, s, tuple(v), d, b, r) for p, s, v, d, b, r in zip(paths, sizes, pvs, dvs, bases, drcvs)]
-        commit_info = log.read(version, self.read_metadata).commit_info if version in log.commits else None
+        commit_info = (
+            log.read(version, self.read_metadata, self.read_protocol).commit_info if version in log.commits else None
+        )
         ts = log.timestamp(version, commit_info)
         return [
             ChangeFile(p, s, tuple(v), "insert", version, ts, deletion_vector=d)
@@ -254,7 +259,7 @@ class StreamSource:
                 if after(marker, start):  # do not read (or judge) it
                     yield marker
                 return
-            commit = log.read(version, self._metadata_before(version))
+            commit = log.read(version, *self._state_before(version))
             info[version] = _VersionInfo(commit.timestamp, commit.commit_info)
             for e in self._commit_entries(commit):
                 if isinstance(e, list):
@@ -268,25 +273,28 @@ class StreamSource:
                 yield e
             version += 1
 
-    def _metadata_before(self, version: int) -> Metadata:
-        """Metadata to parse commit ``version`` with (its own metaData overrides it)."""
-        got = self._metadata_after.get(version - 1)
+    def _state_before(self, version: int) -> tuple[Metadata, Protocol]:
+        """Metadata and protocol to parse commit ``version`` with (its own metaData and
+        protocol override them)."""
+        got = self._state_after.get(version - 1)
         if got is not None:
             return got
         try:
-            return Snapshot.load(self.storage, version=version).metadata
+            snap = Snapshot.load(self.storage, version=version)
+            return snap.metadata, snap.protocol
         except DeltaError:
-            return self.read_metadata
+            return self.read_metadata, self.read_protocol
 
     def _commit_entries(self, commit: Commit) -> list:
         v = commit.version
-        metadata = commit.metadata or self._metadata_before(v)
+        before_metadata, before_protocol = self._state_before(v)
+        metadata = commit.metadata or before_metadata
         if self.change_feed:
             check_cdf_enabled(metadata, v, v, v)
         self._validate(commit)
-        self._metadata_after[v] = metadata
-        if len(self._metadata_after) > 64:
-            self._metadata_after.pop(min(self._metadata_after))
+        self._state_after[v] = (metadata, commit.protocol or before_protocol)
+        if len(self._state_after) > 64:
+            self._state_after.pop(min(self._state_after))
         marker = IndexedFile(v, BASE_INDEX)
         if self.change_feed:
             cdcs = commit.cdcs

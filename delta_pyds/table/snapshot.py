@@ -146,12 +146,7 @@ class Snapshot:
 
     @property
     def column_mapping_mode(self) -> str:
-        mode = (self.configuration.get("delta.columnMapping.mode") or "none").lower()
-        if mode not in ("none", "name", "id"):
-            raise CorruptLogError(f"unknown column mapping mode {mode!r}")
-        if mode != "none" and not features.is_enabled(self.protocol, "columnMapping"):
-            return "none"
-        return mode
+        return features.column_mapping_mode(self.protocol, self.configuration)
 
     @property
     def physical_partition_columns(self) -> list[str]:

@@ -95,6 +95,14 @@ class CommitResult:
     checkpoint: bool = False  # a checkpoint was written for this version
     actions: list = field(default_factory=list)
 
+    def operation_metrics(self) -> dict[str, str]:
+        """The ``operationMetrics`` of the commit made (empty when skipped or it has none)."""
+        for action in self.actions:
+            info = action.get("commitInfo") if isinstance(action, dict) else None
+            if isinstance(info, dict):
+                return {str(k): str(v) for k, v in (info.get("operationMetrics") or {}).items()}
+        return {}
+
 
 def _now_ms() -> int:
     return int(time.time() * 1000)

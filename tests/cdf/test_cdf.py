@@ -20,6 +20,7 @@ from delta_pyds.errors import ChangeDataError, VersionNotFoundError
 from delta_pyds.log.commits import CommitLog, FileAction
 from delta_pyds.protocol.deletion_vectors import inline_descriptor
 from delta_pyds.storage.store import Storage
+from delta_pyds.table.snapshot import Snapshot
 
 
 def changes(name, start=0, end=None, columns=None):
@@ -198,6 +199,42 @@ def test_same_changes_as_deltalake(name):
     columns = [c for c in ref.column_names if c != "_commit_timestamp"]
     expected = sorted(tuple(r[c] for c in columns) for r in ref.to_pylist())
     assert changes(name, start, columns=columns) == expected
+
+
+def test_mapping_mode_without_the_feature_keys_partition_values_as_the_scan_does(tmp_path):
+    # deltalake 1.6.6 sets delta.columnMapping.mode=name (and physical names in the schema) but
+    # leaves columnMapping out of the protocol: files and partition values use logical names, as
+    # the scan reads them; the change feed read its partition values under the physical names (NULL)
+    from deltalake import DeltaTable, write_deltalake
+
+    from delta_pyds.read.options import StreamOptions
+    from delta_pyds.streaming.source import StreamSource
+
+    path = str(tmp_path / "t")
+    data = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "p": ["a", "b", "a", "b"], "v": [10, 20, 30, 40]})
+    conf = {
+        "delta.columnMapping.mode": "name",
+        "delta.enableChangeDataFeed": "true",
+        "delta.enableDeletionVectors": "true",
+    }
+    write_deltalake(path, data, partition_by=["p"], configuration=conf)
+    dl = DeltaTable(path)
+    dl.delete("id = 1")
+    dl.update(updates={"v": "v + 1"}, predicate="id = 2")
+    snap = Snapshot.load(path)
+    assert snap.column_mapping_mode == "none" and "columnMapping" not in (snap.protocol.writer_features or ())
+    assert snap.configuration["delta.columnMapping.mode"] == "name"
+    ref = pa.table(dl.load_cdf(starting_version=0).read_all())
+    columns = ["id", "p", "v", "_change_type", "_commit_version"]
+    expected = sorted(tuple(r[c] for c in columns) for r in ref.to_pylist())
+    assert all(r[1] in ("a", "b") for r in expected)
+    got = read_changes(path, starting_version=0)
+    assert sorted(tuple(r[c] for c in columns) for r in got.to_pylist()) == expected
+    # a change-feed stream's commit-by-commit files carry the partition values under the same keys
+    source = StreamSource(Storage(path), snap, StreamOptions.parse({"readchangefeed": "true", "startingversion": "1"}))
+    start = source.initial_offset()
+    items = source.batch_files(start, source.latest_offset(start, None))
+    assert items and all(tuple(f.partition_values) in (("a",), ("b",)) for f in items)
 
 
 # ---------------------------------------------------------------- commit timestamps

@@ -62,6 +62,24 @@ def test_add_feature_support_upgrades_legacy_protocol(tmp_path):
     assert Snapshot.load(path).files.num_rows == 1
 
 
+def test_add_then_drop_a_writer_feature_leaves_the_protocol_delta_spark_leaves(tmp_path):
+    # delta-spark (python/delta/tests/test_deltatable.py): addFeatureSupport of a feature the
+    # legacy protocol does not support upgrades to writer version 7 listing the implied features
+    # plus that one; a feature it already supports commits nothing; a drop normalizes back to the
+    # legacy protocol holding the rest (a legacy (1, 4) implied generatedColumns, kept by the drop)
+    path = _table(str(tmp_path / "t"))
+    v = Snapshot.load(path).version
+    assert add_feature_support(Storage(path), "appendOnly") == v and _protocol(path) == (1, 2, set(), set())
+    add_feature_support(Storage(path), "changeDataFeed")
+    assert _protocol(path) == (1, 7, set(), {"appendOnly", "invariants", "changeDataFeed"})
+    set_properties(Storage(path), {"delta.constraints.pos": "id > 0"})
+    assert _protocol(path) == (1, 7, set(), {"appendOnly", "invariants", "changeDataFeed", "checkConstraints"})
+    drop_feature_support(Storage(path), "changeDataFeed")
+    assert _protocol(path) == (1, 3, set(), set())
+    assert deltalake.DeltaTable(path).protocol().min_writer_version == 3
+    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 3
+
+
 def test_drop_writer_features(tmp_path):
     props = {"delta.enableChangeDataFeed": "true", "delta.enableInCommitTimestamps": "true"}
     path = _table(str(tmp_path / "t"), **props)

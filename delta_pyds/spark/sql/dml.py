@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import SqlParseError
 from delta_pyds.spark.sql.parser import Parser, unqualify
-from delta_pyds.spark.sql.tables import affected, current_version, delta_table, read_ref, run_query
+from delta_pyds.spark.sql.tables import (
+    affected,
+    current_version,
+    delta_table,
+    metrics_row,
+    newest_metrics_after,
+    read_ref,
+    run_query,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -34,9 +42,8 @@ def delete(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
 
     def run() -> DataFrame:
         dt = delta_table(spark, ref)
-        before = current_version(ref.path)
         dt.delete(condition)
-        return affected(spark, ref.path, before, ("numDeletedRows",), ("num_affected_rows",))
+        return affected(spark, dt.lastCommit, ("numDeletedRows",), ("num_affected_rows",))
 
     return run
 
@@ -61,9 +68,8 @@ def update(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
 
     def run() -> DataFrame:
         dt = delta_table(spark, ref)
-        before = current_version(ref.path)
         dt.update(condition, sets)
-        return affected(spark, ref.path, before, ("numUpdatedRows",), ("num_affected_rows",))
+        return affected(spark, dt.lastCommit, ("numUpdatedRows",), ("num_affected_rows",))
 
     return run
 
@@ -213,7 +219,10 @@ def insert(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
         df = df.toDF(*names)
         before = current_version(ref.path)
         options = {"replaceWhere": replace_where} if replace_where else {}
-        write_delta(df, ref.path, mode="overwrite" if overwrite or replace_where else "append", **options)
-        return affected(spark, ref.path, before, ("numOutputRows",), ("num_affected_rows", "num_inserted_rows"))
+        commit = write_delta(df, ref.path, mode="overwrite" if overwrite or replace_where else "append", **options)
+        out = ("num_affected_rows", "num_inserted_rows")
+        if commit is None:  # the data source path does not hand its commit back
+            return metrics_row(spark, newest_metrics_after(ref.path, before), ("numOutputRows",), out)
+        return affected(spark, commit, ("numOutputRows",), out)
 
     return run

@@ -10,6 +10,7 @@ naming no Delta table reaches ``spark.sql(statement, args, **kwargs)`` as given.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ArgumentTypeError, SqlParseError, TableNotFoundError
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from delta_pyds.spark.tables import DeltaTable
+    from delta_pyds.transaction.commit import CommitResult
 
 NAMES: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
 
@@ -74,13 +76,27 @@ def delta_table(spark: SparkSession, ref: TableRef) -> DeltaTable:
 
 
 def affected(
-    spark: SparkSession, path: str, before: int, metrics: tuple[str, ...], columns: tuple[str, ...]
+    spark: SparkSession, commit: CommitResult | None, metrics: tuple[str, ...], columns: tuple[str, ...]
 ) -> DataFrame:
-    """One row of the metrics of the commit made after version ``before`` (zeros: none made)."""
+    """One row of the metrics of ``commit``, the commit the statement made (zeros: none made),
+    never read back from the log (a concurrent commit's metrics are never reported)."""
+    om = commit.operation_metrics() if commit is not None and not commit.skipped else None
+    return metrics_row(spark, om, metrics, columns)
+
+
+def newest_metrics_after(path: str, before: int) -> dict[str, Any] | None:
+    """The metrics of the newest commit after version ``before`` (None: none made); only for
+    a write whose commit is not handed back (the data source path of ``write_delta``)."""
     last = commit_history(path, limit=1)
+    return (last[0].get("operationMetrics") or {}) if last and last[0]["version"] > before else None
+
+
+def metrics_row(
+    spark: SparkSession, om: Mapping[str, Any] | None, metrics: tuple[str, ...], columns: tuple[str, ...]
+) -> DataFrame:
+    """delta-spark's result row of DML metrics ``om`` (zeros when None)."""
     values = [0] * len(columns)
-    if last and last[0]["version"] > before:
-        om = last[0].get("operationMetrics") or {}
+    if om is not None:
         values = [int(om.get(m, 0) or 0) for m in metrics]
         if len(columns) > len(metrics):  # num_affected_rows first: the sum of the rest
             values = [sum(values)] + values

@@ -8,6 +8,8 @@ Guarantees:
 * a column mapping (``set``, ``values``) is a ``dict`` with ``str`` keys and ``Column`` or
   SQL-string values, else :class:`TypeError` naming the argument (``{"c": 1}`` is refused:
   write ``{"c": "1"}`` or ``{"c": lit(1)}``); None raises :class:`ValueError`;
+* a feature name is a ``str`` and ``truncateHistory`` a ``bool``, else delta-spark's
+  ``ValueError`` ("featureName needs to be a string ...", an :class:`ArgumentTypeError`);
 * a merge source is a ``DataFrame``; a version an ``int`` (not ``bool``, not ``"0"``); a
   timestamp a ``str`` (``yyyy-MM-dd[ HH:mm:ss]``), ``date`` or ``datetime`` (not a number):
   wrong versions and timestamps raise :class:`ArgumentTypeError` (a ``TypeError`` and a
@@ -59,19 +61,20 @@ def check_condition(value: Any, name: str = "condition", *, required: bool = Fal
 
 
 def check_column_map(value: Any, name: str) -> dict[str, Any]:
-    """``value`` as a dict of column -> Column / SQL string (see the module docstring)."""
+    """``value`` as a dict of column -> Column / SQL string (see the module docstring);
+    ``name`` as delta-spark's messages spell the argument (``"'set' in whenMatchedUpdate"``)."""
     if value is None:
-        raise ValueError(f"'{name}' cannot be None")
+        raise ValueError(f"{name} cannot be None")
     if not isinstance(value, Mapping):
-        raise TypeError(f"'{name}' must be a dict, found to be {type(value)}")
+        raise TypeError(f"{name} must be a dict, found to be {type(value)}")
     for k, v in value.items():
         if not isinstance(k, str):
             raise TypeError(
-                f"Keys of dict in '{name}' must contain only strings with column names, found '{k}' of type '{type(k)}'"
+                f"Keys of dict in {name} must contain only strings with column names, found '{k}' of type '{type(k)}'"
             )
         if not is_expression(v):
             raise TypeError(
-                f"Values of dict in '{name}' must contain only Spark SQL Columns or strings "
+                f"Values of dict in {name} must contain only Spark SQL Columns or strings "
                 f"(expressions in SQL syntax) as values, found '{v}' of type '{type(v)}'"
             )
     return dict(value)
@@ -121,6 +124,19 @@ def check_str(value: Any, name: str, *, optional: bool = False) -> None:
         return
     if not isinstance(value, str):
         raise TypeError(f"'{name}' must be str, found {value!r} of type {type(value)}")
+
+
+def check_feature_name(value: Any) -> None:
+    """A table feature name is a ``str``, else delta-spark's ``ValueError`` (an
+    :class:`ArgumentTypeError`, also a ``TypeError``)."""
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"featureName needs to be a string but got '{type(value)}'.")
+
+
+def check_bool(value: Any, name: str) -> None:
+    """``value`` is a ``bool``, else delta-spark's ``ValueError`` (an :class:`ArgumentTypeError`)."""
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} needs to be a boolean but got '{type(value)}'.")
 
 
 def activate(spark: SparkSession) -> None:

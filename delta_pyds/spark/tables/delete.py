@@ -6,7 +6,9 @@ Guarantees:
 * one commit through :class:`~delta_pyds.transaction.commit.Transaction` from the version
   it read, with conflict detection (a concurrent blind append does not fail it; a
   concurrent change to a file it read or removed does: :mod:`delta_pyds.operations.read_set`)
-  and ``commitInfo`` with the ``DELETE`` metrics; nothing is committed when no row matches;
+  and ``commitInfo`` with delta-spark's ``DELETE`` metrics (rows, files, bytes, deletion
+  vectors, change files, ``executionTimeMs`` / ``scanTimeMs`` / ``rewriteTimeMs``); the
+  commit made is ``rw.last_commit`` (None when no row matches: nothing is committed);
 * without a condition every file is removed, nothing read or written;
 * files that may hold matching rows are found by data skipping on the condition; only
   files holding a matching row change;
@@ -31,13 +33,13 @@ import pyarrow as pa
 from delta_pyds.cdf.plan import CHANGE_TYPE
 from delta_pyds.operations.dv_delete import commit_dv_delete
 from delta_pyds.operations.read_set import record_read
-from delta_pyds.spark.tables.dml import TableRewriter, table_spark_schema
+from delta_pyds.spark.tables.dml import OpTimes, TableRewriter, table_spark_schema
 from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.tables.resolution import check_condition_resolves
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.table.state import file_actions
-from delta_pyds.transaction.commit import Transaction
-from delta_pyds.transaction.file_actions import num_live_rows, remove_actions, rows_for_paths, stat_rows
+from delta_pyds.transaction.commit import CommitResult, Transaction
+from delta_pyds.transaction.file_actions import num_live_rows, remove_actions, rows_for_paths, stat_rows, sum_size
 from delta_pyds.transaction.staged_files import delete_on_failure
 
 if TYPE_CHECKING:
@@ -50,13 +52,15 @@ def delete_rows(rw: TableRewriter, condition: OptionalExpressionOrColumn = None)
     """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
     from pyspark.sql import functions as F
 
+    rw.last_commit = None
+    times = OpTimes()
     snap = rw.dml_snapshot()
     check_condition_resolves(rw.spark, table_spark_schema(snap), condition)
     active = file_actions(snap).active
     txn = Transaction(rw.storage, snap)
     params = {"predicate": json.dumps([str(condition)] if condition is not None else [])}
     if condition is None:
-        _delete_all(txn, active, params)
+        rw.last_commit = _delete_all(txn, active, params, times)
         return
     cond = F.expr(condition) if isinstance(condition, str) else condition
     candidates = rw.candidates(snap, condition)
@@ -64,26 +68,36 @@ def delete_rows(rw: TableRewriter, condition: OptionalExpressionOrColumn = None)
     scan = rw.scan(snap, candidates)
     if writes_dvs(snap):
         old, bitmaps = dv_hits(scan, cond, active)
+        times.scan_done()
         if bitmaps:
-            commit_dv_delete(rw.storage, txn, old, bitmaps, params, inline_max_bytes=rw.inline_dv_limit())
+            rw.last_commit = commit_dv_delete(
+                rw.storage, txn, old, bitmaps, params, inline_max_bytes=rw.inline_dv_limit(), times=times.metrics
+            )
         return
-    _delete_copy_on_write(rw, txn, snap, active, candidates, scan, cond, params)
+    rw.last_commit = _delete_copy_on_write(rw, txn, snap, active, candidates, scan, cond, params, times)
 
 
-def _delete_all(txn: Transaction, active: pa.Table, params: dict[str, str]) -> None:
+def _delete_all(txn: Transaction, active: pa.Table, params: dict[str, str], times: OpTimes) -> CommitResult:
     """Removes every file: the whole table was read, nothing is written."""
     txn.read_whole_table()
     removes = remove_actions(active)
     txn.remove_files(removes)
     rows = num_live_rows(active)
-    txn.commit(
+    return txn.commit(
         "DELETE",
         params,
         metrics={
             "numRemovedFiles": len(removes),
             "numAddedFiles": 0,
             "numDeletedRows": rows if rows is not None else -1,
+            "numCopiedRows": 0,
             "numDeletionVectorsAdded": 0,
+            "numDeletionVectorsRemoved": sum(1 for d in active.column("deletionVector").to_pylist() if d),
+            "numDeletionVectorsUpdated": 0,
+            "numAddedChangeFiles": 0,
+            "numRemovedBytes": sum_size(active),
+            "numAddedBytes": 0,
+            **times.metrics(),
         },
     )
 
@@ -97,20 +111,23 @@ def _delete_copy_on_write(
     scan: DataFrame,
     cond: Column,
     params: dict[str, str],
-) -> None:
+    times: OpTimes,
+) -> CommitResult | None:
     """Rewrites the files holding a matching row without those rows (plus the deleted rows
     as change data files when the table keeps a change feed), in one commit."""
     from pyspark.sql import functions as F
 
     matched, deleted_rows = matching_files(scan, cond)
+    times.scan_done()
     if not matched:
-        return
+        return None
     in_files = rw.rescan(snap, candidates, scan, matched)
     hit = F.coalesce(cond, F.lit(False))
     spec = rw.write_spec(snap, row_tracking=True)
     adds = rw.rewrite(rw.tracked(snap, in_files.where(~hit)), spec, True)
     written: list[Mapping[str, Any]] = list(adds)
     with delete_on_failure(rw.storage, written):
+        cdcs = []
         if rw.writes_changes(snap):
             cdcs = rw.write_changes(snap, in_files.where(hit).withColumn(CHANGE_TYPE, F.lit("delete")))
             written += cdcs
@@ -118,14 +135,20 @@ def _delete_copy_on_write(
         victims = rows_for_paths(active, matched)
         txn.remove_files(remove_actions(victims))
         txn.add_files(adds)
-        txn.commit(
+        return txn.commit(
             "DELETE",
             params,
             metrics={
                 "numRemovedFiles": victims.num_rows,
                 "numAddedFiles": len(adds),
                 "numDeletedRows": deleted_rows,
-                "numDeletionVectorsAdded": 0,
                 "numCopiedRows": sum(stat_rows(a) for a in adds),
+                "numDeletionVectorsAdded": 0,
+                "numDeletionVectorsRemoved": sum(1 for d in victims.column("deletionVector").to_pylist() if d),
+                "numDeletionVectorsUpdated": 0,
+                "numAddedChangeFiles": len(cdcs),
+                "numRemovedBytes": sum_size(victims),
+                "numAddedBytes": sum(int(a["size"]) for a in adds),
+                **times.metrics(),
             },
         )

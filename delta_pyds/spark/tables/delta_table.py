@@ -51,7 +51,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
@@ -65,6 +65,7 @@ from delta_pyds.spark.tables.args import (
     activate,
     check_column_map,
     check_condition,
+    check_feature_name,
     check_source,
     check_str,
     check_timestamp,
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType as SparkStructType
 
     from delta_pyds.skipping.rules import SkippingReport
+    from delta_pyds.transaction.commit import CommitResult
 
 
 class DeltaTable(SchemaChanges):
@@ -209,63 +211,19 @@ class DeltaTable(SchemaChanges):
         return other
 
     def history(self, limit: int | None = None) -> DataFrame:
-        """Commits newest first, as a DataFrame (delta-spark's DESCRIBE HISTORY columns)."""
-        from pyspark.sql.types import (
-            BooleanType,
-            LongType,
-            MapType,
-            StringType,
-            StructField,
-            StructType,
-            TimestampType,
-        )
-
+        """Commits newest first, as a DataFrame with delta-spark's DESCRIBE HISTORY columns in
+        its order and types (``DeltaHistory``: ``version``, ``timestamp``, ``userId``,
+        ``userName``, ``operation``, ``operationParameters``, ``job`` (struct of ``jobId``,
+        ``jobName``, ``jobRunId``, ``runId``, ``jobOwnerId``, ``triggerType``), ``notebook``
+        (struct of ``notebookId``), ``clusterId``, ``readVersion``, ``isolationLevel``,
+        ``isBlindAppend``, ``operationMetrics``, ``userMetadata``, ``engineInfo``)."""
         from delta_pyds.log.history import history
 
         activate(self._spark)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
             raise TypeError(f"'limit' must be an int, got {type(limit)}")
-        records = history(self._storage, limit=limit)
-        schema = StructType(
-            [
-                StructField("version", LongType()),
-                StructField("timestamp", TimestampType()),
-                StructField("userId", StringType()),
-                StructField("userName", StringType()),
-                StructField("operation", StringType()),
-                StructField("operationParameters", MapType(StringType(), StringType())),
-                StructField("readVersion", LongType()),
-                StructField("isolationLevel", StringType()),
-                StructField("isBlindAppend", BooleanType()),
-                StructField("operationMetrics", MapType(StringType(), StringType())),
-                StructField("userMetadata", StringType()),
-                StructField("engineInfo", StringType()),
-            ]
-        )
-        rows = []
-        for r in records:
-            ts = (
-                dt.datetime.fromtimestamp(r["timestamp"] / 1000, tz=dt.timezone.utc)
-                if r.get("timestamp") is not None
-                else None
-            )
-            rows.append(
-                (
-                    r["version"],
-                    ts,
-                    _str(r.get("userId")),
-                    _str(r.get("userName")),
-                    r.get("operation"),
-                    _str_map(r.get("operationParameters")),
-                    r.get("readVersion"),
-                    r.get("isolationLevel"),
-                    r.get("isBlindAppend"),
-                    _str_map(r.get("operationMetrics")),
-                    _str(r.get("userMetadata")),
-                    _str(r.get("engineInfo")),
-                )
-            )
-        return self._spark.createDataFrame(rows, schema)
+        rows = [_history_row(r) for r in history(self._storage, limit=limit)]
+        return self._spark.createDataFrame(rows, _history_schema())
 
     def detail(self) -> DataFrame:
         """One row like delta-spark's DESCRIBE DETAIL."""
@@ -327,14 +285,14 @@ class DeltaTable(SchemaChanges):
         from delta_pyds.operations.feature_support import add_feature_support
 
         activate(self._spark)
-        check_str(featureName, "featureName")
+        check_feature_name(featureName)
         add_feature_support(self._storage, featureName)
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
         """Drops the table feature ``featureName`` (see
         :mod:`delta_pyds.operations.feature_support` for which and when)."""
         activate(self._spark)
-        check_str(featureName, "featureName")
+        check_feature_name(featureName)
         maintenance.drop_feature(self._rewriter, featureName, truncateHistory)
 
     # -------------------------------------------------------------------- restore
@@ -383,27 +341,30 @@ class DeltaTable(SchemaChanges):
             raise AttributeError("lastSkipping: no delete or update of this DeltaTable has pruned files")
         return report
 
+    @property
+    def lastCommit(self) -> CommitResult | None:
+        """The commit the last ``delete`` / ``update`` of this DeltaTable made (its
+        ``version`` and ``operation_metrics()``), None when it committed nothing; a
+        delta_pyds extension (``delta_pyds.sql`` reports a statement's own commit from it,
+        never a concurrent one)."""
+        return self._rewriter.last_commit
+
     def delete(self, condition: OptionalExpressionOrColumn = None) -> None:
         """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
         check_condition(condition)
         activate(self._spark)
         delete_rows(self._rewriter, condition)
 
-    def update(
-        self,
-        condition: OptionalExpressionOrColumn | ColumnMapping = None,
-        set: ColumnMapping | None = None,
-    ) -> None:
+    def update(self, condition: OptionalExpressionOrColumn = None, set: ColumnMapping | None = None) -> None:
         """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
-        (copy-on-write: the files holding matching rows are rewritten). As in delta-spark,
-        ``update({...})`` (the dict alone) updates every row; keys may be backtick-quoted
-        (```my col```) or name a struct field (``st.b``)."""
-        if set is None and isinstance(condition, Mapping):
-            condition, set = None, condition
+        (None: every row). ``set`` is required, as in delta-spark: ``update({...})`` (the
+        dict alone, taken as the condition) raises ``ValueError("'set' cannot be None")``;
+        write ``update(set={...})``. Keys may be backtick-quoted (```my col```) or name a
+        struct field (``st.b``)."""
+        sets = check_column_map(set, "'set'")
         check_condition(condition)
-        sets = check_column_map(set, "set")
         activate(self._spark)
-        update_rows(self._rewriter, cast("OptionalExpressionOrColumn", condition), sets)  # checked above
+        update_rows(self._rewriter, condition, sets)
 
     # ---------------------------------------------------------------------- merge
     def merge(self, source: DataFrame, condition: ExpressionOrColumn) -> DeltaMergeBuilder:
@@ -418,6 +379,65 @@ class DeltaTable(SchemaChanges):
     def optimize(self) -> DeltaOptimizeBuilder:
         activate(self._spark)
         return DeltaOptimizeBuilder(self._rewriter)
+
+
+def _history_schema() -> SparkStructType:
+    """DESCRIBE HISTORY's columns (delta-spark's ``DeltaHistory``)."""
+    from pyspark.sql.types import BooleanType, LongType, MapType, StringType, StructField, StructType, TimestampType
+
+    strings = MapType(StringType(), StringType())
+    return StructType(
+        [
+            StructField("version", LongType()),
+            StructField("timestamp", TimestampType()),
+            StructField("userId", StringType()),
+            StructField("userName", StringType()),
+            StructField("operation", StringType()),
+            StructField("operationParameters", strings),
+            StructField("job", StructType([StructField(n, StringType()) for n in JOB_FIELDS])),
+            StructField("notebook", StructType([StructField("notebookId", StringType())])),
+            StructField("clusterId", StringType()),
+            StructField("readVersion", LongType()),
+            StructField("isolationLevel", StringType()),
+            StructField("isBlindAppend", BooleanType()),
+            StructField("operationMetrics", strings),
+            StructField("userMetadata", StringType()),
+            StructField("engineInfo", StringType()),
+        ]
+    )
+
+
+def _history_row(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    """One commit record of :func:`delta_pyds.log.history.history` as a DESCRIBE HISTORY row."""
+    ts = r.get("timestamp")
+    return (
+        r["version"],
+        dt.datetime.fromtimestamp(ts / 1000, tz=dt.timezone.utc) if ts is not None else None,
+        _str(r.get("userId")),
+        _str(r.get("userName")),
+        r.get("operation"),
+        _str_map(r.get("operationParameters")),
+        _struct(r.get("job"), JOB_FIELDS),
+        _struct(r.get("notebook"), ("notebookId",)),
+        _str(r.get("clusterId")),
+        r.get("readVersion"),
+        r.get("isolationLevel"),
+        r.get("isBlindAppend"),
+        _str_map(r.get("operationMetrics")),
+        _str(r.get("userMetadata")),
+        _str(r.get("engineInfo")),
+    )
+
+
+# delta-spark's JobInfo (commitInfo.job), in its order
+JOB_FIELDS = ("jobId", "jobName", "jobRunId", "runId", "jobOwnerId", "triggerType")
+
+
+def _struct(v: Any, names: tuple[str, ...]) -> tuple[str | None, ...] | None:
+    """A commitInfo object (``job``, ``notebook``) as a row of string fields (None: absent)."""
+    if not isinstance(v, dict):
+        return None
+    return tuple(_str(v.get(n)) for n in names)
 
 
 def _str(v: Any) -> str | None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -54,6 +55,7 @@ from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.transaction.commit import CommitResult
 from delta_pyds.write.constraints import GENERATION_EXPRESSION
 from delta_pyds.write.parquet_writer import WriteSpec
 from delta_pyds.write.plan import WritePlan
@@ -73,6 +75,33 @@ log = logging.getLogger(__name__)
 INLINE_DV_CONF = "spark.pydelta.deletionVectors.inlineMaxBytes"
 
 
+def now_ms() -> int:
+    """Milliseconds since the epoch (the operations' timing metrics)."""
+    return int(time.time() * 1000)
+
+
+class OpTimes:
+    """An operation's timing metrics, as delta-spark records them: ``executionTimeMs`` (the
+    whole operation up to its commit), ``scanTimeMs`` (finding the rows it changes) and
+    ``rewriteTimeMs`` (writing what replaces them)."""
+
+    def __init__(self) -> None:
+        self.started = now_ms()
+        self.scanned: int | None = None
+
+    def scan_done(self) -> None:
+        self.scanned = now_ms()
+
+    def metrics(self) -> dict[str, int]:
+        done = now_ms()
+        scanned = self.scanned if self.scanned is not None else done
+        return {
+            "executionTimeMs": done - self.started,
+            "scanTimeMs": scanned - self.started,
+            "rewriteTimeMs": done - scanned,
+        }
+
+
 class TableRewriter:
     """Reads a table's live rows into Spark and writes rows back as data files: what
     delete, update, merge and optimize run on."""
@@ -83,6 +112,8 @@ class TableRewriter:
         self.options = dict(options)
         self.storage = storage
         self.last_skipping: SkippingReport | None = None  # the report of the last pruned scan
+        # the commit the last delete / update made (None: it committed nothing)
+        self.last_commit: CommitResult | None = None
         # which engine the last scan / rewrite ran on: "native" (Spark's Parquet reader and
         # writer) or "python" (pyarrow in Python workers; why not native is logged)
         self.engine: str | None = None

@@ -48,8 +48,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import DeltaError
 from delta_pyds.operations.row_tracking import row_tracking_columns
@@ -118,16 +117,15 @@ class DeltaMergeBuilder:
         return self
 
     def whenNotMatchedBySourceUpdate(
-        self, condition: OptionalExpressionOrColumn | ColumnMapping = None, set: ColumnMapping | None = None
+        self, condition: OptionalExpressionOrColumn = None, set: ColumnMapping | None = None
     ) -> DeltaMergeBuilder:
-        """Updates target rows no source row matches (``set`` may use target columns only)."""
-        if set is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
-            condition, set = None, condition
+        """Updates target rows no source row matches (``set`` may use target columns only).
+        ``set`` is required: the dict alone (as ``condition``) is refused, as in delta-spark."""
+        sets = check_column_map(set, "'set' in whenNotMatchedBySourceUpdate")
         check_condition(condition)
-        sets = check_column_map(set, "set' in whenNotMatchedBySourceUpdate")
         if not sets:
             raise ValueError("whenNotMatchedBySourceUpdate: set must name at least one column")
-        self._not_matched_by_source.append(("update", cast(OptionalExpressionOrColumn, condition), sets))
+        self._not_matched_by_source.append(("update", condition, sets))
         return self
 
     def whenNotMatchedBySourceDelete(self, condition: OptionalExpressionOrColumn = None) -> DeltaMergeBuilder:
@@ -137,15 +135,15 @@ class DeltaMergeBuilder:
         return self
 
     def whenMatchedUpdate(
-        self, condition: OptionalExpressionOrColumn | ColumnMapping = None, set: ColumnMapping | None = None
+        self, condition: OptionalExpressionOrColumn = None, set: ColumnMapping | None = None
     ) -> DeltaMergeBuilder:
-        if set is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
-            condition, set = None, condition
+        """Updates matched target rows by ``set`` (required: the dict alone, as ``condition``,
+        is refused with delta-spark's ``ValueError``)."""
+        sets = check_column_map(set, "'set' in whenMatchedUpdate")
         check_condition(condition)
-        sets = check_column_map(set, "set' in whenMatchedUpdate")
         if not sets:
             raise ValueError("whenMatchedUpdate: set must name at least one column")
-        self._matched.append(("update", cast(OptionalExpressionOrColumn, condition), sets))
+        self._matched.append(("update", condition, sets))
         return self
 
     def whenMatchedUpdateAll(self, condition: OptionalExpressionOrColumn = None) -> DeltaMergeBuilder:
@@ -159,15 +157,15 @@ class DeltaMergeBuilder:
         return self
 
     def whenNotMatchedInsert(
-        self, condition: OptionalExpressionOrColumn | ColumnMapping = None, values: ColumnMapping | None = None
+        self, condition: OptionalExpressionOrColumn = None, values: ColumnMapping | None = None
     ) -> DeltaMergeBuilder:
-        if values is None and isinstance(condition, Mapping):  # delta-spark: the dict alone
-            condition, values = None, condition
+        """Inserts unmatched source rows with ``values`` (required: the dict alone, as
+        ``condition``, is refused with delta-spark's ``ValueError``)."""
+        vals = check_column_map(values, "'values' in whenNotMatchedInsert")
         check_condition(condition)
-        vals = check_column_map(values, "values' in whenNotMatchedInsert")
         if not vals:
             raise ValueError("whenNotMatchedInsert: values must name at least one column")
-        self._not_matched.append((cast(OptionalExpressionOrColumn, condition), vals))
+        self._not_matched.append((condition, vals))
         return self
 
     def whenNotMatchedInsertAll(self, condition: OptionalExpressionOrColumn = None) -> DeltaMergeBuilder:
@@ -182,34 +180,25 @@ class DeltaMergeBuilder:
         ``num_inserted_rows``), zeros when no row changes."""
         if not self._matched and not self._not_matched and not self._not_matched_by_source:
             raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause")
-        from delta_pyds.spark.tables.merge_commit import write_and_commit
-        from delta_pyds.spark.tables.merge_outcome import insert_only, summarize
-        from delta_pyds.spark.tables.merge_pruning import pin_target_max_bytes
-        from delta_pyds.spark.tables.merge_rows import merge_rows, pins_whole_target, probe
+        from delta_pyds.spark.tables.merge_commit import now_ms, write_and_commit
+        from delta_pyds.spark.tables.merge_rows import merge_rows
 
         rw = self._rewriter
+        started = now_ms()
         scope = self._scope(rw.dml_snapshot())
+        materialized = now_ms()
         dv = writes_dvs(scope.snap)
         pr, rows = None, None
         try:
-            generated = identity_to_generate(scope)  # refuses bad identity inserts before any job
-            if scope.insert_only and not generated:  # no phase 1: an anti-join and an append
-                outcome = insert_only(scope)
-            else:
-                # phase 1 pins the changed rows' written values with deletion vectors, every
-                # candidate row's in a small copy-on-write merge: no target file is read twice
-                keep_old = rw.writes_changes(scope.snap)
-                whole = pins_whole_target(scope, dv=dv, max_bytes=pin_target_max_bytes(rw))
-                if whole:
-                    log.info("pydelta MERGE on %s: phase 1 pins every candidate row (small target)", rw.path)
-                pr = probe(scope, carry=dv, keep_old=keep_old, whole=whole)
-                # one job: it also fills the probe's checkpoint; inserts are counted there
-                # only for identity values (their high-water mark), else by the write
-                outcome = summarize(scope, pr, count_inserts=bool(generated), marks=dv)
+            pr, outcome = self._phase_1(scope, dv=dv)
             if scope.clauses and outcome.several_matches and not scope.delete_all_matched:
                 raise DeltaError(_SEVERAL_MATCHES)
             metrics = self._metrics(scope, outcome.counts)
-            metrics["numSourceRows"] = outcome.source_rows
+            metrics.update(
+                numSourceRows=outcome.source_rows,
+                materializeSourceTimeMs=materialized - started,
+                scanTimeMs=now_ms() - materialized,  # phase 1 (delta-spark: finding the touched files)
+            )
             inserts = metrics["numTargetRowsInserted"] if outcome.inserts_counted else len(scope.inserts)
             if outcome.touched or inserts:
                 rows = merge_rows(scope, pr, outcome, dv=dv, keep_old=rw.writes_changes(scope.snap))
@@ -222,6 +211,7 @@ class DeltaMergeBuilder:
                     dv=dv,
                     condition=self._condition,
                     parameters=self._parameters(),
+                    started_ms=started,
                 )
         finally:
             if rows is not None:
@@ -236,13 +226,58 @@ class DeltaMergeBuilder:
             "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long",
         )
 
+    def _phase_1(self, scope: MergeScope, *, dv: bool) -> tuple[Any, Any]:
+        """(the probe, or None for an insert-only merge, and the merge's outcome)."""
+        from delta_pyds.spark.tables.merge_outcome import insert_only, summarize
+        from delta_pyds.spark.tables.merge_pruning import pin_target_max_bytes
+        from delta_pyds.spark.tables.merge_rows import pins_whole_target, probe
+
+        rw = self._rewriter
+        generated = identity_to_generate(scope)  # refuses bad identity inserts before any job
+        if scope.insert_only and not generated:  # no phase 1: an anti-join and an append
+            return None, insert_only(scope)
+        # phase 1 pins the changed rows' written values with deletion vectors, every
+        # candidate row's in a small copy-on-write merge: no target file is read twice
+        whole = pins_whole_target(scope, dv=dv, max_bytes=pin_target_max_bytes(rw))
+        carry = self._carries(scope, dv=dv)
+        if whole:
+            log.info("pydelta MERGE on %s: phase 1 pins every candidate row (small target)", rw.path)
+        pr = probe(scope, carry=carry, keep_old=rw.writes_changes(scope.snap), whole=whole)
+        # one job: it also fills the probe's checkpoint; inserts are counted there only for
+        # identity values (their high-water mark), else by the write
+        with cleanup_on_failure(pr.release, what="the merge's phase 1 rows"):
+            outcome = summarize(scope, pr, count_inserts=bool(generated), marks=dv)
+        return pr, outcome
+
+    def _carries(self, scope: MergeScope, *, dv: bool) -> bool:
+        """Whether phase 1 of a deletion-vector merge pins the changed rows' written values
+        (candidate files within ``spark.pydelta.merge.pinChangedRows.maxBytes``), logged."""
+        from delta_pyds.spark.tables.merge_pruning import bytes_conf
+        from delta_pyds.spark.tables.merge_rows import (
+            DEFAULT_PIN_CHANGED_MAX_BYTES,
+            PIN_CHANGED_CONF,
+            carries_changed_rows,
+        )
+
+        if not dv:
+            return False
+        cap = bytes_conf(self._rewriter, PIN_CHANGED_CONF, DEFAULT_PIN_CHANGED_MAX_BYTES)
+        carry = carries_changed_rows(scope, dv=dv, max_bytes=cap)
+        what = (
+            "phase 1 pins the changed rows' written values"
+            if carry
+            else f"phase 2 reads the changed files again (candidate files over {cap} bytes)"
+        )
+        log.info("pydelta MERGE on %s: %s", self._rewriter.path, what)
+        return carry
+
     def _parameters(self) -> dict[str, str]:
         """delta-spark's MERGE operation parameters."""
         return {
             "predicate": json.dumps([str(self._condition)]),
-            "matchedPredicates": json.dumps([{"actionType": k} for k, _, _ in self._matched]),
-            "notMatchedPredicates": json.dumps([{"actionType": "insert"} for _ in self._not_matched]),
-            "notMatchedBySourcePredicates": json.dumps([{"actionType": k} for k, _, _ in self._not_matched_by_source]),
+            "matchedPredicates": _clauses_json([(c, k) for k, c, _ in self._matched]),
+            "notMatchedPredicates": _clauses_json([(c, "insert") for c, _ in self._not_matched]),
+            "notMatchedBySourcePredicates": _clauses_json([(c, k) for k, c, _ in self._not_matched_by_source]),
         }
 
     def _metrics(self, scope: MergeScope, counts: dict[int, int]) -> dict[str, int]:
@@ -409,3 +444,12 @@ class DeltaMergeBuilder:
             for k in sets
         } | {k.split(".")[-1].lower() for _, values in self._not_matched if values for k in values}
         return evolved_schema(snap.schema, self._source, None if star else named)
+
+
+def _clauses_json(clauses: list[tuple[OptionalExpressionOrColumn, str]]) -> str:
+    """delta-spark's ``MergePredicate`` list: per clause ``{"predicate": ..., "actionType": ...}``,
+    the predicate left out when the clause has no condition (as its JSON writer leaves out
+    ``None``), compact as Jackson writes it; a condition as given (a ``Column`` as pyspark
+    prints it)."""
+    out = [({"predicate": str(c)} if c is not None else {}) | {"actionType": kind} for c, kind in clauses]
+    return json.dumps(out, separators=(",", ":"))

@@ -10,6 +10,7 @@ metrics; every file written for the commit is deleted if it fails."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -22,7 +23,12 @@ from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.merge_rows import MergeRows
 from delta_pyds.spark.tables.merge_scope import MergeOutcome, MergeScope
-from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows
+from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows, sum_size
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch (the operation's timing metrics)."""
+    return int(time.time() * 1000)
 
 
 def identity_marks(mr: MergeRows, outcome: MergeOutcome) -> dict[str, int]:
@@ -49,16 +55,20 @@ def write_and_commit(
     dv: bool,
     condition: Any,
     parameters: dict[str, str],
+    started_ms: int | None = None,
 ) -> bool:
     """Writes the new files (and change data files, or the changed rows' deletion
     vectors) and commits them with the removal of the touched files (``condition``: the
     merge's; ``parameters``: the commit's operation parameters); deletes what it wrote if the commit fails.
-    Fills ``metrics`` (files, copied rows, and inserted rows when phase 1 did not count
-    them); returns False, committing nothing, when no file is touched and no row inserted."""
+    Fills ``metrics`` (files, bytes, output and copied rows, change files, and inserted rows
+    when phase 1 did not count them; ``rewriteTimeMs`` from this call on and
+    ``executionTimeMs`` from ``started_ms``); returns False, committing nothing, when no file
+    is touched and no row inserted."""
     from delta_pyds.table.state import file_actions
     from delta_pyds.transaction.commit import Transaction
     from delta_pyds.transaction.staged_files import delete_on_failure
 
+    rewrite_started = now_ms()
     snap = scope.snap
     marks = identity_marks(mr, outcome)
     txn = Transaction(rw.storage, snap)
@@ -76,12 +86,21 @@ def write_and_commit(
         marked = with_high_water_marks(parse_schema(metadata.schema_string), marks)
         if marked is not None:
             txn.update_metadata(replace(metadata, schema_string=marked.json()))
-        if rw.writes_changes(snap):
-            written += _stage_changes(rw, scope, mr, outcome, txn, evolved)
+        changes = _stage_changes(rw, scope, mr, outcome, txn, evolved) if rw.writes_changes(snap) else []
+        written += changes
         record_read(txn, snap, condition, snap.files, alias=scope.talias)
         _stage_removals(rw, outcome, txn, active, adds, metrics, dv=dv)
         txn.add_files(adds)
-        metrics.update(numTargetFilesAdded=len(adds))
+        done = now_ms()
+        metrics.update(
+            numTargetFilesAdded=len(adds),
+            numTargetBytesAdded=sum(int(a["size"]) for a in adds),
+            numOutputRows=sum(stat_rows(a) for a in adds),
+            numTargetChangeFilesAdded=len(changes),
+            rewriteTimeMs=done - rewrite_started,
+        )
+        if started_ms is not None:
+            metrics["executionTimeMs"] = done - started_ms
         txn.commit("MERGE", parameters, metrics=metrics)
     return True
 
@@ -129,6 +148,7 @@ def _stage_removals(
         old, bitmaps = changed_files(active, outcome.changed or {})
         staged = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
         metrics.update(
+            numTargetBytesRemoved=0,  # as delta-spark: the files stay, with vectors
             numTargetFilesRemoved=staged.files_removed,
             numTargetRowsCopied=0,
             numTargetDeletionVectorsAdded=staged.vectors_added,
@@ -141,14 +161,13 @@ def _stage_removals(
     changed = metrics["numTargetRowsUpdated"] + metrics["numTargetRowsInserted"]
     metrics.update(
         numTargetFilesRemoved=victims.num_rows,
+        numTargetBytesRemoved=sum_size(victims),
         numTargetRowsCopied=sum(stat_rows(a) for a in adds) - changed,
+        # no vector written (copy-on-write, or an insert-only merge): zeros, as delta-spark records them
+        numTargetDeletionVectorsAdded=0,
+        numTargetDeletionVectorsUpdated=0,
+        numTargetDeletionVectorsRemoved=0,
     )
-    if dv:  # no touched file: no vector (an insert-only merge)
-        metrics.update(
-            numTargetDeletionVectorsAdded=0,
-            numTargetDeletionVectorsUpdated=0,
-            numTargetDeletionVectorsRemoved=0,
-        )
 
 
 def changed_files(active: Any, changed: dict[str, bytes]) -> tuple[Any, list[bytes]]:

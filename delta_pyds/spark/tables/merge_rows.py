@@ -17,7 +17,9 @@ Guarantees:
   source rows' numbers (up to :data:`LITERAL_IDS`) and, with deletion vectors, per file
   the bitmap of the rows a target-side clause changes (the rows the commit marks deleted);
 * with deletion vectors the pinned rows also carry the changed rows' written values (old
-  values for the change data, row tracking columns); a small copy-on-write target
+  values for the change data, row tracking columns) while the candidate files hold at most
+  ``spark.pydelta.merge.pinChangedRows.maxBytes`` (1 GiB; beyond, phase 2 reads the changed
+  files again, so what is pinned stays bounded: :func:`carries_changed_rows`); a small copy-on-write target
   (:func:`pins_whole_target`) pins every candidate row with its written values (``left``
   outer join): phase 2 then reads no target file again;
 * an insert-only merge skips phase 1
@@ -64,6 +66,12 @@ LITERAL_IDS = 4096
 # second scan and broadcast cost more than pinning the rows)
 PIN_TARGET_MAX_FILES = 256
 PIN_TARGET_MAX_ROWS = 2_000_000  # ... and rows, by the files' statistics (none: no pin)
+# a deletion-vector merge whose candidate files hold at most this many bytes (the session conf
+# spark.pydelta.merge.pinChangedRows.maxBytes) carries the changed rows' written values in phase
+# 1's pinned rows (a local checkpoint, MEMORY_AND_DISK); beyond, phase 1 pins only (file, row
+# index, action) and phase 2 reads the changed files again: the pinned data stays bounded
+PIN_CHANGED_CONF = "spark.pydelta.merge.pinChangedRows.maxBytes"
+DEFAULT_PIN_CHANGED_MAX_BYTES = 1 << 30
 NEW = "__pydelta_new_"  # + index of the target column: its value as written
 OLD = "__pydelta_old_"  # + index of the target column: its value before the merge
 
@@ -125,6 +133,17 @@ def pins_whole_target(scope: MergeScope, *, dv: bool, max_bytes: int) -> bool:
         return False
     rows = [stat_rows({"stats": s}, None) for s in files.column("stats").to_pylist()]
     return None not in rows and sum(r for r in rows if r is not None) <= PIN_TARGET_MAX_ROWS
+
+
+def carries_changed_rows(scope: MergeScope, *, dv: bool, max_bytes: int) -> bool:
+    """Whether phase 1 of a deletion-vector merge carries the changed rows' written values:
+    its candidate files hold at most ``max_bytes`` (:data:`PIN_CHANGED_CONF`; ``0``: never)."""
+    import pyarrow.compute as pc
+
+    files = scope.files
+    if not dv or files is None:
+        return False
+    return files.num_rows == 0 or (pc.sum(files.column("size")).as_py() or 0) <= max_bytes
 
 
 def probe(scope: MergeScope, *, carry: bool = False, keep_old: bool = False, whole: bool = False) -> Probe:

@@ -335,16 +335,27 @@ def zorder_key(df: DataFrame, cols: Sequence[str], bits: int = 8) -> Column:
     buckets = []
     for v, bounds in zip(values, quantiles):
         bounds = sorted({b for b in bounds if b is not None})
-        b = F.lit(0)
-        for x in bounds:
-            b = b + F.when(v > F.lit(x), 1).otherwise(0)
+        b = balanced_sum([F.when(v > F.lit(x), 1).otherwise(0) for x in bounds], F.lit(0))
         buckets.append(F.coalesce(b, F.lit(0)).cast("long"))
     k = len(cols)
-    key = F.lit(0).cast("long")
-    for bit in range(bits):
-        for i, b in enumerate(buckets):
-            key = key + F.shiftleft(F.shiftright(b, bit).bitwiseAND(F.lit(1)), bit * k + i)
-    return key
+    terms = [
+        F.shiftleft(F.shiftright(b, bit).bitwiseAND(F.lit(1)), bit * k + i)
+        for bit in range(bits)
+        for i, b in enumerate(buckets)
+    ]
+    return balanced_sum(terms, F.lit(0).cast("long"))
+
+
+def balanced_sum(terms: Sequence[Column], zero: Column) -> Column:
+    """The sum of ``terms`` as a balanced tree of ``+`` (depth log2 of their number, not one
+    nested ``+`` per term: Spark Connect refuses plans nested deeper than its protobuf
+    limit); ``zero`` when there are none. Integer sums, so the value is the chained sum's."""
+    if not terms:
+        return zero
+    if len(terms) == 1:
+        return terms[0]
+    mid = len(terms) // 2
+    return balanced_sum(terms[:mid], zero) + balanced_sum(terms[mid:], zero)
 
 
 def _as_double(c: str, spark_type: str) -> Column:
@@ -360,6 +371,7 @@ def _commit_metrics(victims: pa.Table, adds: list[AddFile], removed: int, batche
     """The ``operationMetrics`` of an OPTIMIZE commit (delta-spark's names)."""
     added_bytes = sum(int(a["size"]) for a in adds)
     return {
+        **file_size_percentiles([int(a["size"]) for a in adds]),
         "numFilesAdded": len(adds),
         "numFilesRemoved": removed,
         "filesAdded_totalSize": added_bytes,
@@ -370,4 +382,21 @@ def _commit_metrics(victims: pa.Table, adds: list[AddFile], removed: int, batche
         "numRemovedFiles": removed,
         "numAddedFiles": len(adds),
         "numDeletionVectorsRemoved": sum(1 for d in victims.column("deletionVector").to_pylist() if d),
+    }
+
+
+def file_size_percentiles(sizes: list[int]) -> dict[str, int]:
+    """delta-spark's OPTIMIZE file-size metrics of the added files (``minFileSize``,
+    ``p25FileSize``, ``p50FileSize``, ``p75FileSize``, ``maxFileSize``): the sorted sizes at
+    indexes ``0``, ``n // 4``, ``n // 2``, ``3n // 4``, ``n - 1``, as its
+    ``FileSizeStatsWithHistogram`` picks them; none without added files."""
+    if not sizes:
+        return {}
+    s, n = sorted(sizes), len(sizes)
+    return {
+        "minFileSize": s[0],
+        "p25FileSize": s[n // 4],
+        "p50FileSize": s[n // 2],
+        "p75FileSize": s[n * 3 // 4],
+        "maxFileSize": s[-1],
     }

@@ -38,6 +38,7 @@ from delta_pyds.operations.read_set import record_read
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.spark.tables.dml import (
+    OpTimes,
     TableRewriter,
     generated_expressions,
     refuse_identity_updates,
@@ -49,8 +50,8 @@ from delta_pyds.spark.tables.native_rows import SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.spark.tables.resolution import check_condition_resolves, set_columns
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.table.state import file_actions
-from delta_pyds.transaction.commit import Transaction
-from delta_pyds.transaction.file_actions import remove_actions, rows_for_paths, stat_rows
+from delta_pyds.transaction.commit import CommitResult, Transaction
+from delta_pyds.transaction.file_actions import remove_actions, rows_for_paths, stat_rows, sum_size
 from delta_pyds.transaction.staged_files import delete_on_failure
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ def update_rows(
 
     if not set:
         raise ValueError("update: set must name at least one column")
+    rw.last_commit = None
+    times = OpTimes()
     snap = rw.dml_snapshot()
     schema = table_spark_schema(snap)
     exprs = set_columns(schema, set, lambda n: F.col(f"`{n}`"), what="update")
@@ -78,9 +81,9 @@ def update_rows(
     hit = F.coalesce(cond, F.lit(False))
     refuse_identity_updates(snap, exprs, "update")
     if writes_dvs(snap):
-        _update_with_dvs(rw, snap, condition, candidates, scan, hit, exprs)
+        rw.last_commit = _update_with_dvs(rw, snap, condition, candidates, scan, hit, exprs, times)
     else:
-        _update_copy_on_write(rw, snap, condition, candidates, scan, cond, exprs)
+        rw.last_commit = _update_copy_on_write(rw, snap, condition, candidates, scan, cond, exprs, times)
 
 
 def _update_copy_on_write(
@@ -91,19 +94,22 @@ def _update_copy_on_write(
     scan: DataFrame,
     cond: Column,
     exprs: Mapping[str, Column],
-) -> None:
+    times: OpTimes,
+) -> CommitResult | None:
     """Rewrites the files holding a matching row with the rows updated, in one commit."""
     from pyspark.sql import functions as F
 
     matched, updated_rows = matching_files(scan, cond)
+    times.scan_done()
     if not matched:
-        return
+        return None
     hit = F.coalesce(cond, F.lit(False))
     in_files = rw.rescan(snap, candidates, scan, matched)
     adds = _rewrite_updated(rw, snap, in_files, hit, exprs)
     written: list[Mapping[str, Any]] = list(adds)
     txn = Transaction(rw.storage, snap)
     with delete_on_failure(rw.storage, written):
+        cdcs = []
         if rw.writes_changes(snap):
             names = [f.name for f in snap.schema.fields]
             cdcs = rw.write_changes(snap, _update_images(snap, in_files.where(hit), names, exprs))
@@ -113,7 +119,7 @@ def _update_copy_on_write(
         record_read(txn, snap, condition, candidates)
         txn.remove_files(remove_actions(victims))
         txn.add_files(adds)
-        txn.commit(
+        return txn.commit(
             "UPDATE",
             {"predicate": json.dumps([str(condition)] if condition is not None else [])},
             metrics={
@@ -121,6 +127,13 @@ def _update_copy_on_write(
                 "numAddedFiles": len(adds),
                 "numUpdatedRows": updated_rows,
                 "numCopiedRows": sum(stat_rows(a) for a in adds) - updated_rows,
+                "numDeletionVectorsAdded": 0,
+                "numDeletionVectorsRemoved": sum(1 for d in victims.column("deletionVector").to_pylist() if d),
+                "numDeletionVectorsUpdated": 0,
+                "numAddedChangeFiles": len(cdcs),
+                "numRemovedBytes": sum_size(victims),
+                "numAddedBytes": sum(int(a["size"]) for a in adds),
+                **times.metrics(),
             },
         )
 
@@ -171,15 +184,17 @@ def _update_with_dvs(
     scan: DataFrame,
     hit: Column,
     exprs: Mapping[str, Column],
-) -> None:
+    times: OpTimes,
+) -> CommitResult | None:
     """UPDATE as delta-spark does with deletion vectors on: the matching rows are marked
     deleted in their files' (merged) vectors and written, updated, as new files."""
     from pyspark.sql import functions as F
 
     active = file_actions(snap).active
     old, bitmaps = dv_hits(scan, hit, active)
+    times.scan_done()
     if not bitmaps:
-        return
+        return None
     changed = scan.where(hit)
     names = [f.name for f in snap.schema.fields if f.name in changed.columns]
     new = [exprs[n].alias(n) if n in exprs else F.col(f"`{n}`") for n in names]
@@ -190,6 +205,7 @@ def _update_with_dvs(
     written: list[Mapping[str, Any]] = list(adds)
     txn = Transaction(rw.storage, snap)
     with delete_on_failure(rw.storage, written):
+        cdcs = []
         if rw.writes_changes(snap):
             cdcs = rw.write_changes(snap, _update_images(snap, changed, names, exprs))
             written += cdcs
@@ -197,7 +213,7 @@ def _update_with_dvs(
         record_read(txn, snap, condition, candidates)
         marks = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
         txn.add_files(adds)
-        txn.commit(
+        return txn.commit(
             "UPDATE",
             {"predicate": json.dumps([str(condition)] if condition is not None else [])},
             metrics={
@@ -208,5 +224,9 @@ def _update_with_dvs(
                 "numDeletionVectorsAdded": marks.vectors_added,
                 "numDeletionVectorsUpdated": marks.vectors_updated,
                 "numDeletionVectorsRemoved": marks.files_removed,
+                "numAddedChangeFiles": len(cdcs),
+                "numRemovedBytes": marks.bytes_removed,
+                "numAddedBytes": sum(int(a["size"]) for a in adds),
+                **times.metrics(),
             },
         )

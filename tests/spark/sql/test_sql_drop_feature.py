@@ -21,6 +21,7 @@ def test_drop_feature_matches_the_api(spark, tmp_path):
     DeltaTable.forPath(spark, a).dropFeatureSupport("changeDataFeed")
     ps, pa_ = Snapshot.load(s).protocol, Snapshot.load(a).protocol
     assert ps == pa_
+    assert (ps.min_reader_version, ps.min_writer_version, ps.writer_features) == (1, 3, None)  # as delta-spark
     assert [r.operation for r in DeltaTable.forPath(spark, s).history(1).collect()] == ["DROP FEATURE"]
     # checkConstraints is refused while a constraint exists, by both, nothing committed
     before = table_version(s)

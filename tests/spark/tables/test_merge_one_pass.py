@@ -19,7 +19,7 @@ from helpers import DML_COLS, deltalake_table, dml_data, spark_rows
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.errors import DeltaError
 from delta_pyds.spark.tables.merge_pruning import PIN_TARGET_CONF
-from delta_pyds.spark.tables.merge_rows import LITERAL_IDS
+from delta_pyds.spark.tables.merge_rows import LITERAL_IDS, PIN_CHANGED_CONF
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.plan import write_arrow
 
@@ -95,27 +95,36 @@ def _merge(spark, path):
 
 
 PINNED = "phase 1 pins every candidate row"
+CARRIED = "phase 1 pins the changed rows' written values"
+RESCANNED = "phase 2 reads the changed files again"
 
 
 @pytest.fixture
 def phase_2(request, spark, caplog):
-    """How copy-on-write phase 2 gets the touched files' rows: ``pinned`` by phase 1 with every
-    candidate row (the default for targets up to spark.pydelta.merge.pinTarget.maxBytes, as
-    these small tables are) or ``scanned`` again and joined with the source (larger
-    targets); checks the merge took that path (its log line)."""
+    """How phase 2 gets the touched files' rows: ``pinned`` by phase 1 (copy-on-write: every
+    candidate row, the default for targets up to spark.pydelta.merge.pinTarget.maxBytes, as
+    these small tables are; deletion vectors: the changed rows with their written values, up
+    to spark.pydelta.merge.pinChangedRows.maxBytes of candidate files) or ``scanned`` again and
+    joined with the source (larger targets: both caps set to 0); checks the merge took that
+    path (its log line)."""
     if request.param == "scanned":
         spark.conf.set(PIN_TARGET_CONF, "0")
+        spark.conf.set(PIN_CHANGED_CONF, "0")
     caplog.set_level(logging.INFO, logger="delta_pyds.spark.tables.merge")
     yield request.param
     spark.conf.unset(PIN_TARGET_CONF)
+    spark.conf.unset(PIN_CHANGED_CONF)
     params = request.node.callspec.params
-    if not (params.get("dv") is True or "dv" in str(params.get("feature", ""))):  # DVs never pin the target
-        said = "\n".join(r.getMessage() for r in caplog.get_records("call"))
+    said = "\n".join(r.getMessage() for r in caplog.get_records("call"))
+    if params.get("dv") is True or "dv" in str(params.get("feature", "")):  # DVs never pin the whole target
+        assert PINNED not in said, said
+        assert (CARRIED in said, RESCANNED in said) == ((True, False) if request.param == "pinned" else (False, True))
+    else:
         assert (PINNED in said) == (request.param == "pinned"), said
+        assert CARRIED not in said and RESCANNED not in said, said
 
 
-# deletion vectors write only changed rows, pinned by phase 1 whatever the target's size
-EVERY_SHAPE = [(f, p) for f in FEATURES for p in (["pinned"] if "dv" in f else ["pinned", "scanned"])]
+EVERY_SHAPE = [(f, p) for f in FEATURES for p in ("pinned", "scanned")]
 
 
 @pytest.mark.parametrize(("feature", "phase_2"), EVERY_SHAPE, indirect=["phase_2"])
@@ -240,7 +249,9 @@ def test_copy_on_write_merge_reports_the_rows_it_copied(spark, tmp_path, dv):
 
 
 @pytest.mark.parametrize(
-    ("dv", "phase_2"), [(False, "pinned"), (False, "scanned"), (True, "pinned")], indirect=["phase_2"]
+    ("dv", "phase_2"),
+    [(False, "pinned"), (False, "scanned"), (True, "pinned"), (True, "scanned")],
+    indirect=["phase_2"],
 )
 def test_a_source_row_matching_a_row_no_clause_changes_is_neither_inserted_nor_rewritten(spark, tmp_path, dv, phase_2):
     """Phase 2 reads only the files a clause changes; a source row whose match sits in

@@ -79,6 +79,25 @@ def test_argument_checks_like_delta_spark(spark, tmp_path):
         dt.restoreToTimestamp(12342323232)
     with pytest.raises(ValueError, match="readerVersion"):
         dt.upgradeTableProtocol("1", 2)
+    with pytest.raises(ValueError, match="writerVersion"):
+        dt.upgradeTableProtocol(1, [3])
+    # the dict as the only positional argument is the condition: set is missing (delta-spark's
+    # python/delta/tables.py checks the mapping first: ValueError "... cannot be None")
+    with pytest.raises(ValueError, match="^'set' cannot be None$"):
+        dt.update({"id": "1"})
+    with pytest.raises(ValueError, match="^'set' in whenMatchedUpdate cannot be None$"):
+        builder.whenMatchedUpdate({"id": "s.id"})
+    with pytest.raises(ValueError, match="^'values' in whenNotMatchedInsert cannot be None$"):
+        builder.whenNotMatchedInsert({"id": "s.id"})
+    with pytest.raises(ValueError, match="^'set' in whenNotMatchedBySourceUpdate cannot be None$"):
+        builder.whenNotMatchedBySourceUpdate({"id": "1"})
+    for bad in (12345, [12345], {}, []):
+        with pytest.raises(ValueError, match="featureName needs to be a string"):
+            dt.addFeatureSupport(bad)
+        with pytest.raises(ValueError, match="featureName needs to be a string"):
+            dt.dropFeatureSupport(bad)
+    with pytest.raises(ValueError, match="truncateHistory needs to be a boolean"):
+        dt.dropFeatureSupport("appendOnly", truncateHistory="yes")
     with pytest.raises(TypeError):
         dt.optimize().where(1)
     with pytest.raises(TypeError):
@@ -377,7 +396,7 @@ def _rows_both_ways(spark, path):
 
 def test_update_and_merge_accept_quoted_and_nested_set_keys_like_delta_spark(spark, tmp_path):
     dt = DeltaTable.forPath(spark, _struct_table(str(tmp_path / "t")))
-    dt.update({"`my col`": "`my col` * 10"})  # the dict alone: every row
+    dt.update(set={"`my col`": "`my col` * 10"})  # no condition: every row
     assert _rows_both_ways(spark, dt._path) == [(1, 10, 1, 0), (2, 20, 2, 0), (3, 30, 3, 0)]
     dt.update("id = 1", {"st.b": "st.a + 100", "ST.`a`": "-1"})  # struct fields, any case
     dt.update(condition="id = 2", set={"`st`.b": "7"})
@@ -386,14 +405,14 @@ def test_update_and_merge_accept_quoted_and_nested_set_keys_like_delta_spark(spa
     dt.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdate(
         set={"t.st.b": "s.v", "`my col`": "s.v * 2"}
     ).execute()
-    dt.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdate({"st.a": "s.v + 1"}).execute()
+    dt.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"st.a": "s.v + 1"}).execute()
     assert _rows_both_ways(spark, dt._path) == [(1, 10, -1, 101), (2, 20, 2, 7), (3, 10, 6, 5)]
     with pytest.raises(ColumnNotFoundError, match=r"st\.nope is not a column of struct column st"):
-        dt.update({"st.nope": "1"})
+        dt.update(set={"st.nope": "1"})
     with pytest.raises(ValueError, match="conflicts with st"):
-        dt.update({"st": "st", "st.b": "1"})
+        dt.update(set={"st": "st", "st.b": "1"})
     with pytest.raises(ValueError, match="unclosed backtick"):
-        dt.update({"`my col": "1"})
+        dt.update(set={"`my col": "1"})
 
 
 def test_unresolved_names_in_dml_suggest_only_table_columns(spark, tmp_path):
