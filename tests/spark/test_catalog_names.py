@@ -146,3 +146,17 @@ def test_spark_reading_a_delta_entry_names_the_way_out(spark, db, tmp_path):
     spark.range(4).write.format("delta").mode("append").save(path)
     assert spark.read.format("delta").load(path).count() == 4
     assert DeltaTable.isDeltaTable(spark, path)
+
+
+def test_convert_to_delta_by_name(spark, db, tmp_path):
+    pq = str(tmp_path / "pq")
+    spark.range(4).write.parquet(pq)
+    spark.sql(f"CREATE TABLE {db}.raw (id BIGINT) USING parquet LOCATION '{pq}'")
+    dt = DeltaTable.convertToDelta(spark, f"{db}.raw")
+    assert ids(dt.toDF()) == [0, 1, 2, 3]
+    entry = info(spark, db, "raw")
+    assert (entry["Provider"], entry["Type"], entry["Location"]) == ("delta", "EXTERNAL", f"file:{pq}")
+    assert ids(delta_pyds.read_delta(spark, name=f"{db}.raw")) == [0, 1, 2, 3]
+    spark.sql(f"CREATE TABLE {db}.managed_pq (id BIGINT) USING parquet")
+    with pytest.raises(NotADeltaTableError, match="only EXTERNAL parquet"):
+        DeltaTable.convertToDelta(spark, f"{db}.managed_pq")

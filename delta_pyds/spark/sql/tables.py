@@ -12,6 +12,7 @@ for pyspark's formatter); a statement naming no Delta table reaches ``spark.sql(
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ArgumentTypeError, NoCatalogError, SqlParseError, TableNotFoundError
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
     from delta_pyds.spark.tables import DeltaTable
 
+log = logging.getLogger(__name__)
+
 
 def resolver(spark: SparkSession) -> Resolver:
     """The parser's name resolver on ``spark`` (see the module docstring)."""
@@ -33,6 +36,9 @@ def resolver(spark: SparkSession) -> Resolver:
         try:
             entry = lookup(spark, parts)
         except (NoCatalogError, ArgumentTypeError):  # another catalog: Spark's to resolve
+            return None
+        except Exception as exc:  # the catalog cannot be asked: Spark reports it if the name matters
+            log.debug("pydelta: %s not resolved in the catalog: %s", ".".join(parts), exc)
             return None
         if entry is None:
             return None

@@ -169,10 +169,21 @@ class DeltaTable(SchemaChanges):
     ) -> DeltaTable:
         """Converts the Parquet directory ``parquet.`path``` in place (partition values from
         ``col=value`` directories typed by ``partitionSchema``, a DDL string or StructType;
-        stats from the footers); an existing Delta table there is returned as is."""
+        stats from the footers); an existing Delta table there is returned as is. A name of
+        Spark's catalog (``db.t``) converts an EXTERNAL ``parquet`` table at its location and
+        makes its entry a ``delta`` one (a MANAGED parquet table is refused:
+        :class:`NotADeltaTableError`)."""
         if sparkSession is None:
             raise ValueError("'sparkSession' cannot be None")
         activate(sparkSession)
+        named = _parquet_entry(sparkSession, identifier)
+        if named is not None:
+            path = maintenance.convert(sparkSession, f"parquet.`{named}`", partitionSchema, collectStats, hadoopConf)
+            from delta_pyds.spark.catalog_entries import drop_entry, register_entry
+
+            drop_entry(sparkSession, identifier)  # EXTERNAL: the files stay
+            register_entry(sparkSession, identifier, path)
+            return cls.forPath(sparkSession, path, hadoopConf)
         path = maintenance.convert(sparkSession, identifier, partitionSchema, collectStats, hadoopConf)
         return cls.forPath(sparkSession, path, hadoopConf)
 
@@ -435,18 +446,43 @@ class DeltaTable(SchemaChanges):
         return DeltaOptimizeBuilder(self._rewriter)
 
 
-def _catalog_location(spark: SparkSession, identifier: str) -> str | None:
-    """The location of the Delta catalog table ``identifier`` names, "" when it names a table
-    or view that is not Delta, None when it is a path or a name the catalog does not know."""
+def _parquet_entry(spark: SparkSession, identifier: str) -> str | None:
+    """The location of the EXTERNAL parquet table the catalog names ``identifier`` (None: a
+    ``parquet.`path``` identifier or no such name); a Delta name is :meth:`forName`'s."""
+    from delta_pyds.errors import NotADeltaTableError
+
+    if not isinstance(identifier, str) or identifier.lower().startswith("parquet.`"):
+        return None
+    entry = _catalog_entry(spark, identifier)
+    if entry is None or entry.temporary:
+        return None
+    if entry.is_delta:
+        raise NotADeltaTableError(f"convertToDelta: {identifier} is already a Delta table (DeltaTable.forName)")
+    if (entry.provider or "").lower() != "parquet" or (entry.kind or "").upper() != "EXTERNAL" or not entry.location:
+        raise NotADeltaTableError(
+            f"convertToDelta: {identifier} is a {entry.kind} table of provider {entry.provider}; only EXTERNAL"
+            " parquet tables are converted by name (convert a managed one's files by path, parquet.`path`)"
+        )
+    return entry.location
+
+
+def _catalog_entry(spark: SparkSession, identifier: str) -> Any:
+    """The catalog entry ``identifier`` names, None when it is not a session-catalog name."""
     from delta_pyds.errors import DeltaError
     from delta_pyds.spark.catalog import lookup
 
-    if any(c in identifier for c in "/\\:"):
-        return None
     try:
-        entry = lookup(spark, identifier)
+        return lookup(spark, identifier)
     except DeltaError:  # not a name (ArgumentTypeError), another catalog (NoCatalogError)
         return None
+
+
+def _catalog_location(spark: SparkSession, identifier: str) -> str | None:
+    """The location of the Delta catalog table ``identifier`` names, "" when it names a table
+    or view that is not Delta, None when it is a path or a name the catalog does not know."""
+    if any(c in identifier for c in "/\\:"):
+        return None
+    entry = _catalog_entry(spark, identifier)
     if entry is None:
         return None
     return entry.location if entry.is_delta and entry.location else ""
