@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from delta_pyds.errors import (
     AppendOnlyError,
     ArgumentTypeError,
+    CatalogTableReadError,
     ChangeDataError,
     ColumnNotFoundError,
     ColumnTypeError,
@@ -31,6 +32,7 @@ from delta_pyds.errors import (
     MalformedVariantError,
     MissingPropertyError,
     NoCatalogError,
+    NotADeltaTableError,
     PathEscapeError,
     SchemaChangeError,
     SchemaError,
@@ -100,6 +102,8 @@ __all__ = [
     "ArgumentTypeError",
     "FeatureDropError",
     "NoCatalogError",
+    "NotADeltaTableError",
+    "CatalogTableReadError",
     "SqlParseError",
     "TimestampParseError",
     "MissingPropertyError",
@@ -117,19 +121,20 @@ def __getattr__(name: str) -> Any:
 
         return getattr(tables, name)
     if name == "write_delta":
-        from delta_pyds.spark.native.write import write_delta
+        from delta_pyds.spark.named_io import write_delta
 
         return write_delta
     raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
 
 
-def read_delta(spark: SparkSession, path: str, **options: Any) -> DataFrame:
-    """The Delta table at ``path`` as a DataFrame read by Spark's own Parquet reader, with the
-    options of the ``pydelta`` source and an optional ``where`` SQL condition (see
-    :mod:`delta_pyds.spark.native.read`)."""
-    from delta_pyds.spark.native.read import read_delta as _read_delta
+def read_delta(spark: SparkSession, path: str | None = None, *, name: str | None = None, **options: Any) -> DataFrame:
+    """The Delta table at ``path`` (or the one Spark's catalog names ``name``: ``t``, ``db.t``,
+    ``spark_catalog.db.t``, resolved on each call) as a DataFrame read by Spark's own Parquet
+    reader, with the options of the ``pydelta`` source and an optional ``where`` SQL condition
+    (see :mod:`delta_pyds.spark.native.read` and :mod:`delta_pyds.spark.named_io`)."""
+    from delta_pyds.spark.named_io import read_delta as _read_delta
 
-    return _read_delta(spark, path, **options)
+    return _read_delta(spark, path, name=name, **options)
 
 
 def explain_scan(path: str, predicates: Sequence[Any] = (), **kwargs: Any) -> ScanExplanation:
@@ -148,8 +153,9 @@ def sql(spark: SparkSession, statement: str, args: Any = None, **kwargs: Any) ->
     return _sql(spark, statement, args, **kwargs)
 
 
-def register(spark: SparkSession) -> None:
-    """Registers the ``pydelta`` data source on ``spark`` and enables filter pushdown."""
+def register(spark: SparkSession, *, delta_name: bool = True) -> None:
+    """Registers the ``pydelta`` data source on ``spark`` and enables filter pushdown; also as
+    ``delta`` where Spark has no ``delta`` source (see :func:`delta_pyds.spark.register`)."""
     from delta_pyds.spark import register as _register
 
-    _register(spark)
+    _register(spark, delta_name=delta_name)

@@ -88,8 +88,21 @@ class FeatureDropError(DeltaError):
 
 
 class NoCatalogError(DeltaError):
-    """The call needs a catalog table (``forName``, ``tableName``), which Python data
-    sources cannot have: use the table's path instead."""
+    """The call names a table in a catalog this package cannot reach: a catalog other than
+    Spark's session catalog (``spark_catalog``: the in-memory catalog or the Hive metastore),
+    e.g. Unity Catalog or a JVM catalog plugin; use the table's path instead."""
+
+
+class NotADeltaTableError(DeltaError, ValueError):
+    """A table name resolves to a catalog entry that is not a Delta table (another provider,
+    a view): the message names the entry and its provider."""
+
+
+class CatalogTableReadError(DeltaError):
+    """Spark itself was asked to read or write a Delta catalog table (``spark.table(name)``,
+    ``SELECT ... FROM name`` through ``spark.sql``, ``insertInto``, ``saveAsTable``) where no
+    JVM Delta source exists: Spark 4.3 hands a Python source's catalog table no location. The
+    message says to use ``read_delta(spark, name=...)`` / ``delta_pyds.sql`` / ``write_delta(df, name=...)``."""
 
 
 class AppendOnlyError(DeltaError):

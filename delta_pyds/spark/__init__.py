@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from delta_pyds.spark.datasource import DeltaDataSource
+from delta_pyds.spark.delta_source import register_delta_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -14,8 +15,11 @@ if TYPE_CHECKING:
 __all__ = ["DeltaDataSource", "register"]
 
 
-def register(spark: SparkSession) -> None:
-    """Registers the ``pydelta`` source on a session and enables filter pushdown.
+def register(spark: SparkSession, *, delta_name: bool = True) -> None:
+    """Registers the ``pydelta`` source on a session and enables filter pushdown; with
+    ``delta_name`` (the default) also the short name ``delta`` for the same source, but only
+    when Spark finds no ``delta`` source of its own (delta-spark's jars keep theirs; see
+    :mod:`delta_pyds.spark.delta_source`).
 
     Needed when the package ships with ``--py-files`` (Spark only auto-registers
     pip-installed ``pyspark_*`` modules); harmless otherwise."""
@@ -24,3 +28,5 @@ def register(spark: SparkSession) -> None:
     except Exception:  # pragma: no cover - some managed platforms lock confs
         pass
     spark.dataSource.register(DeltaDataSource)
+    if delta_name:
+        register_delta_name(spark)

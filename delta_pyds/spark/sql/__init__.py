@@ -1,13 +1,14 @@
 """``delta_pyds.sql(spark, statement)``: Delta's SQL without Delta's JVM extension.
 
-Spark cannot be taught Delta's statements without a JVM extension, and a catalog table of a
-Python source loses its location; this front door recognises Delta's statements and runs them
+Spark cannot be taught Delta's statements without a JVM extension, and Spark cannot read a
+catalog table of a Python source (it loses its location); this front door recognises Delta's statements and runs them
 through :class:`~delta_pyds.DeltaTable` and :func:`~delta_pyds.read_delta`. Guarantees:
 
 * a statement that is not a Delta statement and names no Delta table reaches
   ``spark.sql(statement, args, **kwargs)`` unchanged (same text, same arguments);
 * a query naming ``delta.`/path``` (with ``@v<n>``, ``VERSION AS OF`` or ``TIMESTAMP AS OF``) or
-  a session name reads each table through the native path, as ``read_delta`` does, and the
+  a Delta table of Spark's session catalog (``t``, ``db.t``, ``spark_catalog.db.t``, resolved on
+  each statement) reads each table through the native path, as ``read_delta`` does, and the
   rest of the query (joins, subqueries, CTEs, parameters) is Spark's;
 * Delta statements run through the public ``DeltaTable`` API, one commit each, and return
   delta-spark's result shapes; conditions and expressions reach Spark as Spark SQL text;

@@ -9,18 +9,19 @@ generated expression, identity, NOT NULL and comment, ``partitionedBy`` / ``clus
 Delta tables through the native path), then writes its rows as files of the new definition and
 commits definition, removes and rows in one commit
 (:mod:`delta_pyds.spark.tables.create_as_select`: a failing query leaves the table as it was).
-A named table with LOCATION becomes a session name, as ``CREATE TABLE <name> USING delta
-LOCATION`` does; a session name without LOCATION names its table's path."""
+A named table is an entry of Spark's session catalog
+(:func:`~delta_pyds.spark.catalog_entries.create_named`): EXTERNAL with LOCATION, else MANAGED at
+Spark's default path; ``REPLACE`` / ``CREATE OR REPLACE`` / ``IF NOT EXISTS`` of an existing name
+use its location."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from delta_pyds.errors import SqlParseError
 from delta_pyds.spark.sql.parser import Parser
-from delta_pyds.spark.sql.tables import NAMES, empty, run_query
+from delta_pyds.spark.sql.tables import empty, run_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -48,7 +49,7 @@ class Column:
 @dataclass
 class CreateStatement:
     mode: str  # a DeltaTable builder: create, createIfNotExists, replace, createOrReplace
-    name: str | None = None
+    name: tuple[str, ...] | None = None
     path: str | None = None
     columns: list[Column] | None = None
     partitioned: list[str] = field(default_factory=list)
@@ -114,7 +115,7 @@ def parse(p: Parser) -> CreateStatement:
             p.fail("a table to create has no version")
         st.path = ref.path
     else:
-        st.name = p.dotted()
+        st.name = p.name_parts()
     if p.at("("):
         st.columns = _columns(p)
     p.expect("USING", "DELTA")
@@ -126,10 +127,6 @@ def parse(p: Parser) -> CreateStatement:
         if not st.query:
             p.fail("expected a query after AS")
     p.end()
-    if st.path is None and st.name is not None:
-        st.path = p.names.get(st.name.lower())  # a session name: its table's path
-    if st.path is None:
-        p.fail("expected LOCATION 'path' (a table has no catalog name without one)")
     if st.columns is None and st.query is None:
         p.fail("expected a column list or AS <query>")
     return st
@@ -229,13 +226,22 @@ def _signed(p: Parser) -> int:
 def create(spark: SparkSession, p: Parser) -> Callable[[], Any]:
     """The handler of :func:`delta_pyds.sql` for CREATE / REPLACE TABLE."""
     st = parse(p)
-    names = NAMES.get(spark, {})
-    if st.name is not None and st.name.lower() in names and names[st.name.lower()] != st.path:
-        raise SqlParseError(f"CREATE TABLE: the session name {st.name} already names {names[st.name.lower()]}")
     return lambda: run(spark, st)
 
 
 def run(spark: SparkSession, st: CreateStatement) -> DataFrame:
+    from delta_pyds.spark.catalog_entries import create_named
+
+    if st.name is not None:
+        create_named(spark, st.name, st.mode, st.path, lambda location: _define(spark, replace(st, path=location)))
+    else:
+        assert st.path is not None  # delta.`path`
+        _define(spark, st)
+    return empty(spark, None)
+
+
+def _define(spark: SparkSession, st: CreateStatement) -> None:
+    """Commits the definition at ``st.path`` (with a query's rows, in the same commit)."""
     from delta_pyds.spark.tables import DeltaTable, IdentityGenerator
 
     assert st.path is not None
@@ -260,9 +266,6 @@ def run(spark: SparkSession, st: CreateStatement) -> DataFrame:
         if st.comment is not None:
             builder = builder.comment(st.comment)
         builder.execute()
-    if st.name is not None:
-        NAMES.setdefault(spark, {}).setdefault(st.name.lower(), st.path)
-    return empty(spark, None)
 
 
 def _run_as_select(spark: SparkSession, st: CreateStatement) -> None:

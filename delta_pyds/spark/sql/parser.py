@@ -2,15 +2,17 @@
 
 Guarantees: a table reference is ``delta.`<path>``` (delta-spark's path syntax, ``@v<n>`` at
 the end of the path is time travel to version n), a quoted path where delta-spark takes one
-(``VACUUM '/p'``), or a name registered in this session by ``CREATE TABLE <name> USING delta
-LOCATION '<path>'``; ``VERSION AS OF n`` / ``TIMESTAMP AS OF '...'`` (with or without
-``FOR``, and the ``SYSTEM_VERSION`` / ``SYSTEM_TIME`` spellings) after a reference are taken with
-it. Every error is a :class:`~delta_pyds.errors.SqlParseError` that names the statement, the
-position and the supported form. No pyspark here."""
+(``VACUUM '/p'``), or a name (``t``, ``db.t``, ``spark_catalog.db.t``) that the statement's
+resolver (:data:`Resolver`: Spark's catalog and temporary views, see
+:func:`delta_pyds.spark.sql.tables.resolver`) gives a Delta table path; ``VERSION AS OF n`` /
+``TIMESTAMP AS OF '...'`` (with or without ``FOR``, and the ``SYSTEM_VERSION`` /
+``SYSTEM_TIME`` spellings) after a reference are taken with it. Every error is a
+:class:`~delta_pyds.errors.SqlParseError` that names the statement, the position and the
+supported form. No pyspark here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -27,6 +29,19 @@ def split_at_version(path: str) -> tuple[str, int | None]:
 
 
 @dataclass(frozen=True)
+class NamedTable:
+    """What a resolver gives a name: the Delta table's path and ``kind`` (``"table"``: a
+    catalog table; ``"view"``: a temporary view over a whole ``pydelta`` table)."""
+
+    path: str
+    kind: str
+
+
+# name parts, and whether temporary views count (the targets of Delta statements) -> the table or None
+Resolver = Callable[[tuple[str, ...], bool], "NamedTable | None"]
+
+
+@dataclass(frozen=True)
 class TableRef:
     """A Delta table named in a statement: its path, time travel, and where it is in the text."""
 
@@ -35,7 +50,7 @@ class TableRef:
     timestamp: str | None
     start: int
     end: int
-    name: str | None = None  # the session name it was given by, if any
+    name: str | None = None  # the name it was given by, if any
 
     def read_options(self) -> dict[str, str]:
         if self.version is not None:
@@ -49,16 +64,13 @@ class Parser:
     """Non-whitespace tokens of one statement with a cursor; ``form`` is the supported form
     named in errors."""
 
-    def __init__(
-        self, text: str, names: Mapping[str, str] | None = None, views: Callable[[str], str | None] | None = None
-    ):
+    def __init__(self, text: str, resolve: Resolver | None = None):
         self.text = text
-        self.views = views  # a temporary view's table path, or None (Delta statements' targets only)
-        self.view_paths: dict[str, str | None] = {}
+        self.resolve = resolve  # a name's Delta table, or None
+        self.resolved: dict[tuple[tuple[str, ...], bool], NamedTable | None] = {}
         self.tokens = [t for t in tokenize(text) if not t.blank]
         while self.tokens and self.tokens[-1].text == ";":
             self.tokens.pop()
-        self.names = {k.lower(): v for k, v in (names or {}).items()}
         self.i = 0
         self.statement = ""
         self.form = ""
@@ -226,11 +238,24 @@ class Parser:
         return names
 
     def dotted(self) -> str:
+        return ".".join(self.name_parts())
+
+    def name_parts(self) -> tuple[str, ...]:
+        """A multi-part name's parts (backquotes removed)."""
         parts = [self.word()]
         while self.at(".") and self.peek(1) is not None and self.peek(1).kind in ("word", "ident"):  # type: ignore[union-attr]
             self.i += 1
             parts.append(self.word())
-        return ".".join(parts)
+        return tuple(parts)
+
+    def lookup(self, parts: tuple[str, ...], views: bool) -> NamedTable | None:
+        """The resolver's answer for a name (asked once per statement)."""
+        if self.resolve is None:
+            return None
+        key = (parts, views)
+        if key not in self.resolved:
+            self.resolved[key] = self.resolve(parts, views)
+        return self.resolved[key]
 
     # ------------------------------------------------------------- tables
     def table_ref(
@@ -254,14 +279,10 @@ class Parser:
         else:
             save = self.i
             if t.kind in ("word", "ident"):
-                dotted = self.dotted()
-                if dotted.lower() in self.names:
-                    path, name = self.names[dotted.lower()], dotted
-                elif views and self.views is not None:
-                    if dotted not in self.view_paths:
-                        self.view_paths[dotted] = self.views(dotted)
-                    if self.view_paths[dotted] is not None:
-                        path, name = self.view_paths[dotted], dotted
+                parts = self.name_parts()
+                found = self.lookup(parts, views)
+                if found is not None:
+                    path, name = found.path, ".".join(parts)
             if path is None:
                 self.i = save
                 return None
@@ -294,8 +315,8 @@ class Parser:
         ref = self.table_ref(allow_string=allow_string, views=True)
         if ref is None:
             self.fail(
-                "expected a Delta table: delta.`/path`, a name from CREATE TABLE ... USING delta LOCATION"
-                " or a temporary view over a pydelta table"
+                "expected a Delta table: delta.`/path`, a Delta table of Spark's catalog (t, db.t,"
+                " spark_catalog.db.t) or a temporary view over a pydelta table"
             )
         assert ref is not None
         return ref
@@ -314,7 +335,7 @@ _REF_AFTER = {"FROM", "JOIN", "TABLE", "INTO", "USING", "UPDATE", ","}
 
 
 def query_refs(parser: Parser) -> list[TableRef]:
-    """Every Delta table reference in a query (``delta.`p``` anywhere; session names after
+    """Every Delta table reference in a query (``delta.`p``` anywhere; names after
     FROM, JOIN, TABLE, INTO, USING, UPDATE or a comma of a FROM list)."""
     refs = []
     parser.i = 0

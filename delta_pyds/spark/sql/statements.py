@@ -3,19 +3,21 @@
 Guarantees: a statement is parsed whole before anything runs (a parse error changes nothing);
 each Delta statement is one call of the public :class:`~delta_pyds.DeltaTable` API; results
 have delta-spark's columns (``num_affected_rows`` ...; DESCRIBE HISTORY/DETAIL as
-``history()``/``detail()``). Session names (``CREATE TABLE <name> USING delta LOCATION``) live
-as long as the SparkSession object, in this process only."""
+``history()``/``detail()``). Names resolve through Spark's catalog on every statement
+(:func:`delta_pyds.spark.sql.tables.resolver`); the catalog statements (CREATE TABLE ... LOCATION,
+DROP TABLE, ALTER TABLE RENAME, SHOW TABLES, DESCRIBE) are in
+:mod:`delta_pyds.spark.sql.catalog_statements`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from delta_pyds.errors import ArgumentTypeError, SqlParseError, TableNotFoundError
-from delta_pyds.spark.sql import alter, create, dml
+from delta_pyds.errors import ArgumentTypeError
+from delta_pyds.spark.sql import alter, catalog_statements, create, dml
 from delta_pyds.spark.sql.parser import Parser, TableRef
-from delta_pyds.spark.sql.tables import NAMES, delta_table, empty, run_statement
-from delta_pyds.spark.sql.views import refresh_view, view_path
+from delta_pyds.spark.sql.tables import delta_table, empty, resolver, run_statement
+from delta_pyds.spark.sql.views import refresh_view
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -37,7 +39,6 @@ FORMS = {
     ),
     "GENERATE": "GENERATE symlink_format_manifest FOR TABLE <table>",
     "CONVERT TO DELTA": "CONVERT TO DELTA parquet.`path` [PARTITIONED BY (col type, ...)]",
-    "CREATE TABLE": "CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'path'",
     "MERGE": (
         "MERGE [WITH SCHEMA EVOLUTION] INTO <table> [[AS] t] USING <table | view | (query)> [[AS] s] ON <cond>"
         " WHEN MATCHED [AND <cond>] THEN UPDATE SET * | UPDATE SET col = expr, ... | DELETE"
@@ -46,6 +47,7 @@ FORMS = {
     ),
     "INSERT": "INSERT INTO | OVERWRITE [TABLE] <table> [(col, ...)] [REPLACE WHERE <cond>] <query>",
     "CREATE TABLE (definition)": create.FORM,
+    **catalog_statements.FORMS,
 }
 
 
@@ -53,16 +55,15 @@ def sql(spark: SparkSession, statement: str, args: Any = None, **kwargs: Any) ->
     """Runs one statement (see :mod:`delta_pyds.spark.sql`)."""
     if not isinstance(statement, str):
         raise ArgumentTypeError(f"'statement' must be a str (one SQL statement), got {type(statement).__name__}")
-    names = NAMES.get(spark, {})
-    p = Parser(statement, names, lambda name: view_path(spark, name))
+    p = Parser(statement, resolver(spark))
     head = _head(p)
     if head is not None:
         p.statement, p.form = head, FORMS[head]
         run = _HANDLERS[head](spark, p)
         result = run()
-        for name, path in p.view_paths.items():
-            if path is not None:  # the target was a temporary view: it reads the new version now
-                refresh_view(spark, name)
+        for (parts, _views), found in p.resolved.items():
+            if found is not None and found.kind == "view":  # a temporary view target reads the new version now
+                refresh_view(spark, ".".join(parts))
         return result
     return run_statement(spark, p, statement, args, kwargs)
 
@@ -70,7 +71,7 @@ def sql(spark: SparkSession, statement: str, args: Any = None, **kwargs: Any) ->
 def _head(p: Parser) -> str | None:
     """Which Delta statement this is (None: any other statement)."""
     p.i = 0
-    return _delta_only_head(p) or _shared_head(p) or _create_head(p)
+    return _delta_only_head(p) or catalog_statements.head(p) or _shared_head(p) or _create_head(p)
 
 
 def _delta_only_head(p: Parser) -> str | None:
@@ -323,31 +324,6 @@ def _convert(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     return lambda: empty(spark, DeltaTable.convertToDelta(spark, identifier, schema))
 
 
-def _create_table(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
-    if_not_exists = p.accept("IF", "NOT", "EXISTS")
-    name = p.dotted()
-    p.expect("USING", "DELTA")
-    p.expect("LOCATION")
-    path = p.string()
-    p.end()
-
-    def run() -> DataFrame:
-        names = NAMES.setdefault(spark, {})
-        if name.lower() in names and not if_not_exists and names[name.lower()] != path:
-            raise SqlParseError(f"CREATE TABLE: the session name {name} already names {names[name.lower()]}")
-        from delta_pyds.spark.tables import DeltaTable
-
-        if not DeltaTable.isDeltaTable(spark, path):
-            raise TableNotFoundError(
-                f"CREATE TABLE {name} USING delta LOCATION '{path}': no Delta table there "
-                "(a table with columns is created by DeltaTable.create(spark).location(path))"
-            )
-        names.setdefault(name.lower(), path)
-        return empty(spark, None)
-
-    return run
-
-
 _HANDLERS: Mapping[str, Callable[[Any, Parser], Callable[[], Any]]] = {
     "DESCRIBE HISTORY": _describe_history,
     "DESCRIBE DETAIL": _describe_detail,
@@ -361,8 +337,8 @@ _HANDLERS: Mapping[str, Callable[[Any, Parser], Callable[[], Any]]] = {
     "ALTER TABLE": _alter_table,
     "GENERATE": _generate,
     "CONVERT TO DELTA": _convert,
-    "CREATE TABLE": _create_table,
     "MERGE": dml.merge,
     "INSERT": dml.insert,
     "CREATE TABLE (definition)": create.create,
+    **catalog_statements.handlers(),
 }

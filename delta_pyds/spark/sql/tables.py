@@ -1,21 +1,26 @@
-"""What the statements of :func:`delta_pyds.sql` share: session names, reading a table
+"""What the statements of :func:`delta_pyds.sql` share: resolving table names, reading a table
 reference, running a query that names Delta tables, and delta-spark's result rows.
 
-Guarantees: session names (``CREATE TABLE <name> USING delta LOCATION``) live as long as the
-SparkSession object, in this process only; a query's Delta tables are read through
-``read_delta`` (the native path, with their time travel) and reach ``spark.sql`` as DataFrame
-arguments, the rest of the text unchanged (braces escaped for pyspark's formatter); a statement
-naming no Delta table reaches ``spark.sql(statement, args, **kwargs)`` as given."""
+Guarantees: a name in a statement resolves as Spark resolves it, on every statement
+(:func:`resolver`): a temporary view first (one over a whole ``pydelta`` table stands for its
+table as the target of a Delta statement; in a query Spark reads the view itself), then a Delta
+table of Spark's session catalog (:mod:`delta_pyds.spark.catalog`); anything else is Spark's. A
+query's Delta tables are read through ``read_delta`` (the native path, with their time travel)
+and reach ``spark.sql`` as DataFrame arguments, the rest of the text unchanged (braces escaped
+for pyspark's formatter); a statement naming no Delta table reaches ``spark.sql(statement, args,
+**kwargs)`` as given."""
 
 from __future__ import annotations
 
-import weakref
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from delta_pyds.errors import ArgumentTypeError, SqlParseError, TableNotFoundError
+from delta_pyds.errors import ArgumentTypeError, NoCatalogError, SqlParseError, TableNotFoundError
 from delta_pyds.log.history import history as commit_history
-from delta_pyds.spark.sql.parser import Parser, TableRef, query_refs
+from delta_pyds.spark.catalog import lookup
+from delta_pyds.spark.sql.parser import NamedTable, Parser, Resolver, TableRef, query_refs
+from delta_pyds.spark.sql.views import view_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -23,13 +28,39 @@ if TYPE_CHECKING:
     from delta_pyds.spark.tables import DeltaTable
     from delta_pyds.transaction.commit import CommitResult
 
-NAMES: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+log = logging.getLogger(__name__)
+
+
+def resolver(spark: SparkSession) -> Resolver:
+    """The parser's name resolver on ``spark`` (see the module docstring)."""
+
+    def resolve(parts: tuple[str, ...], views: bool) -> NamedTable | None:
+        try:
+            entry = lookup(spark, parts)
+        except (NoCatalogError, ArgumentTypeError):  # another catalog: Spark's to resolve
+            return None
+        except Exception as exc:  # the catalog cannot be asked: Spark reports it if the name matters
+            log.debug("pydelta: %s not resolved in the catalog: %s", ".".join(parts), exc)
+            return None
+        if entry is None:
+            return None
+        if entry.temporary:
+            path = view_path(spark, ".".join(parts)) if views else None
+            return NamedTable(path, "view") if path else None
+        return NamedTable(entry.location, "table") if entry.is_delta and entry.location else None
+
+    return resolve
 
 
 def table_names(spark: SparkSession) -> dict[str, str]:
-    """The session names of Delta tables made by ``CREATE TABLE ... LOCATION`` on ``spark``
-    (name -> path); a copy."""
-    return dict(NAMES.get(spark, {}))
+    """The Delta tables of the current database of Spark's catalog (name -> path)."""
+    out = {}
+    for row in spark.sql("SHOW TABLES").collect():
+        if not row.isTemporary:
+            entry = lookup(spark, (str(row.namespace), str(row.tableName)))
+            if entry is not None and entry.is_delta and entry.location:
+                out[entry.table] = entry.location
+    return out
 
 
 def run_statement(
@@ -112,7 +143,7 @@ def current_version(path: str) -> int:
 
 def run_query(spark: SparkSession, text: str) -> DataFrame:
     """A query (a MERGE source, the rows of an INSERT) with its Delta tables read natively."""
-    return run_statement(spark, Parser(text, NAMES.get(spark, {})), text)
+    return run_statement(spark, Parser(text, resolver(spark)), text)
 
 
 def read_ref(spark: SparkSession, ref: TableRef) -> DataFrame:

@@ -10,9 +10,13 @@ Guarantees:
 * ``execute()`` commits the table definition once (:mod:`delta_pyds.operations.create`:
   no data files; generated and identity columns recorded in field metadata; the protocol
   the definition needs) and returns a ``DeltaTable`` for the location;
-* ``tableName(...)`` cannot work (a Python data source has no catalog):
-  :class:`NoCatalogError` says to use ``location(path)`` and the path instead; a builder
-  without a location raises the same error at ``execute()``.
+* ``tableName(name)`` names the table in Spark's session catalog
+  (:func:`~delta_pyds.spark.catalog_entries.create_named`): with ``location(path)`` it is an
+  EXTERNAL table there, without one a MANAGED table at Spark's default path under
+  ``spark.sql.warehouse.dir`` (where delta-spark puts it); ``create`` fails on a name in use,
+  ``replace`` on a free one, ``createIfNotExists`` / ``createOrReplace`` use the entry's
+  location. A builder with neither a name nor a location raises :class:`NoCatalogError` at
+  ``execute()``.
 """
 
 from __future__ import annotations
@@ -35,12 +39,6 @@ if TYPE_CHECKING:
 
 # what execute() returns: the DeltaTable of the location (DeltaTable.forPath's result)
 TableT = TypeVar("TableT")
-
-NO_CATALOG = (
-    "Python data sources have no catalog, so delta_pyds tables have no names: use "
-    "DeltaTable.forPath(spark, path) / .location(path) with the table's path, and "
-    "CREATE TEMPORARY VIEW v USING pydelta OPTIONS (path '...') for SQL"
-)
 
 
 @dataclass(frozen=True)
@@ -83,6 +81,7 @@ class DeltaTableBuilder(Generic[TableT]):
         self._open_table = open_table  # (spark, path, options) -> DeltaTable
         self._mode = mode
         self._location: str | None = None
+        self._name: str | None = None
         self._options: dict[str, str] = {}
         self._columns: list = []
         self._partitioned: list[str] = []
@@ -91,9 +90,13 @@ class DeltaTableBuilder(Generic[TableT]):
         self._comment: str | None = None
 
     def tableName(self, identifier: str) -> DeltaTableBuilder[TableT]:
+        from delta_pyds.spark.catalog import parse_name
+
         if not isinstance(identifier, str):
             _raise_type_error("Identifier must be str.", [identifier])
-        raise NoCatalogError(f"tableName({identifier!r}): {NO_CATALOG}")
+        parse_name(identifier, "identifier")  # a malformed name fails here, not at execute()
+        self._name = identifier
+        return self
 
     def location(self, location: str) -> DeltaTableBuilder[TableT]:
         if not isinstance(location, str):
@@ -199,9 +202,6 @@ class DeltaTableBuilder(Generic[TableT]):
     def execute(self) -> TableT:
         """Creates (or replaces) the table; returns its ``DeltaTable``."""
         activate(self._spark)
-        if self._location is None:
-            raise NoCatalogError(f"{self._mode}(): give the table's location(path). {NO_CATALOG}")
-        storage = Storage(self._location, self._options or None)
         definition = TableDefinition(
             columns=list(self._columns),
             partition_columns=tuple(self._partitioned),
@@ -209,5 +209,17 @@ class DeltaTableBuilder(Generic[TableT]):
             properties=dict(self._properties),
             description=self._comment,
         )
-        create_table(storage, definition, mode=self._mode)
-        return self._open_table(self._spark, self._location, self._options or None)
+
+        def make(location: str) -> TableT:
+            create_table(Storage(location, self._options or None), definition, mode=self._mode)
+            return self._open_table(self._spark, location, self._options or None)
+
+        if self._name is not None:
+            from delta_pyds.spark.catalog_entries import create_named
+
+            return create_named(self._spark, self._name, self._mode, self._location, make)
+        if self._location is None:
+            raise NoCatalogError(
+                f"{self._mode}(): give the table's tableName(name) (Spark's session catalog) or location(path)"
+            )
+        return make(self._location)

@@ -38,8 +38,9 @@ properties and protocol in :mod:`delta_pyds.operations.properties`, schema chang
 * arguments are checked as delta-spark checks them (:mod:`delta_pyds.spark.tables.args`);
   every call first makes the table's session the active one of the calling thread;
 * ``create`` / ``createIfNotExists`` / ``replace`` / ``createOrReplace`` return a
-  :class:`~delta_pyds.spark.tables.builder.DeltaTableBuilder`; ``forName`` and
-  ``tableName`` raise :class:`~delta_pyds.errors.NoCatalogError` (no catalog);
+  :class:`~delta_pyds.spark.tables.builder.DeltaTableBuilder` (``location(path)`` and/or
+  ``tableName(name)``); ``forName`` resolves a name through Spark's session catalog
+  (:mod:`delta_pyds.spark.catalog`) on each call;
 * ``restore`` re-adds the files of the old version and removes the files added since
   (``dataChange=true``); it fails, changing nothing, if a needed file is gone (vacuumed).
 """
@@ -55,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
-from delta_pyds.errors import ArgumentTypeError, NoCatalogError, TableNotFoundError
+from delta_pyds.errors import ArgumentTypeError, TableNotFoundError
 from delta_pyds.protocol import features
 from delta_pyds.spark.tables import maintenance
 from delta_pyds.spark.tables.args import (
@@ -71,7 +72,7 @@ from delta_pyds.spark.tables.args import (
     check_timestamp,
     check_version,
 )
-from delta_pyds.spark.tables.builder import NO_CATALOG, DeltaTableBuilder
+from delta_pyds.spark.tables.builder import DeltaTableBuilder
 from delta_pyds.spark.tables.delete import delete_rows
 from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.merge import DeltaMergeBuilder
@@ -116,9 +117,17 @@ class DeltaTable(SchemaChanges):
 
     @classmethod
     def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> DeltaTable:
-        """Not available: Python data sources have no catalog (:class:`NoCatalogError`
-        says to use :meth:`forPath`)."""
-        raise NoCatalogError(f"forName({tableOrViewName!r}): {NO_CATALOG}")
+        """The Delta table Spark's session catalog names ``tableOrViewName`` (``t``, ``db.t``,
+        ``spark_catalog.db.t``; resolved now, see :mod:`delta_pyds.spark.catalog`). Raises
+        :class:`TableNotFoundError` when nothing has the name, :class:`NotADeltaTableError` for
+        a view or another provider's table, :class:`NoCatalogError` for another catalog."""
+        from delta_pyds.spark.catalog import delta_entry
+
+        if sparkSession is None:
+            raise ValueError("'sparkSession' cannot be None")
+        entry = delta_entry(sparkSession, tableOrViewName)
+        assert entry.location is not None
+        return cls.forPath(sparkSession, entry.location)
 
     @classmethod
     def _builder(cls, spark: SparkSession | None, mode: str) -> DeltaTableBuilder[DeltaTable]:
@@ -162,18 +171,35 @@ class DeltaTable(SchemaChanges):
     ) -> DeltaTable:
         """Converts the Parquet directory ``parquet.`path``` in place (partition values from
         ``col=value`` directories typed by ``partitionSchema``, a DDL string or StructType;
-        stats from the footers); an existing Delta table there is returned as is."""
+        stats from the footers); an existing Delta table there is returned as is. A name of
+        Spark's catalog (``db.t``) converts an EXTERNAL ``parquet`` table at its location and
+        makes its entry a ``delta`` one (a MANAGED parquet table is refused:
+        :class:`NotADeltaTableError`)."""
         if sparkSession is None:
             raise ValueError("'sparkSession' cannot be None")
         activate(sparkSession)
+        named = _parquet_entry(sparkSession, identifier)
+        if named is not None:
+            path = maintenance.convert(sparkSession, f"parquet.`{named}`", partitionSchema, collectStats, hadoopConf)
+            from delta_pyds.spark.catalog_entries import drop_entry, register_entry
+
+            drop_entry(sparkSession, identifier)  # EXTERNAL: the files stay
+            register_entry(sparkSession, identifier, path)
+            return cls.forPath(sparkSession, path, hadoopConf)
         path = maintenance.convert(sparkSession, identifier, partitionSchema, collectStats, hadoopConf)
         return cls.forPath(sparkSession, path, hadoopConf)
 
     @classmethod
     def isDeltaTable(cls, spark: SparkSession, identifier: str, hadoopConf: Mapping[str, str] | None = None) -> bool:
+        """Whether ``identifier`` is a Delta table: a path, or a name (no ``/``, ``\\`` or
+        ``:``) that Spark's catalog gives to a Delta table; a name the catalog does not know is
+        tried as a relative path."""
         check_str(identifier, "identifier")
+        location = _catalog_location(spark, identifier)
+        if location == "":
+            return False
         try:
-            Snapshot.load(Storage(identifier, dict(hadoopConf) if hadoopConf else None))
+            Snapshot.load(Storage(location or identifier, dict(hadoopConf) if hadoopConf else None))
             return True
         except (TableNotFoundError, FileNotFoundError):
             return False
@@ -438,6 +464,48 @@ def _struct(v: Any, names: tuple[str, ...]) -> tuple[str | None, ...] | None:
     if not isinstance(v, dict):
         return None
     return tuple(_str(v.get(n)) for n in names)
+
+
+def _parquet_entry(spark: SparkSession, identifier: str) -> str | None:
+    """The location of the EXTERNAL parquet table the catalog names ``identifier`` (None: a
+    ``parquet.`path``` identifier or no such name); a Delta name is :meth:`forName`'s."""
+    from delta_pyds.errors import NotADeltaTableError
+
+    if not isinstance(identifier, str) or identifier.lower().startswith("parquet.`"):
+        return None
+    entry = _catalog_entry(spark, identifier)
+    if entry is None or entry.temporary:
+        return None
+    if entry.is_delta:
+        raise NotADeltaTableError(f"convertToDelta: {identifier} is already a Delta table (DeltaTable.forName)")
+    if (entry.provider or "").lower() != "parquet" or (entry.kind or "").upper() != "EXTERNAL" or not entry.location:
+        raise NotADeltaTableError(
+            f"convertToDelta: {identifier} is a {entry.kind} table of provider {entry.provider}; only EXTERNAL"
+            " parquet tables are converted by name (convert a managed one's files by path, parquet.`path`)"
+        )
+    return entry.location
+
+
+def _catalog_entry(spark: SparkSession, identifier: str) -> Any:
+    """The catalog entry ``identifier`` names, None when it is not a session-catalog name."""
+    from delta_pyds.errors import DeltaError
+    from delta_pyds.spark.catalog import lookup
+
+    try:
+        return lookup(spark, identifier)
+    except DeltaError:  # not a name (ArgumentTypeError), another catalog (NoCatalogError)
+        return None
+
+
+def _catalog_location(spark: SparkSession, identifier: str) -> str | None:
+    """The location of the Delta catalog table ``identifier`` names, "" when it names a table
+    or view that is not Delta, None when it is a path or a name the catalog does not know."""
+    if any(c in identifier for c in "/\\:"):
+        return None
+    entry = _catalog_entry(spark, identifier)
+    if entry is None:
+        return None
+    return entry.location if entry.is_delta and entry.location else ""
 
 
 def _str(v: Any) -> str | None:

@@ -105,7 +105,7 @@ def parse_identifier(identifier: str) -> str:
     if not m:
         raise ValueError(
             f"convertToDelta: identifier {identifier!r} is not of the form parquet.`path` "
-            "(tables by name need a catalog, which Python data sources do not have)"
+            "or a name of an EXTERNAL parquet table of Spark's session catalog"
         )
     fmt, path = m.group(1), m.group(2)
     if fmt.lower() != "parquet":

@@ -89,13 +89,11 @@ def test_create_modes_like_delta_spark(spark, tmp_path):
     assert deltalake.DeltaTable(fresh).to_pyarrow_table().num_rows == 0
 
 
-def test_builder_without_catalog_and_argument_checks(spark, tmp_path):
-    with pytest.raises(NoCatalogError, match="forPath"):
-        DeltaTable.create(spark).tableName("testTable")
-    with pytest.raises(NoCatalogError, match="location"):
+def test_builder_without_name_or_location_and_argument_checks(spark, tmp_path):
+    with pytest.raises(NoCatalogError, match="tableName\\(name\\).*location\\(path\\)"):
         DeltaTable.create(spark).addColumn("a", "int").execute()
-    with pytest.raises(NoCatalogError, match="path"):
-        DeltaTable.forName(spark, "testTable")
+    with pytest.raises(TableNotFoundError, match="TABLE_OR_VIEW_NOT_FOUND"):
+        DeltaTable.forName(spark, "testTableNeverCreated")
     b = DeltaTable.create(spark)
     with pytest.raises(TypeError):
         b.tableName(1)
