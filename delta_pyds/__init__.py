@@ -34,7 +34,9 @@ from delta_pyds.errors import (
     PathEscapeError,
     SchemaChangeError,
     SchemaError,
+    SessionNameError,
     ShortReadError,
+    SqlParameterError,
     SqlParseError,
     StorageError,
     StoreFaultError,
@@ -103,6 +105,8 @@ __all__ = [
     "MissingPropertyError",
     "SchemaChangeError",
     "TemporaryViewError",
+    "SessionNameError",
+    "SqlParameterError",
     "sql",
 ]
 

@@ -18,7 +18,7 @@ through :class:`~delta_pyds.DeltaTable` and :func:`~delta_pyds.read_delta`. Guar
 The statements are listed in docs/sql.md; :mod:`delta_pyds.spark.sql.statements` runs them.
 """
 
+from delta_pyds.spark.sql.names import table_names
 from delta_pyds.spark.sql.statements import sql
-from delta_pyds.spark.sql.tables import table_names
 
 __all__ = ["sql", "table_names"]

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from delta_pyds.errors import SqlParseError
+from delta_pyds.spark.sql.names import check_free, register
 from delta_pyds.spark.sql.parser import Parser
-from delta_pyds.spark.sql.tables import NAMES, empty, run_query
+from delta_pyds.spark.sql.tables import empty, run_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -47,7 +47,7 @@ class Column:
 @dataclass
 class CreateStatement:
     mode: str  # a DeltaTable builder: create, createIfNotExists, replace, createOrReplace
-    name: str | None = None
+    name: tuple[str, ...] | None = None  # its name parts, when named
     path: str | None = None
     columns: list[Column] | None = None
     partitioned: list[str] = field(default_factory=list)
@@ -113,7 +113,7 @@ def parse(p: Parser) -> CreateStatement:
             p.fail("a table to create has no version")
         st.path = ref.path
     else:
-        st.name = p.dotted()
+        st.name = p.parts()
     if p.at("("):
         st.columns = _columns(p)
     p.expect("USING", "DELTA")
@@ -125,8 +125,9 @@ def parse(p: Parser) -> CreateStatement:
         if not st.query:
             p.fail("expected a query after AS")
     p.end()
-    if st.path is None and st.name is not None:
-        st.path = p.names.get(st.name.lower())  # a session name: its table's path
+    if st.path is None and st.name is not None and p.resolve is not None:
+        found = p.resolve(st.name, False)  # a session name: its table's path
+        st.path = found.path if found is not None else None
     if st.path is None:
         p.fail("expected LOCATION 'path' (a table has no catalog name without one)")
     if st.columns is None and st.query is None:
@@ -228,9 +229,8 @@ def _signed(p: Parser) -> int:
 def create(spark: SparkSession, p: Parser) -> Callable[[], Any]:
     """The handler of :func:`delta_pyds.sql` for CREATE / REPLACE TABLE."""
     st = parse(p)
-    names = NAMES.get(spark, {})
-    if st.name is not None and st.name.lower() in names and names[st.name.lower()] != st.path:
-        raise SqlParseError(f"CREATE TABLE: the session name {st.name} already names {names[st.name.lower()]}")
+    if st.name is not None:
+        check_free(spark, st.name, st.path)
     return lambda: run(spark, st)
 
 
@@ -264,5 +264,5 @@ def run(spark: SparkSession, st: CreateStatement) -> DataFrame:
     if rows is not None and not (st.mode == "createIfNotExists" and exists):
         write_delta(rows, st.path, mode="append")
     if st.name is not None:
-        NAMES.setdefault(spark, {}).setdefault(st.name.lower(), st.path)
+        register(spark, st.name, st.path)
     return empty(spark, None)

@@ -9,25 +9,19 @@ naming no Delta table reaches ``spark.sql(statement, args, **kwargs)`` as given.
 
 from __future__ import annotations
 
-import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ArgumentTypeError, SqlParseError, TableNotFoundError
 from delta_pyds.log.history import history as commit_history
-from delta_pyds.spark.sql.parser import Parser, TableRef, query_refs
+from delta_pyds.spark.sql.names import NAMES, resolver
+from delta_pyds.spark.sql.parser import Parser, TableRef
+from delta_pyds.spark.sql.references import query_refs, stray_paths, walk
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from delta_pyds.spark.tables import DeltaTable
-
-NAMES: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
-
-
-def table_names(spark: SparkSession) -> dict[str, str]:
-    """The session names of Delta tables made by ``CREATE TABLE ... LOCATION`` on ``spark``
-    (name -> path); a copy."""
-    return dict(NAMES.get(spark, {}))
 
 
 def run_statement(
@@ -37,27 +31,53 @@ def run_statement(
     args: dict[str, Any] | list[Any] | None = None,
     kwargs: dict[str, Any] | None = None,
 ) -> DataFrame:
-    """Runs a statement that is not a Delta statement (its Delta tables read natively)."""
+    """Runs a statement that is not a Delta statement (its Delta tables read natively). With
+    ``kwargs`` the text is the caller's format string (pyspark formats it): its braces are
+    kept; without, they are escaped for the formatter the Delta tables need."""
     kwargs = kwargs or {}
     refs = query_refs(p)
     if not refs:
-        return spark.sql(statement, args, **kwargs)
+        return _checked(spark, p, refs, lambda: spark.sql(statement, args, **kwargs))
     from delta_pyds.spark.native.read import read_delta
 
+    keep = escape if not kwargs else (lambda text: text)
     frames: dict[str, Any] = {}
     pieces = []
     pos = 0
     for n, ref in enumerate(refs):
         key = f"delta_pyds_table_{n}"
         frames[key] = read_delta(spark, ref.path, **ref.read_options())
-        pieces.append(escape(statement[pos : ref.start]))
+        pieces.append(keep(statement[pos : ref.start]))
         pieces.append("{" + key + "}")
         pos = ref.end
-    pieces.append(escape(statement[pos:]))
+    pieces.append(keep(statement[pos:]))
     clash = set(frames) & set(kwargs)
     if clash:
         raise ArgumentTypeError(f"sql: keyword arguments {sorted(clash)} are reserved by delta_pyds.sql")
-    return spark.sql("".join(pieces), args, **frames, **kwargs)
+    return _checked(spark, p, refs, lambda: spark.sql("".join(pieces), args, **frames, **kwargs))
+
+
+def _checked(spark: SparkSession, p: Parser, refs: list[TableRef], run: Callable[[], DataFrame]) -> DataFrame:
+    """``run()``; when Spark fails and the statement names Delta tables where this module
+    does not read table names, a :class:`SqlParseError` saying so (Spark's error chained)."""
+    try:
+        return run()
+    except Exception as exc:
+        stray = stray_paths(p, refs)
+        if not stray and walk(p).classified:
+            raise
+        if not stray:
+            session = set(NAMES.get(spark, {}))
+            stray = [t.text for t in p.tokens if t.kind in ("word", "ident") and t.value().lower() in session]
+        if not stray:
+            raise
+        raise SqlParseError(
+            f"delta_pyds.sql: Spark cannot run this statement, and it names {', '.join(sorted(set(stray)))} where"
+            " delta_pyds.sql does not read Delta tables (it reads them at table references of queries,"
+            " INSERT ... <query>, CREATE ... AS <query>, CACHE TABLE ... AS <query>, EXPLAIN and DESCRIBE;"
+            " never in an inline VALUES list's FROM, in IDENTIFIER(...) or in other statements);"
+            f" Spark's error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from exc
 
 
 def escape(text: str) -> str:
@@ -96,7 +116,7 @@ def current_version(path: str) -> int:
 
 def run_query(spark: SparkSession, text: str) -> DataFrame:
     """A query (a MERGE source, the rows of an INSERT) with its Delta tables read natively."""
-    return run_statement(spark, Parser(text, NAMES.get(spark, {})), text)
+    return run_statement(spark, Parser(text, resolver(spark)), text)
 
 
 def read_ref(spark: SparkSession, ref: TableRef) -> DataFrame:
