@@ -14,8 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import SqlParseError
-from delta_pyds.spark.sql.names import name_text
-from delta_pyds.spark.sql.parser import Parser, unqualify
+from delta_pyds.spark.sql.parser import Parser, name_text, unqualify
 from delta_pyds.spark.sql.tables import affected, current_version, delta_table, read_ref, run_query
 
 if TYPE_CHECKING:
@@ -203,7 +202,7 @@ def insert(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
         p.expect("INTO")
     p.accept("TABLE")
     ref = p.require_table()
-    if p.at("PARTITION") or p.at("IF") or p.at("WITH"):
+    if p.at("PARTITION") or p.at("IF") or p.at("WITH", "("):
         p.fail("PARTITION (...), IF NOT EXISTS and WITH (options) are not supported")
     columns = None
     by_name = p.accept("BY", "NAME")

@@ -20,26 +20,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import SessionNameError
-from delta_pyds.spark.sql.parser import Resolved, Resolver
+from delta_pyds.spark.sql.parser import Resolved, Resolver, name_text, quote_part
 from delta_pyds.spark.sql.views import view_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 NAMES: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
-
-
-def quote_part(part: str) -> str:
-    """One name part as Spark's ``quoteIfNeeded`` writes it (backquoted unless it is ASCII
-    letters, digits and ``_``, not all digits)."""
-    if part and part.isascii() and all(c.isalnum() or c == "_" for c in part) and not part.isdigit():
-        return part
-    return "`" + part.replace("`", "``") + "`"
-
-
-def name_text(parts: Sequence[str]) -> str:
-    """A multipart name as SQL text (``db.`my table```)."""
-    return ".".join(quote_part(p) for p in parts)
 
 
 def name_key(parts: Sequence[str]) -> str:
@@ -103,12 +90,12 @@ def register(spark: SparkSession, parts: Sequence[str], path: str, *, if_not_exi
 def check_free(spark: SparkSession, parts: Sequence[str], path: str | None) -> None:
     """Refuses (before anything runs) a session name held by a temporary view or naming
     another table than ``path``."""
-    names = NAMES.get(spark, {})
-    key = name_key(parts)
-    if key in names and path is not None and names[key] != path:
-        raise SessionNameError(f"CREATE TABLE: the session name {name_text(parts)} already names {names[key]}")
     if temp_view_exists(spark, parts):
         raise SessionNameError(
             f"CREATE TABLE {name_text(parts)}: a temporary view of that name exists, and Spark resolves"
             " the view first, so the session name would never be used; drop the view or choose another name"
         )
+    names = NAMES.get(spark, {})
+    key = name_key(parts)
+    if key in names and path is not None and names[key] != path:
+        raise SessionNameError(f"CREATE TABLE: the session name {name_text(parts)} already names {names[key]}")

@@ -13,7 +13,7 @@ position and the supported form. No pyspark here."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -27,6 +27,19 @@ def split_at_version(path: str) -> tuple[str, int | None]:
     if at and len(tail) > 1 and tail[0] in "vV" and tail[1:].isascii() and tail[1:].isdigit():
         return head, int(tail[1:])
     return path, None
+
+
+def quote_part(part: str) -> str:
+    """One name part as Spark's ``quoteIfNeeded`` writes it (backquoted unless it is ASCII
+    letters, digits and ``_``, not all digits)."""
+    if part and part.isascii() and all(c.isalnum() or c == "_" for c in part) and not part.isdigit():
+        return part
+    return "`" + part.replace("`", "``") + "`"
+
+
+def name_text(parts: Sequence[str]) -> str:
+    """A multipart name as SQL text (``db.`my table```)."""
+    return ".".join(quote_part(p) for p in parts)
 
 
 @dataclass(frozen=True)
@@ -301,7 +314,7 @@ class Parser:
             if found is None:
                 self.i = save
                 return None
-            path, name = found.path, ".".join(parts)
+            path, name = found.path, name_text(parts)
             if found.kind == "view":
                 self.view_paths[name] = found.path
         else:

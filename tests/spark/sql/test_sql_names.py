@@ -9,6 +9,7 @@ import pytest
 import delta_pyds
 from delta_pyds import SessionNameError, SqlParseError
 from delta_pyds.spark.sql.names import NAMES
+from delta_pyds.spark.sql.parser import name_text
 from tests.helpers import spark_rows
 
 SESSION = {"events": "id long, events long", "other": "id long, events long", "été": "id long, events long"}
@@ -45,13 +46,15 @@ def session_names(spark, tmp_path_factory):
 
 
 def _spark_over_views(spark, paths, query):
-    for name, path in paths.items():
-        delta_pyds.read_delta(spark, path).createOrReplaceTempView(name)
+    for k, (name, path) in enumerate(paths.items()):
+        delta_pyds.read_delta(spark, path).createOrReplaceTempView(f"names_src_{k}")
+        spark.sql(f"CREATE TEMPORARY VIEW {name_text([name])} AS SELECT * FROM names_src_{k}")
     try:
         return spark_rows(spark.sql(query))
     finally:
-        for name in paths:
-            spark.catalog.dropTempView(name)
+        for k, name in enumerate(paths):
+            spark.sql(f"DROP VIEW {name_text([name])}")
+            spark.catalog.dropTempView(f"names_src_{k}")
 
 
 def test_queries_read_names_as_spark_resolves_them(spark, session_names):

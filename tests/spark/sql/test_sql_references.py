@@ -7,8 +7,7 @@ import random
 
 import pytest
 
-from delta_pyds.spark.sql.names import name_text
-from delta_pyds.spark.sql.parser import Parser, Resolved
+from delta_pyds.spark.sql.parser import Parser, Resolved, name_text
 from delta_pyds.spark.sql.references import query_refs, walk
 
 NAMES = {("events",), ("other",), ("db", "events"), ("été",), ("my.events",), ("we`ird",)}
