@@ -52,6 +52,9 @@ class TableRef:
     start: int
     end: int
     name: str | None = None  # the session name it was given by, if any
+    # the alias a substituted name needs so that columns qualified by it still resolve
+    # (``SELECT events.id FROM events``): its last part, when the text gives no alias
+    qualifier: str | None = None
 
     def read_options(self) -> dict[str, str]:
         if self.version is not None:

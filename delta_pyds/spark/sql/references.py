@@ -18,10 +18,10 @@ list after an inline ``VALUES`` table are not classified: nothing there is subst
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from delta_pyds.expressions.lexer import Token
-from delta_pyds.spark.sql.parser import Parser, TableRef
+from delta_pyds.spark.sql.parser import Parser, TableRef, quote_part
 
 _QUERY_START = frozenset({"SELECT", "WITH", "FROM", "VALUES", "TABLE", "MAP", "REDUCE"})
 _CLAUSE_ENDS_FROM = frozenset(
@@ -31,15 +31,20 @@ _CLAUSE_ENDS_FROM = frozenset(
     }
 )  # fmt: skip
 _SET_OPERATORS = frozenset({"UNION", "EXCEPT", "INTERSECT", "MINUS", "ALL", "DISTINCT"})
+_NOT_ALIASES = _CLAUSE_ENDS_FROM | {
+    "JOIN", "CROSS", "INNER", "LEFT", "RIGHT", "FULL", "NATURAL", "SEMI", "ANTI", "ON", "USING", "TABLESAMPLE",
+    "WITH", "FOR", "VERSION", "TIMESTAMP", "SYSTEM_VERSION", "SYSTEM_TIME",
+}  # fmt: skip
 _EXPLAIN_MODES = frozenset({"LOGICAL", "FORMATTED", "EXTENDED", "CODEGEN", "COST"})
 
 
 @dataclass
 class Walk:
-    """The table-reference positions found: (token index, CTE names in scope)."""
+    """The table-reference positions found: (token index, CTE names in scope, whether an
+    alias may follow: a relation of FROM / JOIN, not ``TABLE t`` or ``DESCRIBE t``)."""
 
     tokens: list[Token]
-    found: list[tuple[int, frozenset[str]]] = field(default_factory=list)
+    found: list[tuple[int, frozenset[str], bool]] = field(default_factory=list)
     classified: bool = True
 
     def key(self, i: int) -> str:
@@ -110,7 +115,7 @@ class Walk:
         if self.key(i) in ("EXTENDED", "FORMATTED"):
             i += 1
         if self.name_token(i) and self.key(i) not in ("HISTORY", "DETAIL", "FUNCTION", "DATABASE", "SCHEMA"):
-            self.found.append((i, frozenset()))
+            self.found.append((i, frozenset(), False))
         else:
             self.classified = False
 
@@ -170,14 +175,15 @@ class Walk:
         ``in_from``); returns the index of the ``)`` ending the level (or the end)."""
         n = len(self.tokens)
         expect_relation = in_from
+        alias_ok = True
         prev = ""
         while i < n:
             k = self.key(i)
             if k == ")":
                 return i
             if expect_relation:
-                i, values = self.relation(i, scope)
-                expect_relation, prev = False, ""
+                i, values = self.relation(i, scope, alias_ok)
+                expect_relation, alias_ok, prev = False, True, ""
                 in_from = in_from and not values
                 continue
             if k == "(":
@@ -185,7 +191,7 @@ class Walk:
                 prev = ")"
                 continue
             if k == "TABLE" and prev in _SET_OPERATORS | {""} and self.name_token(i + 1):
-                expect_relation = True
+                expect_relation, alias_ok = True, False
             elif k == "FROM" and prev != "DISTINCT":
                 in_from = expect_relation = True
             elif k in _CLAUSE_ENDS_FROM:
@@ -196,7 +202,7 @@ class Walk:
             i += 1
         return i
 
-    def relation(self, i: int, scope: frozenset[str]) -> tuple[int, bool]:
+    def relation(self, i: int, scope: frozenset[str], alias_ok: bool = True) -> tuple[int, bool]:
         """One relation primary at ``i``: (the index after it, whether it was an inline
         ``VALUES`` table, after which the FROM list is not read)."""
         if self.key(i) == "LATERAL":
@@ -219,7 +225,7 @@ class Walk:
             i += 2
         if self.key(i + 1) == "(":  # a table-valued function (IDENTIFIER(...) too)
             return self.expression(i + 2, scope) + 1, False
-        self.found.append((start, scope))
+        self.found.append((start, scope, alias_ok))
         return i + 1, False
 
     def expression(self, i: int, scope: frozenset[str]) -> int:
@@ -234,7 +240,7 @@ class Walk:
                 i = (self.query(i + 1, scope) if self.starts_query(i + 1) else self.expression(i + 1, scope)) + 1
                 continue
             if k == "TABLE" and self.key(i - 1) in ("(", ",") and (self.name_token(i + 1) or self.key(i + 1) == "("):
-                i, _ = self.relation(i + 1, scope)
+                i, _ = self.relation(i + 1, scope, alias_ok=False)
                 continue
             i += 1
         return i
@@ -251,13 +257,25 @@ def query_refs(parser: Parser) -> list[TableRef]:
     """Every Delta table at a table-reference position (see the module docstring), with its
     time travel, in text order."""
     refs = []
-    for i, scope in walk(parser).found:
+    for i, scope, alias_ok in walk(parser).found:
         parser.i = i
         ref = parser.table_ref(time_travel=True, ctes=scope)
         if ref is not None:
+            if ref.name is not None and alias_ok and not _aliased(parser.peek()):
+                last = i
+                while last + 2 < len(parser.tokens) and parser.tokens[last + 1].text == ".":
+                    last += 2
+                ref = replace(ref, qualifier=quote_part(parser.tokens[last].value()))
             refs.append(ref)
     parser.i = 0
     return refs
+
+
+def _aliased(t: Token | None) -> bool:
+    """Whether the token after a relation starts its alias (``AS a``, ``a``)."""
+    if t is None:
+        return False
+    return t.kind == "ident" or (t.kind == "word" and t.upper not in _NOT_ALIASES)
 
 
 def stray_paths(parser: Parser, refs: list[TableRef]) -> list[str]:

@@ -48,7 +48,7 @@ def run_statement(
         key = f"delta_pyds_table_{n}"
         frames[key] = read_delta(spark, ref.path, **ref.read_options())
         pieces.append(keep(statement[pos : ref.start]))
-        pieces.append("{" + key + "}")
+        pieces.append("{" + key + "}" + (f" AS {keep(ref.qualifier)}" if ref.qualifier else ""))
         pos = ref.end
     pieces.append(keep(statement[pos:]))
     clash = set(frames) & set(kwargs)

@@ -16,7 +16,7 @@ SESSION = {"events": "id long, events long", "other": "id long, events long", "�
 QUERIES = [
     "SELECT id, events FROM events",
     "SELECT id FROM other WHERE id IN (1, events)",
-    "SELECT events.id FROM events",
+    "SELECT `été`.id FROM `été`",
     "SELECT e.id AS events FROM events e JOIN other o ON e.id = o.id",
     "SELECT transform(array(id), events -> events + 1) AS x FROM events",
     "SELECT named_struct('events', id).events AS v FROM été",
@@ -25,7 +25,7 @@ QUERIES = [
     "SELECT * FROM events WHERE id IN (WITH events AS (SELECT 3L AS id) SELECT id FROM events)",
     "WITH x AS (SELECT * FROM events) SELECT count(*) FROM x",
     "SELECT * FROM events /* FROM other */ JOIN other USING (id)",
-    "SELECT * FROM events -- , other\n , `été` WHERE events.id = `été`.id",
+    "SELECT * FROM events e -- , other\n , `été` WHERE e.id = `été`.id",
     "WITH RECURSIVE events(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM events WHERE n < 3) SELECT * FROM events",
     "SELECT * FROM (WITH other AS (SELECT 9L AS id) SELECT * FROM other) JOIN other USING (id)",
 ]

@@ -122,3 +122,10 @@ def test_generated_texts_substitute_exactly_the_table_positions():
         pieces += [_noise(rng), "WHERE ", name_text(_name(rng)[0]), " IN (1, ", name_text(_name(rng)[0]), ")"]
         text = "".join(pieces)
         assert refs(text) == expected, text
+
+
+def test_a_substituted_name_keeps_qualifying_its_columns():
+    parser = Parser(
+        "SELECT events.id FROM events, other o JOIN `été` VERSION AS OF 1 WHERE 1 = 1 UNION TABLE events", _resolve
+    )
+    assert [r.qualifier for r in query_refs(parser)] == ["events", None, "`été`", None]
