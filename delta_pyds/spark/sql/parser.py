@@ -42,6 +42,10 @@ def name_text(parts: Sequence[str]) -> str:
     return ".".join(quote_part(p) for p in parts)
 
 
+def _plain_identifier(word: str) -> bool:
+    return word.isascii() and all(c.isalnum() or c == "_" for c in word) and not word[0].isdigit()
+
+
 @dataclass(frozen=True)
 class TableRef:
     """A Delta table named in a statement: its path, time travel, and where it is in the text."""
@@ -312,7 +316,11 @@ class Parser:
         elif t.kind in ("word", "ident"):
             save = self.i
             parts = self.parts()
-            shadowed = len(parts) == 1 and parts[0].lower() in ctes
+            # Spark refuses an unquoted name part that is not ASCII letters, digits and _
+            # (INVALID_IDENTIFIER): such a name is left for Spark to refuse
+            words = [tok.text for tok in self.tokens[save : self.i] if tok.kind == "word"]
+            shadowed = any(not _plain_identifier(w) for w in words)
+            shadowed = shadowed or (len(parts) == 1 and parts[0].lower() in ctes)
             found = None if shadowed or self.resolve is None else self.resolve(parts, views)
             if found is None:
                 self.i = save

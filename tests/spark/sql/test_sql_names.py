@@ -19,7 +19,7 @@ QUERIES = [
     "SELECT `été`.id FROM `été`",
     "SELECT e.id AS events FROM events e JOIN other o ON e.id = o.id",
     "SELECT transform(array(id), events -> events + 1) AS x FROM events",
-    "SELECT named_struct('events', id).events AS v FROM été",
+    "SELECT named_struct('events', id).events AS v FROM `été`",
     "WITH events AS (SELECT 7L AS id) SELECT * FROM events",
     "SELECT (SELECT max(id) FROM events) AS m",
     "SELECT * FROM events WHERE id IN (WITH events AS (SELECT 3L AS id) SELECT id FROM events)",
@@ -92,3 +92,10 @@ def test_a_delta_path_where_no_table_is_read_is_a_named_error(spark, session_nam
     with pytest.raises(SqlParseError, match="does not read Delta tables") as e:
         delta_pyds.sql(spark, f"SELECT * FROM VALUES (1) AS v(id) JOIN delta.`{path}` USING (id)")
     assert "_pyspark_" not in str(e.value)
+
+
+def test_an_unquoted_unicode_name_is_refused_as_spark_refuses_it(spark, session_names):
+    with pytest.raises(Exception, match="INVALID_IDENTIFIER"):
+        spark.sql("SELECT * FROM été")
+    with pytest.raises(Exception, match="INVALID_IDENTIFIER"):
+        delta_pyds.sql(spark, "SELECT * FROM été")

@@ -50,8 +50,8 @@ def refs(text: str) -> list[str]:
         ("FROM events SELECT id", ["events"]),
         ("SELECT 'FROM events', `FROM events` -- FROM events\n FROM /* events */ other", ["other"]),
         (
-            "SELECT * FROM `events` JOIN `my.events` JOIN `we``ird` JOIN été",
-            ["`events`", "`my.events`", "`we``ird`", "été"],
+            "SELECT * FROM `events` JOIN `my.events` JOIN `we``ird` JOIN `été` JOIN été",
+            ["`events`", "`my.events`", "`we``ird`", "`été`"],  # unquoted été: Spark's INVALID_IDENTIFIER
         ),
         ("SELECT * FROM my.events", []),  # two parts: db my, table events (not the `my.events` name)
         ("SELECT * FROM IDENTIFIER('events')", []),
