@@ -49,7 +49,7 @@ FORMS = {
         " | WHEN NOT MATCHED [BY TARGET] [AND <cond>] THEN INSERT * | INSERT (col, ...) VALUES (expr, ...)"
         " | WHEN NOT MATCHED BY SOURCE [AND <cond>] THEN UPDATE SET col = expr, ... | DELETE"
     ),
-    "INSERT": "INSERT INTO | OVERWRITE [TABLE] <table> [(col, ...)] [REPLACE WHERE <cond>] <query>",
+    "INSERT": "INSERT INTO | OVERWRITE [TABLE] <table> [(col, ...) | BY NAME] [REPLACE WHERE <cond>] <query>",
     "CREATE TABLE (definition)": create.FORM,
 }
 

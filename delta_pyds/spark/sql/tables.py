@@ -35,6 +35,8 @@ def run_statement(
     ``kwargs`` the text is the caller's format string (pyspark formats it): its braces are
     kept; without, they are escaped for the formatter the Delta tables need."""
     kwargs = kwargs or {}
+    if not p.statement:
+        p.statement, p.form = "query", "<table> [[FOR] VERSION AS OF n | TIMESTAMP AS OF 'ts'] [[AS] alias]"
     refs = query_refs(p)
     if not refs:
         return _checked(spark, p, refs, lambda: spark.sql(statement, args, **kwargs))
