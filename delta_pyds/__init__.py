@@ -37,6 +37,7 @@ from delta_pyds.errors import (
     SchemaChangeError,
     SchemaError,
     ShortReadError,
+    SqlParameterError,
     SqlParseError,
     StorageError,
     StoreFaultError,
@@ -109,6 +110,7 @@ __all__ = [
     "MissingPropertyError",
     "SchemaChangeError",
     "TemporaryViewError",
+    "SqlParameterError",
     "sql",
 ]
 

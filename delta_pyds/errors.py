@@ -214,3 +214,9 @@ class TemporaryViewError(DeltaError, ValueError):
     its Delta table: the view filters, projects or time-travels a ``pydelta`` read (it is not a
     table; delta-spark's ``DELTA_OPERATION_ON_VIEW_NOT_ALLOWED``), or, from a Spark Connect
     client, the view's table path cannot be seen (use ``delta.`<path>``` instead)."""
+
+
+class SqlParameterError(DeltaError, ValueError):
+    """A parameter of :func:`delta_pyds.sql` (``args`` for ``:name`` / ``?`` markers) cannot be
+    bound in a Delta statement: a marker without a value, or a value of a type Spark does not
+    take as a literal; the message names the parameter."""

@@ -49,7 +49,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from delta_pyds.errors import ConstraintViolationError, UnsupportedFeatureError
+from delta_pyds.errors import ConstraintViolationError, SqlParseError, UnsupportedFeatureError
+from delta_pyds.expressions.lexer import tokenize
 from delta_pyds.protocol import features
 from delta_pyds.protocol.identity import IdentityColumn
 from delta_pyds.protocol.partition_values import HIVE_DEFAULT_PARTITION
@@ -416,7 +417,10 @@ def _physical_columns(spec: WriteSpec) -> list[Column]:
 
 def _mentioned_columns(text: str, schema: StructType) -> list[tuple[str, ...]]:
     """Top-level columns named in an expression this package cannot parse (for messages)."""
-    words = {w.lower() for w in re.findall(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)", text) for w in w if w}
+    try:
+        words = {t.value().lower() for t in tokenize(text) if t.kind in ("word", "ident")}
+    except SqlParseError:  # an unterminated literal: no names to point at
+        words = set()
     return [(f.name,) for f in schema.fields if f.name.lower() in words]
 
 

@@ -54,7 +54,7 @@ def head(p: Parser) -> str | None:
     if p.accept("ALTER", "TABLE"):
         t = p.peek()
         if t is not None and t.kind in ("word", "ident") and not p.at("DELTA", "."):  # delta.`p`: no rename
-            p.name_parts()
+            p.parts()
             if p.accept("RENAME", "TO"):
                 return "ALTER TABLE RENAME"
     p.i = 0
@@ -90,7 +90,7 @@ def passthrough(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
 def register(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     """``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p'`` (after CREATE TABLE)."""
     if_not_exists = p.accept("IF", "NOT", "EXISTS")
-    parts = p.name_parts()
+    parts = p.parts()
     p.expect("USING", "DELTA")
     p.expect("LOCATION")
     path = p.string()

@@ -49,7 +49,7 @@ class Column:
 @dataclass
 class CreateStatement:
     mode: str  # a DeltaTable builder: create, createIfNotExists, replace, createOrReplace
-    name: tuple[str, ...] | None = None
+    name: tuple[str, ...] | None = None  # its name parts, when named
     path: str | None = None
     columns: list[Column] | None = None
     partitioned: list[str] = field(default_factory=list)
@@ -115,7 +115,7 @@ def parse(p: Parser) -> CreateStatement:
             p.fail("a table to create has no version")
         st.path = ref.path
     else:
-        st.name = p.name_parts()
+        st.name = p.parts()
     if p.at("("):
         st.columns = _columns(p)
     p.expect("USING", "DELTA")

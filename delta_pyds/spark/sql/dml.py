@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import SqlParseError
-from delta_pyds.spark.sql.parser import Parser, unqualify
+from delta_pyds.spark.sql.parser import Parser, name_text, unqualify
 from delta_pyds.spark.sql.tables import (
     affected,
     current_version,
@@ -56,9 +56,7 @@ def update(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     for item in p.split_top(("WHERE",)):
         sub = Parser(item)
         sub.statement, sub.form = p.statement, p.form
-        column = sub.dotted()
-        if alias and column.lower().startswith(alias.lower() + "."):
-            column = column[len(alias) + 1 :]
+        column = _key(sub.parts(), alias)
         sub.expect("=")
         if sub.done():
             p.fail(f"no value for {column}")
@@ -117,7 +115,7 @@ def _merge_source(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     src = p.table_ref(time_travel=True)
     if src is not None:
         return lambda: read_ref(spark, src)
-    name = p.dotted()
+    name = name_text(p.parts())
     return lambda: spark.table(name)
 
 
@@ -143,7 +141,7 @@ def _merge_clause(p: Parser, target_alias: str | None) -> tuple[str, str | None,
     if kind == "target" and p.accept("INSERT"):
         if p.accept("*"):
             return "insert_all", cond, None
-        columns = [_strip(c, target_alias) for c in p.name_list()]
+        columns = [_key(c, target_alias) for c in _names(p)]
         p.expect("VALUES")
         p.expect("(")
         values = p.split_top(())
@@ -172,10 +170,23 @@ def _with_clause(b: Any, what: str, cond: str | None, arg: Any) -> Any:
     return b.whenNotMatchedInsert(cond, arg)
 
 
-def _strip(column: str, alias: str | None) -> str:
-    if alias and column.lower().startswith(alias.lower() + "."):
-        return column[len(alias) + 1 :]
-    return column
+def _key(parts: tuple[str, ...], alias: str | None) -> str:
+    """A column named in SQL as the DeltaTable API takes it: the alias qualifier dropped,
+    each part backquoted where needed (```a.b``` is the column named a.b, ``a.b`` field b of
+    struct a)."""
+    if alias and len(parts) > 1 and parts[0].lower() == alias.lower():
+        parts = parts[1:]
+    return name_text(parts)
+
+
+def _names(p: Parser) -> list[tuple[str, ...]]:
+    """``(a, b.c, `d.e`, ...)`` as name parts."""
+    p.expect("(")
+    names = [p.parts()]
+    while p.accept(","):
+        names.append(p.parts())
+    p.expect(")")
+    return names
 
 
 def _assignments(p: Parser, alias: str | None) -> dict[str, str]:
@@ -183,7 +194,7 @@ def _assignments(p: Parser, alias: str | None) -> dict[str, str]:
     for item in p.split_top(("WHEN", "WHERE")):
         sub = Parser(item)
         sub.statement, sub.form = p.statement, p.form
-        column = _strip(sub.dotted(), alias)
+        column = _key(sub.parts(), alias)
         sub.expect("=")
         if sub.done():
             p.fail(f"no value for {column}")
@@ -197,12 +208,16 @@ def insert(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
         p.expect("INTO")
     p.accept("TABLE")
     ref = p.require_table()
+    if p.at("PARTITION") or p.at("IF") or p.at("WITH", "("):
+        p.fail("PARTITION (...), IF NOT EXISTS and WITH (options) are not supported")
     columns = None
-    if p.at("(") and not (p.peek(1) is not None and p.peek(1).upper in ("SELECT", "WITH", "VALUES")):  # type: ignore[union-attr]
-        columns = p.name_list()
-    replace_where = p.until("SELECT", "WITH", "VALUES", "FROM", "TABLE") if p.accept("REPLACE", "WHERE") else None
-    if p.done():
-        p.fail("expected a query (SELECT ..., VALUES ...)")
+    by_name = p.accept("BY", "NAME")
+    if not by_name and p.at("(") and not (p.peek(1) is not None and p.peek(1).upper in _QUERY_WORDS):  # type: ignore[union-attr]
+        columns = [c[0] if len(c) == 1 else ".".join(c) for c in _names(p)]
+    replace_where = p.until(*_QUERY_WORDS) if p.accept("REPLACE", "WHERE") else None
+    t = p.peek()
+    if t is None or not (t.upper in _QUERY_WORDS or t.text == "("):
+        p.fail("expected a query (SELECT ..., VALUES ..., WITH ..., FROM ..., TABLE t)")
     query = p.rest()
 
     def run() -> DataFrame:
@@ -210,13 +225,14 @@ def insert(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
 
         delta_table(spark, ref)
         df = run_query(spark, query)
-        names = columns or read_ref(spark, ref).columns
-        if len(df.columns) != len(names):
-            raise SqlParseError(
-                f"INSERT: the query gives {len(df.columns)} columns, the table {'list ' if columns else ''}"
-                f"has {len(names)} ({', '.join(names)})"
-            )
-        df = df.toDF(*names)
+        if not by_name:
+            names = columns or read_ref(spark, ref).columns
+            if len(df.columns) != len(names):
+                raise SqlParseError(
+                    f"INSERT: the query gives {len(df.columns)} columns, the table {'list ' if columns else ''}"
+                    f"has {len(names)} ({', '.join(names)})"
+                )
+            df = df.toDF(*names)
         before = current_version(ref.path)
         options = {"replaceWhere": replace_where} if replace_where else {}
         commit = write_delta(df, ref.path, mode="overwrite" if overwrite or replace_where else "append", **options)
@@ -226,3 +242,6 @@ def insert(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
         return affected(spark, commit, ("numOutputRows",), out)
 
     return run
+
+
+_QUERY_WORDS = ("SELECT", "WITH", "VALUES", "FROM", "TABLE", "MAP", "REDUCE")

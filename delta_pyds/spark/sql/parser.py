@@ -4,15 +4,17 @@ Guarantees: a table reference is ``delta.`<path>``` (delta-spark's path syntax, 
 the end of the path is time travel to version n), a quoted path where delta-spark takes one
 (``VACUUM '/p'``), or a name (``t``, ``db.t``, ``spark_catalog.db.t``) that the statement's
 resolver (:data:`Resolver`: Spark's catalog and temporary views, see
-:func:`delta_pyds.spark.sql.tables.resolver`) gives a Delta table path; ``VERSION AS OF n`` /
-``TIMESTAMP AS OF '...'`` (with or without ``FOR``, and the ``SYSTEM_VERSION`` /
-``SYSTEM_TIME`` spellings) after a reference are taken with it. Every error is a
-:class:`~delta_pyds.errors.SqlParseError` that names the statement, the position and the
-supported form. No pyspark here."""
+:func:`delta_pyds.spark.sql.tables.resolver`) gives a Delta table path, never a CTE in scope;
+name parts are kept apart (```a.b``` is one part); ``CASE ... END`` nests like parentheses when
+a clause is cut at a keyword; ``VERSION AS OF n`` / ``TIMESTAMP AS OF '...'`` (with or without
+``FOR``, and the ``SYSTEM_VERSION`` / ``SYSTEM_TIME`` spellings) after a reference are taken with
+it. Every error is a :class:`~delta_pyds.errors.SqlParseError` that names the statement, the
+position and the supported form. No pyspark here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -26,6 +28,23 @@ def split_at_version(path: str) -> tuple[str, int | None]:
     if at and len(tail) > 1 and tail[0] in "vV" and tail[1:].isascii() and tail[1:].isdigit():
         return head, int(tail[1:])
     return path, None
+
+
+def quote_part(part: str) -> str:
+    """One name part as Spark's ``quoteIfNeeded`` writes it (backquoted unless it is ASCII
+    letters, digits and ``_``, not all digits)."""
+    if part and part.isascii() and all(c.isalnum() or c == "_" for c in part) and not part.isdigit():
+        return part
+    return "`" + part.replace("`", "``") + "`"
+
+
+def name_text(parts: Sequence[str]) -> str:
+    """A multipart name as SQL text (``db.`my table```)."""
+    return ".".join(quote_part(p) for p in parts)
+
+
+def _plain_identifier(word: str) -> bool:
+    return word.isascii() and all(c.isalnum() or c == "_" for c in word) and not word[0].isdigit()
 
 
 @dataclass(frozen=True)
@@ -50,7 +69,10 @@ class TableRef:
     timestamp: str | None
     start: int
     end: int
-    name: str | None = None  # the name it was given by, if any
+    name: str | None = None  # the session name it was given by, if any
+    # the alias a substituted name needs so that columns qualified by it still resolve
+    # (``SELECT events.id FROM events``): its last part, when the text gives no alias
+    qualifier: str | None = None
 
     def read_options(self) -> dict[str, str]:
         if self.version is not None:
@@ -62,7 +84,9 @@ class TableRef:
 
 class Parser:
     """Non-whitespace tokens of one statement with a cursor; ``form`` is the supported form
-    named in errors."""
+    named in errors. ``resolve`` turns a name at a table-reference position into a Delta
+    table (:func:`delta_pyds.spark.sql.tables.resolver`); without it only ``delta.`path```
+    references are tables."""
 
     def __init__(self, text: str, resolve: Resolver | None = None):
         self.text = text
@@ -127,12 +151,16 @@ class Parser:
         self.i += 1
         return int(t.text)
 
-    def number(self) -> float:
+    def number(self, clause: str = "") -> float:
+        """A finite number (``clause`` names what it is for in errors)."""
         t = self.peek()
         if t is None or t.kind != "number":
             self.fail("expected a number")
+        value = float(t.number_body)
+        if not math.isfinite(value):
+            self.fail(f"{clause or 'the number'} {t.text} is out of range (expected a finite number)")
         self.i += 1
-        return float(t.number_body)
+        return value
 
     def string(self) -> str:
         t = self.peek()
@@ -151,9 +179,10 @@ class Parser:
         return self.text[start:end]
 
     def until(self, *stops: str, allow_end: bool = True) -> str:
-        """The text from the cursor up to the first top-level (outside parentheses) word in
-        ``stops`` (or the end); the cursor moves there."""
+        """The text from the cursor up to the first top-level (outside parentheses and
+        ``CASE ... END``) word in ``stops`` (or the end); the cursor moves there."""
         depth = 0
+        cases = 0
         start = self.i
         while not self.done():
             t = self.tokens[self.i]
@@ -163,7 +192,11 @@ class Parser:
                 if depth == 0:
                     break
                 depth -= 1
-            elif depth == 0 and (t.upper or t.text) in stops:
+            elif depth == 0 and t.upper == "CASE" and not self._qualified(self.i):
+                cases += 1
+            elif depth == 0 and cases and t.upper == "END" and not self._qualified(self.i):
+                cases -= 1
+            elif depth == 0 and not cases and (t.upper or t.text) in stops:
                 break
             self.i += 1
         if self.i == start:
@@ -171,6 +204,11 @@ class Parser:
         if self.done() and not allow_end:
             self.fail(f"expected {' or '.join(stops)}")
         return self.text[self.tokens[start].start : self.tokens[self.i - 1].end]
+
+    def _qualified(self, k: int) -> bool:
+        """Token ``k`` follows or precedes a ``.`` (a name part such as ``t.case``, not a keyword)."""
+        before = k > 0 and self.tokens[k - 1].text == "."
+        return before or (k + 1 < len(self.tokens) and self.tokens[k + 1].text == ".")
 
     def split_top(self, text_stop: tuple[str, ...]) -> list[str]:
         """Comma-separated items up to a top-level word in ``text_stop`` (or the end)."""
@@ -238,10 +276,12 @@ class Parser:
         return names
 
     def dotted(self) -> str:
-        return ".".join(self.name_parts())
+        """A multipart name joined with ``.`` (for keys and names where a part never holds a
+        dot: property keys, partition and Z-order columns)."""
+        return ".".join(self.parts())
 
-    def name_parts(self) -> tuple[str, ...]:
-        """A multi-part name's parts (backquotes removed)."""
+    def parts(self) -> tuple[str, ...]:
+        """A multipart name (``a.`b.c```) as its parts (``("a", "b.c")``)."""
         parts = [self.word()]
         while self.at(".") and self.peek(1) is not None and self.peek(1).kind in ("word", "ident"):  # type: ignore[union-attr]
             self.i += 1
@@ -259,11 +299,18 @@ class Parser:
 
     # ------------------------------------------------------------- tables
     def table_ref(
-        self, *, allow_string: bool = False, time_travel: bool = False, views: bool = False
+        self,
+        *,
+        allow_string: bool = False,
+        time_travel: bool = False,
+        views: bool = False,
+        ctes: frozenset[str] = frozenset(),
     ) -> TableRef | None:
         """The Delta table reference at the cursor (and its time travel), or None if the cursor
-        is not at one (the cursor does not move then). ``views``: a temporary view over a whole
-        ``pydelta`` table counts too (the targets of Delta statements)."""
+        is not at one (the cursor does not move then). Call it only where Spark's grammar has
+        a table reference. ``views``: the position is a Delta statement's target, where a
+        temporary view over a whole ``pydelta`` table counts too; ``ctes``: the CTE names in
+        scope (lower-cased), which shadow every other table of one-part name."""
         t = self.peek()
         if t is None:
             return None
@@ -276,40 +323,65 @@ class Parser:
         elif allow_string and t.kind == "string":
             path = t.value()
             self.i += 1
-        else:
+        elif t.kind in ("word", "ident"):
             save = self.i
-            if t.kind in ("word", "ident"):
-                parts = self.name_parts()
-                found = self.lookup(parts, views)
-                if found is not None:
-                    path, name = found.path, ".".join(parts)
-            if path is None:
+            parts = self.parts()
+            # Spark refuses an unquoted name part that is not ASCII letters, digits and _
+            # (INVALID_IDENTIFIER): such a name is left for Spark to refuse
+            words = [tok.text for tok in self.tokens[save : self.i] if tok.kind == "word"]
+            shadowed = any(not _plain_identifier(w) for w in words)
+            shadowed = shadowed or (len(parts) == 1 and parts[0].lower() in ctes)
+            found = None if shadowed or self.resolve is None else self.lookup(parts, views)
+            if found is None:
                 self.i = save
                 return None
+            path, name = found.path, name_text(parts)
+        else:
+            return None
         version = None
         if name is None:
             path, version = split_at_version(path)
-        timestamp = None
         end = self.tokens[self.i - 1].end
+        timestamp = None
         if time_travel:
-            save = self.i
-            self.accept("FOR")
-            if self.accept("VERSION", "AS", "OF") or self.accept("SYSTEM_VERSION", "AS", "OF"):
-                if version is not None:
-                    self.fail("two versions given")
-                tok = self.peek()
-                version = int(self.string()) if tok is not None and tok.kind == "string" else self.integer()
-                end = self.tokens[self.i - 1].end
-            elif self.accept("TIMESTAMP", "AS", "OF") or self.accept("SYSTEM_TIME", "AS", "OF"):
-                if version is not None:
-                    self.fail("a version and a timestamp given")
-                timestamp = self.string()
-                end = self.tokens[self.i - 1].end
-            else:
-                self.i = save
+            version, timestamp, end = self._time_travel(version, end)
         if not path:
             self.fail("empty table path")
         return TableRef(path, version, timestamp, start, end, name)
+
+    def _time_travel(self, version: int | None, end: int) -> tuple[int | None, str | None, int]:
+        """An optional ``[FOR] VERSION AS OF n | TIMESTAMP AS OF 'ts'`` at the cursor."""
+        save = self.i
+        self.accept("FOR")
+        timestamp = None
+        if self.accept("VERSION", "AS", "OF") or self.accept("SYSTEM_VERSION", "AS", "OF"):
+            if version is not None:
+                self.fail("two versions given")
+            version = self.version_number("VERSION AS OF")
+            end = self.tokens[self.i - 1].end
+        elif self.accept("TIMESTAMP", "AS", "OF") or self.accept("SYSTEM_TIME", "AS", "OF"):
+            if version is not None:
+                self.fail("a version and a timestamp given")
+            timestamp = self.string()
+            end = self.tokens[self.i - 1].end
+        else:
+            self.i = save
+        return version, timestamp, end
+
+    def version_number(self, clause: str) -> int:
+        """A table version: a non-negative integer, or a string holding one (as Spark takes
+        ``VERSION AS OF '3'``)."""
+        t = self.peek()
+        if t is not None and t.kind == "string":
+            text = t.value().strip()
+            if not (text.isascii() and text.isdigit()):
+                self.fail(f"expected a non-negative integer version after {clause}, got {t.text}")
+            self.i += 1
+            return int(text)
+        if t is None or t.kind != "number" or not t.text.isdigit():
+            self.fail(f"expected a non-negative integer version after {clause}")
+        self.i += 1
+        return int(t.text)
 
     def require_table(self, *, allow_string: bool = False) -> TableRef:
         ref = self.table_ref(allow_string=allow_string, views=True)
@@ -329,31 +401,6 @@ class Parser:
         if t is not None and t.kind in ("word", "ident") and t.upper not in stops:
             return self.word()
         return None
-
-
-_REF_AFTER = {"FROM", "JOIN", "TABLE", "INTO", "USING", "UPDATE", ","}
-
-
-def query_refs(parser: Parser) -> list[TableRef]:
-    """Every Delta table reference in a query (``delta.`p``` anywhere; names after
-    FROM, JOIN, TABLE, INTO, USING, UPDATE or a comma of a FROM list)."""
-    refs = []
-    parser.i = 0
-    prev: Token | None = None
-    while not parser.done():
-        t = parser.peek()
-        assert t is not None
-        ref = None
-        if t.upper == "DELTA" or (prev is not None and (prev.upper or prev.text) in _REF_AFTER):
-            if not (prev is not None and prev.text == "."):
-                ref = parser.table_ref(time_travel=True)
-        if ref is not None:
-            refs.append(ref)
-            prev = parser.tokens[parser.i - 1]
-        else:
-            prev = t
-            parser.i += 1
-    return refs
 
 
 def unqualify(text: str, alias: str | None) -> str:

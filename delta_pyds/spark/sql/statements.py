@@ -10,13 +10,15 @@ DROP TABLE, ALTER TABLE RENAME, SHOW TABLES, DESCRIBE) are in
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from delta_pyds.errors import ArgumentTypeError
+from delta_pyds.errors import ArgumentTypeError, SqlParseError
 from delta_pyds.spark.sql import alter, catalog_statements, create, dml
+from delta_pyds.spark.sql.parameters import bind, format_text
 from delta_pyds.spark.sql.parser import Parser, TableRef
-from delta_pyds.spark.sql.tables import delta_table, empty, resolver, run_statement
+from delta_pyds.spark.sql.tables import delta_table, empty, read_ref, resolver, run_statement
 from delta_pyds.spark.sql.views import refresh_view
 
 if TYPE_CHECKING:
@@ -32,6 +34,8 @@ FORMS = {
     "UPDATE": "UPDATE <table> [[AS] alias] SET col = expr [, ...] [WHERE <condition>]",
     "SHOW TBLPROPERTIES": "SHOW TBLPROPERTIES <table> [('key')]",
     "SHOW COLUMNS": "SHOW COLUMNS (IN | FROM) <table>",
+    "SHOW PARTITIONS": "SHOW PARTITIONS <table | 'path'> [PARTITION (col = value, ...)]",
+    "TRUNCATE TABLE": "TRUNCATE TABLE <table>",
     "ALTER TABLE": (
         "ALTER TABLE <table> SET TBLPROPERTIES ('k' = 'v', ...) | UNSET TBLPROPERTIES [IF EXISTS] ('k', ...)"
         " | ADD CONSTRAINT name CHECK (expr) | DROP CONSTRAINT [IF EXISTS] name | DROP FEATURE f [TRUNCATE HISTORY]"
@@ -45,7 +49,7 @@ FORMS = {
         " | WHEN NOT MATCHED [BY TARGET] [AND <cond>] THEN INSERT * | INSERT (col, ...) VALUES (expr, ...)"
         " | WHEN NOT MATCHED BY SOURCE [AND <cond>] THEN UPDATE SET col = expr, ... | DELETE"
     ),
-    "INSERT": "INSERT INTO | OVERWRITE [TABLE] <table> [(col, ...)] [REPLACE WHERE <cond>] <query>",
+    "INSERT": "INSERT INTO | OVERWRITE [TABLE] <table> [(col, ...) | BY NAME] [REPLACE WHERE <cond>] <query>",
     "CREATE TABLE (definition)": create.FORM,
     **catalog_statements.FORMS,
 }
@@ -55,17 +59,46 @@ def sql(spark: SparkSession, statement: str, args: Any = None, **kwargs: Any) ->
     """Runs one statement (see :mod:`delta_pyds.spark.sql`)."""
     if not isinstance(statement, str):
         raise ArgumentTypeError(f"'statement' must be a str (one SQL statement), got {type(statement).__name__}")
-    p = Parser(statement, resolver(spark))
+    resolve = resolver(spark)
+    p = Parser(statement, resolve)
     head = _head(p)
-    if head is not None:
+    if head is None:
+        return run_statement(spark, p, statement, args, kwargs)
+    views: list[str] = []
+    try:
+        if args is not None or kwargs:
+            p = Parser(_bound(spark, statement, args, kwargs, views), resolve)
+            head = _head(p)
+            if head is None:  # formatting made it another statement
+                return run_statement(spark, p, p.text)
         p.statement, p.form = head, FORMS[head]
-        run = _HANDLERS[head](spark, p)
-        result = run()
+        result = _HANDLERS[head](spark, p)()
         for (parts, _views), found in p.resolved.items():
             if found is not None and found.kind == "view":  # a temporary view target reads the new version now
                 refresh_view(spark, ".".join(parts))
         return result
-    return run_statement(spark, p, statement, args, kwargs)
+    finally:
+        for name in views:
+            spark.catalog.dropTempView(name)
+
+
+def _bound(spark: SparkSession, text: str, args: Any, kwargs: dict[str, Any], views: list[str]) -> str:
+    """A Delta statement's text with pyspark's ``{name}`` formatting applied and its ``args``
+    markers bound (Spark never sees the text whole, so both happen here)."""
+    if args is not None and not isinstance(args, (dict, list, tuple)):
+        raise ArgumentTypeError(
+            f"'args' must be a dict (named :markers) or a list (? markers), got {type(args).__name__}"
+        )
+
+    def make_view(df: Any) -> str:
+        name = f"_pyspark_{uuid.uuid4().hex}"
+        df.createOrReplaceTempView(name)
+        views.append(name)
+        return name
+
+    if kwargs:
+        text = format_text(text, kwargs, make_view)
+    return bind(text, args) if args is not None else text
 
 
 def _head(p: Parser) -> str | None:
@@ -113,11 +146,13 @@ def _shared_head(p: Parser) -> str | None:
         (("DELETE", "FROM"), "DELETE"),
         (("UPDATE",), "UPDATE"),
         (("SHOW", "TBLPROPERTIES"), "SHOW TBLPROPERTIES"),
+        (("SHOW", "PARTITIONS"), "SHOW PARTITIONS"),
+        (("TRUNCATE", "TABLE"), "TRUNCATE TABLE"),
         (("ALTER", "TABLE"), "ALTER TABLE"),
     )
     for words, head in spark_too:
         if p.accept(*words):
-            if p.table_ref(views=True) is not None:
+            if p.table_ref(views=True, allow_string=head == "SHOW PARTITIONS") is not None:
                 p.i = len(words)
                 return head
             p.i = 0
@@ -163,7 +198,7 @@ def _vacuum(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     ref = p.require_table(allow_string=True)
     hours = None
     if p.accept("RETAIN"):
-        hours = p.number()
+        hours = p.number("RETAIN")
         p.expect("HOURS")
     dry = p.accept("DRY", "RUN")
     p.end()
@@ -194,7 +229,7 @@ def _restore(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     p.accept("FOR")
     version = timestamp = None
     if p.accept("VERSION", "AS", "OF"):
-        version = p.integer()
+        version = p.version_number("VERSION AS OF")
     elif p.accept("TIMESTAMP", "AS", "OF"):
         timestamp = p.string()
     else:
@@ -228,6 +263,62 @@ def _show_tblproperties(spark: SparkSession, p: Parser) -> Callable[[], DataFram
         if key is not None:
             rows = [(key, props.get(key, f"Table {ref.path} does not have property: {key}"))]
         return spark.createDataFrame(rows, "key string, value string")
+
+    return run
+
+
+def _show_partitions(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
+    """delta-spark's SHOW PARTITIONS: one row per partition of the table's files, the
+    partition columns typed, optionally only those matching ``PARTITION (col = value, ...)``."""
+    ref = p.require_table(allow_string=True)
+    spec: list[tuple[str, str]] = []
+    if p.accept("PARTITION"):
+        p.expect("(")
+        while True:
+            column = p.word()
+            p.expect("=")
+            spec.append((column, p.until(",", allow_end=False)))
+            if not p.accept(","):
+                break
+        p.expect(")")
+    p.end()
+
+    def run() -> DataFrame:
+        from pyspark.sql import functions as F
+
+        from delta_pyds.table.snapshot import Snapshot
+
+        delta_table(spark, ref)
+        columns = Snapshot.load(ref.path).partition_columns
+        if not columns:
+            raise SqlParseError(
+                f"SHOW PARTITIONS is not allowed on a table that is not partitioned: delta.`{ref.path}`"
+            )
+        lowered = {c.lower(): c for c in columns}
+        wrong = [c for c, _ in spec if c.lower() not in lowered]
+        if wrong:
+            raise SqlParseError(f"Non-partitioning column(s) {wrong} are specified for SHOW PARTITIONS")
+        df = read_ref(spark, ref).select(*[F.col(f"`{c}`") for c in columns]).distinct()
+        for column, value in spec:
+            df = df.where(F.col(f"`{lowered[column.lower()]}`").eqNullSafe(F.expr(value)))
+        return df
+
+    return run
+
+
+def _truncate_table(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
+    """delta-spark's TRUNCATE TABLE: every row deleted, in one commit (here a DELETE)."""
+    ref = p.require_table()
+    if p.at("PARTITION"):
+        p.fail(
+            "[DELTA_TRUNCATE_TABLE_PARTITION_NOT_SUPPORTED] Operation not allowed: TRUNCATE TABLE on Delta tables"
+            " does not support partition predicates; use DELETE to delete specific partitions or rows"
+        )
+    p.end()
+
+    def run() -> DataFrame:
+        delta_table(spark, ref).delete()
+        return empty(spark, None)
 
     return run
 
@@ -334,6 +425,8 @@ _HANDLERS: Mapping[str, Callable[[Any, Parser], Callable[[], Any]]] = {
     "UPDATE": dml.update,
     "SHOW TBLPROPERTIES": _show_tblproperties,
     "SHOW COLUMNS": _show_columns,
+    "SHOW PARTITIONS": _show_partitions,
+    "TRUNCATE TABLE": _truncate_table,
     "ALTER TABLE": _alter_table,
     "GENERATE": _generate,
     "CONVERT TO DELTA": _convert,

@@ -13,13 +13,14 @@ for pyspark's formatter); a statement naming no Delta table reaches ``spark.sql(
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ArgumentTypeError, NoCatalogError, SqlParseError, TableNotFoundError
 from delta_pyds.log.history import history as commit_history
 from delta_pyds.spark.catalog import lookup
-from delta_pyds.spark.sql.parser import NamedTable, Parser, Resolver, TableRef, query_refs
+from delta_pyds.spark.sql.parser import NamedTable, Parser, Resolver, TableRef
+from delta_pyds.spark.sql.references import query_refs, stray_paths, walk
 from delta_pyds.spark.sql.views import view_path
 
 if TYPE_CHECKING:
@@ -70,27 +71,52 @@ def run_statement(
     args: dict[str, Any] | list[Any] | None = None,
     kwargs: dict[str, Any] | None = None,
 ) -> DataFrame:
-    """Runs a statement that is not a Delta statement (its Delta tables read natively)."""
+    """Runs a statement that is not a Delta statement (its Delta tables read natively). With
+    ``kwargs`` the text is the caller's format string (pyspark formats it): its braces are
+    kept; without, they are escaped for the formatter the Delta tables need."""
     kwargs = kwargs or {}
+    if not p.statement:
+        p.statement, p.form = "query", "<table> [[FOR] VERSION AS OF n | TIMESTAMP AS OF 'ts'] [[AS] alias]"
     refs = query_refs(p)
     if not refs:
-        return spark.sql(statement, args, **kwargs)
+        return _checked(spark, p, refs, lambda: spark.sql(statement, args, **kwargs))
     from delta_pyds.spark.native.read import read_delta
 
+    keep = escape if not kwargs else (lambda text: text)
     frames: dict[str, Any] = {}
     pieces = []
     pos = 0
     for n, ref in enumerate(refs):
         key = f"delta_pyds_table_{n}"
         frames[key] = read_delta(spark, ref.path, **ref.read_options())
-        pieces.append(escape(statement[pos : ref.start]))
-        pieces.append("{" + key + "}")
+        pieces.append(keep(statement[pos : ref.start]))
+        pieces.append("{" + key + "}" + (f" AS {keep(ref.qualifier)}" if ref.qualifier else ""))
         pos = ref.end
-    pieces.append(escape(statement[pos:]))
+    pieces.append(keep(statement[pos:]))
     clash = set(frames) & set(kwargs)
     if clash:
         raise ArgumentTypeError(f"sql: keyword arguments {sorted(clash)} are reserved by delta_pyds.sql")
-    return spark.sql("".join(pieces), args, **frames, **kwargs)
+    return _checked(spark, p, refs, lambda: spark.sql("".join(pieces), args, **frames, **kwargs))
+
+
+def _checked(spark: SparkSession, p: Parser, refs: list[TableRef], run: Callable[[], DataFrame]) -> DataFrame:
+    """``run()``; when Spark fails and the statement names Delta tables where this module
+    does not read table names, a :class:`SqlParseError` saying so (Spark's error chained)."""
+    try:
+        return run()
+    except Exception as exc:
+        stray = stray_paths(p, refs)
+        if not stray and walk(p).classified:
+            raise
+        if not stray:
+            raise
+        raise SqlParseError(
+            f"delta_pyds.sql: Spark cannot run this statement, and it names {', '.join(sorted(set(stray)))} where"
+            " delta_pyds.sql does not read Delta tables (it reads them at table references of queries,"
+            " INSERT ... <query>, CREATE ... AS <query>, CACHE TABLE ... AS <query>, EXPLAIN and DESCRIBE;"
+            " never in an inline VALUES list's FROM, in IDENTIFIER(...) or in other statements);"
+            f" Spark's error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from exc
 
 
 def escape(text: str) -> str:

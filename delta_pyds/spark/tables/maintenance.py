@@ -19,10 +19,11 @@ Guarantees:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
+from delta_pyds.errors import SqlParseError
+from delta_pyds.expressions.lexer import tokenize
 from delta_pyds.operations.feature_support import drop_feature_support
 from delta_pyds.protocol import features
 from delta_pyds.protocol.schema import StructType, parse_schema
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     from delta_pyds.operations.vacuum import VacuumResult
 
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
-_IDENTIFIER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\.\s*`(.+)`\s*$", re.DOTALL)
 
 
 def qualified(storage: Storage, rel: str | None = None) -> str:
@@ -101,13 +101,22 @@ def parse_identifier(identifier: str) -> str:
     """The path of delta-spark's ``parquet.`path``` identifier."""
     if not isinstance(identifier, str):
         raise TypeError(f"'identifier' must be a str like \"parquet.`/path`\", got {type(identifier)}")
-    m = _IDENTIFIER.match(identifier)
-    if not m:
+    try:  # Spark's lexical rules: parquet.`p`, a doubled backquote inside the path is one
+        toks = [t for t in tokenize(identifier) if not t.blank]
+    except SqlParseError:
+        toks = []
+    if (
+        len(toks) != 3
+        or toks[0].kind != "word"
+        or toks[1].text != "."
+        or toks[2].kind != "ident"
+        or toks[2].text == "``"
+    ):
         raise ValueError(
             f"convertToDelta: identifier {identifier!r} is not of the form parquet.`path` "
             "or a name of an EXTERNAL parquet table of Spark's session catalog"
         )
-    fmt, path = m.group(1), m.group(2)
+    fmt, path = toks[0].text, toks[2].value()
     if fmt.lower() != "parquet":
         raise ValueError(
             f"convertToDelta: cannot convert {fmt} tables, only parquet.`path` "

@@ -64,7 +64,7 @@ from delta_pyds.spark.tables.dml import TableRewriter, only_files, refuse_identi
 from delta_pyds.spark.tables.dv_marks import writes_dvs
 from delta_pyds.spark.tables.merge_rows import identity_to_generate
 from delta_pyds.spark.tables.merge_scope import DEFAULT_TARGET_ALIAS, SRC, SRC_ID, MergeScope, sql_expr
-from delta_pyds.spark.tables.resolution import check_merge_resolves, set_column_names
+from delta_pyds.spark.tables.resolution import check_merge_resolves, parse_column_path, set_column_names
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.staged_files import cleanup_on_failure
 
@@ -438,11 +438,11 @@ class DeltaMergeBuilder:
             values is None for _, values in self._not_matched
         )
         named = {
-            k.split(".")[-1].lower()
+            parse_column_path(k)[-1].lower()
             for _, _, sets in list(self._matched) + list(self._not_matched_by_source)
             if sets
             for k in sets
-        } | {k.split(".")[-1].lower() for _, values in self._not_matched if values for k in values}
+        } | {parse_column_path(k, "values")[-1].lower() for _, values in self._not_matched if values for k in values}
         return evolved_schema(snap.schema, self._source, None if star else named)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.spark.tables.native_rows import SCAN_FILE
+from delta_pyds.spark.tables.resolution import parse_column_path
 from delta_pyds.table.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class MergeScope:
 
     def target_name(self, k: str) -> str:
         lowered = {n.lower(): n for n in self.names}
-        k2 = k.split(".")[-1] if k.lower() not in lowered else k
+        k2 = k if k.lower() in lowered else parse_column_path(k, "values")[-1]  # `a.b`, or t.a qualified
         if k2.lower() not in lowered:
             raise ValueError(f"merge: {k} is not a column of the table; columns: {', '.join(self.names)}")
         return lowered[k2.lower()]

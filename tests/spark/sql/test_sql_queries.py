@@ -10,7 +10,8 @@ import pytest
 import delta_pyds
 from delta_pyds import SqlParseError, read_delta
 from delta_pyds.expressions.lexer import tokenize
-from delta_pyds.spark.sql.parser import Parser, query_refs
+from delta_pyds.spark.sql.parser import Parser
+from delta_pyds.spark.sql.references import query_refs
 from tests.helpers import spark_rows
 
 
