@@ -34,6 +34,7 @@ from delta_pyds.errors import (
     PathEscapeError,
     SchemaChangeError,
     SchemaError,
+    SettingValueError,
     ShortReadError,
     SqlParseError,
     StorageError,
@@ -83,6 +84,7 @@ __all__ = [
     "TableExistsError",
     "UnknownArgumentError",
     "ColumnNotFoundError",
+    "SettingValueError",
     "AppendOnlyError",
     "ConstraintViolationError",
     "ColumnTypeError",
@@ -115,7 +117,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(tables, name)
     if name == "write_delta":
-        from delta_pyds.spark.native.write import write_delta
+        from delta_pyds.spark.tables.auto_compaction import write_delta
 
         return write_delta
     raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")

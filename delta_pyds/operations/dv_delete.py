@@ -34,7 +34,7 @@ from delta_pyds.protocol.deletion_vectors import (
     with_deletion_vector,
 )
 from delta_pyds.storage.store import Storage
-from delta_pyds.transaction.commit import Transaction
+from delta_pyds.transaction.commit import CommitResult, Transaction
 from delta_pyds.transaction.file_actions import add_actions, remove_actions, stat_rows
 
 
@@ -102,12 +102,12 @@ def commit_dv_delete(
     params: Mapping[str, Any],
     *,
     inline_max_bytes: int,
-) -> None:
+) -> CommitResult:
     """Commits deletion vectors on the files ``old`` (active file actions): ``new_bitmaps``
     (serialized, one per row of ``old``) hold the rows deleted now, merged with each file's
     existing vector; vectors up to ``inline_max_bytes`` serialized bytes go inline."""
     marks = stage_dv_marks(storage, txn, old, new_bitmaps, inline_max_bytes=inline_max_bytes)
-    txn.commit(
+    return txn.commit(
         "DELETE",
         params,
         metrics={

@@ -235,8 +235,8 @@ def create(spark: SparkSession, p: Parser) -> Callable[[], Any]:
 
 
 def run(spark: SparkSession, st: CreateStatement) -> DataFrame:
-    from delta_pyds.spark.native.write import write_delta
     from delta_pyds.spark.tables import DeltaTable, IdentityGenerator
+    from delta_pyds.spark.tables.auto_compaction import write_delta
 
     assert st.path is not None
     rows = run_query(spark, st.query) if st.query is not None else None

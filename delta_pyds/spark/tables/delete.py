@@ -65,7 +65,9 @@ def delete_rows(rw: TableRewriter, condition: OptionalExpressionOrColumn = None)
     if writes_dvs(snap):
         old, bitmaps = dv_hits(scan, cond, active)
         if bitmaps:
-            commit_dv_delete(rw.storage, txn, old, bitmaps, params, inline_max_bytes=rw.inline_dv_limit())
+            rw.commits.append(
+                commit_dv_delete(rw.storage, txn, old, bitmaps, params, inline_max_bytes=rw.inline_dv_limit())
+            )
         return
     _delete_copy_on_write(rw, txn, snap, active, candidates, scan, cond, params)
 
@@ -118,14 +120,16 @@ def _delete_copy_on_write(
         victims = rows_for_paths(active, matched)
         txn.remove_files(remove_actions(victims))
         txn.add_files(adds)
-        txn.commit(
-            "DELETE",
-            params,
-            metrics={
-                "numRemovedFiles": victims.num_rows,
-                "numAddedFiles": len(adds),
-                "numDeletedRows": deleted_rows,
-                "numDeletionVectorsAdded": 0,
-                "numCopiedRows": sum(stat_rows(a) for a in adds),
-            },
+        rw.commits.append(
+            txn.commit(
+                "DELETE",
+                params,
+                metrics={
+                    "numRemovedFiles": victims.num_rows,
+                    "numAddedFiles": len(adds),
+                    "numDeletedRows": deleted_rows,
+                    "numDeletionVectorsAdded": 0,
+                    "numCopiedRows": sum(stat_rows(a) for a in adds),
+                },
+            )
         )

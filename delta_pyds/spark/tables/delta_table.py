@@ -70,6 +70,7 @@ from delta_pyds.spark.tables.args import (
     check_timestamp,
     check_version,
 )
+from delta_pyds.spark.tables.auto_compaction import compact_after
 from delta_pyds.spark.tables.builder import NO_CATALOG, DeltaTableBuilder
 from delta_pyds.spark.tables.delete import delete_rows
 from delta_pyds.spark.tables.dml import TableRewriter
@@ -387,7 +388,9 @@ class DeltaTable(SchemaChanges):
         """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
         check_condition(condition)
         activate(self._spark)
+        self._rewriter.take_commits()
         delete_rows(self._rewriter, condition)
+        compact_after(self._spark, self._storage, self._rewriter.take_commits())
 
     def update(
         self,
@@ -403,7 +406,9 @@ class DeltaTable(SchemaChanges):
         check_condition(condition)
         sets = check_column_map(set, "set")
         activate(self._spark)
+        self._rewriter.take_commits()
         update_rows(self._rewriter, cast("OptionalExpressionOrColumn", condition), sets)  # checked above
+        compact_after(self._spark, self._storage, self._rewriter.take_commits())
 
     # ---------------------------------------------------------------------- merge
     def merge(self, source: DataFrame, condition: ExpressionOrColumn) -> DeltaMergeBuilder:

@@ -51,6 +51,7 @@ from delta_pyds.skipping.rules import SkippingReport
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.transaction.commit import CommitResult
 from delta_pyds.write.parquet_writer import WriteSpec
 from delta_pyds.write.plan import WritePlan
 from delta_pyds.write.rewrite import plan_rewrite
@@ -82,6 +83,13 @@ class TableRewriter:
         # which engine the last scan / rewrite ran on: "native" (Spark's Parquet reader and
         # writer) or "python" (pyarrow in Python workers; why not native is logged)
         self.engine: str | None = None
+        # the commits of the DML run last (auto compaction runs after them)
+        self.commits: list[CommitResult] = []
+
+    def take_commits(self) -> list[CommitResult]:
+        """The commits recorded since the last call (and forgets them)."""
+        out, self.commits = self.commits, []
+        return out
 
     def dml_snapshot(self) -> Snapshot:
         """The latest snapshot, after the writer protocol check (and the row tracking one)."""

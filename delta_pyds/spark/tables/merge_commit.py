@@ -82,7 +82,7 @@ def write_and_commit(
         _stage_removals(rw, outcome, txn, active, adds, metrics, dv=dv)
         txn.add_files(adds)
         metrics.update(numTargetFilesAdded=len(adds))
-        txn.commit("MERGE", parameters, metrics=metrics)
+        rw.commits.append(txn.commit("MERGE", parameters, metrics=metrics))
     return True
 
 

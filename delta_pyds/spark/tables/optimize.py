@@ -132,6 +132,16 @@ class DeltaOptimizeBuilder:
         result["endTimeMs"] = int(time.time() * 1000)
         return self._result(snap, result)
 
+    def rewrite_planned(self, snap: Snapshot, active: pa.Table, bins: list[list[int]], target: int) -> list[AddFile]:
+        """The files of ``bins`` (row indexes of ``active``, file actions) compacted with
+        Spark into files of about ``target`` bytes, uncommitted (auto compaction commits them)."""
+        from delta_pyds.protocol.clustering import table_clustering
+
+        self._target = target
+        clustered = table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode)
+        victims = active.take(pa.array(sorted(i for b in bins for i in b), pa.int64()))
+        return self._rewrite_bins(snap, active, victims, bins, None, clustered)
+
     def _rewrite_bins(
         self,
         snap: Snapshot,

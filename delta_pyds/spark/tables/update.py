@@ -104,15 +104,17 @@ def _update_copy_on_write(
         record_read(txn, snap, condition, candidates)
         txn.remove_files(remove_actions(victims))
         txn.add_files(adds)
-        txn.commit(
-            "UPDATE",
-            {"predicate": json.dumps([str(condition)] if condition is not None else [])},
-            metrics={
-                "numRemovedFiles": victims.num_rows,
-                "numAddedFiles": len(adds),
-                "numUpdatedRows": updated_rows,
-                "numCopiedRows": sum(stat_rows(a) for a in adds) - updated_rows,
-            },
+        rw.commits.append(
+            txn.commit(
+                "UPDATE",
+                {"predicate": json.dumps([str(condition)] if condition is not None else [])},
+                metrics={
+                    "numRemovedFiles": victims.num_rows,
+                    "numAddedFiles": len(adds),
+                    "numUpdatedRows": updated_rows,
+                    "numCopiedRows": sum(stat_rows(a) for a in adds) - updated_rows,
+                },
+            )
         )
 
 
@@ -180,16 +182,18 @@ def _update_with_dvs(
         record_read(txn, snap, condition, candidates)
         marks = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
         txn.add_files(adds)
-        txn.commit(
-            "UPDATE",
-            {"predicate": json.dumps([str(condition)] if condition is not None else [])},
-            metrics={
-                "numRemovedFiles": marks.files_removed,
-                "numAddedFiles": len(adds),
-                "numUpdatedRows": marks.deleted_now,
-                "numCopiedRows": 0,
-                "numDeletionVectorsAdded": marks.vectors_added,
-                "numDeletionVectorsUpdated": marks.vectors_updated,
-                "numDeletionVectorsRemoved": marks.files_removed,
-            },
+        rw.commits.append(
+            txn.commit(
+                "UPDATE",
+                {"predicate": json.dumps([str(condition)] if condition is not None else [])},
+                metrics={
+                    "numRemovedFiles": marks.files_removed,
+                    "numAddedFiles": len(adds),
+                    "numUpdatedRows": marks.deleted_now,
+                    "numCopiedRows": 0,
+                    "numDeletionVectorsAdded": marks.vectors_added,
+                    "numDeletionVectorsUpdated": marks.vectors_updated,
+                    "numDeletionVectorsRemoved": marks.files_removed,
+                },
+            )
         )
