@@ -8,8 +8,9 @@ Guarantees:
   (the vector is read and checked by :func:`delta_pyds.read.file_reader.read_file`),
   columns read by physical name or field id and written as the table's write path writes
   them (column mapping, statistics, partition directories, compression);
-* the written files are the bin's only output: :func:`compact_bin` returns their add
-  actions with ``dataChange=false``, and deletes them if it fails;
+* each bin is written as one file (bins hold at most about the target size), the bin's
+  only output: :func:`compact_bin` returns its add action with ``dataChange=false``, and
+  deletes what it wrote if it fails;
 * :func:`local_compaction_refusal` names why a table's compaction needs Spark (row
   tracking, whose row ids a rewrite must carry; clustering, whose rows a rewrite sorts):
   those tables are never compacted here. No Spark."""
@@ -59,8 +60,8 @@ def bin_compactor(snap: Snapshot, target_file_size: int) -> BinCompactor:
     write = plan_rewrite(snap.storage, snap.schema, target_file_size=target_file_size).spec
     if write is None:  # pragma: no cover  (a rewrite of an existing table always has a spec)
         raise RuntimeError("internal: a compaction's write has no spec")
-    # a bin is one file: roll only past the target by bytes, never by a row count
-    write = replace(write, max_records_per_file=None, _derived={})
+    # a bin (at most about the target size) is written as one file
+    write = replace(write, max_records_per_file=None, target_file_size=None, _derived={})
     return BinCompactor(read_spec(snap, output), write)
 
 
