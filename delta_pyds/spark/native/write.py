@@ -49,7 +49,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from delta_pyds.errors import ConstraintViolationError, UnsupportedFeatureError
+from delta_pyds.errors import ConstraintViolationError, SettingValueError, UnsupportedFeatureError
 from delta_pyds.protocol import features
 from delta_pyds.protocol.identity import IdentityColumn
 from delta_pyds.protocol.partition_values import HIVE_DEFAULT_PARTITION
@@ -65,6 +65,7 @@ from delta_pyds.protocol.schema import (
 )
 from delta_pyds.protocol.schema_evolution import from_spark_json
 from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
+from delta_pyds.spark.native.optimized_write import optimized_input
 from delta_pyds.spark.native.read import NativeReadUnavailable
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.commit import CommitResult
@@ -141,7 +142,10 @@ def write_and_commit(
             _datasource_write(df, raw, overwrite, session_mode, reason or "")
             return None, None
     try:
-        files = write_files(df, cast(WriteSpec, plan.spec), variant_shredding=_shredding_allowed(plan))  # not skipped
+        with optimized_input(df, plan) as rows:  # delta.autoOptimize.optimizeWrite
+            files = write_files(rows, cast(WriteSpec, plan.spec), variant_shredding=_shredding_allowed(plan))
+    except SettingValueError:
+        raise
     except Exception as exc:  # write_files deleted what it wrote
         why = unreachable_reason(exc, location) if location is not None else None
         if why is None or location is None:
