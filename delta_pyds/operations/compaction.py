@@ -17,7 +17,9 @@ Guarantees:
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -34,6 +36,8 @@ from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.write.rewrite import plan_rewrite
 
 _ONE_PARTITION = 1 << 62
+READ_THREADS = 4
+READ_AHEAD = 8  # files read ahead of the writer (a bin holds at most about the target size)
 
 
 @dataclass
@@ -77,9 +81,21 @@ def compact_bin(compactor: BinCompactor, tasks: Sequence[FileTask], *, task_id: 
     """Reads the files of one bin and writes their rows as new files; their add actions
     (``dataChange=false``)."""
 
+    def read(task: FileTask) -> list[pa.RecordBatch]:
+        return list(read_file(compactor.read, task))
+
     def batches() -> Iterator[pa.RecordBatch]:
-        for task in tasks:
-            yield from read_file(compactor.read, task)
+        # small files cost their open and footer more than their rows: read a few ahead in
+        # threads (pyarrow decodes without the GIL), in order
+        with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+            pending: deque = deque(pool.submit(read, t) for t in tasks[:READ_AHEAD])
+            rest = iter(tasks[READ_AHEAD:])
+            while pending:
+                done = pending.popleft().result()
+                nxt = next(rest, None)
+                if nxt is not None:
+                    pending.append(pool.submit(read, nxt))
+                yield from done
 
     adds = write_task(compactor.write, batches(), task_id=task_id).adds
     for a in adds:
