@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 
 from delta_pyds.errors import SettingValueError
-from delta_pyds.operations.compaction import bin_compactor, bin_tasks, compact_bin, local_compaction_refusal
+from delta_pyds.operations.compaction import local_compaction_refusal, rewrite_locally
 from delta_pyds.operations.optimize import compaction_bins
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.storage.store import Storage
@@ -209,21 +209,6 @@ def _compact(
     else:
         new_adds = rewrite_locally(snap, active, bins, settings.max_file_size)
     return commit_compaction(snap, active, bins, new_adds, predicate=_predicate(snap, parts), auto=True)
-
-
-def rewrite_locally(snap: Snapshot, active: pa.Table, bins: list[list[int]], target: int) -> list[AddFile]:
-    """The rows of each bin of ``active`` (file actions) rewritten in this process."""
-    from delta_pyds.transaction.staged_files import delete_on_failure
-
-    compactor = bin_compactor(snap, target)
-    adds: list[AddFile] = []
-    paths = snap.files.column("path").to_pylist()
-    with delete_on_failure(snap.storage, adds):
-        for b, members in enumerate(bins):
-            wanted = set(active.column("path").take(pa.array(members, pa.int64())).to_pylist())
-            rows = pa.array([p in wanted for p in paths], pa.bool_())
-            adds.extend(compact_bin(compactor, bin_tasks(snap, snap.files.filter(rows)), task_id=b))
-    return adds
 
 
 def commit_compaction(

@@ -32,6 +32,7 @@ from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.scan import FileTask, iter_tasks, plan_partitions
 from delta_pyds.read.scan_plan import read_spec, visible_schema
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.transaction.staged_files import delete_on_failure
 from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.write.rewrite import plan_rewrite
 
@@ -100,4 +101,17 @@ def compact_bin(compactor: BinCompactor, tasks: Sequence[FileTask], *, task_id: 
     adds = write_task(compactor.write, batches(), task_id=task_id).adds
     for a in adds:
         a["dataChange"] = False
+    return adds
+
+
+def rewrite_locally(snap: Snapshot, active: pa.Table, bins: list[list[int]], target: int) -> list[AddFile]:
+    """The rows of each bin of ``active`` (file actions) rewritten in this process."""
+    compactor = bin_compactor(snap, target)
+    adds: list[AddFile] = []
+    paths = snap.files.column("path").to_pylist()
+    with delete_on_failure(snap.storage, adds):
+        for b, members in enumerate(bins):
+            wanted = set(active.column("path").take(pa.array(members, pa.int64())).to_pylist())
+            rows = pa.array([p in wanted for p in paths], pa.bool_())
+            adds.extend(compact_bin(compactor, bin_tasks(snap, snap.files.filter(rows)), task_id=b))
     return adds

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from delta_pyds.operations.auto_compact import CONF_KEYS, AutoCompactSettings, auto_compact, rewrite_locally
-from delta_pyds.operations.compaction import local_compaction_refusal
+from delta_pyds.operations.auto_compact import CONF_KEYS, AutoCompactSettings, auto_compact
+from delta_pyds.operations.compaction import local_compaction_refusal, rewrite_locally
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.spark.native import write as native_write
 from delta_pyds.spark.tables.dml import TableRewriter

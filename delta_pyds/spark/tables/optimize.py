@@ -10,14 +10,16 @@ Guarantees:
 * ``executeZOrderBy(cols)`` rewrites every file of each selected partition with its rows
   along a Z-order curve of ``cols`` (each bucketed into 256 approximate quantiles);
 * compaction of a table that needs no Spark for its rewrite (no row tracking, not
-  clustered) reads and writes each bin with pyarrow inside a Spark task (bins spread over
-  the session's parallelism; :mod:`delta_pyds.operations.compaction`), exactly one file
-  per bin; otherwise one Spark task per bin (each bin's rows hash-partitioned to a
-  partition of its own) and, on Spark's writer, exactly one file per compaction bin; a
-  bin larger than the target (Z-order, purge) is split into files of about the target
-  size by a row limit; the
-  rewrite has ``dataChange=false``, applies deletion vectors (rewritten files have none)
-  and keeps row ids and commit versions on tracked tables;
+  clustered) reads and writes each bin with pyarrow
+  (:mod:`delta_pyds.operations.compaction`), exactly one file per bin: in the driver's
+  process when the files to rewrite hold at most ``spark.pydelta.optimize.localMaxBytes``
+  (default :data:`LOCAL_MAX_BYTES`, 256 MiB), else inside
+  Spark tasks (bins spread over the session's parallelism);
+* otherwise one Spark task per bin (each bin's rows hash-partitioned to a partition of
+  its own) and, on Spark's writer, exactly one file per compaction bin; a bin larger than
+  the target (Z-order, purge) is split into files of about the target size by a row limit;
+* the rewrite has ``dataChange=false``, applies deletion vectors (rewritten files have
+  none) and keeps row ids and commit versions on tracked tables;
 * ``where`` accepts partition columns only and Z-order data columns only, failing with
   delta-spark's meaning (``DELTA_NON_PARTITION_COLUMN_REFERENCE``,
   ``DELTA_ZORDERING_ON_PARTITION_COLUMN``);
@@ -52,6 +54,9 @@ from delta_pyds.operations.optimize import (
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.spark.tables.dml import SCAN_FILE, TableRewriter
 from delta_pyds.transaction.file_actions import sum_size
+
+LOCAL_MAX_BYTES = 256 << 20  # compactions up to this many input bytes run in the driver's process
+LOCAL_MAX_BYTES_CONF = "spark.pydelta.optimize.localMaxBytes"
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -162,6 +167,10 @@ class DeltaOptimizeBuilder:
         sel = [p in victim_paths for p in snap.files.column("path").to_pylist()]
         scan_files = snap.files.filter(pa.array(sel, pa.bool_()))
         if not zorder and arrow_bins_apply(snap, active, bins, self._target):
+            if sum_size(victims) <= local_max_bytes(rw.spark):  # no Spark job: its fixed cost dominates small work
+                from delta_pyds.operations.compaction import rewrite_locally
+
+                return rewrite_locally(snap, active, bins, self._target)
             return compact_with_arrow(rw, snap, active, scan_files, bins, self._target)
         spec = rw.write_spec(snap, target_file_size=self._target, row_tracking=True)
         rows_cap = records_per_file(active, bins, self._target)
@@ -277,6 +286,23 @@ def records_per_file(active: pa.Table, bins: list, target: int) -> int | None:
         cap = max(1, -(-sum(r for r in rows if r is not None) * target // total))
         limit = cap if limit is None else min(limit, cap)
     return limit
+
+
+def local_max_bytes(spark: Any) -> int:
+    """``spark.pydelta.optimize.localMaxBytes``: the most input bytes a compaction rewrites
+    in the driver's process (0: always in Spark tasks)."""
+    from delta_pyds.errors import SettingValueError
+
+    raw = spark.conf.get(LOCAL_MAX_BYTES_CONF, None)
+    if raw is None:
+        return LOCAL_MAX_BYTES
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise SettingValueError(f"{LOCAL_MAX_BYTES_CONF} must be an integer >= 0 (bytes); found {raw!r}")
+    return value
 
 
 def arrow_bins_apply(snap: Snapshot, active: pa.Table, bins: list[list[int]], target: int) -> bool:
