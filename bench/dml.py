@@ -9,9 +9,11 @@ Every timed run starts from a fresh copy of the same table (the copy is not time
   (half the source ids match, half are new);
 * the same with ``delta.enableDeletionVectors=true`` (pydelta only: deltalake has no DVs);
 * ``dml-small-<n>``: 400 files of 1,000 x scale rows for OPTIMIZE;
-* ``dml-40k``: 40,000 rows in 4 files for the latency rows.
+* ``dml-40k``: 40,000 rows in 4 files for the latency rows;
+* ``cdc``: a 10,000-row CDC upsert whose keys all fall in 2 of the 40 files of ``dml-<rows>``
+  (the Spark jobs of one untimed pydelta run are counted and printed).
 
-``PYDELTA_BENCH_DML`` (comma-separated, default all: delete, update, merge, optimize,
+``PYDELTA_BENCH_DML`` (comma-separated, default all: delete, update, merge, cdc, optimize,
 latency) runs only those parts, e.g. merge alone:
 ``PYDELTA_BENCH_DML=merge python bench/run.py dml --scale 0.1 --reps 4``.
 """
@@ -28,7 +30,7 @@ import pyarrow as pa
 from tables import DATA
 
 FILES = 40
-PARTS = ("delete", "update", "merge", "optimize", "latency")
+PARTS = ("delete", "update", "merge", "cdc", "optimize", "latency")
 
 
 def _write(path: str, rows: int, files: int, config: dict | None = None) -> str:
@@ -286,6 +288,8 @@ def run(suite) -> None:
             {"pydelta": (dv_base, pd_merge), "deltalake": (base, dl_merge)},
             3.0,
         )
+    if "cdc" in parts:
+        cdc_merge(suite, base, rows, compare, measure, pd_table)
     # ---------------------------------------------------------------- optimize
     pd_opt = lambda p: pd_table(p).optimize().executeCompaction()  # noqa: E731
     dl_opt = lambda p: DL(p).optimize.compact()  # noqa: E731
@@ -357,3 +361,56 @@ def run(suite) -> None:
     for r in dml_latency.run(spark, reps=max(reps - 1, 1)):
         suite.rows.append({"mode": "dml", "label": f"40k-row table: {r['operation']} (jobs, stages)", **r})
     shutil.rmtree(out, ignore_errors=True)
+
+
+def cdc_source(rows: int, n: int = 10_000) -> pa.Table:
+    """``n`` CDC rows whose ids straddle the boundary of files 20 and 21 of ``dml-<rows>``
+    (all matched: the keys fall in 2 target files)."""
+    per = rows // FILES
+    lo = max(0, 21 * per - n // 2)
+    ids = np.arange(lo, lo + n, dtype=np.int64)
+    return pa.table(
+        {
+            "id": pa.array(ids),
+            "grp": pa.array(ids % 1000),
+            "val": pa.array(np.full(n, -2.0)),
+            "s": pa.array(["cdc"] * n),
+        }
+    )
+
+
+def cdc_merge(suite, base: str, rows: int, compare, measure, pd_table) -> None:
+    """The CDC MERGE row (pydelta vs deltalake), with pydelta's Spark jobs counted."""
+    from deltalake import DeltaTable as DL
+
+    spark = suite.spark
+    src = cdc_source(rows)
+    src_df = spark.createDataFrame(src.to_pandas()).cache()
+    src_df.count()
+
+    def pd_cdc(p):
+        t = pd_table(p).alias("t")
+        t.merge(src_df.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+
+    def dl_cdc(p):
+        m = DL(p).merge(src, "t.id = s.id", source_alias="s", target_alias="t")
+        m.when_matched_update_all().when_not_matched_insert_all().execute()
+
+    compare("cdc merge", base, {"pydelta": pd_cdc, "deltalake": dl_cdc})
+    work = os.path.join(DATA, "dml-work")
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(base, work)
+    sc = spark.sparkContext
+    sc.setJobGroup("pydelta-cdc", "cdc merge")
+    pd_cdc(work)
+    jobs = sc.statusTracker().getJobIdsForGroup("pydelta-cdc")
+    sc.setJobGroup("", "")
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"[dml] cdc merge: {len(jobs)} Spark jobs", flush=True)
+    r = measure(
+        f"CDC merge: {len(src):,} source rows, keys in 2 target files ({len(jobs)} Spark jobs)",
+        {"pydelta": (base, pd_cdc), "deltalake": (base, dl_cdc)},
+        2.0,
+    )
+    suite.rows[-1]["spark_jobs"] = len(jobs)
+    return r

@@ -2,7 +2,7 @@
 
     python bench/run.py [MODE ...] [--scale S] [--reps N]
 
-Modes (default: all): full, narrow, selective, plan, write, commit, dv, dml, concurrent.
+Modes (default: all): full, narrow, selective, plan, write, commit, dv, dml, smallfiles, concurrent.
 Each measurement alternates the contenders ``--reps`` times (the first pair warms up and
 is dropped) and reports the ratio of medians. Results (with the machine description
 and the command line) are written to bench/results/<mode>.json; bench/report.py turns
@@ -432,6 +432,12 @@ class Suite:
 
         dml.run(self)
 
+    def smallfiles(self):
+        """Auto compaction of a streaming sink and optimized writes (bench/small_files.py)."""
+        import small_files
+
+        small_files.run(self)
+
     def concurrent(self):
         from concurrent_writers import run_appenders
         from tables import DATA
@@ -441,7 +447,7 @@ class Suite:
         self.rows.append({"mode": "concurrent", "label": "4 appenders", **stats})
 
 
-MODES = ["full", "narrow", "selective", "plan", "write", "commit", "dv", "dml", "concurrent"]
+MODES = ["full", "narrow", "selective", "plan", "write", "commit", "dv", "dml", "smallfiles", "concurrent"]
 
 
 def main(argv=None):

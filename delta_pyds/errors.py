@@ -77,6 +77,11 @@ class UnknownArgumentError(DeltaError, TypeError, ValueError):
     ``verisonAsOf``): the message names it and the closest valid one."""
 
 
+class SettingValueError(DeltaError, ValueError):
+    """A session conf or table property holds a value it does not accept (the message
+    names the key and what is accepted)."""
+
+
 class ColumnNotFoundError(DeltaError, ValueError):
     """A column named by an argument (an UPDATE/MERGE ``set`` key, a ``safe_where``
     reference) is not in the table: the message names it and the table's columns."""

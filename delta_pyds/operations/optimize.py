@@ -82,17 +82,20 @@ def in_partitions(active: pa.Table, snap: Snapshot, where: str) -> pa.Table:
     return active.filter(pa.array(keep, pa.bool_())) if active.num_rows else active
 
 
-def compaction_bins(active: pa.Table, *, target_size: int, min_files: int, every_file: bool) -> list[list[int]]:
+def compaction_bins(
+    active: pa.Table, *, target_size: int, min_files: int, every_file: bool, small_size: int | None = None
+) -> list[list[int]]:
     """Bins of row indexes of ``active`` (file actions), each rewritten as one task: per
-    partition, small files (or files with a DV) packed up to ``target_size``, bins of
-    fewer than ``min_files`` files dropped unless one has a DV; with ``every_file``
-    (Z-order), one bin per partition with every file."""
+    partition, small files (smaller than ``small_size``, default ``target_size``, or with
+    a DV) packed up to ``target_size``, bins of fewer than ``min_files`` files dropped
+    unless one has a DV; with ``every_file`` (Z-order), one bin per partition with every file."""
+    small = target_size if small_size is None else small_size
     pv = active.column("partitionValues").to_pylist()
     sizes = active.column("size").to_pylist()
     dvs = active.column("deletionVector").to_pylist()
     groups: dict = {}
     for i, (v, s, d) in enumerate(zip(pv, sizes, dvs)):
-        if every_file or s < target_size or d:
+        if every_file or s < small or d:
             groups.setdefault(json.dumps(v, sort_keys=True), []).append(i)
     bins = []
     for members in groups.values():

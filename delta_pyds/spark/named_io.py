@@ -26,7 +26,7 @@ from delta_pyds.errors import ArgumentTypeError, TableExistsError
 from delta_pyds.spark.catalog import delta_entry, lookup, parse_name
 from delta_pyds.spark.catalog_entries import create_named, same_location
 from delta_pyds.spark.native.read import read_delta as read_path
-from delta_pyds.spark.native.write import write_delta as write_path
+from delta_pyds.spark.tables.auto_compaction import write_delta as write_path  # auto compaction after
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, cast
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
+from delta_pyds.operations.auto_compact import auto_compact
 from delta_pyds.streaming.sink import commit_batch, sink_app_id, sink_options
 from delta_pyds.transaction.staged_files import delete_files
 from delta_pyds.write.parquet_writer import WriteSpec, write_task
@@ -96,6 +97,8 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
             log.info(
                 "pydelta sink: batch %s committed as version %s of %s", batchId, result.version, written.storage.root
             )
+            # no session conf reaches a data source: the table's properties decide (never raises)
+            auto_compact(written.storage, result.version, adds)
 
     def abort(
         self,

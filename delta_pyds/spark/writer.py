@@ -8,7 +8,9 @@ Arrow batches (Parquet files + add actions in the commit message), and Spark cal
 task attempts, or :meth:`DeltaBatchWriter.abort` when the job failed.
 
 Guarantees: a failed job or a failed commit deletes the data files its tasks reported
-and leaves the log unchanged; a commit that reached the log is never undone.
+and leaves the log unchanged; a commit that reached the log is never undone. After a
+commit, auto compaction runs when the table's properties turn it on (no session conf
+reaches a data source; :mod:`delta_pyds.operations.auto_compact`), as a commit of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import cast
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from delta_pyds.operations.auto_compact import auto_compact
 from delta_pyds.protocol.identity import merge_marks
 from delta_pyds.transaction.staged_files import delete_files, delete_on_failure
 from delta_pyds.write.parquet_writer import WriteSpec, write_task
@@ -87,6 +90,9 @@ class DeltaBatchWriter(DataSourceArrowWriter):
             log.info(
                 "pydelta: write to %s skipped (already committed or table created concurrently)", self.plan.storage.root
             )
+            return
+        # no session conf reaches a data source: the table's properties decide (never raises)
+        auto_compact(self.plan.storage, result.version, adds)
 
     def abort(self, messages: list[DeltaCommitMessage | None]) -> None:  # type: ignore[override]
         adds = [a for m in messages if m is not None for a in m.adds]

@@ -49,7 +49,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from delta_pyds.errors import ConstraintViolationError, SqlParseError, UnsupportedFeatureError
+from delta_pyds.errors import ConstraintViolationError, SettingValueError, SqlParseError, UnsupportedFeatureError
 from delta_pyds.expressions.lexer import tokenize
 from delta_pyds.protocol import features
 from delta_pyds.protocol.identity import IdentityColumn
@@ -66,6 +66,7 @@ from delta_pyds.protocol.schema import (
 )
 from delta_pyds.protocol.schema_evolution import from_spark_json
 from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
+from delta_pyds.spark.native.optimized_write import optimized_input
 from delta_pyds.spark.native.read import NativeReadUnavailable
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.commit import CommitResult
@@ -120,29 +121,40 @@ def write_delta(
     ...). Without a ``partitionOverwriteMode`` option, the session's
     ``spark.sql.sources.partitionOverwriteMode`` applies. Returns the commit, or None
     when nothing was written (``ignore`` on an existing table, a txn already committed)."""
+    return write_and_commit(df, path, mode=mode, partitionBy=partitionBy, **options)[1]
+
+
+def write_and_commit(
+    df: DataFrame, path: str, *, mode: str = "append", partitionBy: str | Iterable[str] | None = None, **options: Any
+) -> tuple[Storage | None, CommitResult | None]:
+    """:func:`write_delta`, also returning the table's storage (None when nothing was
+    committed here: a skipped write or one through the data source)."""
     raw, overwrite = _option_map(df, path, mode, partitionBy, options)
     session_mode = df.sparkSession.conf.get(SESSION_PARTITION_OVERWRITE_MODE, "static") or "static"
     opts = WriteOptions.parse(raw, overwrite=overwrite, session_partition_overwrite_mode=session_mode)
     plan = plan_write(opts, from_spark_json(df.schema.jsonValue()), spark_sql_rules=True)
     if plan.skip:
         log.info("pydelta: nothing written to %s: %s", plan.storage.root, plan.skip)
-        return None
+        return None, None
     location = None
     if plan.storage.protocol != "file":
         location, reason = spark_target(df.sparkSession, plan.storage)
         if location is None:
             _datasource_write(df, raw, overwrite, session_mode, reason or "")
-            return None
+            return None, None
     try:
-        files = write_files(df, cast(WriteSpec, plan.spec), variant_shredding=_shredding_allowed(plan))  # not skipped
+        with optimized_input(df, plan) as rows:  # delta.autoOptimize.optimizeWrite
+            files = write_files(rows, cast(WriteSpec, plan.spec), variant_shredding=_shredding_allowed(plan))
+    except SettingValueError:
+        raise
     except Exception as exc:  # write_files deleted what it wrote
         why = unreachable_reason(exc, location) if location is not None else None
         if why is None or location is None:
             raise
         remember_unreachable(df.sparkSession, location, why)
         _datasource_write(df, raw, overwrite, session_mode, why)
-        return None
-    return commit_files(plan, files)
+        return None, None
+    return plan.storage, commit_files(plan, files)
 
 
 def _datasource_write(df: DataFrame, raw: dict[str, str], overwrite: bool, session_mode: str, reason: str) -> None:

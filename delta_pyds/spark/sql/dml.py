@@ -221,7 +221,7 @@ def insert(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     query = p.rest()
 
     def run() -> DataFrame:
-        from delta_pyds.spark.native.write import write_delta
+        from delta_pyds.spark.tables.auto_compaction import write_delta
 
         delta_table(spark, ref)
         df = run_query(spark, query)

@@ -72,6 +72,7 @@ from delta_pyds.spark.tables.args import (
     check_timestamp,
     check_version,
 )
+from delta_pyds.spark.tables.auto_compaction import compact_after
 from delta_pyds.spark.tables.builder import DeltaTableBuilder
 from delta_pyds.spark.tables.delete import delete_rows
 from delta_pyds.spark.tables.dml import TableRewriter
@@ -379,7 +380,9 @@ class DeltaTable(SchemaChanges):
         """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
         check_condition(condition)
         activate(self._spark)
+        self._rewriter.take_commits()
         delete_rows(self._rewriter, condition)
+        compact_after(self._spark, self._storage, self._rewriter.take_commits())
 
     def update(self, condition: OptionalExpressionOrColumn = None, set: ColumnMapping | None = None) -> None:
         """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
@@ -390,7 +393,9 @@ class DeltaTable(SchemaChanges):
         sets = check_column_map(set, "'set'")
         check_condition(condition)
         activate(self._spark)
+        self._rewriter.take_commits()
         update_rows(self._rewriter, condition, sets)
+        compact_after(self._spark, self._storage, self._rewriter.take_commits())
 
     # ---------------------------------------------------------------------- merge
     def merge(self, source: DataFrame, condition: ExpressionOrColumn) -> DeltaMergeBuilder:

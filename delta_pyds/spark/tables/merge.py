@@ -177,7 +177,18 @@ class DeltaMergeBuilder:
     def execute(self) -> DataFrame:
         """Runs the MERGE in one commit; returns delta-spark's one-row DataFrame
         (``num_affected_rows``, ``num_updated_rows``, ``num_deleted_rows``,
-        ``num_inserted_rows``), zeros when no row changes."""
+        ``num_inserted_rows``), zeros when no row changes; auto compaction after it
+        (:mod:`delta_pyds.spark.tables.auto_compaction`)."""
+        from delta_pyds.spark.tables.auto_compaction import compact_after
+
+        rw = self._rewriter
+        rw.take_commits()
+        result = self._run()
+        compact_after(rw.spark, rw.storage, rw.take_commits())
+        return result
+
+    def _run(self) -> DataFrame:
+        """The MERGE of :meth:`execute`."""
         if not self._matched and not self._not_matched and not self._not_matched_by_source:
             raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause")
         from delta_pyds.spark.tables.merge_commit import now_ms, write_and_commit

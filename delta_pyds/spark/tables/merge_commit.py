@@ -101,7 +101,7 @@ def write_and_commit(
         )
         if started_ms is not None:
             metrics["executionTimeMs"] = done - started_ms
-        txn.commit("MERGE", parameters, metrics=metrics)
+        rw.commits.append(txn.commit("MERGE", parameters, metrics=metrics))
     return True
 
 

@@ -9,11 +9,17 @@ Guarantees:
   numeric, date or timestamp);
 * ``executeZOrderBy(cols)`` rewrites every file of each selected partition with its rows
   along a Z-order curve of ``cols`` (each bucketed into 256 approximate quantiles);
-* one Spark task per bin (each bin's rows hash-partitioned to a partition of its own) and,
-  on Spark's writer, exactly one file per compaction bin; a bin larger than the target
-  (Z-order, purge) is split into files of about the target size by a row limit; the
-  rewrite has ``dataChange=false``, applies deletion vectors (rewritten files have none)
-  and keeps row ids and commit versions on tracked tables;
+* compaction of a table that needs no Spark for its rewrite (no row tracking, not
+  clustered) reads and writes each bin with pyarrow
+  (:mod:`delta_pyds.operations.compaction`), exactly one file per bin: in the driver's
+  process when the files to rewrite hold at most ``spark.pydelta.optimize.localMaxBytes``
+  (default :data:`LOCAL_MAX_BYTES`, 256 MiB), else inside
+  Spark tasks (bins spread over the session's parallelism);
+* otherwise one Spark task per bin (each bin's rows hash-partitioned to a partition of
+  its own) and, on Spark's writer, exactly one file per compaction bin; a bin larger than
+  the target (Z-order, purge) is split into files of about the target size by a row limit;
+* the rewrite has ``dataChange=false``, applies deletion vectors (rewritten files have
+  none) and keeps row ids and commit versions on tracked tables;
 * ``where`` accepts partition columns only and Z-order data columns only, failing with
   delta-spark's meaning (``DELTA_NON_PARTITION_COLUMN_REFERENCE``,
   ``DELTA_ZORDERING_ON_PARTITION_COLUMN``);
@@ -48,6 +54,9 @@ from delta_pyds.operations.optimize import (
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.spark.tables.dml import SCAN_FILE, TableRewriter
 from delta_pyds.transaction.file_actions import sum_size
+
+LOCAL_MAX_BYTES = 256 << 20  # compactions up to this many input bytes run in the driver's process
+LOCAL_MAX_BYTES_CONF = "spark.pydelta.optimize.localMaxBytes"
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -132,6 +141,16 @@ class DeltaOptimizeBuilder:
         result["endTimeMs"] = int(time.time() * 1000)
         return self._result(snap, result)
 
+    def rewrite_planned(self, snap: Snapshot, active: pa.Table, bins: list[list[int]], target: int) -> list[AddFile]:
+        """The files of ``bins`` (row indexes of ``active``, file actions) compacted with
+        Spark into files of about ``target`` bytes, uncommitted (auto compaction commits them)."""
+        from delta_pyds.protocol.clustering import table_clustering
+
+        self._target = target
+        clustered = table_clustering(snap.schema, snap.domain_metadata, snap.column_mapping_mode)
+        victims = active.take(pa.array(sorted(i for b in bins for i in b), pa.int64()))
+        return self._rewrite_bins(snap, active, victims, bins, None, clustered)
+
     def _rewrite_bins(
         self,
         snap: Snapshot,
@@ -147,6 +166,12 @@ class DeltaOptimizeBuilder:
         victim_paths = set(victims.column("path").to_pylist())
         sel = [p in victim_paths for p in snap.files.column("path").to_pylist()]
         scan_files = snap.files.filter(pa.array(sel, pa.bool_()))
+        if not zorder and arrow_bins_apply(snap, active, bins, self._target):
+            if sum_size(victims) <= local_max_bytes(rw.spark):  # no Spark job: its fixed cost dominates small work
+                from delta_pyds.operations.compaction import rewrite_locally
+
+                return rewrite_locally(snap, active, bins, self._target)
+            return compact_with_arrow(rw, snap, active, scan_files, bins, self._target)
         spec = rw.write_spec(snap, target_file_size=self._target, row_tracking=True)
         rows_cap = records_per_file(active, bins, self._target)
         if rows_cap is not None:  # Spark's writer rolls files by rows only
@@ -261,6 +286,60 @@ def records_per_file(active: pa.Table, bins: list, target: int) -> int | None:
         cap = max(1, -(-sum(r for r in rows if r is not None) * target // total))
         limit = cap if limit is None else min(limit, cap)
     return limit
+
+
+def local_max_bytes(spark: Any) -> int:
+    """``spark.pydelta.optimize.localMaxBytes``: the most input bytes a compaction rewrites
+    in the driver's process (0: always in Spark tasks)."""
+    from delta_pyds.errors import SettingValueError
+
+    raw = spark.conf.get(LOCAL_MAX_BYTES_CONF, None)
+    if raw is None:
+        return LOCAL_MAX_BYTES
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise SettingValueError(f"{LOCAL_MAX_BYTES_CONF} must be an integer >= 0 (bytes); found {raw!r}")
+    return value
+
+
+def arrow_bins_apply(snap: Snapshot, active: pa.Table, bins: list[list[int]], target: int) -> bool:
+    """Whether pyarrow tasks compact these bins (:mod:`delta_pyds.operations.compaction`):
+    the table needs no Spark for its rewrite and every bin fits in one file of ``target``."""
+    from delta_pyds.operations.compaction import local_compaction_refusal
+
+    sizes = active.column("size").to_pylist()
+    return local_compaction_refusal(snap) is None and all(sum(int(sizes[i]) for i in b) <= target for b in bins)
+
+
+def compact_with_arrow(
+    rw: TableRewriter, snap: Snapshot, active: pa.Table, scan_files: pa.Table, bins: list[list[int]], target: int
+) -> list[AddFile]:
+    """Each bin read and written by pyarrow in one Spark task (no Spark row processing: a
+    compaction evaluates no expression, so the rows are the files' live rows); the adds."""
+    import pickle
+
+    from delta_pyds.operations.compaction import bin_compactor, bin_tasks, compact_bin
+
+    compactor = bin_compactor(snap, target)
+    tasks = bin_tasks(snap, scan_files)
+    by_path = {t.path: t for t in tasks}
+    paths = active.column("path").to_pylist()
+    n = max(1, min(len(bins), rw.parallelism()))
+    keys = bin_keys(n)
+    rows = [(b, keys[b % n], pickle.dumps([by_path[paths[i]] for i in members])) for b, members in enumerate(bins)]
+
+    def run(batches: Any) -> Any:
+        for batch in batches:
+            for b, blob in zip(batch.column("bin").to_pylist(), batch.column("tasks").to_pylist()):
+                adds = compact_bin(compactor, pickle.loads(blob), task_id=b)
+                yield pa.RecordBatch.from_pydict({"add": [json.dumps(a) for a in adds]})
+
+    df = rw.spark.createDataFrame(rows, "bin int, __bin_key int, tasks binary").repartition(n, "__bin_key")
+    written = df.mapInArrow(run, "add string").collect()
+    return [json.loads(r[0]) for r in written]
 
 
 def bin_keys(n: int) -> list[int]:

@@ -2,7 +2,9 @@
 Z-order with a partition filter, and the bins on Spark's own writer: exactly one file per
 bin of delta-spark's bin packing (per partition, files sorted by size, packed greedily up to
 the target size, single-file bins left alone), each bin's rows routed to a task of its own,
-a Z-order bin larger than the target split near it. Rows read back equal through the data
+a Z-order bin larger than the target split near it; compaction bins read and written by
+pyarrow in the driver and in Spark tasks (spark.pydelta.optimize.localMaxBytes=0). Rows read
+back equal through the data
 source, read_delta and deltalake. The compaction and Z-order tests run on both DML engines
 (the ``each_dml_engine`` fixture)."""
 
@@ -23,6 +25,7 @@ from pyspark.sql import functions as F
 
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.spark.tables.native_rows import DML_ENGINE_CONF
+from delta_pyds.spark.tables.optimize import LOCAL_MAX_BYTES_CONF
 from delta_pyds.table.snapshot import Snapshot
 
 _make = make_dml_table
@@ -130,7 +133,8 @@ def test_bin_keys_land_on_their_own_partition(spark):
 
 
 @pytest.mark.parametrize("partitioned", [False, True])
-def test_optimize_writes_one_file_per_bin(spark, tmp_path, partitioned):
+@pytest.mark.parametrize("in_tasks", [False, True])  # pyarrow bins in the driver / in Spark tasks
+def test_optimize_writes_one_file_per_bin(spark, tmp_path, partitioned, in_tasks):
     path = str(tmp_path / "t")
     rows = 0
     for i in range(12):  # 12 small files (6 per partition when partitioned)
@@ -155,10 +159,13 @@ def test_optimize_writes_one_file_per_bin(spark, tmp_path, partitioned):
     assert expected_bins >= 3
     before = spark_rows(read_delta(spark, path).select("id", "p", "s"))
     spark.conf.set(DML_ENGINE_CONF, "native")
+    if in_tasks:
+        spark.conf.set(LOCAL_MAX_BYTES_CONF, "0")
     try:
         res = DeltaTable.forPath(spark, path).optimize().option("targetFileSize", target).executeCompaction()
     finally:
         spark.conf.unset(DML_ENGINE_CONF)
+        spark.conf.unset(LOCAL_MAX_BYTES_CONF)
     m = res.collect()[0].metrics
     assert m.numBatches == expected_bins
     assert m.numFilesAdded == expected_bins, f"{m.numFilesAdded} files for {expected_bins} bins"
