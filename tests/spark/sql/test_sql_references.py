@@ -7,15 +7,15 @@ import random
 
 import pytest
 
-from delta_pyds.spark.sql.parser import Parser, Resolved, name_text
+from delta_pyds.spark.sql.parser import NamedTable, Parser, name_text
 from delta_pyds.spark.sql.references import query_refs, walk
 
 NAMES = {("events",), ("other",), ("db", "events"), ("été",), ("my.events",), ("we`ird",)}
 
 
-def _resolve(parts: tuple[str, ...], target: bool) -> Resolved | None:
+def _resolve(parts: tuple[str, ...], target: bool) -> NamedTable | None:
     key = tuple(p.lower() for p in parts)
-    return Resolved("/t/" + ".".join(key), "session") if key in NAMES else None
+    return NamedTable("/t/" + ".".join(key), "table") if key in NAMES else None
 
 
 def refs(text: str) -> list[str]:
