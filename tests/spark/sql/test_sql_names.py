@@ -38,22 +38,36 @@ def session_names(spark, tmp_path_factory):
         paths[name] = str(root / f"t{k}")
         rows = [(i, i * 10 + k) for i in range(k, k + 4)]
         delta_pyds.write_delta(spark.createDataFrame(rows, schema), paths[name])
-        delta_pyds.sql(spark, f"CREATE TABLE `{name}` USING delta LOCATION '{paths[name]}'")
+        _register(spark, name, paths[name])
     yield paths
     for name in SESSION:  # external entries: the data stays
-        delta_pyds.sql(spark, f"DROP TABLE IF EXISTS {name_text([name])}")
+        if name.isascii():
+            delta_pyds.sql(spark, f"DROP TABLE IF EXISTS {name_text([name])}")
+        else:
+            spark.catalog.dropTempView(name)
+
+
+def _register(spark, name, path):
+    """A catalog entry; a name Spark's catalog refuses (not ASCII) as a temporary view over
+    the pydelta table (Spark resolves it before any catalog name)."""
+    if name.isascii():
+        delta_pyds.sql(spark, f"CREATE TABLE `{name}` USING delta LOCATION '{path}'")
+    else:
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name_text([name])} USING pydelta OPTIONS (path '{path}')")
 
 
 def _spark_over_views(spark, paths, query):
     for k, (name, path) in enumerate(paths.items()):
         delta_pyds.read_delta(spark, path).createOrReplaceTempView(f"names_src_{k}")
-        spark.sql(f"CREATE TEMPORARY VIEW {name_text([name])} AS SELECT * FROM names_src_{k}")
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name_text([name])} AS SELECT * FROM names_src_{k}")
     try:
         return spark_rows(spark.sql(query))
     finally:
-        for k, name in enumerate(paths):
+        for k, (name, path) in enumerate(paths.items()):
             spark.sql(f"DROP VIEW {name_text([name])}")
             spark.catalog.dropTempView(f"names_src_{k}")
+            if not name.isascii():
+                _register(spark, name, path)
 
 
 def test_queries_read_names_as_spark_resolves_them(spark, session_names):

@@ -158,7 +158,7 @@ def test_sql_dml_results_are_the_statements_own_commit(spark, tmp_path, monkeypa
             concurrent_append()
 
         monkeypatch.setattr(_DeltaTableClass, name, then_append)
-    import delta_pyds.spark.native.write as native_write
+    import delta_pyds.spark.tables.auto_compaction as native_write  # INSERT's write_delta
 
     original_write = native_write.write_delta
 
