@@ -7,8 +7,8 @@
 PYTHON ?= python
 TESTS ?= tests
 PYTEST_ARGS ?=
-# two pytest workers, each with its own Spark session (XDIST= runs in one process)
-XDIST ?= -n 2 --dist loadgroup
+# XDIST="-n 2 --dist loadgroup": two pytest workers, each with its own Spark session (tests/conftest.py groups)
+XDIST ?=
 BENCH ?= full narrow selective dv plan write --reps 3
 
 .PHONY: quick test lint docs bench check
@@ -16,7 +16,7 @@ BENCH ?= full narrow selective dv plan write --reps 3
 quick:  ## the inner loop: core tests only (no JVM, no object-store servers, nothing marked slow)
 	$(PYTHON) -m pytest -q -p no:cacheprovider -m "not spark and not objectstore and not slow" $(PYTEST_ARGS) $(TESTS)
 
-test:  ## the test suite (.ci/run's pytest command; make test XDIST= for one process)
+test:  ## the test suite (.ci/run's pytest command; XDIST="-n 2 --dist loadgroup" for two workers)
 	$(PYTHON) -m pytest -q -p no:cacheprovider $(XDIST) $(PYTEST_ARGS) $(TESTS)
 
 lint:  ## the static checks of .ci/checks: ruff, ruff format, mypy, import contracts

@@ -49,7 +49,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _worker_group(item) -> str | None:
-    """Under ``pytest -n 2 --dist loadgroup`` (the README's command), tests that share an
+    """Under ``pytest -n 2 --dist loadgroup``, tests that share an
     expensive fixture run on one worker: every object-store test (the servers start once per
     worker) and the tests of a module with a module-scoped fixture; the rest spread test by test."""
     if item.get_closest_marker("objectstore"):
