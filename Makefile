@@ -1,18 +1,23 @@
 # One task runner for the checks CI runs (.ci/run, .ci/checks). Use the project's venv:
 #   python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]'
-# then `make test`, `make lint`, `make docs`, `make bench`. Variables: TESTS (what pytest
+# then `make quick` (the inner loop), `make test`, `make lint`, `make docs`, `make bench`. Variables: TESTS (what pytest
 # runs, e.g. make test TESTS=tests/protocol), PYTEST_ARGS (e.g. PYTEST_ARGS="-m 'not spark'"),
 # BENCH (bench/run.py's modes and options).
 
 PYTHON ?= python
 TESTS ?= tests
 PYTEST_ARGS ?=
+# XDIST="-n 2 --dist loadgroup": two pytest workers, each with its own Spark session (tests/conftest.py groups)
+XDIST ?=
 BENCH ?= full narrow selective dv plan write --reps 3
 
-.PHONY: test lint docs bench check
+.PHONY: quick test lint docs bench check
 
-test:  ## the test suite (.ci/run's pytest command)
-	$(PYTHON) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) $(TESTS)
+quick:  ## the inner loop: core tests only (no JVM, no object-store servers, nothing marked slow)
+	$(PYTHON) -m pytest -q -p no:cacheprovider -m "not spark and not objectstore and not slow" $(PYTEST_ARGS) $(TESTS)
+
+test:  ## the test suite (.ci/run's pytest command; XDIST="-n 2 --dist loadgroup" for two workers)
+	$(PYTHON) -m pytest -q -p no:cacheprovider $(XDIST) $(PYTEST_ARGS) $(TESTS)
 
 lint:  ## the static checks of .ci/checks: ruff, ruff format, mypy, import contracts
 	ruff check .

@@ -34,6 +34,7 @@ def table_path(name: str) -> str:
 SERVER_FIXTURES = frozenset({"s3_server", "azure_server", "gcs_server", "object_store"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group markers
 def pytest_collection_modifyitems(config, items):
     spark_dir = os.path.join(HERE, "spark") + os.sep
     for item in items:
@@ -42,6 +43,42 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
         if SERVER_FIXTURES.intersection(fixtures):
             item.add_marker(pytest.mark.objectstore)
+        group = _worker_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _worker_group(item) -> str | None:
+    """Under ``pytest -n 2 --dist loadgroup``, tests that share an
+    expensive fixture run on one worker: every object-store test (the servers start once per
+    worker) and the tests of a module with a module-scoped fixture; the rest spread test by test."""
+    if item.get_closest_marker("objectstore"):
+        return "objectstore"
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    if any(d[-1].scope == "module" for d in defs if d):
+        return item.nodeid.split("::")[0]
+    return None
+
+
+# set when a test's call phase failed (fixtures that check a test's behaviour at teardown skip it then)
+CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[CALL_FAILED] = True
+    return report
+
+
+def pytest_generate_tests(metafunc):
+    if "dml_engine" in metafunc.fixturenames:
+        # tests/spark/tables/dml_engines.py, imported by the test module: each DML engine
+        from dml_engines import parametrize_engines
+
+        parametrize_engines(metafunc)
 
 
 @pytest.fixture
@@ -57,11 +94,13 @@ def copy_table(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
     session = (
         SparkSession.builder.master("local[2]")
+        # managed tables of this session (one per xdist worker) under its own temp dir, not ./spark-warehouse
+        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
         .appName("delta_pyds-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

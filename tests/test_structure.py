@@ -245,10 +245,10 @@ def test_object_store_tests_carry_the_objectstore_marker():
     # marked, so -m "not objectstore" runs without starting the servers
     tests = PACKAGE.parent / "tests"
 
-    def collected(marker):
+    def collected(marker, files=("test_object_store.py", "test_storage.py")):
         out = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "-m", marker]
-            + [str(tests / "storage" / "test_object_store.py"), str(tests / "storage" / "test_storage.py")],
+            + [str(tests / "storage" / name) for name in files],
             capture_output=True,
             text=True,
             cwd=str(PACKAGE.parent),
@@ -257,6 +257,8 @@ def test_object_store_tests_carry_the_objectstore_marker():
 
     assert collected("objectstore") == {"tests/storage/test_object_store.py"}
     assert collected("not objectstore") == {"tests/storage/test_storage.py"}
+    # modules whose fixtures reach a server through request.getfixturevalue mark themselves
+    assert collected("not objectstore", ("test_network_faults.py", "test_network_faults_ranges.py")) == set()
 
 
 def test_test_file_names_are_unique():

@@ -367,6 +367,7 @@ spark.stop()
 """
 
 
+@pytest.mark.slow  # a local Spark Connect server in a subprocess
 def test_spark_connect_client_plans_and_reads(tmp_path):
     """From a Spark Connect client (a local Connect server in a subprocess): the client plans
     the log, the server's Parquet reader reads; deletion vectors, partitions, column mapping."""

@@ -58,6 +58,10 @@ class Case:
         return sum(1 for m, t in self.proxy.requests if (m == "PUT" and "_delta_log" in t) or "uploadType" in t)
 
 
+# the servers come through request.getfixturevalue, which the conftest's marker hook cannot see
+pytestmark = pytest.mark.objectstore
+
+
 @pytest.fixture(scope="module", params=["s3", "azure", "gcs"])
 def store_proxy(request):
     server = request.getfixturevalue(f"{request.param}_server")

@@ -108,6 +108,10 @@ def test_snapshot_through_a_short_checkpoint_matches_the_direct_one(s3_server, p
     assert sorted(faulty.files.column("path").to_pylist()) == sorted(direct.files.column("path").to_pylist())
 
 
+# the servers come through request.getfixturevalue, which the conftest's marker hook cannot see
+pytestmark = pytest.mark.objectstore
+
+
 @pytest.fixture(scope="module", params=["azure", "gcs"])
 def other_store(request):
     server = request.getfixturevalue(f"{request.param}_server")

@@ -13,6 +13,7 @@ from delta_pyds import DeltaTable
 _make = make_dml_table
 
 
+@pytest.mark.engine_independent  # history and detail read the log: no DML row scan
 def test_for_path_history_detail(spark, tmp_path):
     path = _make(str(tmp_path / "t"), files=2, rows_per_file=10)
     assert DeltaTable.isDeltaTable(spark, path)
