@@ -46,10 +46,10 @@ class CommitInfo:
         if self.in_commit_timestamp is not None:
             info["inCommitTimestamp"] = self.in_commit_timestamp
         info["operation"] = self.operation
-        # text as text, booleans as JSON booleans (delta-spark writes OPTIMIZE's ``auto`` so),
-        # anything else as its JSON text
+        # text as text, anything else as its JSON text (delta-spark's CommitInfo holds a map of
+        # strings: its operations' jsonEncodedValues)
         info["operationParameters"] = {
-            k: (v if isinstance(v, (str, bool)) else json.dumps(v)) for k, v in self.parameters.items()
+            k: (v if isinstance(v, str) else json.dumps(v)) for k, v in self.parameters.items()
         }
         if self.read_version >= 0:
             info["readVersion"] = self.read_version
