@@ -133,7 +133,7 @@ def check_feature_name(value: Any) -> None:
         raise ArgumentTypeError(f"featureName needs to be a string but got '{type(value)}'.")
 
 
-def check_bool(value: Any, name: str) -> None:
+def check_boolean(value: Any, name: str) -> None:
     """``value`` is a ``bool``, else delta-spark's ``ValueError`` (an :class:`ArgumentTypeError`)."""
     if not isinstance(value, bool):
         raise ArgumentTypeError(f"{name} needs to be a boolean but got '{type(value)}'.")

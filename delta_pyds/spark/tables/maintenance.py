@@ -28,7 +28,7 @@ from delta_pyds.operations.feature_support import drop_feature_support
 from delta_pyds.protocol import features
 from delta_pyds.protocol.schema import StructType, parse_schema
 from delta_pyds.protocol.table_properties import deleted_file_retention_ms
-from delta_pyds.spark.tables.args import check_bool
+from delta_pyds.spark.tables.args import check_boolean
 from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.optimize import purge_deletion_vectors
 from delta_pyds.storage.store import Storage
@@ -165,7 +165,7 @@ def convert(
 
 def drop_feature(rewriter: TableRewriter, name: str, truncate_history: bool | None) -> None:
     if truncate_history is not None:
-        check_bool(truncate_history, "truncateHistory")
+        check_boolean(truncate_history, "truncateHistory")
 
     def purge(_snapshot: Snapshot) -> None:
         purge_deletion_vectors(rewriter)  # its result DataFrame is not needed
