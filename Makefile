@@ -8,7 +8,7 @@ PYTHON ?= python
 TESTS ?= tests
 PYTEST_ARGS ?=
 # XDIST="-n 2 --dist loadgroup": two pytest workers, each with its own Spark session (tests/conftest.py groups)
-XDIST ?=
+XDIST ?= -n 2 --dist loadgroup
 BENCH ?= full narrow selective dv plan write --reps 3
 
 .PHONY: quick test lint docs bench check
