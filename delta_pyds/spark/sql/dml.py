@@ -11,7 +11,7 @@ MERGE keeps its aliases. Conditions and expressions reach Spark as Spark SQL tex
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from delta_pyds.errors import SqlParseError
 from delta_pyds.spark.sql.parser import Parser, name_text, unqualify
@@ -24,6 +24,7 @@ from delta_pyds.spark.sql.tables import (
     read_ref,
     run_query,
 )
+from delta_pyds.spark.tables.merge_clause import MergeClause, When
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -82,7 +83,7 @@ def merge(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     source_alias = p.alias("ON")
     p.expect("ON")
     condition = p.until("WHEN")
-    clauses: list[tuple[str, str | None, Any]] = []
+    clauses: list[MergeClause] = []
     while p.accept("WHEN"):
         clauses.append(_merge_clause(p, target_alias))
     if not clauses:
@@ -99,8 +100,8 @@ def merge(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
         b = dt.merge(df, condition)
         if evolve:
             b = b.withSchemaEvolution()
-        for what, cond, arg in clauses:
-            b = _with_clause(b, what, cond, arg)
+        for clause in clauses:
+            b = b.add_clause(clause)
         return b.execute()
 
     return run
@@ -119,28 +120,29 @@ def _merge_source(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     return lambda: spark.table(name)
 
 
-def _merge_clause(p: Parser, target_alias: str | None) -> tuple[str, str | None, Any]:
+def _merge_clause(p: Parser, target_alias: str | None) -> MergeClause:
     """One ``WHEN [NOT] MATCHED [BY SOURCE|TARGET] [AND cond] THEN action`` (after
-    ``WHEN``): (what, condition, set / values)."""
+    ``WHEN``)."""
+    when: When
     if p.accept("MATCHED"):
-        kind = "matched"
+        when = "matched"
     elif p.accept("NOT", "MATCHED"):
-        kind = "source" if p.accept("BY", "SOURCE") else "target"
-        if kind == "target":
+        when = "not_matched_by_source" if p.accept("BY", "SOURCE") else "not_matched"
+        if when == "not_matched":
             p.accept("BY", "TARGET")
     else:
         p.fail("expected MATCHED or NOT MATCHED")
     cond = p.until("THEN", allow_end=False) if p.accept("AND") else None
     p.expect("THEN")
-    if kind != "target" and p.accept("DELETE"):
-        return kind + "_delete", cond, None
-    if kind != "target" and p.accept("UPDATE", "SET"):
-        if kind == "matched" and p.accept("*"):
-            return "matched_update_all", cond, None
-        return kind + "_update", cond, _assignments(p, target_alias)
-    if kind == "target" and p.accept("INSERT"):
+    if when != "not_matched" and p.accept("DELETE"):
+        return MergeClause(when, "delete", cond)
+    if when != "not_matched" and p.accept("UPDATE", "SET"):
+        if when == "matched" and p.accept("*"):
+            return MergeClause(when, "update", cond)
+        return MergeClause.of(when, "update", cond, _assignments(p, target_alias))
+    if when == "not_matched" and p.accept("INSERT"):
         if p.accept("*"):
-            return "insert_all", cond, None
+            return MergeClause(when, "insert", cond)
         columns = [_key(c, target_alias) for c in _names(p)]
         p.expect("VALUES")
         p.expect("(")
@@ -148,26 +150,9 @@ def _merge_clause(p: Parser, target_alias: str | None) -> tuple[str, str | None,
         p.expect(")")
         if len(values) != len(columns):
             p.fail(f"{len(columns)} columns but {len(values)} values")
-        return "insert", cond, dict(zip(columns, values))
+        return MergeClause.of(when, "insert", cond, dict(zip(columns, values)))
     p.fail("expected UPDATE SET, DELETE or INSERT")
     raise AssertionError  # p.fail raises
-
-
-def _with_clause(b: Any, what: str, cond: str | None, arg: Any) -> Any:
-    """The merge builder ``b`` with the parsed clause added."""
-    if what == "matched_delete":
-        return b.whenMatchedDelete(cond)
-    if what == "matched_update_all":
-        return b.whenMatchedUpdateAll(cond)
-    if what == "matched_update":
-        return b.whenMatchedUpdate(cond, arg)
-    if what == "source_delete":
-        return b.whenNotMatchedBySourceDelete(cond)
-    if what == "source_update":
-        return b.whenNotMatchedBySourceUpdate(cond, arg)
-    if what == "insert_all":
-        return b.whenNotMatchedInsertAll(cond)
-    return b.whenNotMatchedInsert(cond, arg)
 
 
 def _key(parts: tuple[str, ...], alias: str | None) -> str:

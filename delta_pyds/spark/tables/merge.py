@@ -62,6 +62,7 @@ from delta_pyds.spark.tables.args import (
 )
 from delta_pyds.spark.tables.dml import TableRewriter, only_files, refuse_identity_updates
 from delta_pyds.spark.tables.dv_marks import writes_dvs
+from delta_pyds.spark.tables.merge_clause import MergeClause
 from delta_pyds.spark.tables.merge_rows import identity_to_generate
 from delta_pyds.spark.tables.merge_scope import DEFAULT_TARGET_ALIAS, SRC, SRC_ID, MergeScope, sql_expr
 from delta_pyds.spark.tables.resolution import check_merge_resolves, parse_column_path, set_column_names
@@ -172,6 +173,22 @@ class DeltaMergeBuilder:
         check_condition(condition)
         self._not_matched.append((condition, None))
         return self
+
+    def add_clause(self, clause: MergeClause) -> DeltaMergeBuilder:
+        """Adds one typed clause (what the SQL front door builds), checked as the
+        ``when*`` method of the same kind checks its arguments."""
+        cond, sets = clause.condition, clause.mapping
+        if clause.when == "not_matched":
+            if sets is None:
+                return self.whenNotMatchedInsertAll(cond)
+            return self.whenNotMatchedInsert(cond, sets)
+        if clause.when == "matched":
+            if clause.action == "delete":
+                return self.whenMatchedDelete(cond)
+            return self.whenMatchedUpdateAll(cond) if sets is None else self.whenMatchedUpdate(cond, sets)
+        if clause.action == "delete":
+            return self.whenNotMatchedBySourceDelete(cond)
+        return self.whenNotMatchedBySourceUpdate(cond, sets)
 
     # ------------------------------------------------------------------ execution
     def execute(self) -> DataFrame:
