@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from delta_pyds.errors import SettingValueError
 from delta_pyds.protocol.table_properties import is_true
+from delta_pyds.spark import conf
+from delta_pyds.spark.conf import ADVISORY_CONF, BIN_SIZE_CONF, OPTIMIZE_WRITE_CONF
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -38,22 +38,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ENABLED_CONF = "spark.databricks.delta.optimizeWrite.enabled"
-BIN_SIZE_CONF = "spark.databricks.delta.optimizeWrite.binSize"
+ENABLED_CONF = OPTIMIZE_WRITE_CONF
 OPTIMIZE_WRITE_PROPERTY = "delta.autoOptimize.optimizeWrite"
-ADVISORY_CONF = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
 DEFAULT_BIN_MIB = 512
-_UNITS = {"": 1 << 20, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
 
 
 def optimize_write_enabled(spark: SparkSession, plan: WritePlan) -> bool:
     """Whether this write is optimized (see the module docstring)."""
-    raw = spark.conf.get(ENABLED_CONF, None)
-    if raw is not None:
-        value = raw.strip().lower()
-        if value not in ("true", "false"):
-            raise SettingValueError(f"{ENABLED_CONF} must be true or false; found {raw!r}")
-        return value == "true"
+    enabled = conf.flag(spark, ENABLED_CONF, None)
+    if enabled is not None:
+        return enabled
     if plan.metadata is not None:
         configuration = plan.metadata.configuration
     elif plan.read_version >= 0:
@@ -68,15 +62,7 @@ def optimize_write_enabled(spark: SparkSession, plan: WritePlan) -> bool:
 def bin_size(spark: SparkSession) -> int:
     """``spark.databricks.delta.optimizeWrite.binSize`` in bytes (a number is MiB, as in
     delta-spark; ``k``/``m``/``g`` suffixes accepted)."""
-    raw = spark.conf.get(BIN_SIZE_CONF, None)
-    if raw is None:
-        return DEFAULT_BIN_MIB << 20
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", raw)
-    if m is None or m.group(2).lower() not in _UNITS or int(m.group(1)) <= 0:
-        raise SettingValueError(
-            f"{BIN_SIZE_CONF} must be a positive size in MiB (or with a k/m/g suffix); found {raw!r}"
-        )
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+    return conf.size_mib(spark, BIN_SIZE_CONF, DEFAULT_BIN_MIB)
 
 
 def rebalanced(df: DataFrame, plan: WritePlan) -> DataFrame:

@@ -29,6 +29,7 @@ import pyarrow as pa
 from delta_pyds.operations.auto_compact import CONF_KEYS, AutoCompactSettings, auto_compact
 from delta_pyds.operations.compaction import local_compaction_refusal, rewrite_locally
 from delta_pyds.protocol.action_types import AddFile
+from delta_pyds.spark import conf
 from delta_pyds.spark.native import write as native_write
 from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.optimize import DeltaOptimizeBuilder
@@ -47,13 +48,9 @@ LOCAL_COMPACTION_MAX_BYTES = 1 << 30
 
 def session_settings(spark: SparkSession) -> AutoCompactSettings | None:
     """The session's auto compaction settings; None (logged) when a conf is not valid."""
-    conf = {}
-    for key in CONF_KEYS:
-        value = spark.conf.get(key, None)
-        if value is not None:
-            conf[key] = value
+    found = {key: conf.raw(spark, key) for key in CONF_KEYS}
     try:
-        return AutoCompactSettings.from_conf(conf)
+        return AutoCompactSettings.from_conf({k: v for k, v in found.items() if v is not None})
     except ValueError as exc:
         log.warning("pydelta: auto compaction skipped: %s", exc)
         return None

@@ -72,8 +72,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INLINE_DV_CONF = "spark.pydelta.deletionVectors.inlineMaxBytes"
-
 
 def now_ms() -> int:
     """Milliseconds since the epoch (the operations' timing metrics)."""
@@ -217,15 +215,9 @@ class TableRewriter:
         """Deletion vectors up to this many serialized bytes are stored inline in the log
         (``spark.pydelta.deletionVectors.inlineMaxBytes``, default 64; 0: never)."""
         from delta_pyds.protocol.deletion_vectors import DEFAULT_INLINE_MAX_BYTES
+        from delta_pyds.spark.conf import INLINE_DV_CONF, byte_count
 
-        try:
-            raw = self.spark.conf.get(INLINE_DV_CONF, None)
-        except Exception:  # Spark Connect without the conf
-            raw = None
-        try:
-            return max(0, int(raw)) if raw not in (None, "") else DEFAULT_INLINE_MAX_BYTES
-        except ValueError:
-            raise ValueError(f"{INLINE_DV_CONF}: expected a number of bytes, got {raw!r}") from None
+        return byte_count(self.spark, INLINE_DV_CONF, DEFAULT_INLINE_MAX_BYTES)
 
     def parallelism(self) -> int:
         try:

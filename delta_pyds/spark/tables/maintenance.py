@@ -28,6 +28,8 @@ from delta_pyds.operations.feature_support import drop_feature_support
 from delta_pyds.protocol import features
 from delta_pyds.protocol.schema import StructType, parse_schema
 from delta_pyds.protocol.table_properties import deleted_file_retention_ms
+from delta_pyds.spark import conf
+from delta_pyds.spark.conf import RETENTION_CHECK_CONF
 from delta_pyds.spark.tables.args import check_boolean
 from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.optimize import purge_deletion_vectors
@@ -40,8 +42,6 @@ if TYPE_CHECKING:
 
     from delta_pyds.operations.vacuum import VacuumResult
 
-RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
-
 
 def qualified(storage: Storage, rel: str | None = None) -> str:
     """A table path (or a file under it) as Hadoop prints it (``file:/...`` locally)."""
@@ -50,11 +50,8 @@ def qualified(storage: Storage, rel: str | None = None) -> str:
 
 
 def retention_check_enabled(spark: SparkSession) -> bool:
-    try:
-        raw = spark.conf.get(RETENTION_CHECK_CONF, "true")
-    except Exception:  # Spark Connect without the conf
-        raw = "true"
-    return str(raw).strip().lower() != "false"
+    """``spark.databricks.delta.retentionDurationCheck.enabled`` (true when unset)."""
+    return bool(conf.flag(spark, RETENTION_CHECK_CONF, True))
 
 
 def vacuum(

@@ -280,16 +280,12 @@ class DeltaMergeBuilder:
     def _carries(self, scope: MergeScope, *, dv: bool) -> bool:
         """Whether phase 1 of a deletion-vector merge pins the changed rows' written values
         (candidate files within ``spark.pydelta.merge.pinChangedRows.maxBytes``), logged."""
-        from delta_pyds.spark.tables.merge_pruning import bytes_conf
-        from delta_pyds.spark.tables.merge_rows import (
-            DEFAULT_PIN_CHANGED_MAX_BYTES,
-            PIN_CHANGED_CONF,
-            carries_changed_rows,
-        )
+        from delta_pyds.spark.conf import PIN_CHANGED_CONF, byte_count
+        from delta_pyds.spark.tables.merge_rows import DEFAULT_PIN_CHANGED_MAX_BYTES, carries_changed_rows
 
         if not dv:
             return False
-        cap = bytes_conf(self._rewriter, PIN_CHANGED_CONF, DEFAULT_PIN_CHANGED_MAX_BYTES)
+        cap = byte_count(self._rewriter.spark, PIN_CHANGED_CONF, DEFAULT_PIN_CHANGED_MAX_BYTES)
         carry = carries_changed_rows(scope, dv=dv, max_bytes=cap)
         what = (
             "phase 1 pins the changed rows' written values"

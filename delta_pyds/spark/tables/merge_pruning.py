@@ -291,38 +291,23 @@ def keys_can_prune(files: Any, key_columns: list[str], partition_columns: list[s
     return bool(files.column("stats").null_count < files.num_rows)
 
 
-KEY_PRUNING_CONF = "spark.pydelta.merge.sourceKeyPruning.minTargetBytes"
 DEFAULT_KEY_PRUNING_MIN_BYTES = 16 * 1024 * 1024
+DEFAULT_PIN_TARGET_MAX_BYTES = 16 * 1024 * 1024
 
 
 def key_pruning_min_bytes(rewriter: Any) -> int:
     """The candidate files' total size from which MERGE reads the source's keys to prune
     them (``spark.pydelta.merge.sourceKeyPruning.minTargetBytes``, default 16 MiB; ``0``:
     whenever more than one file has statistics)."""
-    return bytes_conf(rewriter, KEY_PRUNING_CONF, DEFAULT_KEY_PRUNING_MIN_BYTES)
+    from delta_pyds.spark.conf import KEY_PRUNING_CONF, byte_count
 
-
-PIN_TARGET_CONF = "spark.pydelta.merge.pinTarget.maxBytes"
-DEFAULT_PIN_TARGET_MAX_BYTES = 16 * 1024 * 1024
+    return byte_count(rewriter.spark, KEY_PRUNING_CONF, DEFAULT_KEY_PRUNING_MIN_BYTES)
 
 
 def pin_target_max_bytes(rewriter: Any) -> int:
     """The candidate files' total size up to which a copy-on-write MERGE pins every
     candidate target row in phase 1 (``spark.pydelta.merge.pinTarget.maxBytes``, default
     16 MiB; ``0``: never)."""
-    return bytes_conf(rewriter, PIN_TARGET_CONF, DEFAULT_PIN_TARGET_MAX_BYTES)
+    from delta_pyds.spark.conf import PIN_TARGET_CONF, byte_count
 
-
-def bytes_conf(rewriter: Any, name: str, default: int) -> int:
-    """A session conf holding a number of bytes (``default`` when unset; negative as 0);
-    refuses one that is not a number, naming it."""
-    from delta_pyds.errors import ArgumentTypeError
-
-    try:
-        raw = rewriter.spark.conf.get(name, None)
-    except Exception:  # Spark Connect without the conf
-        raw = None
-    try:
-        return max(0, int(raw)) if raw not in (None, "") else default
-    except ValueError:
-        raise ArgumentTypeError(f"{name}: expected a number of bytes, got {raw!r}") from None
+    return byte_count(rewriter.spark, PIN_TARGET_CONF, DEFAULT_PIN_TARGET_MAX_BYTES)

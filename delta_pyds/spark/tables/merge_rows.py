@@ -70,7 +70,6 @@ PIN_TARGET_MAX_ROWS = 2_000_000  # ... and rows, by the files' statistics (none:
 # spark.pydelta.merge.pinChangedRows.maxBytes) carries the changed rows' written values in phase
 # 1's pinned rows (a local checkpoint, MEMORY_AND_DISK); beyond, phase 1 pins only (file, row
 # index, action) and phase 2 reads the changed files again: the pinned data stays bounded
-PIN_CHANGED_CONF = "spark.pydelta.merge.pinChangedRows.maxBytes"
 DEFAULT_PIN_CHANGED_MAX_BYTES = 1 << 30
 NEW = "__pydelta_new_"  # + index of the target column: its value as written
 OLD = "__pydelta_old_"  # + index of the target column: its value before the merge
@@ -137,7 +136,7 @@ def pins_whole_target(scope: MergeScope, *, dv: bool, max_bytes: int) -> bool:
 
 def carries_changed_rows(scope: MergeScope, *, dv: bool, max_bytes: int) -> bool:
     """Whether phase 1 of a deletion-vector merge carries the changed rows' written values:
-    its candidate files hold at most ``max_bytes`` (:data:`PIN_CHANGED_CONF`; ``0``: never)."""
+    its candidate files hold at most ``max_bytes`` (:data:`~delta_pyds.spark.conf.PIN_CHANGED_CONF`; ``0``: never)."""
     import pyarrow.compute as pc
 
     files = scope.files

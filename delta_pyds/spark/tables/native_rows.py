@@ -57,6 +57,8 @@ __all__ = [
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType, is_void_type
 from delta_pyds.read.native_plan import FILE_PATH, LOG_PATH, NativePlan, plan_native_scan
+from delta_pyds.spark import conf
+from delta_pyds.spark.conf import DML_ENGINE_CONF, DML_ENGINES
 from delta_pyds.spark.native.locations import SparkLocation, remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.read import (
     FIELD_ID_CONF,
@@ -82,8 +84,7 @@ SCAN_FILE = "__pydelta_file"
 SCAN_ROW = "__pydelta_row_index"
 SCAN_ROW_ID = "__pydelta_row_id"
 SCAN_ROW_VERSION = "__pydelta_row_version"
-DML_ENGINE_CONF = "spark.pydelta.dml.engine"
-ENGINES = ("auto", "native", "python")
+ENGINES = DML_ENGINES
 _URI = "__pydelta_file_uri"
 _PART = "__pydelta_part_"
 _INDEX = "__pydelta_file_number"
@@ -94,15 +95,8 @@ MAX_LITERAL_FILES = 32
 
 
 def dml_engine(spark: SparkSession) -> str:
-    """The session's :data:`DML_ENGINE_CONF` (``auto`` when unset)."""
-    try:
-        raw = spark.conf.get(DML_ENGINE_CONF, None)
-    except Exception:  # Spark Connect without the conf
-        raw = None
-    value = (raw or "auto").strip().lower()
-    if value not in ENGINES:
-        raise ValueError(f"{DML_ENGINE_CONF}: expected one of {', '.join(ENGINES)}, got {raw!r}")
-    return value
+    """The session's :data:`~delta_pyds.spark.conf.DML_ENGINE_CONF` (``auto`` when unset)."""
+    return conf.choice(spark, DML_ENGINE_CONF, ENGINES, "auto")
 
 
 def native_rows(

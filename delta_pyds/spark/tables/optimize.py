@@ -56,7 +56,6 @@ from delta_pyds.spark.tables.dml import SCAN_FILE, TableRewriter
 from delta_pyds.transaction.file_actions import sum_size
 
 LOCAL_MAX_BYTES = 256 << 20  # compactions up to this many input bytes run in the driver's process
-LOCAL_MAX_BYTES_CONF = "spark.pydelta.optimize.localMaxBytes"
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -291,18 +290,9 @@ def records_per_file(active: pa.Table, bins: list, target: int) -> int | None:
 def local_max_bytes(spark: Any) -> int:
     """``spark.pydelta.optimize.localMaxBytes``: the most input bytes a compaction rewrites
     in the driver's process (0: always in Spark tasks)."""
-    from delta_pyds.errors import SettingValueError
+    from delta_pyds.spark.conf import LOCAL_MAX_BYTES_CONF, byte_count
 
-    raw = spark.conf.get(LOCAL_MAX_BYTES_CONF, None)
-    if raw is None:
-        return LOCAL_MAX_BYTES
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise SettingValueError(f"{LOCAL_MAX_BYTES_CONF} must be an integer >= 0 (bytes); found {raw!r}")
-    return value
+    return byte_count(spark, LOCAL_MAX_BYTES_CONF, LOCAL_MAX_BYTES)
 
 
 def arrow_bins_apply(snap: Snapshot, active: pa.Table, bins: list[list[int]], target: int) -> bool:

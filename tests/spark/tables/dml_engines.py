@@ -19,8 +19,8 @@ from __future__ import annotations
 import pytest
 from conftest import CALL_FAILED
 
+from delta_pyds.spark.conf import DML_ENGINE_CONF
 from delta_pyds.spark.tables import native_rows
-from delta_pyds.spark.tables.native_rows import DML_ENGINE_CONF
 
 ENGINES = ["native", "python"]
 INDEPENDENT = "engine_independent"

@@ -12,8 +12,8 @@ from dml_engines import dml_engine  # noqa: F401  (autouse: native and python en
 from dml_helpers import make_dml_table
 
 from delta_pyds import DeltaTable
+from delta_pyds.spark.conf import DML_ENGINE_CONF
 from delta_pyds.spark.native.read import NativeReadUnavailable
-from delta_pyds.spark.tables.native_rows import DML_ENGINE_CONF
 
 _make = make_dml_table
 

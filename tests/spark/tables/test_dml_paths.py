@@ -14,7 +14,7 @@ from helpers import deltalake_table
 from table_files import read_rows
 
 from delta_pyds import DeltaTable
-from delta_pyds.spark.tables.merge_pruning import PIN_TARGET_CONF
+from delta_pyds.spark.conf import PIN_TARGET_CONF
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.checkpoint_writer import write_checkpoint
 from delta_pyds.write.plan import write_arrow

@@ -28,7 +28,7 @@ from helpers import DML_COLS, dml_data, parquet_files
 
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.errors import DeltaError
-from delta_pyds.spark.tables.merge_pruning import KEY_PRUNING_CONF
+from delta_pyds.spark.conf import KEY_PRUNING_CONF
 from delta_pyds.table.snapshot import Snapshot
 
 

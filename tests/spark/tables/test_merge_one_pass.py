@@ -18,8 +18,8 @@ from helpers import DML_COLS, deltalake_table, dml_data, spark_rows
 
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.errors import DeltaError
-from delta_pyds.spark.tables.merge_pruning import PIN_TARGET_CONF
-from delta_pyds.spark.tables.merge_rows import LITERAL_IDS, PIN_CHANGED_CONF
+from delta_pyds.spark.conf import PIN_CHANGED_CONF, PIN_TARGET_CONF
+from delta_pyds.spark.tables.merge_rows import LITERAL_IDS
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.plan import write_arrow
 
@@ -334,8 +334,8 @@ def test_small_merge_reads_no_source_keys_and_still_counts_the_source(spark, tmp
     assert (m["numTargetFilesBeforeSkipping"], m["numTargetFilesAfterSkipping"]) == ("4", "4")
     assert (m["numSourceRows"], m["numTargetRowsUpdated"], m["numTargetRowsInserted"]) == ("3", "2", "1")
     assert m["numTargetFilesRemoved"] == "1"
-    from delta_pyds.errors import ArgumentTypeError
-    from delta_pyds.spark.tables.merge_pruning import KEY_PRUNING_CONF
+    from delta_pyds.errors import SettingValueError
+    from delta_pyds.spark.conf import KEY_PRUNING_CONF
 
     spark.conf.set(KEY_PRUNING_CONF, "0")
     try:
@@ -346,7 +346,7 @@ def test_small_merge_reads_no_source_keys_and_still_counts_the_source(spark, tmp
         m = upsert(one)  # one file: nothing to prune
         assert (m["numTargetFilesAfterSkipping"], m["numSourceRows"], m["numTargetRowsInserted"]) == ("1", "3", "1")
         spark.conf.set(KEY_PRUNING_CONF, "lots")
-        with pytest.raises(ArgumentTypeError, match="minTargetBytes: expected a number of bytes, got 'lots'"):
+        with pytest.raises(SettingValueError, match="minTargetBytes: expected a number of bytes, got 'lots'"):
             upsert(one)
     finally:
         spark.conf.unset(KEY_PRUNING_CONF)
@@ -380,7 +380,7 @@ def test_inserts_exclude_matched_source_rows_beyond_the_literal_set(spark, tmp_p
 
 
 def test_a_bad_pin_target_conf_is_refused_by_name_before_any_change(spark, tmp_path):
-    from delta_pyds.errors import ArgumentTypeError
+    from delta_pyds.errors import SettingValueError
 
     path = _make(str(tmp_path / "t"), {})
     before = Snapshot.load(path).version
@@ -388,7 +388,7 @@ def test_a_bad_pin_target_conf_is_refused_by_name_before_any_change(spark, tmp_p
     merge = DeltaTable.forPath(spark, path).alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll()
     spark.conf.set(PIN_TARGET_CONF, "16MB")
     try:
-        with pytest.raises(ArgumentTypeError, match="pinTarget.maxBytes: expected a number of bytes, got '16MB'"):
+        with pytest.raises(SettingValueError, match="pinTarget.maxBytes: expected a number of bytes, got '16MB'"):
             merge.execute()
     finally:
         spark.conf.unset(PIN_TARGET_CONF)

@@ -24,8 +24,7 @@ from helpers import dml_data, parquet_files, spark_rows
 from pyspark.sql import functions as F
 
 from delta_pyds import DeltaTable, read_delta
-from delta_pyds.spark.tables.native_rows import DML_ENGINE_CONF
-from delta_pyds.spark.tables.optimize import LOCAL_MAX_BYTES_CONF
+from delta_pyds.spark.conf import DML_ENGINE_CONF, LOCAL_MAX_BYTES_CONF
 from delta_pyds.table.snapshot import Snapshot
 
 _make = make_dml_table
