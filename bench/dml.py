@@ -27,54 +27,10 @@ import time
 
 import numpy as np
 import pyarrow as pa
-from tables import DATA
+from tables import DATA, dml_table, merge_source
 
 FILES = 40
 PARTS = ("delete", "update", "merge", "cdc", "optimize", "latency")
-
-
-def _write(path: str, rows: int, files: int, config: dict | None = None) -> str:
-    from deltalake import write_deltalake
-
-    if os.path.isdir(os.path.join(path, "_delta_log")):
-        return path
-    shutil.rmtree(path, ignore_errors=True)
-    rng = np.random.default_rng(5)
-    per = rows // files
-    for f in range(files):
-        ids = np.arange(f * per, (f + 1) * per, dtype=np.int64)
-        write_deltalake(
-            path,
-            pa.table(
-                {
-                    "id": pa.array(ids),
-                    "grp": pa.array(ids % 1000),
-                    "val": pa.array(rng.random(per)),
-                    "s": pa.array([f"s{v}" for v in rng.integers(0, 100_000, per)]),
-                }
-            ),
-            mode="append",
-            configuration=config,
-        )
-    return path
-
-
-def _source(rows: int, fraction: float) -> pa.Table:
-    """The merge source: ``fraction`` x rows ids, half existing (spread over every file),
-    half new (beyond the table's ids)."""
-    n = int(rows * fraction)
-    half = n // 2
-    old = np.linspace(0, rows - 1, half).astype(np.int64)
-    new = np.arange(rows, rows + (n - half), dtype=np.int64)
-    ids = np.concatenate([old, new])
-    return pa.table(
-        {
-            "id": pa.array(ids),
-            "grp": pa.array(ids % 1000),
-            "val": pa.array(np.full(len(ids), -1.0)),
-            "s": pa.array(["merged"] * len(ids)),
-        }
-    )
 
 
 def timed(base: str, work: str, fn, reps: int) -> tuple[float, object]:
@@ -122,10 +78,10 @@ def run(suite) -> None:
     if unknown := [p for p in parts if p not in PARTS]:
         raise SystemExit(f"PYDELTA_BENCH_DML: unknown part(s) {', '.join(unknown)}; expected any of {', '.join(PARTS)}")
     rows = int(4_000_000 * suite.scale)
-    base = _write(os.path.join(DATA, f"dml-{rows}"), rows, FILES)
-    dv_base = _write(os.path.join(DATA, f"dml-dv-{rows}"), rows, FILES, {"delta.enableDeletionVectors": "true"})
-    small = _write(os.path.join(DATA, f"dml-small-{int(1000 * suite.scale)}"), 400 * int(1000 * suite.scale), 400)
-    tiny = _write(os.path.join(DATA, "dml-40k"), 40_000, 4)
+    base = dml_table(os.path.join(DATA, f"dml-{rows}"), rows, FILES)
+    dv_base = dml_table(os.path.join(DATA, f"dml-dv-{rows}"), rows, FILES, {"delta.enableDeletionVectors": "true"})
+    small = dml_table(os.path.join(DATA, f"dml-small-{int(1000 * suite.scale)}"), 400 * int(1000 * suite.scale), 400)
+    tiny = dml_table(os.path.join(DATA, "dml-40k"), 40_000, 4)
     work = os.path.join(DATA, "dml-work")
     out = os.path.join(DATA, "dml-floor-out")
     cond = "grp < 10"
@@ -238,7 +194,7 @@ def run(suite) -> None:
         )
     # ---------------------------------------------------------------- merge
     if "merge" in parts:
-        src = _source(rows, 0.05)
+        src = merge_source(rows, 0.05)
         src_df = spark.createDataFrame(src.to_pandas()).cache()
         src_df.count()
 
@@ -308,7 +264,7 @@ def run(suite) -> None:
     if "latency" not in parts:
         shutil.rmtree(out, ignore_errors=True)
         return
-    tsrc = _source(40_000, 0.05)
+    tsrc = merge_source(40_000, 0.05)
     tsrc_df = spark.createDataFrame(tsrc.to_pandas()).cache()
     tsrc_df.count()
 

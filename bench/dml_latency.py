@@ -23,7 +23,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from tables import DATA  # noqa: E402
+from tables import DATA, dml_table, merge_source  # noqa: E402
 
 OPS = ("delete", "update", "delete-dv", "update-dv", "merge", "merge-insert", "merge-dv")
 COND = "grp < 10"
@@ -51,21 +51,17 @@ class JvmClock:
 
 
 def tables() -> dict[str, str]:
-    from dml import _write
-
     return {
-        "plain": _write(os.path.join(DATA, "dml-40k"), 40_000, 4),
-        "dv": _write(os.path.join(DATA, "dml-dv-40k"), 40_000, 4, {"delta.enableDeletionVectors": "true"}),
+        "plain": dml_table(os.path.join(DATA, "dml-40k"), 40_000, 4),
+        "dv": dml_table(os.path.join(DATA, "dml-dv-40k"), 40_000, 4, {"delta.enableDeletionVectors": "true"}),
     }
 
 
 def operations(spark):
     """name -> (table kind, fn(path))."""
-    from dml import _source
-
     from delta_pyds import DeltaTable
 
-    src = spark.createDataFrame(_source(40_000, 0.05).to_pandas()).cache()
+    src = spark.createDataFrame(merge_source(40_000, 0.05).to_pandas()).cache()
     src.count()
 
     def merge(p):

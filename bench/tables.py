@@ -163,3 +163,49 @@ def generated_log(n_files: int, commits: int, stats_columns: int, *, checkpoint:
 
         DeltaTable(path).create_checkpoint()
     return path
+
+
+def dml_table(path: str, rows: int, files: int, config: dict | None = None) -> str:
+    """The DML benchmarks' table: ``rows`` rows (id, grp, val, s) in ``files`` files written by
+    deltalake, one commit each (kept when it exists)."""
+    from deltalake import write_deltalake
+
+    if os.path.isdir(os.path.join(path, "_delta_log")):
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    rng = np.random.default_rng(5)
+    per = rows // files
+    for f in range(files):
+        ids = np.arange(f * per, (f + 1) * per, dtype=np.int64)
+        write_deltalake(
+            path,
+            pa.table(
+                {
+                    "id": pa.array(ids),
+                    "grp": pa.array(ids % 1000),
+                    "val": pa.array(rng.random(per)),
+                    "s": pa.array([f"s{v}" for v in rng.integers(0, 100_000, per)]),
+                }
+            ),
+            mode="append",
+            configuration=config,
+        )
+    return path
+
+
+def merge_source(rows: int, fraction: float) -> pa.Table:
+    """The merge source: ``fraction`` x rows ids, half existing (spread over every file),
+    half new (beyond the table's ids)."""
+    n = int(rows * fraction)
+    half = n // 2
+    old = np.linspace(0, rows - 1, half).astype(np.int64)
+    new = np.arange(rows, rows + (n - half), dtype=np.int64)
+    ids = np.concatenate([old, new])
+    return pa.table(
+        {
+            "id": pa.array(ids),
+            "grp": pa.array(ids % 1000),
+            "val": pa.array(np.full(len(ids), -1.0)),
+            "s": pa.array(["merged"] * len(ids)),
+        }
+    )
