@@ -99,6 +99,22 @@ def remove_actions(files: pa.Table, *, data_change: bool = True, timestamp: int 
     ]
 
 
+def rewrite_metrics(removed: pa.Table, adds: list[AddFile], change_files: int) -> dict[str, int]:
+    """delta-spark's file metrics of a copy-on-write DELETE / UPDATE commit: the files
+    ``removed`` (file action rows) rewritten as ``adds``, with ``change_files`` change data
+    files (the row counts are the operation's own)."""
+    return {
+        "numRemovedFiles": removed.num_rows,
+        "numAddedFiles": len(adds),
+        "numDeletionVectorsAdded": 0,
+        "numDeletionVectorsRemoved": sum(1 for d in removed.column("deletionVector").to_pylist() if d),
+        "numDeletionVectorsUpdated": 0,
+        "numAddedChangeFiles": change_files,
+        "numRemovedBytes": sum_size(removed),
+        "numAddedBytes": sum(int(a["size"]) for a in adds),
+    }
+
+
 def _kept_fields(cols: dict[str, list[Any]], i: int) -> dict[str, Any]:
     """The optional fields an add or remove action of row ``i`` carries over: statistics,
     the deletion vector, row tracking fields and tags (absent when null or empty)."""

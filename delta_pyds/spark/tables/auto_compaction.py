@@ -19,9 +19,10 @@ session conf: they auto compact from the table properties alone (``spark/writer.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -66,6 +67,15 @@ def _spark_rewrite(spark: SparkSession, storage: Storage) -> Any:
         return DeltaOptimizeBuilder(rewriter).rewrite_planned(snap, active, bins, target)
 
     return rewrite
+
+
+@contextlib.contextmanager
+def compacting_after(rw: TableRewriter) -> Iterator[None]:
+    """Runs auto compaction (:func:`compact_after`) after the commits the block's DML makes
+    through ``rw`` (none when the block raises)."""
+    rw.take_commits()
+    yield
+    compact_after(rw.spark, rw.storage, rw.take_commits())
 
 
 def compact_after(spark: SparkSession, storage: Storage, results: Iterable[CommitResult | None]) -> None:

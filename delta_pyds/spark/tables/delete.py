@@ -39,7 +39,13 @@ from delta_pyds.spark.tables.resolution import check_condition_resolves
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.table.state import file_actions
 from delta_pyds.transaction.commit import CommitResult, Transaction
-from delta_pyds.transaction.file_actions import num_live_rows, remove_actions, rows_for_paths, stat_rows, sum_size
+from delta_pyds.transaction.file_actions import (
+    num_live_rows,
+    remove_actions,
+    rewrite_metrics,
+    rows_for_paths,
+    stat_rows,
+)
 from delta_pyds.transaction.staged_files import delete_on_failure
 
 if TYPE_CHECKING:
@@ -87,16 +93,9 @@ def _delete_all(txn: Transaction, active: pa.Table, params: dict[str, str], time
         "DELETE",
         params,
         metrics={
-            "numRemovedFiles": len(removes),
-            "numAddedFiles": 0,
+            **rewrite_metrics(active, [], 0),
             "numDeletedRows": rows if rows is not None else -1,
             "numCopiedRows": 0,
-            "numDeletionVectorsAdded": 0,
-            "numDeletionVectorsRemoved": sum(1 for d in active.column("deletionVector").to_pylist() if d),
-            "numDeletionVectorsUpdated": 0,
-            "numAddedChangeFiles": 0,
-            "numRemovedBytes": sum_size(active),
-            "numAddedBytes": 0,
             **times.metrics(),
         },
     )
@@ -139,16 +138,9 @@ def _delete_copy_on_write(
             "DELETE",
             params,
             metrics={
-                "numRemovedFiles": victims.num_rows,
-                "numAddedFiles": len(adds),
+                **rewrite_metrics(victims, adds, len(cdcs)),
                 "numDeletedRows": deleted_rows,
                 "numCopiedRows": sum(stat_rows(a) for a in adds),
-                "numDeletionVectorsAdded": 0,
-                "numDeletionVectorsRemoved": sum(1 for d in victims.column("deletionVector").to_pylist() if d),
-                "numDeletionVectorsUpdated": 0,
-                "numAddedChangeFiles": len(cdcs),
-                "numRemovedBytes": sum_size(victims),
-                "numAddedBytes": sum(int(a["size"]) for a in adds),
                 **times.metrics(),
             },
         )

@@ -72,7 +72,7 @@ from delta_pyds.spark.tables.args import (
     check_timestamp,
     check_version,
 )
-from delta_pyds.spark.tables.auto_compaction import compact_after
+from delta_pyds.spark.tables.auto_compaction import compacting_after
 from delta_pyds.spark.tables.builder import DeltaTableBuilder
 from delta_pyds.spark.tables.delete import delete_rows
 from delta_pyds.spark.tables.dml import TableRewriter
@@ -380,9 +380,8 @@ class DeltaTable(SchemaChanges):
         """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
         check_condition(condition)
         activate(self._spark)
-        self._rewriter.take_commits()
-        delete_rows(self._rewriter, condition)
-        compact_after(self._spark, self._storage, self._rewriter.take_commits())
+        with compacting_after(self._rewriter):
+            delete_rows(self._rewriter, condition)
 
     def update(self, condition: OptionalExpressionOrColumn = None, set: ColumnMapping | None = None) -> None:
         """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
@@ -393,9 +392,8 @@ class DeltaTable(SchemaChanges):
         sets = check_column_map(set, "'set'")
         check_condition(condition)
         activate(self._spark)
-        self._rewriter.take_commits()
-        update_rows(self._rewriter, condition, sets)
-        compact_after(self._spark, self._storage, self._rewriter.take_commits())
+        with compacting_after(self._rewriter):
+            update_rows(self._rewriter, condition, sets)
 
     # ---------------------------------------------------------------------- merge
     def merge(self, source: DataFrame, condition: ExpressionOrColumn) -> DeltaMergeBuilder:

@@ -51,7 +51,7 @@ from delta_pyds.spark.tables.resolution import check_condition_resolves, set_col
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.table.state import file_actions
 from delta_pyds.transaction.commit import CommitResult, Transaction
-from delta_pyds.transaction.file_actions import remove_actions, rows_for_paths, stat_rows, sum_size
+from delta_pyds.transaction.file_actions import remove_actions, rewrite_metrics, rows_for_paths, stat_rows
 from delta_pyds.transaction.staged_files import delete_on_failure
 
 if TYPE_CHECKING:
@@ -123,16 +123,9 @@ def _update_copy_on_write(
             "UPDATE",
             {"predicate": json.dumps([str(condition)] if condition is not None else [])},
             metrics={
-                "numRemovedFiles": victims.num_rows,
-                "numAddedFiles": len(adds),
+                **rewrite_metrics(victims, adds, len(cdcs)),
                 "numUpdatedRows": updated_rows,
                 "numCopiedRows": sum(stat_rows(a) for a in adds) - updated_rows,
-                "numDeletionVectorsAdded": 0,
-                "numDeletionVectorsRemoved": sum(1 for d in victims.column("deletionVector").to_pylist() if d),
-                "numDeletionVectorsUpdated": 0,
-                "numAddedChangeFiles": len(cdcs),
-                "numRemovedBytes": sum_size(victims),
-                "numAddedBytes": sum(int(a["size"]) for a in adds),
                 **times.metrics(),
             },
         )
