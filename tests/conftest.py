@@ -50,8 +50,11 @@ def pytest_collection_modifyitems(config, items):
 
 def _worker_group(item) -> str | None:
     """Under ``pytest -n 2 --dist loadgroup``, tests that share an
-    expensive fixture run on one worker: every object-store test (the servers start once per
-    worker) and the tests of a module with a module-scoped fixture; the rest spread test by test."""
+    expensive fixture run on one worker: a module's own ``xdist_group`` mark, else every
+    object-store test (the servers start once per worker) and the tests of a module with a
+    module-scoped fixture; the rest spread test by test."""
+    if item.get_closest_marker("xdist_group"):  # the module chose (tests/spark/test_deploy.py)
+        return None
     if item.get_closest_marker("objectstore"):
         return "objectstore"
     info = getattr(item, "_fixtureinfo", None)

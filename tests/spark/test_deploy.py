@@ -1,10 +1,11 @@
-"""Deployment, as users do it, each in fresh virtual environments:
+"""Deployment, as users do it, in one fresh virtual environment taken through the steps a
+user's would go through (the module's tests run in file order on one pytest worker):
 
 * ``pip install`` of the built wheel, then ``spark.read.format("pydelta")`` with no
   register call (Spark auto-registers the ``pyspark_pydelta`` module);
 * Spark Connect (``SparkSession.builder.remote("local[2]")``) in that environment;
-* ``spark-submit --master local-cluster[2,1,1024] --py-files delta_pyds.zip`` from an
-  environment that has the dependencies but not delta_pyds, with the shipped
+* ``spark-submit --master local-cluster[2,1,1024] --py-files delta_pyds.zip`` from that
+  environment once delta_pyds is uninstalled from it (its dependencies stay), with the shipped
   ``spark-conf/spark-defaults.conf``: deletion vectors are applied in separate executor
   JVMs and Python workers; object-store credentials come from Spark conf
   (``spark.executorEnv.FSSPEC_S3_*``) instead of data source options.
@@ -26,7 +27,9 @@ import pytest
 from conftest import table_path
 from helpers import deltalake_table
 
-pytestmark = pytest.mark.slow
+# one worker runs the module in order: the venv's steps (plain install, the connect extra,
+# delta_pyds uninstalled for --py-files) build on each other
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deploy")]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DV_TABLE = "delta-rs/table-with-dv-small"  # 10 rows, 2 deleted by a deletion vector at v1
@@ -115,52 +118,45 @@ def wheel_venv(tmp_path_factory):
     assert len(wheels) == 1, wheels
     python = make_venv(root / "venv", [str(wheels[0])])
     yield root, python, wheels[0]
-    shutil.rmtree(root / "venv", ignore_errors=True)  # ~700 MB
+    remove_in_background(root / "venv")  # ~900 MB
 
 
-READ_NO_REGISTER = textwrap.dedent("""
+def remove_in_background(path):
+    """Deletes a large directory without making the run wait for it."""
+    subprocess.Popen(["rm", "-rf", str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def installed(python, module):
+    """Whether ``module`` imports in the venv of ``python`` (in a user's clean shell)."""
+    check = subprocess.run(  # -I and cwd /: neither the checkout nor the working directory is importable
+        [python, "-I", "-c", f"import {module}"], cwd="/", capture_output=True, env=clean_env(python)
+    )
+    return check.returncode == 0
+
+
+PLAIN_INSTALL = textwrap.dedent("""
     import json, sys
+    from importlib.util import find_spec
     import delta_pyds, pyspark_pydelta
     from pyspark.sql import SparkSession
+    from delta_pyds import DeltaTable
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .getOrCreate())
-    df = spark.read.format("pydelta").load(sys.argv[1])            # no register call
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    # reads, with no register call
+    df = spark.read.format("pydelta").load(sys.argv[1])
     v0 = spark.read.format("pydelta").option("versionAsOf", 0).load(sys.argv[1])
-    print(json.dumps({
+    read = {
         "values": sorted(r.value for r in df.collect()),
         "v0": sorted(r.value for r in v0.collect()),
         "filtered": df.where("value > 4").count(),
         "module": delta_pyds.__file__,
         "has_default_source": hasattr(pyspark_pydelta, "DefaultSource"),
-    }))
-    spark.stop()
-""")
-
-
-def test_pip_install_reads_with_no_register_call(wheel_venv):
-    root, python, _ = wheel_venv
-    script = root / "read.py"
-    script.write_text(READ_NO_REGISTER)
-    result = run([python, str(script), table_path(DV_TABLE)], cwd=str(root), env=clean_env(python))
-    got = last_json_line(result.stdout)
-    assert got["values"] == expected_values()
-    assert got["v0"] == expected_values(0)
-    assert got["filtered"] == sum(1 for v in expected_values() if v > 4)
-    assert got["module"].startswith(str(root / "venv")), got["module"]  # the wheel, not the checkout
-    assert got["has_default_source"]
-
-
-DML_NO_EXTRAS = textwrap.dedent("""
-    import json, sys
-    from importlib.util import find_spec
-    from pyspark.sql import SparkSession
-    from delta_pyds import DeltaTable
-    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "1").getOrCreate())
-    path = sys.argv[1]
+    }
+    # writes, DML and OPTIMIZE
+    path = sys.argv[2]
     ids = lambda: sorted(r.id for r in spark.read.format("pydelta").load(path).collect())
     out = {}
-    spark.range(10).selectExpr("id", "cast(id % 2 as int) p", "'x' s").repartition(3) \
+    spark.range(10).selectExpr("id", "cast(id % 2 as int) p", "'x' s").repartition(3) \\
         .write.format("pydelta").mode("append").save(path)
     out["written"] = ids()
     t = DeltaTable.forPath(spark, path)
@@ -178,20 +174,39 @@ DML_NO_EXTRAS = textwrap.dedent("""
     out["not_installed"] = [d for d in ("grpcio", "deltalake", "pytest") if not find_spec(d)]
     import pandas
     out["pandas"] = pandas.__version__
-    print(json.dumps(out))
+    print(json.dumps({"read": read, "dml": out}))
     spark.stop()
 """)
 
 
-def test_pip_install_without_extras_runs_dml_and_optimize(wheel_venv):
+@pytest.fixture(scope="module")
+def plain_install(wheel_venv):
+    """One Spark application in the venv of the plain install (no extras): its reads with
+    no register call and its DML (one JVM for both tests)."""
+    root, python, _ = wheel_venv
+    assert not installed(python, "grpc"), "the connect extra must come after the plain-install checks"
+    script = root / "plain.py"
+    script.write_text(PLAIN_INSTALL)
+    target = root / "dml-table"
+    result = run([python, str(script), table_path(DV_TABLE), str(target)], cwd=str(root), env=clean_env(python))
+    return last_json_line(result.stdout), result.stderr, target
+
+
+def test_pip_install_reads_with_no_register_call(wheel_venv, plain_install):
+    root = wheel_venv[0]
+    got = plain_install[0]["read"]
+    assert got["values"] == expected_values()
+    assert got["v0"] == expected_values(0)
+    assert got["filtered"] == sum(1 for v in expected_values() if v > 4)
+    assert got["module"].startswith(str(root / "venv")), got["module"]  # the wheel, not the checkout
+    assert got["has_default_source"]
+
+
+def test_pip_install_without_extras_runs_dml_and_optimize(plain_install):
     """``pip install delta_pyds`` with no extras has everything delete/update/merge/
     optimize need at run time (pyspark's mapInArrow/applyInArrow import pandas)."""
-    root, python, _ = wheel_venv
-    script = root / "dml.py"
-    script.write_text(DML_NO_EXTRAS)
-    target = root / "dml-table"
-    result = run([python, str(script), str(target)], cwd=str(root), env=clean_env(python))
-    got = last_json_line(result.stdout)
+    results, stderr, target = plain_install
+    got = results["dml"]
     # no extra in the venv (test_spark_connect_reads adds the connect one later)
     assert got["not_installed"] == ["grpcio", "deltalake", "pytest"]
     assert got["written"] == list(range(10))
@@ -203,7 +218,7 @@ def test_pip_install_without_extras_runs_dml_and_optimize(wheel_venv):
     assert sorted(deltalake_ids(target)) == list(range(2, 10)) + [42]
     # a plain install resolves a pandas pyspark supports (it warns on pandas >= 3)
     assert int(got["pandas"].split(".")[0]) == 2, got["pandas"]
-    assert "does not yet fully support pandas" not in result.stderr
+    assert "does not yet fully support pandas" not in stderr
 
 
 CONNECT = textwrap.dedent("""
@@ -244,8 +259,8 @@ CONNECT = textwrap.dedent("""
 """)
 
 
-def test_spark_connect_reads(wheel_venv):
-    root, python, wheel = wheel_venv
+def test_spark_connect_reads(wheel_venv, plain_install):
+    root, python, wheel = wheel_venv  # after the plain-install checks (plain_install), as a user adds an extra
     # the Connect client: pip install 'delta_pyds[connect]' (pyspark's own connect extra)
     run(
         [python, "-m", "pip", "install", "-q", f"{wheel}[connect]"],
@@ -310,17 +325,17 @@ SUBMIT_JOB = textwrap.dedent("""
 
 
 @pytest.fixture(scope="module")
-def deps_venv(tmp_path_factory):
-    """A fresh venv with delta_pyds's dependencies (and s3fs) but not delta_pyds."""
-    root = tmp_path_factory.mktemp("pyfiles")
-    python = make_venv(root / "venv", project_dependencies() + ["s3fs>=2025.2.0"])
+def deps_venv(wheel_venv):
+    """The venv with delta_pyds uninstalled (its dependencies stay) and s3fs added: the
+    environment of a cluster that has the dependencies but not delta_pyds."""
+    root, python, _ = wheel_venv
+    env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    run([python, "-m", "pip", "uninstall", "-q", "-y", "delta_pyds"], cwd=str(root), env=env)
+    run([python, "-m", "pip", "install", "-q", "s3fs>=2025.2.0"], cwd=str(root), env=env)
     # in the user's environment (clean_env): a PYTHONPATH naming the checkout would import it
-    check = subprocess.run(
-        [python, "-c", "import delta_pyds"], cwd=str(root), capture_output=True, env=clean_env(python)
-    )
-    assert check.returncode != 0, "delta_pyds must not be installed in this venv"
-    yield root, python
-    shutil.rmtree(root / "venv", ignore_errors=True)
+    assert not installed(python, "delta_pyds"), "delta_pyds must not be installed in this venv"
+    assert installed(python, "pyroaring") and installed(python, "pyspark")
+    return root, python
 
 
 def test_spark_submit_py_files_local_cluster(deps_venv, s3_server):
