@@ -8,8 +8,9 @@ parse with an expected object); sequences are tuples and mappings are tuples of 
 pairs in the order written; SQL expressions (conditions, SET values, queries) are kept as the
 text Spark will read; a table is a :class:`Table` that names either a path (``delta.`p```,
 ``'p'``) or a name that execution resolves through Spark's catalog (a name is not known to be a
-Delta table until then). ``statement`` (a class attribute) names the statement in errors and
-keys :data:`delta_pyds.spark.sql.heads.FORMS`. No pyspark here."""
+Delta table until then). ``statement`` (a class attribute) names the statement in errors and,
+for the statements that name a table, keys its form in
+:data:`delta_pyds.spark.sql.heads.FORMS`. No pyspark here."""
 
 from __future__ import annotations
 
@@ -333,28 +334,3 @@ class DescribeTable(Statement):
     views: ClassVar[bool] = False
     table: Table
     extended: bool = False
-
-
-# the statements Spark has too: Delta's only when ``table`` is a Delta table (a name that the
-# catalog does not resolve to one leaves the statement to Spark)
-SHARED: tuple[type[Statement], ...] = (
-    Delete,
-    Update,
-    Merge,
-    Insert,
-    ShowTblProperties,
-    ShowPartitions,
-    TruncateTable,
-    ShowColumns,
-    SetTblProperties,
-    UnsetTblProperties,
-    AddConstraint,
-    DropConstraint,
-    DropFeature,
-    AddColumns,
-    RenameColumn,
-    DropColumns,
-    AlterColumn,
-    ClusterBy,
-    DescribeTable,
-)
