@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from delta_pyds.errors import SqlStatementError
+from delta_pyds.errors import ArgumentTypeError, SqlStatementError
 from delta_pyds.spark.sql import execute_catalog, execute_writes
 from delta_pyds.spark.sql.ast import (
     AddColumns,
@@ -60,7 +60,7 @@ def execute(spark: SparkSession, stmt: Statement, *, resolution: Resolution | No
     resolution = resolution or Resolution(spark)
     runner = RUNNERS.get(type(stmt))
     if runner is None:
-        raise TypeError(f"execute: not a statement of delta_pyds.spark.sql.ast: {type(stmt).__name__}")
+        raise ArgumentTypeError(f"execute: not a statement of delta_pyds.spark.sql.ast: {type(stmt).__name__}")
     result = runner(spark, stmt, resolution)
     if not isinstance(stmt, Query):
         for (parts, _views), found in resolution.found.items():

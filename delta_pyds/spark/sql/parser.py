@@ -2,14 +2,17 @@
 
 Guarantees: a table reference is ``delta.`<path>``` (delta-spark's path syntax, ``@v<n>`` at
 the end of the path is time travel to version n), a quoted path where delta-spark takes one
-(``VACUUM '/p'``), or a name (``t``, ``db.t``, ``spark_catalog.db.t``) that the statement's
-resolver (:data:`Resolver`: Spark's catalog and temporary views, see
-:func:`delta_pyds.spark.sql.table_refs.resolver`) gives a Delta table path, never a CTE in scope;
-name parts are kept apart (```a.b``` is one part); ``CASE ... END`` nests like parentheses when
-a clause is cut at a keyword; ``VERSION AS OF n`` / ``TIMESTAMP AS OF '...'`` (with or without
-``FOR``, and the ``SYSTEM_VERSION`` / ``SYSTEM_TIME`` spellings) after a reference are taken with
-it. Every error is a :class:`~delta_pyds.errors.SqlParseError` that names the statement, the
-position and the supported form. No pyspark here."""
+(``VACUUM '/p'``), or a name (``t``, ``db.t``, ``spark_catalog.db.t``). A Delta statement's
+table (:meth:`Parser.table`, a :class:`Table`) is read with no resolution: a name is resolved
+when the statement runs. In a query, a name is a table reference only where the resolver
+(:data:`Resolver`: Spark's catalog and temporary views, see
+:func:`delta_pyds.spark.sql.table_refs.resolver`) gives it a Delta table path, never a CTE in
+scope (:meth:`Parser.table_ref`). Name parts are kept apart (```a.b``` is one part);
+``CASE ... END`` nests like parentheses when a clause is cut at a keyword; ``VERSION AS OF n``
+/ ``TIMESTAMP AS OF '...'`` (with or without ``FOR``, and the ``SYSTEM_VERSION`` /
+``SYSTEM_TIME`` spellings) after a reference are taken with it. Every error is a
+:class:`~delta_pyds.errors.SqlParseError` that names the statement, the position and the
+supported form. No pyspark here."""
 
 from __future__ import annotations
 
