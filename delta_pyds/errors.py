@@ -198,6 +198,13 @@ class SqlParseError(DeltaError, ValueError):
     support, or is malformed; the message names the statement, the position and the supported form."""
 
 
+class SqlStatementError(SqlParseError):
+    """A Delta statement of :func:`delta_pyds.sql` that parses but cannot run on the table it
+    names (``SHOW PARTITIONS`` of a table without partition columns or naming a column that is
+    not one, an ``INSERT`` whose query gives another number of columns than the table); raised
+    before anything changes. A :class:`SqlParseError` (as which it was raised before)."""
+
+
 class MissingPropertyError(DeltaError, KeyError):
     """``UNSET TBLPROPERTIES`` / ``DROP CONSTRAINT`` name a property or constraint the table
     does not have (without ``IF EXISTS``)."""

@@ -20,10 +20,14 @@ through :class:`~delta_pyds.DeltaTable` and :func:`~delta_pyds.read_delta`. Guar
   :class:`~delta_pyds.errors.SqlParseError` naming the statement, the position and the
   supported form, before anything is changed.
 
-The statements are listed in docs/sql.md; :mod:`delta_pyds.spark.sql.statements` runs them.
+The statements are listed in docs/sql.md. A statement is parsed into a frozen value of
+:mod:`delta_pyds.spark.sql.ast` with no SparkSession (:func:`parse`: text, the session's
+``Dialect`` and ``args`` in, a statement out), then run on the session (:func:`execute`);
+:func:`sql` does both.
 """
 
-from delta_pyds.spark.sql.statements import sql
-from delta_pyds.spark.sql.tables import table_names
+from delta_pyds.spark.sql.execute import execute
+from delta_pyds.spark.sql.statements import parse, sql
+from delta_pyds.spark.sql.table_refs import table_names
 
-__all__ = ["sql", "table_names"]
+__all__ = ["execute", "parse", "sql", "table_names"]

@@ -1,5 +1,6 @@
-"""``CREATE [OR REPLACE] TABLE`` / ``REPLACE TABLE`` (with columns, or ``AS SELECT``) for
-:func:`delta_pyds.sql`.
+"""Parsing ``CREATE [OR REPLACE] TABLE`` / ``REPLACE TABLE`` (with columns, or ``AS SELECT``)
+for :func:`delta_pyds.sql` into a :class:`~delta_pyds.spark.sql.ast.CreateTable`, with no
+SparkSession (:mod:`delta_pyds.spark.sql.execute_writes` runs it).
 
 Guarantees: the whole statement is parsed before anything runs (a parse error changes
 nothing); a table definition runs as one ``DeltaTable.create / createIfNotExists / replace /
@@ -12,19 +13,15 @@ commits definition, removes and rows in one commit
 A named table is an entry of Spark's session catalog
 (:func:`~delta_pyds.spark.catalog_entries.create_named`): EXTERNAL with LOCATION, else MANAGED at
 Spark's default path; ``REPLACE`` / ``CREATE OR REPLACE`` / ``IF NOT EXISTS`` of an existing name
-use its location."""
+use its location. No pyspark here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
+from delta_pyds.spark.sql.ast import Column, CreateTable
 from delta_pyds.spark.sql.parser import Parser
-from delta_pyds.spark.sql.tables import empty, run_query
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
 
 FORM = (
     "CREATE [OR REPLACE] TABLE [IF NOT EXISTS] <delta.`path` | name> [(col type [NOT NULL]"
@@ -34,29 +31,6 @@ FORM = (
 )
 
 _COLUMN_STOPS = {"NOT", "GENERATED", "COMMENT", "DEFAULT"}
-
-
-@dataclass
-class Column:
-    name: str
-    type: str
-    nullable: bool = True
-    expression: str | None = None
-    identity: tuple[int, int, bool] | None = None  # start, step, always
-    comment: str | None = None
-
-
-@dataclass
-class CreateStatement:
-    mode: str  # a DeltaTable builder: create, createIfNotExists, replace, createOrReplace
-    name: tuple[str, ...] | None = None  # its name parts, when named
-    path: str | None = None
-    columns: list[Column] | None = None
-    partitioned: list[str] = field(default_factory=list)
-    cluster: list[str] | None = None
-    comment: str | None = None
-    properties: dict[str, str] = field(default_factory=dict)
-    query: str | None = None
 
 
 def recognise(p: Parser) -> bool:
@@ -105,25 +79,25 @@ def _registers(p: Parser) -> bool:
     return ok
 
 
-def parse(p: Parser) -> CreateStatement:
+def parse(p: Parser) -> CreateTable:
     p.i = 0
     p.statement, p.form = "CREATE TABLE", FORM
-    st = CreateStatement(_mode(p))
+    st = CreateTable(_mode(p))
     if p.at("DELTA", "."):
         ref = p.require_table()
         if ref.version is not None:
             p.fail("a table to create has no version")
-        st.path = ref.path
+        st = replace(st, path=ref.path)
     else:
-        st.name = p.parts()
+        st = replace(st, name=p.parts())
     if p.at("("):
-        st.columns = _columns(p)
+        st = replace(st, columns=tuple(_columns(p)))
     p.expect("USING", "DELTA")
-    _clauses(p, st)
+    st = _clauses(p, st)
     if p.accept("AS"):
         if st.columns is not None:
             p.fail("AS <query> takes its columns from the query: give no column list")
-        st.query = p.rest()
+        st = replace(st, query=p.rest())
         if not st.query:
             p.fail("expected a query after AS")
     p.end()
@@ -148,9 +122,10 @@ def _mode(p: Parser) -> str:
     return mode
 
 
-def _clauses(p: Parser, st: CreateStatement) -> None:
+def _clauses(p: Parser, st: CreateTable) -> CreateTable:
     """The clauses after ``USING DELTA`` up to ``AS`` or the end, each at most once."""
     seen: set[str] = set()
+    change: dict[str, Any] = {}
     while not p.done() and not p.at("AS"):
         t = p.peek()
         assert t is not None
@@ -159,22 +134,23 @@ def _clauses(p: Parser, st: CreateStatement) -> None:
             p.fail(f"{clause} given twice")
         seen.add(clause)
         if p.accept("PARTITIONED", "BY"):
-            st.partitioned = p.name_list()
+            change["partitioned_by"] = tuple(p.name_list())
         elif p.accept("CLUSTER", "BY"):
-            st.cluster = p.name_list()
+            change["cluster_by"] = tuple(p.name_list())
         elif p.accept("LOCATION"):
             location = p.string()
             if st.path is not None and location != st.path:
                 p.fail("LOCATION differs from the delta.`path` named")
-            st.path = location
+            change["path"] = location
         elif p.accept("COMMENT"):
-            st.comment = p.string()
+            change["comment"] = p.string()
         elif p.accept("TBLPROPERTIES"):
-            st.properties = p.properties()
+            change["properties"] = tuple(p.properties().items())
         else:
             p.fail("expected PARTITIONED BY, CLUSTER BY, LOCATION, COMMENT, TBLPROPERTIES or AS")
-    if st.partitioned and st.cluster is not None:
+    if change.get("partitioned_by") and change.get("cluster_by") is not None:
         p.fail("PARTITIONED BY and CLUSTER BY cannot be combined")
+    return replace(st, **change)
 
 
 def _columns(p: Parser) -> list[Column]:
@@ -190,9 +166,9 @@ def _column(p: Parser) -> Column:
     col = Column(p.word(), p.type_text(*_COLUMN_STOPS))
     while not p.at(",") and not p.at(")") and not p.done():
         if p.accept("NOT", "NULL"):
-            col.nullable = False
+            col = replace(col, nullable=False)
         elif p.accept("COMMENT"):
-            col.comment = p.string()
+            col = replace(col, comment=p.string())
         elif p.accept("GENERATED"):
             always = p.accept("ALWAYS")
             if not always:
@@ -208,9 +184,9 @@ def _column(p: Parser) -> Column:
                             step = _signed(p)
                         else:
                             p.fail("expected START WITH n or INCREMENT BY m")
-                col.identity = (start, step, always)
+                col = replace(col, identity=(start, step, always))
             elif always:
-                col.expression = p.parenthesized()
+                col = replace(col, expression=p.parenthesized())
             else:
                 p.fail("expected IDENTITY (GENERATED BY DEFAULT is for identity columns)")
         else:
@@ -221,67 +197,3 @@ def _column(p: Parser) -> Column:
 def _signed(p: Parser) -> int:
     negative = p.accept("-")
     return -p.integer() if negative else p.integer()
-
-
-def create(spark: SparkSession, p: Parser) -> Callable[[], Any]:
-    """The handler of :func:`delta_pyds.sql` for CREATE / REPLACE TABLE."""
-    st = parse(p)
-    return lambda: run(spark, st)
-
-
-def run(spark: SparkSession, st: CreateStatement) -> DataFrame:
-    from delta_pyds.spark.catalog_entries import create_named
-
-    if st.name is not None:
-        create_named(spark, st.name, st.mode, st.path, lambda location: _define(spark, replace(st, path=location)))
-    else:
-        assert st.path is not None  # delta.`path`
-        _define(spark, st)
-    return empty(spark, None)
-
-
-def _define(spark: SparkSession, st: CreateStatement) -> None:
-    """Commits the definition at ``st.path`` (with a query's rows, in the same commit)."""
-    from delta_pyds.spark.tables import DeltaTable, IdentityGenerator
-
-    assert st.path is not None
-    if st.query is not None:
-        _run_as_select(spark, st)
-    else:
-        builder = getattr(DeltaTable, st.mode)(spark).location(st.path)
-        for c in st.columns or ():
-            gen: Any = c.expression
-            by_default = None
-            if c.identity is not None:
-                start, step, always = c.identity
-                generator = IdentityGenerator(start, step)
-                gen, by_default = (generator, None) if always else (None, generator)
-            builder = builder.addColumn(c.name, c.type, c.nullable, gen, by_default, c.comment)
-        if st.partitioned:
-            builder = builder.partitionedBy(*st.partitioned)
-        if st.cluster is not None:
-            builder = builder.clusterBy(*st.cluster)
-        for k, v in st.properties.items():
-            builder = builder.property(k, v)
-        if st.comment is not None:
-            builder = builder.comment(st.comment)
-        builder.execute()
-
-
-def _run_as_select(spark: SparkSession, st: CreateStatement) -> None:
-    """``... AS SELECT``: the definition and the query's rows in one commit."""
-    from delta_pyds.operations.create import TableDefinition
-    from delta_pyds.spark.tables.args import activate
-    from delta_pyds.spark.tables.create_as_select import create_as_select
-    from delta_pyds.storage.store import Storage
-
-    assert st.path is not None and st.query is not None
-    activate(spark)
-    rows = run_query(spark, st.query)
-    definition = TableDefinition(
-        partition_columns=tuple(st.partitioned),
-        cluster_by=st.cluster,
-        properties=dict(st.properties),
-        description=st.comment,
-    )
-    create_as_select(spark, Storage(st.path), definition, rows, mode=st.mode)

@@ -1,36 +1,23 @@
-"""The DML statements of :func:`delta_pyds.sql`: DELETE, UPDATE, MERGE INTO, INSERT INTO /
-OVERWRITE.
+"""Parsing the DML statements of :func:`delta_pyds.sql` (DELETE, UPDATE, MERGE INTO, INSERT
+INTO / OVERWRITE) into the statements of :mod:`delta_pyds.spark.sql.ast`, with no SparkSession
+(:mod:`delta_pyds.spark.sql.execute_writes` runs them).
 
-Guarantees: each is parsed whole before it runs and is one call of the public ``DeltaTable``
+Guarantees: each is parsed whole before it runs and runs as one call of the public ``DeltaTable``
 API (``delete``, ``update``, ``merge`` with one builder call per WHEN clause) or of
 ``write_delta`` (INSERT: columns by position, as SQL does; ``REPLACE WHERE`` is
 ``replaceWhere``); results have delta-spark's columns (``num_affected_rows`` ...). DELETE/UPDATE
 table aliases are removed from column references (DeltaTable takes unqualified columns);
-MERGE keeps its aliases. Conditions and expressions reach Spark as Spark SQL text."""
+MERGE keeps its aliases. Conditions and expressions reach Spark as Spark SQL text. No pyspark
+here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-from delta_pyds.errors import SqlParseError
+from delta_pyds.spark.sql.ast import Delete, Insert, Merge, SparkTable, Subquery, Table, Update
 from delta_pyds.spark.sql.parser import Parser, name_text, unqualify
-from delta_pyds.spark.sql.tables import (
-    affected,
-    current_version,
-    delta_table,
-    metrics_row,
-    newest_metrics_after,
-    read_ref,
-    run_query,
-)
 from delta_pyds.spark.tables.merge_clause import MergeClause, When
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
 
-
-def delete(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
+def delete(p: Parser) -> Delete:
     ref = p.require_table()
     alias = p.alias("WHERE")
     if p.accept("WHERE"):
@@ -40,16 +27,10 @@ def delete(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     else:
         condition = None
     p.end()
-
-    def run() -> DataFrame:
-        dt = delta_table(spark, ref)
-        dt.delete(condition)
-        return affected(spark, dt.lastCommit, ("numDeletedRows",), ("num_affected_rows",))
-
-    return run
+    return Delete(ref, alias, condition)
 
 
-def update(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
+def update(p: Parser) -> Update:
     ref = p.require_table()
     alias = p.alias("SET")
     p.expect("SET")
@@ -64,22 +45,16 @@ def update(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
         sets[column] = unqualify(sub.rest(), alias)
     condition = unqualify(p.rest(), alias) if p.accept("WHERE") else None
     p.end()
-
-    def run() -> DataFrame:
-        dt = delta_table(spark, ref)
-        dt.update(condition, sets)
-        return affected(spark, dt.lastCommit, ("numUpdatedRows",), ("num_affected_rows",))
-
-    return run
+    return Update(ref, tuple(sets.items()), alias, condition)
 
 
-def merge(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
+def merge(p: Parser) -> Merge:
     evolve = p.accept("WITH", "SCHEMA", "EVOLUTION")
     p.expect("INTO")
     ref = p.require_table()
     target_alias = p.alias("USING")
     p.expect("USING")
-    source = _merge_source(spark, p)
+    source = _merge_source(p)
     source_alias = p.alias("ON")
     p.expect("ON")
     condition = p.until("WHEN")
@@ -89,35 +64,19 @@ def merge(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     if not clauses:
         p.fail("expected WHEN MATCHED / WHEN NOT MATCHED clauses")
     p.end()
-
-    def run() -> DataFrame:
-        dt = delta_table(spark, ref)
-        if target_alias:
-            dt = dt.alias(target_alias)
-        df = source()
-        if source_alias:
-            df = df.alias(source_alias)
-        b = dt.merge(df, condition)
-        if evolve:
-            b = b.withSchemaEvolution()
-        for clause in clauses:
-            b = b.add_clause(clause)
-        return b.execute()
-
-    return run
+    return Merge(ref, source, condition, tuple(clauses), target_alias, source_alias, evolve)
 
 
-def _merge_source(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
-    """The MERGE source after ``USING``: a parenthesized query, a Delta table reference
-    (time travel allowed) or a session table or view."""
+def _merge_source(p: Parser) -> Table | Subquery | SparkTable:
+    """The MERGE source after ``USING``: a parenthesized query, a table (time travel allowed;
+    a name that is no Delta table when the statement runs is Spark's session table or view)
+    or a name only Spark reads."""
     if p.at("("):
-        query = p.parenthesized()
-        return lambda: run_query(spark, query)
-    src = p.table_ref(time_travel=True)
+        return Subquery(p.parenthesized())
+    src = p.table(time_travel=True)
     if src is not None:
-        return lambda: read_ref(spark, src)
-    name = name_text(p.parts())
-    return lambda: spark.table(name)
+        return src
+    return SparkTable(name_text(p.parts()))
 
 
 def _merge_clause(p: Parser, target_alias: str | None) -> MergeClause:
@@ -187,7 +146,7 @@ def _assignments(p: Parser, alias: str | None) -> dict[str, str]:
     return sets
 
 
-def insert(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
+def insert(p: Parser) -> Insert:
     overwrite = p.accept("OVERWRITE")
     if not overwrite:
         p.expect("INTO")
@@ -198,35 +157,12 @@ def insert(spark: SparkSession, p: Parser) -> Callable[[], DataFrame]:
     columns = None
     by_name = p.accept("BY", "NAME")
     if not by_name and p.at("(") and not (p.peek(1) is not None and p.peek(1).upper in _QUERY_WORDS):  # type: ignore[union-attr]
-        columns = [c[0] if len(c) == 1 else ".".join(c) for c in _names(p)]
+        columns = tuple(c[0] if len(c) == 1 else ".".join(c) for c in _names(p))
     replace_where = p.until(*_QUERY_WORDS) if p.accept("REPLACE", "WHERE") else None
     t = p.peek()
     if t is None or not (t.upper in _QUERY_WORDS or t.text == "("):
         p.fail("expected a query (SELECT ..., VALUES ..., WITH ..., FROM ..., TABLE t)")
-    query = p.rest()
-
-    def run() -> DataFrame:
-        from delta_pyds.spark.tables.auto_compaction import write_delta
-
-        delta_table(spark, ref)
-        df = run_query(spark, query)
-        if not by_name:
-            names = columns or read_ref(spark, ref).columns
-            if len(df.columns) != len(names):
-                raise SqlParseError(
-                    f"INSERT: the query gives {len(df.columns)} columns, the table {'list ' if columns else ''}"
-                    f"has {len(names)} ({', '.join(names)})"
-                )
-            df = df.toDF(*names)
-        before = current_version(ref.path)
-        options = {"replaceWhere": replace_where} if replace_where else {}
-        commit = write_delta(df, ref.path, mode="overwrite" if overwrite or replace_where else "append", **options)
-        out = ("num_affected_rows", "num_inserted_rows")
-        if commit is None:  # the data source path does not hand its commit back
-            return metrics_row(spark, newest_metrics_after(ref.path, before), ("numOutputRows",), out)
-        return affected(spark, commit, ("numOutputRows",), out)
-
-    return run
+    return Insert(ref, p.rest(), overwrite, columns, by_name, replace_where)
 
 
 _QUERY_WORDS = ("SELECT", "WITH", "VALUES", "FROM", "TABLE", "MAP", "REDUCE")

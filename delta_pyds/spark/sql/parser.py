@@ -2,24 +2,27 @@
 
 Guarantees: a table reference is ``delta.`<path>``` (delta-spark's path syntax, ``@v<n>`` at
 the end of the path is time travel to version n), a quoted path where delta-spark takes one
-(``VACUUM '/p'``), or a name (``t``, ``db.t``, ``spark_catalog.db.t``) that the statement's
-resolver (:data:`Resolver`: Spark's catalog and temporary views, see
-:func:`delta_pyds.spark.sql.tables.resolver`) gives a Delta table path, never a CTE in scope;
-name parts are kept apart (```a.b``` is one part); ``CASE ... END`` nests like parentheses when
-a clause is cut at a keyword; ``VERSION AS OF n`` / ``TIMESTAMP AS OF '...'`` (with or without
-``FOR``, and the ``SYSTEM_VERSION`` / ``SYSTEM_TIME`` spellings) after a reference are taken with
-it. Every error is a :class:`~delta_pyds.errors.SqlParseError` that names the statement, the
-position and the supported form. No pyspark here."""
+(``VACUUM '/p'``), or a name (``t``, ``db.t``, ``spark_catalog.db.t``). A Delta statement's
+table (:meth:`Parser.table`, a :class:`Table`) is read with no resolution: a name is resolved
+when the statement runs. In a query, a name is a table reference only where the resolver
+(:data:`Resolver`: Spark's catalog and temporary views, see
+:func:`delta_pyds.spark.sql.table_refs.resolver`) gives it a Delta table path, never a CTE in
+scope (:meth:`Parser.table_ref`). Name parts are kept apart (```a.b``` is one part);
+``CASE ... END`` nests like parentheses when a clause is cut at a keyword; ``VERSION AS OF n``
+/ ``TIMESTAMP AS OF '...'`` (with or without ``FOR``, and the ``SYSTEM_VERSION`` /
+``SYSTEM_TIME`` spellings) after a reference are taken with it. Every error is a
+:class:`~delta_pyds.errors.SqlParseError` that names the statement, the position and the
+supported form. No pyspark here."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NoReturn
 
 from delta_pyds.errors import SqlParseError
-from delta_pyds.expressions.lexer import Token, tokenize
+from delta_pyds.expressions.lexer import DEFAULT_DIALECT, Dialect, Token, tokenize
 
 
 def split_at_version(path: str) -> tuple[str, int | None]:
@@ -56,6 +59,11 @@ class NamedTable:
     kind: str
 
 
+NOT_A_TABLE = (
+    "expected a Delta table: delta.`/path`, a Delta table of Spark's catalog (t, db.t,"
+    " spark_catalog.db.t) or a temporary view over a pydelta table"
+)
+
 # name parts, and whether temporary views count (the targets of Delta statements) -> the table or None
 Resolver = Callable[[tuple[str, ...], bool], "NamedTable | None"]
 
@@ -82,14 +90,34 @@ class TableRef:
         return {}
 
 
+@dataclass(frozen=True)
+class Table:
+    """A table a statement names: ``path`` (``delta.`p```, ``delta.`p@v3```, ``'p'``) or
+    ``name`` (its parts: ``("db", "t")``), with time travel where the statement takes it;
+    ``position`` is where it starts in the text (for errors; not compared)."""
+
+    path: str | None = None
+    name: tuple[str, ...] | None = None
+    version: int | None = None
+    timestamp: str | None = None
+    position: int = field(default=0, compare=False)
+
+    @property
+    def text(self) -> str:
+        """How the statement spells it (for messages)."""
+        return name_text(self.name) if self.name is not None else f"delta.`{self.path}`"
+
+
 class Parser:
     """Non-whitespace tokens of one statement with a cursor; ``form`` is the supported form
-    named in errors. ``resolve`` turns a name at a table-reference position into a Delta
-    table (:func:`delta_pyds.spark.sql.tables.resolver`); without it only ``delta.`path```
-    references are tables."""
+    named in errors. ``resolve`` turns a name at a table-reference position of a query into a
+    Delta table (:func:`delta_pyds.spark.sql.table_refs.resolver`); without it only
+    ``delta.`path``` references are tables there. ``dialect``: how string literals read
+    (the session's, :func:`delta_pyds.spark.dialect.session_dialect`)."""
 
-    def __init__(self, text: str, resolve: Resolver | None = None):
+    def __init__(self, text: str, resolve: Resolver | None = None, dialect: Dialect = DEFAULT_DIALECT):
         self.text = text
+        self.dialect = dialect
         self.resolve = resolve  # a name's Delta table, or None
         self.resolved: dict[tuple[tuple[str, ...], bool], NamedTable | None] = {}
         self.tokens = [t for t in tokenize(text) if not t.blank]
@@ -167,7 +195,7 @@ class Parser:
         if t is None or t.kind != "string":
             self.fail("expected a quoted string")
         self.i += 1
-        return t.value()
+        return t.value(self.dialect)
 
     def rest(self) -> str:
         """The text from the cursor to the end of the statement (without a final ``;``)."""
@@ -258,7 +286,7 @@ class Parser:
             t = self.peek()
             if t is None or t.kind not in ("string", "number", "word"):
                 self.fail("expected a property value")
-            props[key] = t.value()
+            props[key] = t.value(self.dialect)
             self.i += 1
             if not self.accept(","):
                 break
@@ -321,7 +349,7 @@ class Parser:
             path = n.value()
             self.i += 3
         elif allow_string and t.kind == "string":
-            path = t.value()
+            path = t.value(self.dialect)
             self.i += 1
         elif t.kind in ("word", "ident"):
             save = self.i
@@ -373,7 +401,7 @@ class Parser:
         ``VERSION AS OF '3'``)."""
         t = self.peek()
         if t is not None and t.kind == "string":
-            text = t.value().strip()
+            text = t.value(self.dialect).strip()
             if not (text.isascii() and text.isdigit()):
                 self.fail(f"expected a non-negative integer version after {clause}, got {t.text}")
             self.i += 1
@@ -383,13 +411,44 @@ class Parser:
         self.i += 1
         return int(t.text)
 
-    def require_table(self, *, allow_string: bool = False) -> TableRef:
-        ref = self.table_ref(allow_string=allow_string, views=True)
+    def table(self, *, allow_string: bool = False, time_travel: bool = False) -> Table | None:
+        """The table a statement names at the cursor, or None (the cursor does not move then):
+        ``delta.`path``` (``@v<n>`` at its end is version n), a quoted path when
+        ``allow_string``, or a name of plain identifiers (resolved when the statement runs;
+        a name with an unquoted part Spark refuses is None); with ``time_travel``, an
+        optional ``[FOR] VERSION AS OF n | TIMESTAMP AS OF 'ts'`` after it. No resolution here."""
+        t = self.peek()
+        if t is None:
+            return None
+        path: str | None = None
+        name: tuple[str, ...] | None = None
+        version = None
+        if t.upper == "DELTA" and self.at("DELTA", ".") and (n := self.peek(2)) is not None and n.kind == "ident":
+            path, version = split_at_version(n.value())
+            self.i += 3
+        elif allow_string and t.kind == "string":
+            path, version = split_at_version(t.value(self.dialect))
+            self.i += 1
+        elif t.kind in ("word", "ident"):
+            save = self.i
+            name = self.parts()
+            if any(not _plain_identifier(w.text) for w in self.tokens[save : self.i] if w.kind == "word"):
+                self.i = save
+                return None
+        else:
+            return None
+        timestamp = None
+        if time_travel:
+            version, timestamp, _ = self._time_travel(version, 0)
+        if path is not None and not path:
+            self.fail("empty table path")
+        return Table(path, name, version, timestamp, t.start)
+
+    def require_table(self, *, allow_string: bool = False) -> Table:
+        """The table a Delta statement names at the cursor (see :meth:`table`)."""
+        ref = self.table(allow_string=allow_string)
         if ref is None:
-            self.fail(
-                "expected a Delta table: delta.`/path`, a Delta table of Spark's catalog (t, db.t,"
-                " spark_catalog.db.t) or a temporary view over a pydelta table"
-            )
+            self.fail(NOT_A_TABLE)
         assert ref is not None
         return ref
 

@@ -1,14 +1,15 @@
-"""What the statements of :func:`delta_pyds.sql` share: resolving table names, reading a table
-reference, running a query that names Delta tables, and delta-spark's result rows.
+"""Table references of :func:`delta_pyds.sql` on a session: resolving the names a statement
+names (:class:`Resolution`), reading a table reference, running a query that names Delta
+tables, and delta-spark's result rows.
 
-Guarantees: a name in a statement resolves as Spark resolves it, on every statement
-(:func:`resolver`): a temporary view first (one over a whole ``pydelta`` table stands for its
-table as the target of a Delta statement; in a query Spark reads the view itself), then a Delta
-table of Spark's session catalog (:mod:`delta_pyds.spark.catalog`); anything else is Spark's. A
-query's Delta tables are read through ``read_delta`` (the native path, with their time travel)
-and reach ``spark.sql`` as DataFrame arguments, the rest of the text unchanged (braces escaped
-for pyspark's formatter); a statement naming no Delta table reaches ``spark.sql(statement, args,
-**kwargs)`` as given."""
+Guarantees: a name in a statement resolves as Spark resolves it, on every statement, each name
+once per statement (:func:`resolver`, :class:`Resolution`): a temporary view first (one over a
+whole ``pydelta`` table stands for its table as the target of a Delta statement; in a query
+Spark reads the view itself), then a Delta table of Spark's session catalog
+(:mod:`delta_pyds.spark.catalog`); anything else is Spark's. A query's Delta tables are read
+through ``read_delta`` (the native path, with their time travel) and reach ``spark.sql`` as
+DataFrame arguments, the rest of the text unchanged (braces escaped for pyspark's formatter); a
+statement naming no Delta table reaches ``spark.sql(statement, args, **kwargs)`` as given."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from delta_pyds.errors import ArgumentTypeError, NoCatalogError, SqlParseError, TableNotFoundError
 from delta_pyds.log.history import history as commit_history
 from delta_pyds.spark.catalog import lookup
-from delta_pyds.spark.sql.parser import NamedTable, Parser, Resolver, TableRef
+from delta_pyds.spark.sql.heads import FORMS
+from delta_pyds.spark.sql.parser import NOT_A_TABLE, NamedTable, Parser, Resolver, Table, TableRef, name_text
 from delta_pyds.spark.sql.references import query_refs, stray_paths, walk
 from delta_pyds.spark.sql.views import view_path
 
@@ -53,6 +55,47 @@ def resolver(spark: SparkSession) -> Resolver:
     return resolve
 
 
+class Resolution:
+    """The names one statement names, each resolved once through :func:`resolver` (a statement
+    sees one answer per name); :attr:`found` keeps every answer."""
+
+    def __init__(self, spark: SparkSession):
+        self.spark = spark
+        self._resolve = resolver(spark)
+        self.found: dict[tuple[tuple[str, ...], bool], NamedTable | None] = {}
+
+    def lookup(self, parts: tuple[str, ...], views: bool) -> NamedTable | None:
+        """The Delta table ``parts`` names (``views``: a temporary view over a whole ``pydelta``
+        table counts), or None."""
+        key = (parts, views)
+        if key not in self.found:
+            self.found[key] = self._resolve(parts, views)
+        return self.found[key]
+
+    def ref(self, table: Table, *, views: bool) -> TableRef | None:
+        """``table`` as the Delta table it is, or None for a name that is no Delta table."""
+        if table.name is None:
+            assert table.path is not None
+            return TableRef(table.path, table.version, table.timestamp, table.position, table.position)
+        found = self.lookup(table.name, views)
+        if found is None:
+            return None
+        name = name_text(table.name)
+        return TableRef(found.path, table.version, table.timestamp, table.position, table.position, name)
+
+    def target(self, stmt: Any) -> TableRef:
+        """The Delta table a Delta statement acts on (its ``table``); a name that is no Delta
+        table raises :class:`SqlParseError` naming the statement, the position and the form."""
+        table: Table = stmt.table
+        ref = self.ref(table, views=stmt.views)
+        if ref is None:
+            raise SqlParseError(
+                f"{stmt.statement}: {NOT_A_TABLE} at position {table.position} (near {table.text!r});"
+                f" supported form: {FORMS[stmt.statement]}"
+            )
+        return ref
+
+
 def table_names(spark: SparkSession) -> dict[str, str]:
     """The Delta tables of the current database of Spark's catalog (name -> path)."""
     out = {}
@@ -68,7 +111,7 @@ def run_statement(
     spark: SparkSession,
     p: Parser,
     statement: str,
-    args: dict[str, Any] | list[Any] | None = None,
+    args: Any = None,
     kwargs: dict[str, Any] | None = None,
 ) -> DataFrame:
     """Runs a statement that is not a Delta statement (its Delta tables read natively). With
