@@ -3,8 +3,9 @@ they hold enough small files, as delta-spark 3.x/4.x's ``AutoCompact`` post-comm
 
 Guarantees:
 
-* it runs when the session conf ``spark.databricks.delta.autoCompact.enabled`` says
-  ``true`` (``false`` turns it off whatever the table says), else when the table property
+* it runs when the session conf ``spark.databricks.delta.autoCompact.enabled`` (for the
+  writers that see no session conf, the write option of that name: :func:`option_settings`)
+  says ``true`` (``false`` turns it off whatever the table says), else when the table property
   ``delta.autoOptimize`` (deprecated) is true, else when ``delta.autoOptimize.autoCompact``
   is ``true`` (delta-spark's priority order); never after a commit that added no file, nor
   after an OPTIMIZE;
@@ -97,6 +98,16 @@ class AutoCompactSettings:
             modified_partitions_only=(modified != "false") if target is None else target != "table",
             max_partitions=_count(conf, MAX_PARTITIONS_CONF, 128, minimum=1),
         )
+
+
+def option_settings(options: Mapping[str, str]) -> AutoCompactSettings | None:
+    """The settings a write's options carry (:attr:`WriteOptions.auto_compact
+    <delta_pyds.write.options.WriteOptions.auto_compact>`: the session confs' names, for the
+    writers that get no session conf); None when they carry none (the table's properties
+    decide). :class:`SettingValueError` naming the option for a value it does not accept."""
+    if not options:
+        return None
+    return AutoCompactSettings.from_conf(options)
 
 
 def _choice(conf: Mapping[str, str | None], key: str, accepted: Sequence[str]) -> str | None:

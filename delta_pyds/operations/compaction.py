@@ -18,7 +18,7 @@ Guarantees:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -39,6 +39,8 @@ from delta_pyds.write.rewrite import plan_rewrite
 _ONE_PARTITION = 1 << 62
 READ_THREADS = 4
 READ_AHEAD = 8  # files read ahead of the writer (a bin holds at most about the target size)
+COALESCE_ROWS = 1 << 17  # small files' batches are handed to the writer joined up to this many rows
+COALESCE_BYTES = 32 << 20  # or this many bytes
 
 
 @dataclass
@@ -62,7 +64,7 @@ def bin_compactor(snap: Snapshot, target_file_size: int) -> BinCompactor:
     """The read and write specs of compacting ``snap``'s files into files of about
     ``target_file_size`` bytes (the write planned as every rewrite is)."""
     output = visible_schema(snap.schema)
-    write = plan_rewrite(snap.storage, snap.schema, target_file_size=target_file_size).spec
+    write = plan_rewrite(snap.storage, snap.schema, target_file_size=target_file_size, snapshot=snap).spec
     if write is None:  # pragma: no cover  (a rewrite of an existing table always has a spec)
         raise RuntimeError("internal: a compaction's write has no spec")
     # a bin (at most about the target size) is written as one file
@@ -98,20 +100,47 @@ def compact_bin(compactor: BinCompactor, tasks: Sequence[FileTask], *, task_id: 
                     pending.append(pool.submit(read, nxt))
                 yield from done
 
-    adds = write_task(compactor.write, batches(), task_id=task_id).adds
+    adds = write_task(compactor.write, coalesced(batches()), task_id=task_id).adds
     for a in adds:
         a["dataChange"] = False
     return adds
 
 
+def coalesced(
+    batches: Iterable[pa.RecordBatch], *, rows: int = COALESCE_ROWS, nbytes: int = COALESCE_BYTES
+) -> Iterator[pa.RecordBatch]:
+    """The rows of ``batches`` (one schema), in order, in batches of at least ``rows`` rows or
+    ``nbytes`` bytes (but the last): a small file's batch costs the writer as much per
+    batch (conversion, statistics, a Parquet write call) as a large one."""
+    buffer: list[pa.RecordBatch] = []
+    held_rows = held_bytes = 0
+    for batch in batches:
+        buffer.append(batch)
+        held_rows += batch.num_rows
+        held_bytes += batch.nbytes
+        if held_rows >= rows or held_bytes >= nbytes:
+            yield from _combined(buffer)
+            buffer, held_rows, held_bytes = [], 0, 0
+    if buffer:
+        yield from _combined(buffer)
+
+
+def _combined(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    if len(batches) == 1:
+        return batches
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()
+
+
 def rewrite_locally(snap: Snapshot, active: pa.Table, bins: list[list[int]], target: int) -> list[AddFile]:
     """The rows of each bin of ``active`` (file actions) rewritten in this process."""
     compactor = bin_compactor(snap, target)
+    paths = active.column("path").to_pylist()
+    wanted = {paths[i] for b in bins for i in b}
+    files = snap.files
+    rows = pa.array([p in wanted for p in files.column("path").to_pylist()], pa.bool_())
+    by_path = {t.path: t for t in bin_tasks(snap, files.filter(rows))}
     adds: list[AddFile] = []
-    paths = snap.files.column("path").to_pylist()
     with delete_on_failure(snap.storage, adds):
         for b, members in enumerate(bins):
-            wanted = set(active.column("path").take(pa.array(members, pa.int64())).to_pylist())
-            rows = pa.array([p in wanted for p in paths], pa.bool_())
-            adds.extend(compact_bin(compactor, bin_tasks(snap, snap.files.filter(rows)), task_id=b))
+            adds.extend(compact_bin(compactor, [by_path[paths[i]] for i in members], task_id=b))
     return adds

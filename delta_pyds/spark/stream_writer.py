@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, cast
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from delta_pyds.operations.auto_compact import auto_compact
+from delta_pyds.operations.auto_compact import auto_compact, option_settings
 from delta_pyds.streaming.sink import commit_batch, sink_app_id, sink_options
 from delta_pyds.transaction.staged_files import delete_files
 from delta_pyds.write.parquet_writer import WriteSpec, write_task
@@ -67,6 +67,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         self.plan = plan
         self.data_schema = data_schema
         self.options = options
+        self.auto_compact = option_settings(plan.opts.auto_compact)  # a bad value fails the query's start
 
     def write(self, iterator: Iterator) -> StreamCommitMessage:
         from delta_pyds.spark.writer import task_attempt
@@ -97,8 +98,8 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
             log.info(
                 "pydelta sink: batch %s committed as version %s of %s", batchId, result.version, written.storage.root
             )
-            # no session conf reaches a data source: the table's properties decide (never raises)
-            auto_compact(written.storage, result.version, adds)
+            # no session conf reaches a data source: the write's options, else the table's properties (never raises)
+            auto_compact(written.storage, result.version, adds, self.auto_compact)
 
     def abort(
         self,

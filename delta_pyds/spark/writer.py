@@ -9,8 +9,12 @@ task attempts, or :meth:`DeltaBatchWriter.abort` when the job failed.
 
 Guarantees: a failed job or a failed commit deletes the data files its tasks reported
 and leaves the log unchanged; a commit that reached the log is never undone. After a
-commit, auto compaction runs when the table's properties turn it on (no session conf
-reaches a data source; :mod:`delta_pyds.operations.auto_compact`), as a commit of its own.
+commit, auto compaction runs (:mod:`delta_pyds.operations.auto_compact`), as a commit of
+its own, when the write's options turn it on or, without them, the table's properties: no
+session conf reaches a Python data source (Spark runs ``commit`` in a planner worker
+process that gets the pickled writer, the messages and a few hand-picked runner confs, no
+session), so ``spark.databricks.delta.autoCompact.*`` are taken as ``.option(...)`` keys;
+a bad value fails the write when it is planned, before any data moves.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import cast
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from delta_pyds.operations.auto_compact import auto_compact
+from delta_pyds.operations.auto_compact import auto_compact, option_settings
 from delta_pyds.protocol.identity import merge_marks
 from delta_pyds.transaction.staged_files import delete_files, delete_on_failure
 from delta_pyds.write.parquet_writer import WriteSpec, write_task
@@ -57,6 +61,7 @@ class DeltaCommitMessage(WriterCommitMessage):
 class DeltaBatchWriter(DataSourceArrowWriter):
     def __init__(self, plan: WritePlan):
         self.plan = plan
+        self.auto_compact = option_settings(plan.opts.auto_compact)  # a bad value fails here, on the driver
 
     def write(self, iterator: Iterator) -> DeltaCommitMessage:
         if self.plan.skip:
@@ -91,8 +96,8 @@ class DeltaBatchWriter(DataSourceArrowWriter):
                 "pydelta: write to %s skipped (already committed or table created concurrently)", self.plan.storage.root
             )
             return
-        # no session conf reaches a data source: the table's properties decide (never raises)
-        auto_compact(self.plan.storage, result.version, adds)
+        # no session conf reaches a data source: the write's options, else the table's properties (never raises)
+        auto_compact(self.plan.storage, result.version, adds, self.auto_compact)
 
     def abort(self, messages: list[DeltaCommitMessage | None]) -> None:  # type: ignore[override]
         adds = [a for m in messages if m is not None for a in m.adds]

@@ -70,6 +70,7 @@ from delta_pyds.errors import (
 from delta_pyds.protocol.paths import is_absolute, scheme_of
 from delta_pyds.storage.checked_input import CheckedInput
 from delta_pyds.storage.client_retries import client_options, configure_client
+from delta_pyds.storage.local_files import list_local, open_local
 from delta_pyds.storage.options import (  # noqa: F401
     filesystem_kwargs,
     is_secret_key,
@@ -282,6 +283,10 @@ class Storage:
 
     # -- reads ----------------------------------------------------------------------
     def list_dir(self, path: str) -> list[FileEntry]:
+        if self.protocol == "file":
+            local = self._list_local(path, None)
+            if local is not None:
+                return local
         fs = self.fs
         self._invalidate(path)  # listings must see other writers' new commits
         try:
@@ -304,12 +309,19 @@ class Storage:
         :meth:`list_dir` filtered. On S3 the store is asked for only those
         (:mod:`delta_pyds.storage.start_after`: ``StartAfter``); elsewhere, or when that
         cannot answer, the directory is listed whole and filtered."""
+        if self.protocol == "file":
+            local = self._list_local(path, after)
+            if local is not None:
+                return local
         objects = s3_objects_after(self.fs, path, after) if self.protocol in S3_PROTOCOLS else None
         if objects is None:
             return [e for e in self.list_dir(path) if e.name > after]
         entries = [FileEntry(name, full, int(obj.get("Size") or 0), mtime_ms(obj)) for name, full, obj in objects]
         entries.sort(key=lambda e: e.name)
         return entries
+
+    def _list_local(self, path: str, after: str | None) -> list[FileEntry] | None:
+        return list_local(self.fs._strip_protocol(path), after, FileEntry)
 
     def exists(self, path: str) -> bool:
         self._invalidate(path)
@@ -367,8 +379,12 @@ class Storage:
 
     def open_input(self, path: str) -> Any:
         """A seekable binary file; on object stores a :class:`CheckedInput`, whose reads
-        are never short (Parquet footers, column chunks, checkpoint parts, sidecars)."""
+        are never short (Parquet footers, column chunks, checkpoint parts, sidecars). On
+        local disk a native ``pyarrow.OSFile``: pyarrow reads it without calling back into
+        Python (an fsspec file costs about 0.5 ms more per small Parquet file, under the GIL)."""
         self._check_regular(path)
+        if self.protocol == "file":
+            return open_local(self.fs._strip_protocol(path))
         if self.protocol not in OBJECT_STORES:
             return self._call("open", path, self.fs.open, path, "rb")
         raw = self._call("open", path, self.fs.open, path, "rb", cache_type="readahead")

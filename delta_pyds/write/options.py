@@ -52,6 +52,15 @@ WRITE_OPTIONS = {
     "allowunsafecommits": ("allowUnsafeCommits", "true: commit on storage without atomic create"),
     "checkpointonwrite": ("checkpointOnWrite", "false: never write checkpoints from this write"),
 }
+# delta-spark's auto compaction session confs, taken as write options by the writers that
+# see no session conf (the pydelta data source, the streaming sink, write_arrow)
+AUTO_COMPACT_OPTIONS = tuple(
+    "spark.databricks.delta.autoCompact." + k
+    for k in ("enabled", "minNumFiles", "maxFileSize", "minFileSize", "modifiedPartitionsOnly.enabled", "target")
+) + ("spark.databricks.delta.autoCompact.maxNumModifiedPartitions",)
+WRITE_OPTIONS.update(
+    {k.lower(): (k, "auto compaction after this write (delta-spark's session conf)") for k in AUTO_COMPACT_OPTIONS}
+)
 
 _SAVE_MODES = ("errorifexists", "ignore", "append", "overwrite")
 _SAVE_MODE_ALIASES = {"error": "errorifexists", "default": "errorifexists"}
@@ -135,6 +144,7 @@ class WriteOptions:
     allow_unsafe_commits: bool = False
     checkpoint_on_write: bool = True
     table_properties: Mapping[str, str] = field(default_factory=dict)  # canonical delta.* keys
+    auto_compact: Mapping[str, str] = field(default_factory=dict)  # AUTO_COMPACT_OPTIONS given
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold credentials
 
     @classmethod
@@ -194,8 +204,15 @@ class WriteOptions:
             allow_unsafe_commits=_bool(options, "allowUnsafeCommits", False),
             checkpoint_on_write=_bool(options, "checkpointOnWrite", True),
             table_properties=props,
+            auto_compact=_auto_compact(options),
             storage_options=storage,
         )
+
+
+def _auto_compact(options: Mapping[str, str]) -> dict[str, str]:
+    """The auto compaction options given (canonical names; validated where they are used)."""
+    found = {k: get_option(options, k) for k in AUTO_COMPACT_OPTIONS}
+    return {k: str(v) for k, v in found.items() if v is not None}
 
 
 def _layout(

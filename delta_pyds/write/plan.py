@@ -178,6 +178,7 @@ def plan_write(
     storage: Storage | None = None,
     keep_identity_values: bool = False,
     spark_sql_rules: bool = False,
+    snapshot: Snapshot | None = None,  # the state a rewrite read its rows from (None: the latest)
 ) -> WritePlan:
     """Decides a write of data with ``data_schema`` (see the module docstring).
 
@@ -190,7 +191,7 @@ def plan_write(
     check = getattr(storage, "check_commits_supported", None)
     if callable(check):
         check()
-    snapshot = _load(storage)
+    snapshot = snapshot if snapshot is not None else _load(storage)
     read_version = snapshot.version if snapshot is not None else -1
     skip = _skip_reason(opts, snapshot, storage)
     if skip is not None:

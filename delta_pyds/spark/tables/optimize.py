@@ -210,7 +210,7 @@ class DeltaOptimizeBuilder:
 
     def _result(self, snap: Snapshot, metrics: dict[str, Any]) -> DataFrame:
         """delta-spark's OPTIMIZE result: ``path`` and the ``metrics`` struct."""
-        return self._rewriter.spark.createDataFrame([(snap.table_root, metrics)], OPTIMIZE_RESULT_SCHEMA)
+        return result_frame(self._rewriter.spark, snap.table_root, metrics)
 
     def _binned_rows(
         self,
@@ -247,20 +247,42 @@ class DeltaOptimizeBuilder:
         return rw.tracked(snap, df)  # table columns (+ row ids and commit versions, kept)
 
 
-_SIZE = "struct<min: bigint, max: bigint, avg: double, totalFiles: bigint, totalSize: bigint>"
-_ZSTATS = (
-    "struct<strategyName: string, inputCubeFiles: struct<num: bigint, size: bigint>, "
-    "inputOtherFiles: struct<num: bigint, size: bigint>, inputNumCubes: bigint, "
-    "mergedFiles: struct<num: bigint, size: bigint>, numOutputCubes: bigint, mergedNumCubes: bigint>"
+_LONG, _PAIR = pa.int64(), pa.struct([("num", pa.int64()), ("size", pa.int64())])
+_SIZE = pa.struct([("min", _LONG), ("max", _LONG), ("avg", pa.float64()), ("totalFiles", _LONG), ("totalSize", _LONG)])
+_ZSTATS = pa.struct(
+    [
+        ("strategyName", pa.string()),
+        ("inputCubeFiles", _PAIR),
+        ("inputOtherFiles", _PAIR),
+        ("inputNumCubes", _LONG),
+        ("mergedFiles", _PAIR),
+        ("numOutputCubes", _LONG),
+        ("mergedNumCubes", _LONG),
+    ]
 )
-OPTIMIZE_RESULT_SCHEMA = (
-    f"path string, metrics struct<numFilesAdded: bigint, numFilesRemoved: bigint, filesAdded: {_SIZE}, "
-    f"filesRemoved: {_SIZE}, partitionsOptimized: bigint, zOrderStats: {_ZSTATS}, numBatches: bigint, "
-    "totalConsideredFiles: bigint, totalFilesSkipped: bigint, preserveInsertionOrder: boolean, "
-    "numFilesSkippedToReduceWriteAmplification: bigint, numBytesSkippedToReduceWriteAmplification: bigint, "
-    "startTimeMs: bigint, endTimeMs: bigint, totalClusterParallelism: bigint, totalScheduledTasks: bigint, "
-    "numTableColumns: bigint, numTableColumnsWithStats: bigint>"
+_METRIC_TYPES = {
+    "filesAdded": _SIZE,
+    "filesRemoved": _SIZE,
+    "zOrderStats": _ZSTATS,
+    "preserveInsertionOrder": pa.bool_(),
+}
+_METRIC_NAMES = (
+    "numFilesAdded numFilesRemoved filesAdded filesRemoved partitionsOptimized zOrderStats numBatches "
+    "totalConsideredFiles totalFilesSkipped preserveInsertionOrder numFilesSkippedToReduceWriteAmplification "
+    "numBytesSkippedToReduceWriteAmplification startTimeMs endTimeMs totalClusterParallelism "
+    "totalScheduledTasks numTableColumns numTableColumnsWithStats"
+).split()
+# delta-spark's OPTIMIZE result (every field nullable): ``path`` and the ``metrics`` struct
+OPTIMIZE_RESULT_SCHEMA = pa.schema(
+    [("path", pa.string()), ("metrics", pa.struct([(n, _METRIC_TYPES.get(n, _LONG)) for n in _METRIC_NAMES]))]
 )
+
+
+def result_frame(spark: Any, path: str, metrics: dict[str, Any]) -> DataFrame:
+    """The one-row OPTIMIZE result DataFrame (:data:`OPTIMIZE_RESULT_SCHEMA`), made from an
+    Arrow table: no DDL to parse and one hand-over to the JVM (a Python row list costs
+    several py4j round trips)."""
+    return spark.createDataFrame(pa.Table.from_pylist([{"path": path, "metrics": metrics}], OPTIMIZE_RESULT_SCHEMA))
 
 
 def records_per_file(active: pa.Table, bins: list, target: int) -> int | None:

@@ -1,7 +1,8 @@
 """Auto compaction after every writer (write_delta, the pydelta data source, the streaming sink,
 DELETE, UPDATE, MERGE): the session confs spark.databricks.delta.autoCompact.* (enabled wins
 over the table property, minNumFiles) and the table property delta.autoOptimize.autoCompact
-(the only switch of the data source and the sink, which get no session conf), the OPTIMIZE
+(the switch of the data source and the sink, which get no session conf, beside the confs'
+names given as write options), the OPTIMIZE
 commit with auto=true in the history, and the compacted table read identically through the
 data source, read_delta and deltalake. Races and the settings' rules: tests/operations/test_auto_compact.py."""
 
@@ -91,6 +92,36 @@ def test_the_data_source_follows_the_table_property(spark, tmp_path):
     df.write.format("pydelta").mode("append").save(plain)
     assert _last_operation(spark, plain)[0] == "WRITE" and Snapshot.load(plain).files.num_rows == 50
     assert sorted(r[0] for r in _three_ways(spark, path, ["id"])) == list(range(100))
+
+
+def test_the_data_source_takes_the_confs_as_write_options(spark, tmp_path):
+    """No session conf reaches a Python data source's commit: the confs' names are options."""
+    path = str(tmp_path / "t")
+
+    def append(start, **options):
+        w = _ids_df(spark, start, 10).drop("p").write.format("pydelta").mode("append")
+        for k, v in options.items():
+            w = w.option(k, v)
+        w.save(path)
+
+    with session_confs(spark, **{ON: "true", MIN_FILES: "2"}):  # invisible to the data source
+        append(0)
+        append(10)
+    assert _last_operation(spark, path)[0] == "WRITE"
+    append(20, **{ON: "true", MIN_FILES: "3"})
+    op, params = _last_operation(spark, path)
+    assert op == "OPTIMIZE" and params["auto"] == "true"
+    assert Snapshot.load(path).files.num_rows == 1
+    with pytest.raises(Exception, match="minNumFiles"):  # a bad value fails before data moves
+        append(30, **{MIN_FILES: "lots"})
+    assert sorted(r[0] for r in _three_ways(spark, path, ["id"])) == list(range(30))
+    prop = str(tmp_path / "prop")  # the table property on, the option false wins
+    write_arrow(prop, pa.table({"id": pa.array([-1], pa.int64())}), options={"delta.autoOptimize.autoCompact": "true"})
+    for start in (0, 10):
+        _ids_df(spark, start, 10).drop("p").write.format("pydelta").mode("append").option(ON, "false").option(
+            MIN_FILES, "2"
+        ).save(prop)
+    assert _last_operation(spark, prop)[0] == "WRITE" and Snapshot.load(prop).files.num_rows == 3
 
 
 def test_the_streaming_sink_follows_the_table_property(spark, tmp_path):
