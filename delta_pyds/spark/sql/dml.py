@@ -24,7 +24,7 @@ from delta_pyds.spark.sql.tables import (
     read_ref,
     run_query,
 )
-from delta_pyds.spark.tables.merge_clause import MergeClause, When
+from delta_pyds.spark.tables.merge.clauses import MergeClause, When
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

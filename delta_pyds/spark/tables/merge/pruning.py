@@ -19,8 +19,13 @@ filter. Of the parsed condition's top-level ``AND`` conjuncts it keeps:
 Every other conjunct is dropped, which only widens the filter. The filter is SQL text in the
 default dialect (read back by :meth:`TableRewriter.candidates` with ``DEFAULT_DIALECT``) and
 feeds the same conservative file skipping as DELETE (partition values and statistics), so
-pruning can only drop files that cannot hold a matching row. Callers must not prune when a
-``whenNotMatchedBySource`` clause needs every target row.
+pruning can only drop files that cannot hold a matching row. :func:`candidate_files` does not
+prune when a ``whenNotMatchedBySource`` clause needs every target row.
+
+Also the pin policy of the two-phase merge (what phase 1 pins so that phase 2 reads no target
+file again): :func:`pins_whole_target` (a small copy-on-write merge pins every candidate row)
+and :func:`carries_changed_rows` (a deletion-vector merge pins the changed rows' written
+values), both bounded by session confs.
 """
 
 from __future__ import annotations
@@ -29,12 +34,20 @@ import datetime as dt
 import decimal
 import math
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions.ast import Call, Col, Lit
 from delta_pyds.expressions.lexer import Dialect
 from delta_pyds.expressions.parser import parse
+from delta_pyds.spark.tables.args import ExpressionOrColumn
+from delta_pyds.spark.tables.dml import TableRewriter
+from delta_pyds.table.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType as SparkStructType
 
 MAX_KEY_SET = 64
 _FLIPPED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "="}
@@ -214,7 +227,7 @@ def source_keys(
             continue
         low = min(r[f"lo{i}"] for r in rows)
         high = max(r[f"hi{i}"] for r in rows)
-        values: set | None = set()
+        values: set[Any] | None = set()
         for r in rows:
             if r[f"over{i}"] or values is None:
                 values = None
@@ -233,12 +246,12 @@ def _key_bounds(n: int, limit: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        lo: list = [None] * n
-        hi: list = [None] * n
+        lo: list[Any] = [None] * n
+        hi: list[Any] = [None] * n
         nan = [False] * n
         over = [False] * n
-        keys: list[set] = [set() for _ in range(n)]
-        types: list = [None] * n
+        keys: list[set[Any]] = [set() for _ in range(n)]
+        types: list[Any] = [None] * n
         rows = 0
         for b in batches:
             rows += b.num_rows
@@ -295,7 +308,7 @@ DEFAULT_KEY_PRUNING_MIN_BYTES = 16 * 1024 * 1024
 DEFAULT_PIN_TARGET_MAX_BYTES = 16 * 1024 * 1024
 
 
-def key_pruning_min_bytes(rewriter: Any) -> int:
+def key_pruning_min_bytes(rewriter: TableRewriter) -> int:
     """The candidate files' total size from which MERGE reads the source's keys to prune
     them (``spark.pydelta.merge.sourceKeyPruning.minTargetBytes``, default 16 MiB; ``0``:
     whenever more than one file has statistics)."""
@@ -304,10 +317,104 @@ def key_pruning_min_bytes(rewriter: Any) -> int:
     return byte_count(rewriter.spark, KEY_PRUNING_CONF, DEFAULT_KEY_PRUNING_MIN_BYTES)
 
 
-def pin_target_max_bytes(rewriter: Any) -> int:
+def pin_target_max_bytes(rewriter: TableRewriter) -> int:
     """The candidate files' total size up to which a copy-on-write MERGE pins every
     candidate target row in phase 1 (``spark.pydelta.merge.pinTarget.maxBytes``, default
     16 MiB; ``0``: never)."""
     from delta_pyds.spark.conf import PIN_TARGET_CONF, byte_count
 
     return byte_count(rewriter.spark, PIN_TARGET_CONF, DEFAULT_PIN_TARGET_MAX_BYTES)
+
+
+def candidate_files(
+    rw: TableRewriter,
+    snap: Snapshot,
+    condition: ExpressionOrColumn,
+    talias: str,
+    target_schema: SparkStructType,
+    src: DataFrame,
+    *,
+    by_source: bool,
+    insert_only: bool,
+) -> tuple[pa.Table, int | None]:
+    """(the candidate target files of ``snap``: pruned by :func:`target_filter` unless a
+    ``whenNotMatchedBySource`` clause needs every row, the source's row count when the
+    pruning job counted it). The source's keys are read (one job over the pinned ``src``)
+    only when :func:`keys_can_prune` says the job pays, or for an insert-only merge (which
+    counts the source anyway)."""
+    from delta_pyds.spark.dialect import session_dialect
+
+    files = snap.files
+    if by_source:  # every target row is needed
+        return files, None
+    counted: dict[str, int] = {}
+    literal_files: dict[str | None, pa.Table] = {}
+
+    def read_keys(literal: str | None, columns: list[str]) -> bool:
+        found = rw.candidates(snap, literal, rendered=True) if literal else files
+        literal_files[literal] = found
+        if insert_only:  # without phase 1 a job counts the source anyway: this one
+            return True
+        return keys_can_prune(found, columns, snap.partition_columns, key_pruning_min_bytes(rw))
+
+    pruning = target_filter(
+        condition, talias, target_schema, src, counted, read_keys=read_keys, dialect=session_dialect(rw.spark)
+    )
+    if pruning == "FALSE":
+        files = files.slice(0, 0)
+    elif pruning in literal_files:  # the keys were not read: the literal conjuncts' files
+        files = literal_files[pruning]
+    elif pruning is not None:
+        files = rw.candidates(snap, pruning, rendered=True)
+    return files, counted.get("rows")
+
+
+# a copy-on-write merge of at most this many candidate files (and at most
+# spark.pydelta.merge.pinTarget.maxBytes of them) pins every candidate row in phase 1 with
+# its written values: phase 2 reads no file again and joins nothing (for a small merge the
+# second scan and broadcast cost more than pinning the rows)
+PIN_TARGET_MAX_FILES = 256
+PIN_TARGET_MAX_ROWS = 2_000_000  # ... and rows, by the files' statistics (none: no pin)
+# a deletion-vector merge whose candidate files hold at most this many bytes (the session conf
+# spark.pydelta.merge.pinChangedRows.maxBytes) carries the changed rows' written values in phase
+# 1's pinned rows (a local checkpoint, MEMORY_AND_DISK); beyond, phase 1 pins only (file, row
+# index, action) and phase 2 reads the changed files again: the pinned data stays bounded
+DEFAULT_PIN_CHANGED_MAX_BYTES = 1 << 30
+
+
+def pins_whole_target(files: pa.Table, *, dv: bool, changes_target: bool, max_bytes: int) -> bool:
+    """Whether phase 1 pins every candidate target row with its written values: a
+    copy-on-write merge (``changes_target``: with a target-side clause) of at most
+    ``max_bytes`` in at most :data:`PIN_TARGET_MAX_FILES` candidate ``files`` holding at most
+    :data:`PIN_TARGET_MAX_ROWS` rows (by their statistics: a file without ``numRecords``
+    pins nothing)."""
+    import pyarrow.compute as pc
+
+    from delta_pyds.transaction.file_actions import stat_rows
+
+    if dv or not changes_target or not 0 < files.num_rows <= PIN_TARGET_MAX_FILES:
+        return False
+    if (pc.sum(files.column("size")).as_py() or 0) > max_bytes or "stats" not in files.column_names:
+        return False
+    rows = [stat_rows({"stats": s}, None) for s in files.column("stats").to_pylist()]
+    return None not in rows and sum(r for r in rows if r is not None) <= PIN_TARGET_MAX_ROWS
+
+
+def carries_changed_rows(files: pa.Table, *, dv: bool, max_bytes: int) -> bool:
+    """Whether phase 1 of a deletion-vector merge carries the changed rows' written values:
+    its candidate ``files`` hold at most ``max_bytes``
+    (:data:`~delta_pyds.spark.conf.PIN_CHANGED_CONF`; ``0``: never)."""
+    import pyarrow.compute as pc
+
+    if not dv:
+        return False
+    return files.num_rows == 0 or (pc.sum(files.column("size")).as_py() or 0) <= max_bytes
+
+
+def pin_changed_max_bytes(rewriter: TableRewriter) -> int:
+    """The candidate files' total size up to which a deletion-vector MERGE carries the
+    changed rows' written values in phase 1 (``spark.pydelta.merge.pinChangedRows.maxBytes``,
+    default 1 GiB; ``0``: never)."""
+    from delta_pyds.spark.conf import PIN_CHANGED_CONF, byte_count
+
+    return byte_count(rewriter.spark, PIN_CHANGED_CONF, DEFAULT_PIN_CHANGED_MAX_BYTES)
