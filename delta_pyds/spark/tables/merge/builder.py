@@ -9,7 +9,7 @@
 Guarantees: clause arguments are checked when the clause is added, as delta-spark checks
 them (:mod:`delta_pyds.spark.tables.args`; ``add_clause`` as the ``when*`` method of the same
 kind); ``execute()`` without a clause raises ``ValueError``; a target row matched by several
-source rows raises :class:`~delta_pyds.errors.DeltaError` unless the only
+source rows raises :class:`~delta_pyds.errors.MergeMultipleMatchesError` unless the only
 matched clause is an unconditional ``whenMatchedDelete()``; the pinned source and phase 1's
 and phase 2's pinned rows are released whatever happens; ``execute()`` returns delta-spark's
 one-row DataFrame (zeros, and no commit, when nothing changes).
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from delta_pyds.errors import DeltaError
+from delta_pyds.errors import MergeMultipleMatchesError
 from delta_pyds.spark.tables.args import (
     ColumnMapping,
     ExpressionOrColumn,
@@ -205,7 +205,7 @@ def _run(plan: MergePlan, started: int) -> dict[str, int]:
         else:
             pr, outcome = find_touched_files(plan, dv=dv, generated=generated)
         if plan.clauses and outcome.several_matches and not plan.delete_all_matched:
-            raise DeltaError(_SEVERAL_MATCHES)
+            raise MergeMultipleMatchesError(_SEVERAL_MATCHES)
         metrics = row_metrics(plan, outcome.counts)
         metrics.update(
             numSourceRows=outcome.source_rows,

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from delta_pyds.errors import IdentityColumnError
 from delta_pyds.operations.dv_delete import stage_dv_marks
 from delta_pyds.operations.read_set import record_read
 from delta_pyds.protocol.action_types import AddCDCFile, AddFile
@@ -48,7 +49,7 @@ def identity_marks(mr: MergeRows, outcome: MergeOutcome) -> dict[str, int]:
     for col in mr.generated:
         last = col.value(col.first_k + outcome.top_k)
         if not -(1 << 63) <= last < (1 << 63):
-            raise ValueError(f"merge: identity column {col.name} would overflow a long ({last})")
+            raise IdentityColumnError(f"merge: identity column {col.name} would overflow a long ({last})")
         marks[col.name] = last
     return marks
 

@@ -16,7 +16,7 @@ Guarantees:
   table generates (identity columns, generated columns the source lacks: recomputed from
   the written row); inserts without an identity value get generated ones
   (:func:`identity_to_generate` refuses clauses that set an identity column in some insert
-  clauses only, or one the table generates);
+  clauses only, or one the table generates: :class:`~delta_pyds.errors.IdentityColumnError`);
 * change data rows: update pre- and post-images, one delete per target row, inserts.
 """
 
@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from delta_pyds.errors import IdentityColumnError
 from delta_pyds.protocol.identity import IdentityColumn
 from delta_pyds.spark.tables.dml import generated_expressions, regenerate
 from delta_pyds.spark.tables.merge.clauses import Expression, MergeClause
@@ -55,12 +56,12 @@ def identity_to_generate(plan: MergePlan) -> list[IdentityColumn]:
         if not any(gives):
             generate.append(col)
         elif not all(gives):
-            raise ValueError(
+            raise IdentityColumnError(
                 f"merge: some insert clauses set identity column {name} and others do "
                 "not; set it in all of them or in none (then the table generates it)"
             )
         elif not col.allow_explicit_insert:
-            raise ValueError(
+            raise IdentityColumnError(
                 f"merge: cannot insert values into identity column {name}: the table "
                 "generates them (delta.identity.allowExplicitInsert=false); leave it out "
                 "of the insert clauses (insertAll with a source without the column)"

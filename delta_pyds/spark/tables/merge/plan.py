@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from delta_pyds.errors import ColumnNotFoundError
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.identity import IdentityColumn, identity_columns
 from delta_pyds.protocol.schema import StructType as DeltaStruct
@@ -104,12 +105,12 @@ class MergePlan:
         lowered = {n.lower(): n for n in self.names}
         k2 = k if k.lower() in lowered else parse_column_path(k, "values")[-1]  # `a.b`, or t.a qualified
         if k2.lower() not in lowered:
-            raise ValueError(f"merge: {k} is not a column of the table; columns: {', '.join(self.names)}")
+            raise ColumnNotFoundError(f"merge: {k} is not a column of the table; columns: {', '.join(self.names)}")
         return lowered[k2.lower()]
 
     def source_col(self, n: str) -> Column:
         if n.lower() not in self.src_cols:
-            raise ValueError(f"merge: updateAll/insertAll needs column {n} in the source")
+            raise ColumnNotFoundError(f"merge: updateAll/insertAll needs column {n} in the source")
         return self.src[self.src_cols[n.lower()]]
 
     def tcol(self) -> dict[str, Column]:
