@@ -105,7 +105,7 @@ def write_all_changes(
         target = _pinned_rows(plan, pr, outcome.touched, keep_old=keep_old) if pr.carried else None
         if target is None:
             target = _rejoined_rows(plan, outcome.touched, generated, dv=dv, keep_old=keep_old)
-    unmatched = unmatched_source(plan, pr, outcome.matched_pairs, outcome.matched_ids)
+    unmatched = unmatched_source(plan, pr, outcome)
     inserts = insert_rows(plan, unmatched, generated, keep_old=keep_old)
     return merge_rows_of(plan, target, inserts, generated)
 

@@ -30,7 +30,8 @@ class MergeOutcome:
     inserts_counted: bool  # counts holds the inserted rows (else the write counts them)
     source_rows: int = 0  # the source's rows (delta-spark's numSourceRows)
     changed: dict[str, bytes] | None = None  # with deletion vectors: file -> serialized bitmap of its changed rows
-    matched_ids: list[int] | None = None  # the matched source rows' numbers, when at most classic.LITERAL_IDS
+    matched_ids: list[int] | None = None  # the matched source rows' numbers, when at most probe.LITERAL_IDS
+    matched_sources: int | None = None  # distinct matched source rows, when every task sent their numbers
 
 
 def row_metrics(plan: MergePlan, counts: dict[int, int]) -> dict[str, int]:

@@ -13,9 +13,10 @@ Guarantees:
   copy-on-write target) every candidate row is pinned with its written values (``left``
   outer join): phase 2 then reads no target file again;
 * the unmatched source rows are the pinned source rows outside the matched source row
-  numbers (a literal set of at most :data:`LITERAL_IDS`, or an anti-join with the probe's
-  matched rows, broadcast up to :data:`BROADCAST_IDS` pairs): the same source rows phase 1
-  saw, whatever the source's determinism.
+  numbers (none, with no Spark job, when phase 1 counted as many distinct matched source
+  rows as the source holds; a literal set of at most :data:`LITERAL_IDS`; else an anti-join
+  with the probe's matched rows, broadcast up to :data:`BROADCAST_IDS` pairs): the same
+  source rows phase 1 saw, whatever the source's determinism.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from delta_pyds.spark.tables.merge.metrics import MergeOutcome
 from delta_pyds.spark.tables.merge.output import carried_columns, insert_action, target_action
 from delta_pyds.spark.tables.merge.plan import ACTION, MATCHED, SRC, SRC_ID, MergePlan
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW
@@ -36,6 +38,10 @@ BROADCAST_IDS = 2_000_000
 # up to this many matched source rows (counted by phase 1's job), the inserted rows are the
 # source rows whose numbers are not in a literal set (no job to broadcast the numbers)
 LITERAL_IDS = 4096
+# each task of phase 1's job sends its matched source rows' numbers (a bitmap) up to this many,
+# else a marker: the driver then knows how many distinct source rows matched (every one: no
+# insert can happen and phase 2 runs no anti-join)
+TASK_IDS = 1 << 20
 
 
 @dataclass
@@ -89,19 +95,21 @@ def probe(plan: MergePlan, *, carry: bool = False, keep_old: bool = False, whole
     return Probe(rows.localCheckpoint(eager=False), carried=carry or whole, whole=whole)
 
 
-def unmatched_source(
-    plan: MergePlan, pr: Probe, matched_pairs: int | None = None, matched_ids: list[int] | None = None
-) -> DataFrame | None:
+def unmatched_source(plan: MergePlan, pr: Probe, outcome: MergeOutcome | None = None) -> DataFrame | None:
     """The source rows no candidate target row matches, with their insert action (rows no
-    insert clause takes dropped); None without insert clauses. They are the pinned source
-    rows whose numbers are not in ``matched_ids`` (the matched source rows' numbers, when
-    phase 1 collected them), else the source anti-joined with the probe's matched source
-    row numbers (broadcast when ``matched_pairs``, the number of matched (target, source)
-    pairs, is known and at most :data:`BROADCAST_IDS`)."""
+    insert clause takes dropped); None without insert clauses, or when phase 1's ``outcome``
+    counted every source row as matched. They are the pinned source rows whose numbers are
+    not in the outcome's ``matched_ids`` (when phase 1 collected them), else the source
+    anti-joined with the probe's matched source row numbers (broadcast when the number of
+    matched (target, source) pairs is known and at most :data:`BROADCAST_IDS`)."""
     from pyspark.sql import functions as F
 
     if not plan.inserts:
         return None
+    matched_ids = outcome.matched_ids if outcome is not None else None
+    matched_pairs = outcome.matched_pairs if outcome is not None else None
+    if outcome is not None and outcome.matched_sources is not None and outcome.matched_sources >= outcome.source_rows:
+        return None  # every source row matched: nothing to insert, no job
     if matched_ids is not None:  # a literal set: no job
         rows = plan.src.where(f"NOT ({SRC_ID} IN ({','.join(map(str, matched_ids))}))") if matched_ids else plan.src
     else:

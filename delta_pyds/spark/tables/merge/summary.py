@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_pyds.spark.tables.merge.metrics import MergeOutcome
 from delta_pyds.spark.tables.merge.plan import ACTION, MATCHED, SRC_ID, MergePlan
-from delta_pyds.spark.tables.merge.probe import LITERAL_IDS, Probe, unmatched_source
+from delta_pyds.spark.tables.merge.probe import LITERAL_IDS, TASK_IDS, Probe, unmatched_source
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW
 
 if TYPE_CHECKING:
@@ -47,10 +47,11 @@ def summarize(plan: MergePlan, pr: Probe, *, count_inserts: bool, marks: bool = 
     source's rows (its pinned rows counted per task in the same job). With ``marks``
     (deletion vectors) also per file the bitmap of the rows a target-side clause changes
     (the rows the commit marks deleted: no job of their own). With insert clauses also the
-    matched source rows' numbers when there are at most
-    :data:`~delta_pyds.spark.tables.merge.probe.LITERAL_IDS` (each task's as a bitmap, or a
-    marker past that bound), so phase 2 excludes them from the inserts as literals. The job
-    fills the probe's checkpoint."""
+    matched source rows' numbers (each task's as a bitmap, or a marker past
+    :data:`~delta_pyds.spark.tables.merge.probe.TASK_IDS`): their number, and the numbers
+    themselves when there are at most :data:`~delta_pyds.spark.tables.merge.probe.LITERAL_IDS`,
+    so phase 2 excludes them from the inserts as literals, or inserts nothing when every
+    source row matched. The job fills the probe's checkpoint."""
     from pyspark.sql import functions as F
 
     n = len(plan.clauses)
@@ -60,7 +61,7 @@ def summarize(plan: MergePlan, pr: Probe, *, count_inserts: bool, marks: bool = 
         f"t{a} long" for a in range(n + 1)
     )
     per_file = pr.rows.select(SCAN_FILE, SCAN_ROW, ACTION, MATCHED, SRC_ID).mapInArrow(
-        _per_task(n, marks, LITERAL_IDS if plan.inserts else 0), schema + (", changed binary" if marks else "")
+        _per_task(n, marks, TASK_IDS if plan.inserts else 0), schema + (", changed binary" if marks else "")
     )
     null = F.lit(None).cast("long")
     per_file = per_file.select("*", *[null.alias(f"i{a}") for a in ins], null.alias("k"), null.alias("src"))
@@ -131,6 +132,7 @@ def _outcome(plan: MergePlan, got: list[Any], *, n: int, ins: list[int], marks: 
             pairs[name] = pairs.get(name, 0) + int(r["pairs"])
             bitmaps.setdefault(name, []).append(bytes(r["matched"]))
     distinct = {name: _union_size(parts) for name, parts in bitmaps.items()}
+    matched = _matched_ids(ids, plan)
     several = any(pairs[name] > distinct[name] for name in pairs)
     if several and plan.delete_all_matched:
         # every matched row takes action 1 (the one unconditional delete): count target rows once
@@ -144,20 +146,22 @@ def _outcome(plan: MergePlan, got: list[Any], *, n: int, ins: list[int], marks: 
         inserts_counted=bool(ins) or not plan.inserts,
         source_rows=source_rows,
         changed={name: _union(parts) for name, parts in changed.items()} if marks else None,
-        matched_ids=_matched_ids(ids, plan),
+        matched_ids=matched[0] if matched is not None else None,
+        matched_sources=matched[1] if matched is not None else None,
     )
 
 
-def _matched_ids(parts: list[bytes] | None, plan: MergePlan) -> list[int] | None:
-    """The matched source rows' numbers from the tasks' bitmaps (None when a task had more
-    than :data:`~delta_pyds.spark.tables.merge.probe.LITERAL_IDS`, or their union has)."""
+def _matched_ids(parts: list[bytes] | None, plan: MergePlan) -> tuple[list[int] | None, int] | None:
+    """(the matched source rows' numbers from the tasks' bitmaps, None when more than
+    :data:`~delta_pyds.spark.tables.merge.probe.LITERAL_IDS`; how many there are), None when
+    a task had more than :data:`~delta_pyds.spark.tables.merge.probe.TASK_IDS`."""
     if parts is None or not plan.inserts:
         return None
     found = _bitmap_union(parts)
-    return None if len(found) > LITERAL_IDS else list(found)
+    return (None if len(found) > LITERAL_IDS else list(found)), len(found)
 
 
-# a task's ids column when it matched more source rows than the driver takes as literals
+# a task's ids column when it matched more than TASK_IDS source rows
 _TOO_MANY = b"many"
 
 
