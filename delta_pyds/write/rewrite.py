@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from delta_pyds.protocol.schema import StructType, without_void_columns
 from delta_pyds.storage.store import Storage
+from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.options import WriteOptions
 from delta_pyds.write.plan import WritePlan, plan_write
 
@@ -31,10 +32,12 @@ def plan_rewrite(
     *,
     target_file_size: int | None = None,
     evolve_schema: bool = False,
+    snapshot: Snapshot | None = None,
 ) -> WritePlan:
     """The plan of writing rows of the table at ``storage`` (with ``schema``: the table's,
     or with ``evolve_schema`` the table's plus new columns) as new files of about
-    ``target_file_size`` bytes (None or 0: the write path's default)."""
+    ``target_file_size`` bytes (None or 0: the write path's default); over ``snapshot``
+    (the version the rows were read from) when given, else the latest version loaded."""
     opts = WriteOptions(
         path=storage.root,
         overwrite=False,
@@ -42,4 +45,4 @@ def plan_rewrite(
         merge_schema=evolve_schema,
         target_file_size=target_file_size or None,
     )
-    return plan_write(opts, without_void_columns(schema), storage=storage, keep_identity_values=True)
+    return plan_write(opts, without_void_columns(schema), storage=storage, keep_identity_values=True, snapshot=snapshot)

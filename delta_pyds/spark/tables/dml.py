@@ -270,6 +270,7 @@ class TableRewriter:
             evolved_schema if evolved_schema is not None else snap.schema,
             target_file_size=target_file_size,
             evolve_schema=evolved_schema is not None,
+            snapshot=snap,  # the version the rows were read from: no second load
         )
 
     def tracked(self, snap: Snapshot, df: DataFrame, *, updated: Column | None = None) -> DataFrame:
