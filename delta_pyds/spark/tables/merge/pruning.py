@@ -83,10 +83,10 @@ def _sql_literal(value: Any) -> str | None:
 
 
 def target_filter(
-    condition: Any,
+    condition: ExpressionOrColumn,
     target_alias: str,
-    target_schema: Any,
-    source: Any,
+    target_schema: SparkStructType,
+    source: DataFrame,
     counted: dict[str, int] | None = None,
     *,
     read_keys: Callable[[str | None, list[str]], bool] | None = None,
@@ -113,7 +113,11 @@ def target_filter(
 
 
 def split_condition(
-    condition: Any, target_alias: str, target_schema: Any, source: Any, dialect: Dialect | None
+    condition: ExpressionOrColumn,
+    target_alias: str,
+    target_schema: SparkStructType,
+    source: DataFrame,
+    dialect: Dialect | None,
 ) -> tuple[list[str], list[tuple[str, str]]] | None:
     """The condition's usable conjuncts: target-side comparisons with literals (as SQL over
     the target's columns, default dialect) and the join keys ``(target column, source
@@ -173,7 +177,9 @@ def _source_column(node: Any, alias: str, targets: dict[str, Any], sources: dict
     return sources.get(name)
 
 
-def key_conjuncts(source: Any, keys: list[tuple[str, str]], counted: dict[str, int] | None = None) -> list[str] | None:
+def key_conjuncts(
+    source: DataFrame, keys: list[tuple[str, str]], counted: dict[str, int] | None = None
+) -> list[str] | None:
     """SQL conjuncts over the target's key columns from the source's keys (a key set or
     a range; one Spark job: :func:`source_keys`); None when some key is null in every
     source row (nothing can match)."""
@@ -193,7 +199,7 @@ def key_conjuncts(source: Any, keys: list[tuple[str, str]], counted: dict[str, i
 
 
 def source_keys(
-    source: Any, columns: list[str], counted: dict[str, int] | None = None
+    source: DataFrame, columns: list[str], counted: dict[str, int] | None = None
 ) -> list[tuple[Any, Any, list[Any] | None]]:
     """Per source column: (smallest non-null value, largest, the distinct non-null values
     when at most :data:`MAX_KEY_SET`, else None; ``[]`` when every value is null); with
@@ -289,7 +295,7 @@ def _key_bounds(n: int, limit: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
     return reduce
 
 
-def keys_can_prune(files: Any, key_columns: list[str], partition_columns: list[str], min_bytes: int) -> bool:
+def keys_can_prune(files: pa.Table, key_columns: list[str], partition_columns: list[str], min_bytes: int) -> bool:
     """Whether reading the source's keys (one Spark job) can drop candidate target files
     (``files``: snapshot file rows) worth more than the job: not for one file, not for
     files of fewer than ``min_bytes`` together (phase 1 reads their key columns for less
