@@ -8,7 +8,8 @@ session's :class:`~delta_pyds.expressions.lexer.Dialect`): text it cannot parse 
 filter. Of the parsed condition's top-level ``AND`` conjuncts it keeps:
 
 * ``t.a = s.b`` (either side first; ``t`` the target alias, ``s`` a qualifier that is neither
-  the target alias nor a column name of either side, so it can only be the source's alias,
+  the target alias nor the name of a column with fields (struct, array, map, variant) of either
+  side, so it can only be the source's alias,
   naming a source column of the same type): ``a`` between the source's smallest and largest
   ``b``, or ``a IN (...)`` when the source holds at most :data:`MAX_KEY_SET` distinct keys
   (one Spark job without a shuffle for every key: :func:`source_keys`); a source whose keys
@@ -156,23 +157,34 @@ def split_condition(
     return kept, keys
 
 
+def _names_a_nested_column(qualifier: str, targets: dict[str, Any], sources: dict[str, Any]) -> bool:
+    """Whether ``qualifier`` is also the name of a column of either side that ``q.x`` could
+    read a field of (any type but an atomic one: struct, array, map, variant...). A column
+    of an atomic type (a string ``s``) has no fields: ``s.x`` can only name an alias's column."""
+    from pyspark.sql.types import AtomicType
+
+    fields = [f for f in (targets.get(qualifier), sources.get(qualifier)) if f is not None]
+    return any(not isinstance(f.dataType, AtomicType) for f in fields)
+
+
 def _target_column(node: Any, alias: str, targets: dict[str, Any], sources: dict[str, Any]) -> Any:
-    """The target field ``t.a`` names (``t`` the target alias, not also a column name)."""
+    """The target field ``t.a`` names (``t`` the target alias, not also the name of a
+    column with fields)."""
     if not (isinstance(node, Col) and len(node.path) == 2):
         return None
     qualifier, name = node.path[0].lower(), node.path[1].lower()
-    if qualifier != alias or qualifier in targets or qualifier in sources:
+    if qualifier != alias or _names_a_nested_column(qualifier, targets, sources):
         return None
     return targets.get(name)
 
 
 def _source_column(node: Any, alias: str, targets: dict[str, Any], sources: dict[str, Any]) -> Any:
-    """The source field ``s.b`` names: a qualifier that is not the target alias and not a
-    column of either side (so not a struct column) can only be the source's alias."""
+    """The source field ``s.b`` names: a qualifier that is not the target alias and not the
+    name of a column with fields (a struct column) can only be the source's alias."""
     if not (isinstance(node, Col) and len(node.path) == 2):
         return None
     qualifier, name = node.path[0].lower(), node.path[1].lower()
-    if qualifier == alias or qualifier in targets or qualifier in sources:
+    if qualifier == alias or _names_a_nested_column(qualifier, targets, sources):
         return None
     return sources.get(name)
 
