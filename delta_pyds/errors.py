@@ -87,6 +87,20 @@ class ColumnNotFoundError(DeltaError, ValueError):
     reference) is not in the table: the message names it and the table's columns."""
 
 
+class IdentityColumnError(DeltaError, ValueError):
+    """A DML statement would write an identity column the table forbids: a value set where
+    the table generates them (``delta.identity.allowExplicitInsert=false``), a value set in
+    some MERGE insert clauses only, or a generated value beyond a long."""
+
+
+class MergeMultipleMatchesError(DeltaError):
+    """Several source rows of a MERGE matched the same target row and could change it in
+    conflicting ways (delta-spark's ``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE``):
+    deduplicate the source, or make the only matched clause an unconditional delete."""
+
+    error_class = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
+
+
 class FeatureDropError(DeltaError):
     """A table feature cannot be dropped yet: the table or the history still in its log
     uses it, or the table does not have it (the message says which and what to do)."""

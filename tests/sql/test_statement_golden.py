@@ -32,7 +32,7 @@ from delta_pyds.spark.sql import ast as stmts
 from delta_pyds.spark.sql import parse
 from delta_pyds.spark.sql.execute import RUNNERS
 from delta_pyds.spark.sql.parser import Table
-from delta_pyds.spark.tables.merge_clause import MergeClause
+from delta_pyds.spark.tables.merge.clauses import MergeClause
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "sql.md"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from delta_pyds.spark.sql.parser import Table
-from delta_pyds.spark.tables.merge_clause import MergeClause
+from delta_pyds.spark.tables.merge.clauses import MergeClause
 
 
 @dataclass(frozen=True)

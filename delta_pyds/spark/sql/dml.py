@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from delta_pyds.spark.sql.ast import Delete, Insert, Merge, SparkTable, Subquery, Table, Update
 from delta_pyds.spark.sql.parser import Parser, name_text, unqualify
-from delta_pyds.spark.tables.merge_clause import MergeClause, When
+from delta_pyds.spark.tables.merge.clauses import MergeClause, When
 
 
 def delete(p: Parser) -> Delete:

@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from delta_pyds.cdf.plan import CHANGE_TYPE
-from delta_pyds.errors import ConstraintViolationError, DeltaError
+from delta_pyds.errors import ConstraintViolationError, DeltaError, IdentityColumnError
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.operations.row_tracking import (
@@ -270,6 +270,7 @@ class TableRewriter:
             evolved_schema if evolved_schema is not None else snap.schema,
             target_file_size=target_file_size,
             evolve_schema=evolved_schema is not None,
+            snapshot=snap,  # the version the rows were read from: no second load
         )
 
     def tracked(self, snap: Snapshot, df: DataFrame, *, updated: Column | None = None) -> DataFrame:
@@ -419,7 +420,7 @@ def refuse_identity_updates(snap: Snapshot, exprs: Mapping[str, Any], what: str)
     """Identity columns that generate their values cannot be set by DML (as in delta-spark)."""
     for col in identity_columns(snap.schema):
         if col.name in exprs and not col.allow_explicit_insert:
-            raise ValueError(
+            raise IdentityColumnError(
                 f"{what}: cannot set identity column {col.name}: the table generates its "
                 "values (delta.identity.allowExplicitInsert=false)"
             )

@@ -202,3 +202,71 @@ def test_the_tables_storage_options_are_not_read_as_write_options(tmp_path):
     rw = TableRewriter(None, path, options, Storage(path))
     spec = rw.write_spec(rw.dml_snapshot())
     assert spec.max_records_per_file is None and spec.compression == "snappy"
+
+
+def test_a_small_cdc_merge_runs_few_spark_jobs(native, tmp_path):
+    """A CDC upsert (issue #38 item 4's shape): every source row matches, more of them than
+    phase 2 takes as literals, and their keys fall in 2 of 4 files. Four jobs: the source's
+    keys (pruning), phase 1's broadcast of the source, phase 1's summary, the write; phase 2
+    runs no anti-join for inserts (phase 1 counted every source row as matched)."""
+    from delta_pyds.spark.conf import KEY_PRUNING_CONF
+    from delta_pyds.spark.tables.merge.probe import LITERAL_IDS
+
+    spark = native
+    path = str(tmp_path / "t")
+    for i in range(4):
+        write_deltalake(path, dml_data(i * 5000, 5000), mode="append")
+    n = LITERAL_IDS + 1000
+    lo = 5000 - n // 2
+    src = spark.range(lo, lo + n, numPartitions=2).selectExpr(
+        "id",
+        "id % 3 AS part",
+        "'cdc' AS name",
+        "-2.0D AS value",
+        "'x' AS s",  # a string column named as the alias
+    )
+    t = DeltaTable.forPath(spark, path)
+    spark.conf.set(KEY_PRUNING_CONF, "0")
+    try:
+        jobs = _jobs(
+            spark,
+            lambda: (
+                t.alias("t")
+                .merge(src.alias("s"), "t.id = s.id")
+                .whenMatchedUpdateAll()
+                .whenNotMatchedInsertAll()
+                .execute()
+            ),
+        )
+    finally:
+        spark.conf.unset(KEY_PRUNING_CONF)
+    m = t.history(1).collect()[0].operationMetrics
+    counted = (m["numTargetFilesAfterSkipping"], m["numTargetRowsUpdated"], m["numTargetRowsInserted"])
+    assert counted == ("2", str(n), "0")
+    assert m["numSourceRows"] == str(n)
+    assert jobs <= 4, f"the CDC merge ran {jobs} Spark jobs, expected at most 4"
+    rows = {r.id: (r.name, r.value) for r in read_delta(spark, path).select("id", "name", "value").collect()}
+    assert len(rows) == 20_000
+    assert all(rows[i] == ("cdc", -2.0) for i in range(lo, lo + n))
+    assert rows[lo - 1] == (f"n{lo - 1}", (lo - 1) * 0.5) and rows[lo + n] == (f"n{lo + n}", (lo + n) * 0.5)
+
+
+def test_merge_pruning_reads_the_source_alias_unless_the_qualifier_names_a_column_with_fields():
+    # ``s.id`` with a string column ``s`` in the source can only be alias s's id (a string has
+    # no fields); with a struct column ``s`` it could be the struct's field: no key pruning
+    from types import SimpleNamespace
+
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from delta_pyds.expressions.lexer import DEFAULT_DIALECT
+    from delta_pyds.spark.tables.merge.pruning import split_condition
+
+    target = StructType([StructField("id", LongType())])
+
+    def source(s_type):
+        return SimpleNamespace(schema=StructType([StructField("id", LongType()), StructField("s", s_type)]))
+
+    keys = split_condition("t.id = s.id AND t.id > 3", "t", target, source(StringType()), DEFAULT_DIALECT)
+    assert keys == (["`id` > 3"], [("id", "id")])
+    nested = source(StructType([StructField("id", LongType())]))
+    assert split_condition("t.id = s.id AND t.id > 3", "t", target, nested, DEFAULT_DIALECT) == (["`id` > 3"], [])

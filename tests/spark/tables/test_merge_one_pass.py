@@ -1,4 +1,4 @@
-"""MERGE's two phases (:mod:`delta_pyds.spark.tables.merge_rows`): every clause kind at once on
+"""MERGE's two phases (:mod:`delta_pyds.spark.tables.merge.classic`): every clause kind at once on
 tables with the change data feed, row tracking, column mapping, deletion vectors and
 partitions gives the rows a plain computation gives (read back the same by the data
 source, ``read_delta`` and deltalake, and as deltalake's own merge on a plain table); the
@@ -19,7 +19,7 @@ from helpers import DML_COLS, deltalake_table, dml_data, spark_rows
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.errors import DeltaError
 from delta_pyds.spark.conf import PIN_CHANGED_CONF, PIN_TARGET_CONF
-from delta_pyds.spark.tables.merge_rows import LITERAL_IDS
+from delta_pyds.spark.tables.merge.probe import LITERAL_IDS
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.plan import write_arrow
 

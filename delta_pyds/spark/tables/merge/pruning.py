@@ -8,7 +8,8 @@ session's :class:`~delta_pyds.expressions.lexer.Dialect`): text it cannot parse 
 filter. Of the parsed condition's top-level ``AND`` conjuncts it keeps:
 
 * ``t.a = s.b`` (either side first; ``t`` the target alias, ``s`` a qualifier that is neither
-  the target alias nor a column name of either side, so it can only be the source's alias,
+  the target alias nor the name of a column with fields (struct, array, map, variant) of either
+  side, so it can only be the source's alias,
   naming a source column of the same type): ``a`` between the source's smallest and largest
   ``b``, or ``a IN (...)`` when the source holds at most :data:`MAX_KEY_SET` distinct keys
   (one Spark job without a shuffle for every key: :func:`source_keys`); a source whose keys
@@ -19,8 +20,13 @@ filter. Of the parsed condition's top-level ``AND`` conjuncts it keeps:
 Every other conjunct is dropped, which only widens the filter. The filter is SQL text in the
 default dialect (read back by :meth:`TableRewriter.candidates` with ``DEFAULT_DIALECT``) and
 feeds the same conservative file skipping as DELETE (partition values and statistics), so
-pruning can only drop files that cannot hold a matching row. Callers must not prune when a
-``whenNotMatchedBySource`` clause needs every target row.
+pruning can only drop files that cannot hold a matching row. :func:`candidate_files` does not
+prune when a ``whenNotMatchedBySource`` clause needs every target row.
+
+Also the pin policy of the two-phase merge (what phase 1 pins so that phase 2 reads no target
+file again): :func:`pins_whole_target` (a small copy-on-write merge pins every candidate row)
+and :func:`carries_changed_rows` (a deletion-vector merge pins the changed rows' written
+values), both bounded by session confs.
 """
 
 from __future__ import annotations
@@ -29,12 +35,20 @@ import datetime as dt
 import decimal
 import math
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions.ast import Call, Col, Lit
 from delta_pyds.expressions.lexer import Dialect
 from delta_pyds.expressions.parser import parse
+from delta_pyds.spark.tables.args import ExpressionOrColumn
+from delta_pyds.spark.tables.dml import TableRewriter
+from delta_pyds.table.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType as SparkStructType
 
 MAX_KEY_SET = 64
 _FLIPPED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "="}
@@ -70,10 +84,10 @@ def _sql_literal(value: Any) -> str | None:
 
 
 def target_filter(
-    condition: Any,
+    condition: ExpressionOrColumn,
     target_alias: str,
-    target_schema: Any,
-    source: Any,
+    target_schema: SparkStructType,
+    source: DataFrame,
     counted: dict[str, int] | None = None,
     *,
     read_keys: Callable[[str | None, list[str]], bool] | None = None,
@@ -100,7 +114,11 @@ def target_filter(
 
 
 def split_condition(
-    condition: Any, target_alias: str, target_schema: Any, source: Any, dialect: Dialect | None
+    condition: ExpressionOrColumn,
+    target_alias: str,
+    target_schema: SparkStructType,
+    source: DataFrame,
+    dialect: Dialect | None,
 ) -> tuple[list[str], list[tuple[str, str]]] | None:
     """The condition's usable conjuncts: target-side comparisons with literals (as SQL over
     the target's columns, default dialect) and the join keys ``(target column, source
@@ -139,28 +157,41 @@ def split_condition(
     return kept, keys
 
 
+def _names_a_nested_column(qualifier: str, targets: dict[str, Any], sources: dict[str, Any]) -> bool:
+    """Whether ``qualifier`` is also the name of a column of either side that ``q.x`` could
+    read a field of (any type but an atomic one: struct, array, map, variant...). A column
+    of an atomic type (a string ``s``) has no fields: ``s.x`` can only name an alias's column."""
+    from pyspark.sql.types import AtomicType
+
+    fields = [f for f in (targets.get(qualifier), sources.get(qualifier)) if f is not None]
+    return any(not isinstance(f.dataType, AtomicType) for f in fields)
+
+
 def _target_column(node: Any, alias: str, targets: dict[str, Any], sources: dict[str, Any]) -> Any:
-    """The target field ``t.a`` names (``t`` the target alias, not also a column name)."""
+    """The target field ``t.a`` names (``t`` the target alias, not also the name of a
+    column with fields)."""
     if not (isinstance(node, Col) and len(node.path) == 2):
         return None
     qualifier, name = node.path[0].lower(), node.path[1].lower()
-    if qualifier != alias or qualifier in targets or qualifier in sources:
+    if qualifier != alias or _names_a_nested_column(qualifier, targets, sources):
         return None
     return targets.get(name)
 
 
 def _source_column(node: Any, alias: str, targets: dict[str, Any], sources: dict[str, Any]) -> Any:
-    """The source field ``s.b`` names: a qualifier that is not the target alias and not a
-    column of either side (so not a struct column) can only be the source's alias."""
+    """The source field ``s.b`` names: a qualifier that is not the target alias and not the
+    name of a column with fields (a struct column) can only be the source's alias."""
     if not (isinstance(node, Col) and len(node.path) == 2):
         return None
     qualifier, name = node.path[0].lower(), node.path[1].lower()
-    if qualifier == alias or qualifier in targets or qualifier in sources:
+    if qualifier == alias or _names_a_nested_column(qualifier, targets, sources):
         return None
     return sources.get(name)
 
 
-def key_conjuncts(source: Any, keys: list[tuple[str, str]], counted: dict[str, int] | None = None) -> list[str] | None:
+def key_conjuncts(
+    source: DataFrame, keys: list[tuple[str, str]], counted: dict[str, int] | None = None
+) -> list[str] | None:
     """SQL conjuncts over the target's key columns from the source's keys (a key set or
     a range; one Spark job: :func:`source_keys`); None when some key is null in every
     source row (nothing can match)."""
@@ -180,7 +211,7 @@ def key_conjuncts(source: Any, keys: list[tuple[str, str]], counted: dict[str, i
 
 
 def source_keys(
-    source: Any, columns: list[str], counted: dict[str, int] | None = None
+    source: DataFrame, columns: list[str], counted: dict[str, int] | None = None
 ) -> list[tuple[Any, Any, list[Any] | None]]:
     """Per source column: (smallest non-null value, largest, the distinct non-null values
     when at most :data:`MAX_KEY_SET`, else None; ``[]`` when every value is null); with
@@ -214,7 +245,7 @@ def source_keys(
             continue
         low = min(r[f"lo{i}"] for r in rows)
         high = max(r[f"hi{i}"] for r in rows)
-        values: set | None = set()
+        values: set[Any] | None = set()
         for r in rows:
             if r[f"over{i}"] or values is None:
                 values = None
@@ -233,12 +264,12 @@ def _key_bounds(n: int, limit: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        lo: list = [None] * n
-        hi: list = [None] * n
+        lo: list[Any] = [None] * n
+        hi: list[Any] = [None] * n
         nan = [False] * n
         over = [False] * n
-        keys: list[set] = [set() for _ in range(n)]
-        types: list = [None] * n
+        keys: list[set[Any]] = [set() for _ in range(n)]
+        types: list[Any] = [None] * n
         rows = 0
         for b in batches:
             rows += b.num_rows
@@ -276,7 +307,7 @@ def _key_bounds(n: int, limit: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
     return reduce
 
 
-def keys_can_prune(files: Any, key_columns: list[str], partition_columns: list[str], min_bytes: int) -> bool:
+def keys_can_prune(files: pa.Table, key_columns: list[str], partition_columns: list[str], min_bytes: int) -> bool:
     """Whether reading the source's keys (one Spark job) can drop candidate target files
     (``files``: snapshot file rows) worth more than the job: not for one file, not for
     files of fewer than ``min_bytes`` together (phase 1 reads their key columns for less
@@ -295,7 +326,7 @@ DEFAULT_KEY_PRUNING_MIN_BYTES = 16 * 1024 * 1024
 DEFAULT_PIN_TARGET_MAX_BYTES = 16 * 1024 * 1024
 
 
-def key_pruning_min_bytes(rewriter: Any) -> int:
+def key_pruning_min_bytes(rewriter: TableRewriter) -> int:
     """The candidate files' total size from which MERGE reads the source's keys to prune
     them (``spark.pydelta.merge.sourceKeyPruning.minTargetBytes``, default 16 MiB; ``0``:
     whenever more than one file has statistics)."""
@@ -304,10 +335,104 @@ def key_pruning_min_bytes(rewriter: Any) -> int:
     return byte_count(rewriter.spark, KEY_PRUNING_CONF, DEFAULT_KEY_PRUNING_MIN_BYTES)
 
 
-def pin_target_max_bytes(rewriter: Any) -> int:
+def pin_target_max_bytes(rewriter: TableRewriter) -> int:
     """The candidate files' total size up to which a copy-on-write MERGE pins every
     candidate target row in phase 1 (``spark.pydelta.merge.pinTarget.maxBytes``, default
     16 MiB; ``0``: never)."""
     from delta_pyds.spark.conf import PIN_TARGET_CONF, byte_count
 
     return byte_count(rewriter.spark, PIN_TARGET_CONF, DEFAULT_PIN_TARGET_MAX_BYTES)
+
+
+def candidate_files(
+    rw: TableRewriter,
+    snap: Snapshot,
+    condition: ExpressionOrColumn,
+    talias: str,
+    target_schema: SparkStructType,
+    src: DataFrame,
+    *,
+    by_source: bool,
+    insert_only: bool,
+) -> tuple[pa.Table, int | None]:
+    """(the candidate target files of ``snap``: pruned by :func:`target_filter` unless a
+    ``whenNotMatchedBySource`` clause needs every row, the source's row count when the
+    pruning job counted it). The source's keys are read (one job over the pinned ``src``)
+    only when :func:`keys_can_prune` says the job pays, or for an insert-only merge (which
+    counts the source anyway)."""
+    from delta_pyds.spark.dialect import session_dialect
+
+    files = snap.files
+    if by_source:  # every target row is needed
+        return files, None
+    counted: dict[str, int] = {}
+    literal_files: dict[str | None, pa.Table] = {}
+
+    def read_keys(literal: str | None, columns: list[str]) -> bool:
+        found = rw.candidates(snap, literal, rendered=True) if literal else files
+        literal_files[literal] = found
+        if insert_only:  # without phase 1 a job counts the source anyway: this one
+            return True
+        return keys_can_prune(found, columns, snap.partition_columns, key_pruning_min_bytes(rw))
+
+    pruning = target_filter(
+        condition, talias, target_schema, src, counted, read_keys=read_keys, dialect=session_dialect(rw.spark)
+    )
+    if pruning == "FALSE":
+        files = files.slice(0, 0)
+    elif pruning in literal_files:  # the keys were not read: the literal conjuncts' files
+        files = literal_files[pruning]
+    elif pruning is not None:
+        files = rw.candidates(snap, pruning, rendered=True)
+    return files, counted.get("rows")
+
+
+# a copy-on-write merge of at most this many candidate files (and at most
+# spark.pydelta.merge.pinTarget.maxBytes of them) pins every candidate row in phase 1 with
+# its written values: phase 2 reads no file again and joins nothing (for a small merge the
+# second scan and broadcast cost more than pinning the rows)
+PIN_TARGET_MAX_FILES = 256
+PIN_TARGET_MAX_ROWS = 2_000_000  # ... and rows, by the files' statistics (none: no pin)
+# a deletion-vector merge whose candidate files hold at most this many bytes (the session conf
+# spark.pydelta.merge.pinChangedRows.maxBytes) carries the changed rows' written values in phase
+# 1's pinned rows (a local checkpoint, MEMORY_AND_DISK); beyond, phase 1 pins only (file, row
+# index, action) and phase 2 reads the changed files again: the pinned data stays bounded
+DEFAULT_PIN_CHANGED_MAX_BYTES = 1 << 30
+
+
+def pins_whole_target(files: pa.Table, *, dv: bool, changes_target: bool, max_bytes: int) -> bool:
+    """Whether phase 1 pins every candidate target row with its written values: a
+    copy-on-write merge (``changes_target``: with a target-side clause) of at most
+    ``max_bytes`` in at most :data:`PIN_TARGET_MAX_FILES` candidate ``files`` holding at most
+    :data:`PIN_TARGET_MAX_ROWS` rows (by their statistics: a file without ``numRecords``
+    pins nothing)."""
+    import pyarrow.compute as pc
+
+    from delta_pyds.transaction.file_actions import stat_rows
+
+    if dv or not changes_target or not 0 < files.num_rows <= PIN_TARGET_MAX_FILES:
+        return False
+    if (pc.sum(files.column("size")).as_py() or 0) > max_bytes or "stats" not in files.column_names:
+        return False
+    rows = [stat_rows({"stats": s}, None) for s in files.column("stats").to_pylist()]
+    return None not in rows and sum(r for r in rows if r is not None) <= PIN_TARGET_MAX_ROWS
+
+
+def carries_changed_rows(files: pa.Table, *, dv: bool, max_bytes: int) -> bool:
+    """Whether phase 1 of a deletion-vector merge carries the changed rows' written values:
+    its candidate ``files`` hold at most ``max_bytes``
+    (:data:`~delta_pyds.spark.conf.PIN_CHANGED_CONF`; ``0``: never)."""
+    import pyarrow.compute as pc
+
+    if not dv:
+        return False
+    return files.num_rows == 0 or (pc.sum(files.column("size")).as_py() or 0) <= max_bytes
+
+
+def pin_changed_max_bytes(rewriter: TableRewriter) -> int:
+    """The candidate files' total size up to which a deletion-vector MERGE carries the
+    changed rows' written values in phase 1 (``spark.pydelta.merge.pinChangedRows.maxBytes``,
+    default 1 GiB; ``0``: never)."""
+    from delta_pyds.spark.conf import PIN_CHANGED_CONF, byte_count
+
+    return byte_count(rewriter.spark, PIN_CHANGED_CONF, DEFAULT_PIN_CHANGED_MAX_BYTES)

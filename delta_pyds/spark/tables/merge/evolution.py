@@ -1,7 +1,9 @@
 """MERGE schema evolution on Spark's side: the schema the table takes, and the target and source
 rows brought to it.
 
-Guarantees: :func:`evolved_schema` is
+Guarantees: :func:`evolved_for` gives the columns the clauses write (every source column for
+an ``updateAll`` / ``insertAll``, else the top-level columns of the ``set`` / ``values`` keys)
+to :func:`evolved_schema`, which is
 :func:`~delta_pyds.protocol.schema_evolution.evolve_for_merge` over the source DataFrame's
 schema (delta-spark's rules: new columns and new nested struct fields appended, nullable);
 :func:`to_schema` gives a DataFrame the evolved types column by column (struct fields by name,
@@ -10,7 +12,7 @@ row and a source row meet with one type. Columns whose type did not change are n
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -19,6 +21,20 @@ from pyspark.sql import types as T
 from delta_pyds.protocol.schema import StructType
 from delta_pyds.protocol.schema_evolution import evolve_for_merge, from_spark_json
 from delta_pyds.spark.native.write import conform, spark_type
+from delta_pyds.spark.tables.merge.clauses import MergeClause
+from delta_pyds.spark.tables.resolution import parse_column_path
+
+
+def evolved_for(table: StructType, source: DataFrame, clauses: Sequence[MergeClause]) -> StructType | None:
+    """The table schema after a merge with schema evolution of ``clauses`` (None: unchanged):
+    the source's columns an ``updateAll`` / ``insertAll`` or a ``set`` / ``values`` key names."""
+    star = any(c.star for c in clauses)
+    named = {
+        parse_column_path(k, "values" if c.when == "not_matched" else "set")[-1].lower()
+        for c in clauses
+        for k, _ in c.assignments or ()
+    }
+    return evolved_schema(table, source, None if star else named)
 
 
 def evolved_schema(table: StructType, source: DataFrame, columns: Iterable[str] | None) -> StructType | None:

@@ -1,5 +1,5 @@
 """MERGE's write and commit: the joined rows' new data files (and change data files, or
-deletion vectors) written from :class:`~delta_pyds.spark.tables.merge_rows.MergeRows`, and
+deletion vectors) written from :class:`~delta_pyds.spark.tables.merge.output.MergeRows`, and
 one commit carrying them with the removal of the touched files, schema evolution and
 identity high-water marks.
 
@@ -13,17 +13,26 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from delta_pyds.errors import IdentityColumnError
 from delta_pyds.operations.dv_delete import stage_dv_marks
 from delta_pyds.operations.read_set import record_read
 from delta_pyds.protocol.action_types import AddCDCFile, AddFile
 from delta_pyds.protocol.identity import with_high_water_marks
+from delta_pyds.protocol.schema import StructType as DeltaStruct
 from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.spark.tables.dml import TableRewriter
-from delta_pyds.spark.tables.merge_rows import MergeRows
-from delta_pyds.spark.tables.merge_scope import MergeOutcome, MergeScope
+from delta_pyds.spark.tables.merge.metrics import MergeOutcome, operation_parameters
+from delta_pyds.spark.tables.merge.output import MergeRows
+from delta_pyds.spark.tables.merge.plan import MergePlan
 from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows, sum_size
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from delta_pyds.protocol.actions import Metadata
+    from delta_pyds.transaction.commit import Transaction
 
 
 def now_ms() -> int:
@@ -40,26 +49,23 @@ def identity_marks(mr: MergeRows, outcome: MergeOutcome) -> dict[str, int]:
     for col in mr.generated:
         last = col.value(col.first_k + outcome.top_k)
         if not -(1 << 63) <= last < (1 << 63):
-            raise ValueError(f"merge: identity column {col.name} would overflow a long ({last})")
+            raise IdentityColumnError(f"merge: identity column {col.name} would overflow a long ({last})")
         marks[col.name] = last
     return marks
 
 
 def write_and_commit(
-    rw: TableRewriter,
-    scope: MergeScope,
+    plan: MergePlan,
     mr: MergeRows,
     outcome: MergeOutcome,
     metrics: dict[str, int],
     *,
     dv: bool,
-    condition: Any,
-    parameters: dict[str, str],
     started_ms: int | None = None,
 ) -> bool:
     """Writes the new files (and change data files, or the changed rows' deletion
-    vectors) and commits them with the removal of the touched files (``condition``: the
-    merge's; ``parameters``: the commit's operation parameters); deletes what it wrote if the commit fails.
+    vectors) and commits them with the removal of the touched files (delta-spark's MERGE
+    operation parameters); deletes what it wrote if the commit fails.
     Fills ``metrics`` (files, bytes, output and copied rows, change files, and inserted rows
     when phase 1 did not count them; ``rewriteTimeMs`` from this call on and
     ``executionTimeMs`` from ``started_ms``); returns False, committing nothing, when no file
@@ -69,11 +75,11 @@ def write_and_commit(
     from delta_pyds.transaction.staged_files import delete_on_failure
 
     rewrite_started = now_ms()
-    snap = scope.snap
+    rw, snap = plan.rewriter, plan.snap
     marks = identity_marks(mr, outcome)
     txn = Transaction(rw.storage, snap)
-    metadata, evolved = _evolve(rw, scope, txn)
-    out = mr.data_rows(dv=dv, tracking=scope.tracking)
+    metadata, evolved = _evolve(plan, txn)
+    out = mr.data_rows(dv=dv, tracking=plan.tracking)
     spec = rw.write_spec(snap, row_tracking=True, evolved_schema=evolved)
     adds = rw.rewrite(out, spec, True) if out is not None else []
     written: list[Mapping[str, Any]] = list(adds)  # grows with the change data files: all deleted if the commit fails
@@ -86,9 +92,9 @@ def write_and_commit(
         marked = with_high_water_marks(parse_schema(metadata.schema_string), marks)
         if marked is not None:
             txn.update_metadata(replace(metadata, schema_string=marked.json()))
-        changes = _stage_changes(rw, scope, mr, outcome, txn, evolved) if rw.writes_changes(snap) else []
+        changes = _stage_changes(plan, mr, outcome, txn, evolved) if rw.writes_changes(snap) else []
         written += changes
-        record_read(txn, snap, condition, snap.files, alias=scope.talias)
+        record_read(txn, snap, plan.condition, snap.files, alias=plan.talias)
         _stage_removals(rw, outcome, txn, active, adds, metrics, dv=dv)
         txn.add_files(adds)
         done = now_ms()
@@ -101,17 +107,17 @@ def write_and_commit(
         )
         if started_ms is not None:
             metrics["executionTimeMs"] = done - started_ms
-        rw.commits.append(txn.commit("MERGE", parameters, metrics=metrics))
+        rw.commits.append(txn.commit("MERGE", operation_parameters(plan), metrics=metrics))
     return True
 
 
-def _evolve(rw: TableRewriter, scope: MergeScope, txn: Any) -> tuple[Any, Any]:
+def _evolve(plan: MergePlan, txn: Transaction) -> tuple[Metadata, DeltaStruct | None]:
     """(the commit's metadata, the evolved schema as committed, or None): schema evolution
     planned once, so that new columns keep one physical name everywhere."""
-    metadata, evolved = scope.snap.metadata, scope.evolved
+    metadata, evolved = plan.snap.metadata, plan.evolved
     if evolved is None:
         return metadata, None
-    new_metadata, new_protocol = rw.evolution(scope.snap, evolved)
+    new_metadata, new_protocol = plan.rewriter.evolution(plan.snap, evolved)
     metadata = new_metadata or metadata
     if new_protocol is not None:
         txn.update_protocol(new_protocol)
@@ -120,13 +126,13 @@ def _evolve(rw: TableRewriter, scope: MergeScope, txn: Any) -> tuple[Any, Any]:
 
 
 def _stage_changes(
-    rw: TableRewriter, scope: MergeScope, mr: MergeRows, outcome: MergeOutcome, txn: Any, evolved: Any
+    plan: MergePlan, mr: MergeRows, outcome: MergeOutcome, txn: Transaction, evolved: DeltaStruct | None
 ) -> list[AddCDCFile]:
     """Writes the change data files and adds them to ``txn``; returns them."""
-    changes = mr.change_rows(dedupe_deletes=scope.delete_all_matched and outcome.several_matches)
+    changes = mr.change_rows(dedupe_deletes=plan.delete_all_matched and outcome.several_matches)
     if changes is None:
         return []
-    cdcs = rw.write_changes(scope.snap, changes, evolved_schema=evolved)
+    cdcs = plan.rewriter.write_changes(plan.snap, changes, evolved_schema=evolved)
     txn.add_cdc_files(cdcs)
     return list(cdcs)
 
@@ -134,8 +140,8 @@ def _stage_changes(
 def _stage_removals(
     rw: TableRewriter,
     outcome: MergeOutcome,
-    txn: Any,
-    active: Any,
+    txn: Transaction,
+    active: pa.Table,
     adds: list[AddFile],
     metrics: dict[str, int],
     *,
@@ -170,7 +176,7 @@ def _stage_removals(
     )
 
 
-def changed_files(active: Any, changed: dict[str, bytes]) -> tuple[Any, list[bytes]]:
+def changed_files(active: pa.Table, changed: dict[str, bytes]) -> tuple[pa.Table, list[bytes]]:
     """(the active file actions of the files phase 1 found changed rows in, per file the
     serialized bitmap of those rows: the rows the commit marks deleted)."""
     import pyarrow as pa
@@ -181,7 +187,7 @@ def changed_files(active: Any, changed: dict[str, bytes]) -> tuple[Any, list[byt
 
 
 def inserted_rows(
-    mr: MergeRows, outcome: MergeOutcome, metrics: dict[str, int], adds: list[AddFile], active: Any, *, dv: bool
+    mr: MergeRows, outcome: MergeOutcome, metrics: dict[str, int], adds: list[AddFile], active: pa.Table, *, dv: bool
 ) -> int:
     """The inserted rows, from the written files' row counts: they hold the inserted rows
     and, with deletion vectors, the updated rows, else the touched files' live rows but the
@@ -192,5 +198,5 @@ def inserted_rows(
         return written - metrics["numTargetRowsUpdated"]
     live = num_live_rows(rows_for_paths(active, outcome.touched)) if outcome.touched else 0
     if live is None:
-        return mr.inserts.count() if mr.inserts is not None else 0  # type: ignore[attr-defined]
+        return mr.inserts.count() if mr.inserts is not None else 0
     return written - (live - metrics["numTargetRowsDeleted"])

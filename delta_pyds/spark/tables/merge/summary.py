@@ -1,7 +1,7 @@
 """MERGE's phase 1 outcome: the one Spark job over the probe's pinned rows that gives the
 per-clause counts, the touched files, the duplicate-match check, with deletion vectors the
-rows to mark, and the matched source rows (:func:`summarize`); and the outcome of an
-insert-only merge, which runs no phase 1 (:func:`insert_only`).
+rows to mark, and the matched source rows (:func:`summarize`); and the executor side of a
+source row count (:func:`count_task`, also the insert-only merge's one job).
 
 Guarantees: one job without a shuffle whatever the join's partitioning: each task reduces
 its rows per file on the executor, the driver merges the parts of a file, so a target row
@@ -14,35 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from delta_pyds.spark.tables.merge_rows import LITERAL_IDS, Probe, unmatched_source
-from delta_pyds.spark.tables.merge_scope import ACTION, MATCHED, SRC_ID, MergeOutcome, MergeScope
+from delta_pyds.spark.tables.merge.metrics import MergeOutcome
+from delta_pyds.spark.tables.merge.plan import ACTION, MATCHED, SRC_ID, MergePlan
+from delta_pyds.spark.tables.merge.probe import LITERAL_IDS, TASK_IDS, Probe, unmatched_source
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
-def insert_only(scope: MergeScope) -> MergeOutcome:
-    """The outcome of an insert-only merge without phase 1 (delta-spark's
-    ``InsertOnlyMergeExecutor``): no target row changes, the write counts the inserted rows
-    (phase 2 anti-joins the source with the candidate target rows). The source's rows come
-    from the pruning job, else from one job over the pinned source."""
-    rows = scope.source_rows
-    if rows is None:
-        got = scope.src.select(SRC_ID).mapInArrow(_count_task, "rows long").collect()
-        rows = sum(r["rows"] for r in got)
-    return MergeOutcome(
-        touched=[],
-        counts=dict.fromkeys(range(1, 1 + len(scope.inserts)), 0),
-        several_matches=False,
-        top_k=None,
-        matched_pairs=0,
-        inserts_counted=False,
-        source_rows=rows,
-    )
-
-
-def _count_task(batches: Iterator[Any]) -> Iterator[Any]:
+def count_task(batches: Iterator[Any]) -> Iterator[Any]:
     """One task's rows counted (one row; the executor side of a source row count)."""
     import pyarrow as pa
 
@@ -50,7 +31,7 @@ def _count_task(batches: Iterator[Any]) -> Iterator[Any]:
     yield pa.RecordBatch.from_arrays([pa.array([rows], pa.int64())], names=["rows"])
 
 
-def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool, marks: bool = False) -> MergeOutcome:
+def summarize(plan: MergePlan, pr: Probe, *, count_inserts: bool, marks: bool = False) -> MergeOutcome:
     """Counts, touched files and the duplicate-match check over the probe's rows, as ONE Spark
     job without a shuffle: each task reduces its rows per file on the executor
     (:func:`_per_task`: rows per action, matched pairs and the serialized bitmap of the
@@ -60,40 +41,41 @@ def summarize(scope: MergeScope, pr: Probe, *, count_inserts: bool, marks: bool 
     matched pairs exceed the size of the union of its matched-row bitmaps exactly when some
     target row is matched twice. With ``count_inserts`` also the inserted rows per insert
     clause and their largest source row number (over
-    :func:`~delta_pyds.spark.tables.merge_rows.unmatched_source`; needed for generated
+    :func:`~delta_pyds.spark.tables.merge.probe.unmatched_source`; needed for generated
     identity values, else the write's row counts give the inserted rows; AQE then runs the
     anti-join's shuffle as jobs of their own), and, when no pruning job counted them, the
     source's rows (its pinned rows counted per task in the same job). With ``marks``
     (deletion vectors) also per file the bitmap of the rows a target-side clause changes
     (the rows the commit marks deleted: no job of their own). With insert clauses also the
-    matched source rows' numbers when there are at most
-    :data:`~delta_pyds.spark.tables.merge_rows.LITERAL_IDS` (each task's as a bitmap, or a
-    marker past that bound), so phase 2 excludes them from the inserts as literals. The job
-    fills the probe's checkpoint."""
+    matched source rows' numbers (each task's as a bitmap, or a marker past
+    :data:`~delta_pyds.spark.tables.merge.probe.TASK_IDS`): their number, and the numbers
+    themselves when there are at most :data:`~delta_pyds.spark.tables.merge.probe.LITERAL_IDS`,
+    so phase 2 excludes them from the inserts as literals, or inserts nothing when every
+    source row matched. The job fills the probe's checkpoint."""
     from pyspark.sql import functions as F
 
-    n = len(scope.clauses)
-    ins = list(range(n + 1, n + 1 + len(scope.inserts))) if count_inserts else []
+    n = len(plan.clauses)
+    ins = list(range(n + 1, n + 1 + len(plan.inserts))) if count_inserts else []
     action = F.col(ACTION)
     schema = "file string, pairs long, t long, matched binary, ids binary, " + ", ".join(
         f"t{a} long" for a in range(n + 1)
     )
-    per_file = pr.rows.select(SCAN_FILE, SCAN_ROW, ACTION, MATCHED, SRC_ID).mapInArrow(  # type: ignore[attr-defined]
-        _per_task(n, marks, LITERAL_IDS if scope.inserts else 0), schema + (", changed binary" if marks else "")
+    per_file = pr.rows.select(SCAN_FILE, SCAN_ROW, ACTION, MATCHED, SRC_ID).mapInArrow(
+        _per_task(n, marks, TASK_IDS if plan.inserts else 0), schema + (", changed binary" if marks else "")
     )
     null = F.lit(None).cast("long")
     per_file = per_file.select("*", *[null.alias(f"i{a}") for a in ins], null.alias("k"), null.alias("src"))
-    if scope.source_rows is None:  # no pruning job counted the source: its tasks join this job
-        counted = scope.src.select(SRC_ID).mapInArrow(_count_task, "rows long")
+    if plan.source_rows is None:  # no pruning job counted the source: its tasks join this job
+        counted = plan.src.select(SRC_ID).mapInArrow(count_task, "rows long")
         per_file = per_file.unionByName(_summary_row(n, ins, counted, marks=marks, src=F.col("rows")))
-    inserts = unmatched_source(scope, pr) if ins else None
+    inserts = unmatched_source(plan, pr) if ins else None
     if inserts is not None:
         agg = inserts.agg(
             *[F.count(F.when(action == a, F.lit(1))).alias(f"i{a}") for a in ins],
             F.max(F.col(SRC_ID)).alias("k"),
         )
         per_file = per_file.unionByName(_summary_row(n, ins, agg, marks=marks, inserted=True))
-    return _outcome(scope, per_file.collect(), n=n, ins=ins, marks=marks)
+    return _outcome(plan, per_file.collect(), n=n, ins=ins, marks=marks)
 
 
 def _summary_row(
@@ -118,16 +100,16 @@ def _summary_row(
     )
 
 
-def _outcome(scope: MergeScope, got: list, *, n: int, ins: list[int], marks: bool) -> MergeOutcome:
+def _outcome(plan: MergePlan, got: list[Any], *, n: int, ins: list[int], marks: bool) -> MergeOutcome:
     """The driver side of :func:`summarize`: the collected per-task, per-file rows (and the
     insert counts' row) merged into counts, touched files and the duplicate-match check."""
-    counts = dict.fromkeys(range(1, n + 1 + len(scope.inserts)), 0)
+    counts = dict.fromkeys(range(1, n + 1 + len(plan.inserts)), 0)
     top_k = None
     pairs: dict[str, int] = {}
     bitmaps: dict[str, list[bytes]] = {}
     touched: dict[str, None] = {}
     changed: dict[str, list[bytes]] = {}
-    source_rows = scope.source_rows or 0
+    source_rows = plan.source_rows or 0
     ids: list[bytes] | None = []
     for r in got:
         source_rows += int(r["src"] or 0)
@@ -150,8 +132,9 @@ def _outcome(scope: MergeScope, got: list, *, n: int, ins: list[int], marks: boo
             pairs[name] = pairs.get(name, 0) + int(r["pairs"])
             bitmaps.setdefault(name, []).append(bytes(r["matched"]))
     distinct = {name: _union_size(parts) for name, parts in bitmaps.items()}
+    matched = _matched_ids(ids, plan)
     several = any(pairs[name] > distinct[name] for name in pairs)
-    if several and scope.delete_all_matched:
+    if several and plan.delete_all_matched:
         # every matched row takes action 1 (the one unconditional delete): count target rows once
         counts[1] = sum(distinct.values())
     return MergeOutcome(
@@ -160,23 +143,25 @@ def _outcome(scope: MergeScope, got: list, *, n: int, ins: list[int], marks: boo
         several_matches=several,
         top_k=top_k,
         matched_pairs=sum(pairs.values()),
-        inserts_counted=bool(ins) or not scope.inserts,
+        inserts_counted=bool(ins) or not plan.inserts,
         source_rows=source_rows,
         changed={name: _union(parts) for name, parts in changed.items()} if marks else None,
-        matched_ids=_matched_ids(ids, scope),
+        matched_ids=matched[0] if matched is not None else None,
+        matched_sources=matched[1] if matched is not None else None,
     )
 
 
-def _matched_ids(parts: list[bytes] | None, scope: MergeScope) -> list[int] | None:
-    """The matched source rows' numbers from the tasks' bitmaps (None when a task had more
-    than :data:`~delta_pyds.spark.tables.merge_rows.LITERAL_IDS`, or their union has)."""
-    if parts is None or not scope.inserts:
+def _matched_ids(parts: list[bytes] | None, plan: MergePlan) -> tuple[list[int] | None, int] | None:
+    """(the matched source rows' numbers from the tasks' bitmaps, None when more than
+    :data:`~delta_pyds.spark.tables.merge.probe.LITERAL_IDS`; how many there are), None when
+    a task had more than :data:`~delta_pyds.spark.tables.merge.probe.TASK_IDS`."""
+    if parts is None or not plan.inserts:
         return None
     found = _bitmap_union(parts)
-    return None if len(found) > LITERAL_IDS else list(found)
+    return (None if len(found) > LITERAL_IDS else list(found)), len(found)
 
 
-# a task's ids column when it matched more source rows than the driver takes as literals
+# a task's ids column when it matched more than TASK_IDS source rows
 _TOO_MANY = b"many"
 
 
@@ -194,8 +179,8 @@ def _per_task(n: int, marks: bool = False, max_ids: int = 0) -> Callable[[Iterat
 
         from delta_pyds.protocol.deletion_vectors import serialize_deleted_rows
 
-        parts: dict[str, list] = {}
-        hit_ids: list | None = [] if max_ids else None
+        parts: dict[str, list[Any]] = {}
+        hit_ids: list[Any] | None = [] if max_ids else None
         for b in batches:
             if not b.num_rows:
                 continue
@@ -226,7 +211,7 @@ def _per_task(n: int, marks: bool = False, max_ids: int = 0) -> Callable[[Iterat
     return reduce
 
 
-def _reduce_batch(b: Any, matched: Any, parts: dict[str, list], n: int, marks: bool) -> None:
+def _reduce_batch(b: Any, matched: Any, parts: dict[str, list[Any]], n: int, marks: bool) -> None:
     """Adds one batch of probe rows to ``parts``: per file [matched pairs, largest
     target-side action, matched row indexes, rows per action, changed row indexes]."""
     import numpy as np
@@ -250,7 +235,7 @@ def _reduce_batch(b: Any, matched: Any, parts: dict[str, list], n: int, marks: b
             p[4].append(index[group][(acts > 0) & (acts <= n)])
 
 
-def _ids_row(hit_ids: list | None, fields: list[str]) -> Any:
+def _ids_row(hit_ids: list[Any] | None, fields: list[str]) -> Any:
     """A task's row (no file) of :func:`summarize`'s per-file rows holding the serialized
     bitmap of its matched source rows' numbers, or :data:`_TOO_MANY`."""
     import numpy as np

@@ -1,0 +1,363 @@
+"""MERGE's output expressions and rows: the action each joined row takes
+(:func:`target_action`, :func:`insert_action`), the value each target column is written with
+(:func:`new_values`, generated and identity columns included), and the rows the commit writes
+(:class:`MergeRows`: data rows and change data rows), shared by the two-phase executor
+(:mod:`~delta_pyds.spark.tables.merge.classic`) and the insert-only one
+(:mod:`~delta_pyds.spark.tables.merge.insert_only`).
+
+Guarantees:
+
+* a target row's action is 1 + the index of the first target-side clause that holds
+  (matched clauses, then not-matched-by-source clauses), an unmatched source row's
+  1 + the number of target-side clauses + the index of the first insert clause that
+  holds; 0 when no clause applies (the row is copied, or dropped). A clause condition that
+  is null does not hold;
+* written values are cast to the target column's type; ``updateAll`` keeps the values the
+  table generates (identity columns, generated columns the source lacks: recomputed from
+  the written row); inserts without an identity value get generated ones
+  (:func:`identity_to_generate` refuses clauses that set an identity column in some insert
+  clauses only, or one the table generates: :class:`~delta_pyds.errors.IdentityColumnError`);
+* change data rows: update pre- and post-images, one delete per target row, inserts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from delta_pyds.errors import IdentityColumnError
+from delta_pyds.protocol.identity import IdentityColumn
+from delta_pyds.spark.tables.dml import generated_expressions, regenerate
+from delta_pyds.spark.tables.merge.clauses import Expression, MergeClause
+from delta_pyds.spark.tables.merge.plan import ACTION, MATCHED, SRC_ID, MergePlan, sql_expr
+from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
+from delta_pyds.spark.tables.resolution import set_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+NEW = "__pydelta_new_"  # + index of the target column: its value as written
+OLD = "__pydelta_old_"  # + index of the target column: its value before the merge
+
+
+def identity_to_generate(plan: MergePlan) -> list[IdentityColumn]:
+    """The identity columns the merge generates values for (no insert clause sets them);
+    refuses clauses that set an identity column in some insert clauses only, or set one
+    the table generates."""
+    generate = []
+    for name, col in plan.identities.items():
+        gives = [
+            (name.lower() in plan.src_cols)
+            if c.assignments is None
+            else name in {plan.target_name(k) for k, _ in c.assignments}
+            for c in plan.inserts
+        ]
+        if not any(gives):
+            generate.append(col)
+        elif not all(gives):
+            raise IdentityColumnError(
+                f"merge: some insert clauses set identity column {name} and others do "
+                "not; set it in all of them or in none (then the table generates it)"
+            )
+        elif not col.allow_explicit_insert:
+            raise IdentityColumnError(
+                f"merge: cannot insert values into identity column {name}: the table "
+                "generates them (delta.identity.allowExplicitInsert=false); leave it out "
+                "of the insert clauses (insertAll with a source without the column)"
+            )
+    return generate if plan.inserts else []
+
+
+def carried_columns(plan: MergePlan, *, keep_old: bool, only_updated: bool) -> list[Column]:
+    """What phase 2 writes of a joined target row besides its file and row index: the
+    written values (with ``only_updated``, for rows no update clause takes, null where every
+    update clause sets the column: with deletion vectors they are never written, and Spark
+    then does not read the column), with ``keep_old`` the old values, and the row tracking
+    columns."""
+    from pyspark.sql import functions as F
+
+    tcol = plan.tcol()
+    new = new_values(plan, tcol, [], inserted=False, only_updated=only_updated)
+    cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(new)]
+    if keep_old:
+        cols += [tcol[n].alias(f"{OLD}{i}") for i, n in enumerate(plan.names)]
+    if plan.tracking:
+        cols += [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)]
+    return cols
+
+
+def target_action(plan: MergePlan, has_target: Column, has_source: Column) -> tuple[Column, Column]:
+    """(the action of a joined target row: 1 + the index of the first target-side clause
+    that holds, else 0; whether it is matched)."""
+    from pyspark.sql import functions as F
+
+    matched = has_target & has_source
+    action = F.lit(0)
+    for i in reversed(range(len(plan.clauses))):
+        clause = plan.clauses[i]
+        base = matched if clause.when == "matched" else (has_target & ~has_source)
+        c = clause.condition
+        hit = base if c is None else base & F.coalesce(sql_expr(c), F.lit(False))
+        action = F.when(hit, F.lit(i + 1)).otherwise(action)
+    return action, matched
+
+
+def insert_action(plan: MergePlan) -> Column:
+    """The action of a source row no target row matches: 1 + the number of target-side
+    clauses + the index of the first insert clause that holds, else 0."""
+    from pyspark.sql import functions as F
+
+    n = len(plan.clauses)
+    action = F.lit(0)
+    for j in reversed(range(len(plan.inserts))):
+        c = plan.inserts[j].condition
+        hit = F.lit(True) if c is None else F.coalesce(sql_expr(c), F.lit(False))
+        action = F.when(hit, F.lit(n + 1 + j)).otherwise(action)
+    return action
+
+
+@dataclass
+class MergeRows:
+    """Phase 2's rows: ``target`` the touched files' rows joined with the source (None when
+    no file is touched), ``inserts`` the inserted source rows (None without insert clauses),
+    each with per target column ``__pydelta_new_<i>`` (the value written) and, when change
+    data is kept, ``__pydelta_old_<i>``; the target file and row index (null on inserted
+    rows), the row tracking columns, the action and whether the row is matched."""
+
+    target: DataFrame | None
+    inserts: DataFrame | None
+    clauses: tuple[MergeClause, ...]  # the target-side clauses
+    n_inserts: int
+    names: list[str]  # the target's column names, in order
+    generated: list[IdentityColumn] = field(default_factory=list)  # identity columns generated for inserts
+
+    def release(self) -> None:
+        """Frees the pinned rows' blocks (else freed when the DataFrame is collected)."""
+        if self.target is not None and self.target.is_cached:
+            self.target.unpersist()
+
+    def actions(self, kind: str) -> list[int]:
+        """The action numbers of the target-side clauses of ``kind`` (update | delete)."""
+        return [i + 1 for i, c in enumerate(self.clauses) if c.action == kind]
+
+    def data_rows(self, *, dv: bool, tracking: tuple[str, str] | None) -> DataFrame | None:
+        """The rows to write: with deletion vectors the updated and inserted rows; else
+        every row of the touched files but the deleted ones, and the inserted rows. Table
+        columns, then the row tracking columns when ``tracking`` names them (row ids kept;
+        updated rows take the commit's version, inserted rows get new ids)."""
+        from pyspark.sql import functions as F
+
+        action, updates, deletes = F.col(ACTION), self.actions("update"), self.actions("delete")
+        cols = [F.col(f"{NEW}{i}").alias(n) for i, n in enumerate(self.names)]
+        if tracking:
+            version = F.when(action.isin(updates), F.lit(None).cast("long")).otherwise(F.col(SCAN_ROW_VERSION))
+            cols += [F.col(SCAN_ROW_ID).alias(tracking[0]), version.alias(tracking[1])]
+        out = None
+        if self.target is not None:
+            keep = action.isin(updates) if dv else (~action.isin(deletes) if deletes else F.lit(True))
+            out = self.target.where(keep).select(*cols)
+        if self.inserts is not None:
+            ins = self.inserts.select(*cols)
+            out = ins if out is None else out.unionByName(ins)
+        return out
+
+    def change_rows(self, *, dedupe_deletes: bool) -> DataFrame | None:
+        """The change data rows (table columns and ``_change_type``): update pre- and
+        post-images, deletes (one per target row), inserts; None when there are none."""
+        from pyspark.sql import functions as F
+
+        from delta_pyds.cdf.plan import CHANGE_TYPE
+
+        action = F.col(ACTION)
+        old = [F.col(f"{OLD}{i}").alias(n) for i, n in enumerate(self.names)]
+        new = [F.col(f"{NEW}{i}").alias(n) for i, n in enumerate(self.names)]
+        parts = []
+        updates, deletes = self.actions("update"), self.actions("delete")
+        rows = self.target
+        if rows is not None and updates:
+            upd = rows.where(action.isin(updates))
+            parts.append(upd.select(*old, F.lit("update_preimage").alias(CHANGE_TYPE)))
+            parts.append(upd.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE)))
+        if rows is not None and deletes:
+            gone = rows.where(action.isin(deletes))
+            if dedupe_deletes:  # several source rows deleted the same target row
+                gone = gone.dropDuplicates([SCAN_FILE, SCAN_ROW])
+            parts.append(gone.select(*old, F.lit("delete").alias(CHANGE_TYPE)))
+        if self.inserts is not None:
+            parts.append(self.inserts.select(*new, F.lit("insert").alias(CHANGE_TYPE)))
+        if not parts:
+            return None
+        out = parts[0]
+        for p in parts[1:]:
+            out = out.unionByName(p)
+        return out
+
+
+def merge_rows_of(
+    plan: MergePlan, target: DataFrame | None, inserts: DataFrame | None, generated: list[IdentityColumn]
+) -> MergeRows:
+    """Phase 2's target rows and inserted rows (shaped by :func:`insert_rows`) as
+    :class:`MergeRows`, with the generated columns the clauses do not set recomputed."""
+    where = _regenerated(plan)
+    target, inserts = (_with_generated(plan, df, where) if df is not None else None for df in (target, inserts))
+    return MergeRows(target, inserts, plan.clauses, len(plan.inserts), plan.names, generated)
+
+
+def insert_rows(
+    plan: MergePlan, unmatched: DataFrame | None, generated: list[IdentityColumn], *, keep_old: bool
+) -> DataFrame | None:
+    """The ``unmatched`` source rows (with their insert action) with their written values,
+    shaped as phase 2's target rows (None without them)."""
+    from pyspark.sql import functions as F
+
+    none = F.lit(None)
+    if unmatched is None:
+        return None
+    tcol = dict.fromkeys(plan.names, none)
+    cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(new_values(plan, tcol, generated, inserted=True))]
+    if keep_old:
+        cols += [none.alias(f"{OLD}{i}") for i in range(len(plan.names))]
+    cols += [none.cast("string").alias(SCAN_FILE), none.cast("long").alias(SCAN_ROW)]
+    if plan.tracking:
+        cols += [none.cast("long").alias(SCAN_ROW_ID), none.cast("long").alias(SCAN_ROW_VERSION)]
+    cols += [F.col(ACTION), F.lit(False).alias(MATCHED)]
+    return unmatched.select(*cols)
+
+
+def _regenerated(plan: MergePlan) -> dict[str, Column]:
+    """The generated columns the merge recomputes, each on the rows of the update and insert
+    clauses that do not set it (an ``updateAll`` / ``insertAll`` sets it when the source has
+    the column)."""
+    from pyspark.sql import functions as F
+
+    n, out = len(plan.clauses), {}
+    tcol = plan.tcol()
+    for name in generated_expressions(plan.snap):
+        actions = []
+        for i, clause in enumerate(plan.clauses):
+            if clause.action != "update":
+                continue
+            sets = clause.mapping
+            given = (
+                name.lower() in plan.src_cols
+                if sets is None
+                else name in set_columns(plan.target_schema, sets, tcol.get, what="merge", alias=plan.talias)
+            )
+            if not given:
+                actions.append(i + 1)
+        for j, ins in enumerate(plan.inserts):
+            given = (
+                name.lower() in plan.src_cols
+                if ins.assignments is None
+                else name in {plan.target_name(k) for k, _ in ins.assignments}
+            )
+            if not given:
+                actions.append(n + j + 1)
+        if actions:
+            out[name] = F.col(ACTION).isin(actions)
+    return out
+
+
+def _with_generated(plan: MergePlan, df: DataFrame, where: dict[str, Column]) -> DataFrame:
+    """``df`` (written values as ``__pydelta_new_<i>``) with the generated columns of
+    ``where`` recomputed from the written values (:func:`~delta_pyds.spark.tables.dml.regenerate`)."""
+    from pyspark.sql import functions as F
+
+    if not where:
+        return df
+    rest = [F.col(c) for c in df.columns if not c.startswith(NEW)]
+    named = df.select(*[F.col(f"{NEW}{i}").alias(n) for i, n in enumerate(plan.names)], *rest)
+    named = regenerate(plan.snap, named, where)
+    return named.select(*[F.col(f"`{n}`").alias(f"{NEW}{i}") for i, n in enumerate(plan.names)], *rest)
+
+
+def new_values(
+    plan: MergePlan,
+    tcol: Mapping[str, Column],
+    generated: list[IdentityColumn],
+    *,
+    inserted: bool,
+    only_updated: bool = False,
+) -> list[Column]:
+    """Per target column, its value after the row's action (casts to the column's type):
+    of target rows (the target-side clauses), or with ``inserted`` of inserted source rows
+    (the insert clauses). With ``only_updated`` the value is right only for rows an update
+    clause takes: a column every update clause sets is null on other rows (so the target's
+    column is not read for it)."""
+    from pyspark.sql import functions as F
+
+    n = len(plan.clauses)
+    generate = {c.name: c for c in generated}
+    # each clause's set values built once (not once per column: every value is a parse)
+    given_sets = [
+        set_columns(plan.target_schema, sets, tcol.get, what="merge", alias=plan.talias)
+        if c.action == "update" and (sets := c.mapping) is not None and not inserted
+        else None
+        for c in plan.clauses
+    ]
+    given_values = [
+        {plan.target_name(k): v for k, v in c.assignments} if c.assignments is not None and inserted else None
+        for c in plan.inserts
+    ]
+    out = []
+    for f in plan.target_schema.fields:
+        if inserted:
+            value = tcol[f.name]
+            for j in reversed(range(len(plan.inserts))):
+                new = _insert_value(plan, f.name, plan.inserts[j].star, given_values[j], generate)
+                if new is not None:
+                    value = F.when(F.col(ACTION) == n + j + 1, new).otherwise(value)
+        else:
+            news = [
+                (i, _update_value(plan, f.name, c.star, given_sets[i]))
+                for i, c in enumerate(plan.clauses)
+                if c.action == "update"
+            ]
+            # only_updated: a column every update clause sets is not read from the target
+            value = F.lit(None) if only_updated and all(v is not None for _, v in news) else tcol[f.name]
+            for i, new in reversed(news):
+                if new is not None:
+                    value = F.when(F.col(ACTION) == i + 1, new).otherwise(value)
+        out.append(value.cast(f.dataType))
+    return out
+
+
+def _update_value(plan: MergePlan, name: str, star: bool, given: Mapping[str, Column] | None) -> Column | None:
+    """The value an update clause (``star``: ``updateAll``; ``given`` its resolved set
+    values) writes to column ``name``; None when the row keeps the target's value."""
+    if star:  # updateAll
+        if name in plan.generated_always or (name in plan.identities and name.lower() not in plan.src_cols):
+            return None  # updateAll keeps the values the table generated
+        if name.lower() not in plan.src_cols and name in generated_expressions(plan.snap):
+            return None  # recomputed (_regenerated)
+        if plan.evolve and name.lower() not in plan.src_cols:
+            return None  # schema evolution: a column the source lacks is kept
+        return plan.source_col(name)
+    return given.get(name) if given is not None else None
+
+
+def _insert_value(
+    plan: MergePlan,
+    name: str,
+    star: bool,
+    given: Mapping[str, Expression] | None,
+    generate: Mapping[str, IdentityColumn],
+) -> Column | None:
+    """The value an insert clause (``star``: ``insertAll``; ``given`` its values keyed by
+    target column) writes to column ``name`` of an inserted row (generated identity values
+    included)."""
+    from pyspark.sql import functions as F
+
+    if name in generate:
+        col = generate[name]
+        return (F.lit(col.first_k) + F.col(SRC_ID)) * F.lit(col.step) + F.lit(col.start)
+    if star:
+        if name in plan.identities and name.lower() not in plan.src_cols:
+            return None  # pragma: no cover - generated above
+        if name.lower() not in plan.src_cols and name in generated_expressions(plan.snap):
+            return F.lit(None)  # recomputed (_regenerated)
+        if plan.evolve and name.lower() not in plan.src_cols:
+            return F.lit(None)  # schema evolution: a column the source lacks is null
+        return plan.source_col(name)
+    return sql_expr(given[name]) if given is not None and name in given else F.lit(None)
