@@ -77,6 +77,17 @@ class UnknownArgumentError(DeltaError, TypeError, ValueError):
     ``verisonAsOf``): the message names it and the closest valid one."""
 
 
+class OptionValueError(DeltaError, ValueError):
+    """A read, write, storage or streaming option holds a value it does not accept, or
+    options that do not go together (the message names the option and what is accepted)."""
+
+
+class ArgumentValueError(DeltaError, ValueError):
+    """An argument of the ``DeltaTable`` API has the right type but a value it does not
+    accept (the message names the argument and what is accepted; delta-spark raises
+    ``ValueError`` / ``IllegalArgumentException`` there)."""
+
+
 class SettingValueError(DeltaError, ValueError):
     """A session conf or table property holds a value it does not accept (the message
     names the key and what is accepted)."""

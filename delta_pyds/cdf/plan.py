@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from delta_pyds.errors import ChangeDataError, UnsupportedFeatureError, VersionNotFoundError
+from delta_pyds.errors import ChangeDataError, OptionValueError, UnsupportedFeatureError, VersionNotFoundError
 from delta_pyds.log.commits import Commit, CommitLog, FileAction
 from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import Metadata, Protocol
@@ -226,12 +226,12 @@ def plan_changes(storage: Storage, *, start: int, end: int | None = None, log: C
         return ChangePlan(start, end, None, [])
     latest = log.latest_version
     if start < 0:
-        raise ValueError(f"option startingVersion: expected a version >= 0, got {start}")
+        raise OptionValueError(f"option startingVersion: expected a version >= 0, got {start}")
     if start > latest:
         raise VersionNotFoundError(f"startingVersion {start} is after the latest version of the table ({latest})")
     end = latest if end is None else min(end, latest)
     if end < start:
-        raise ValueError(
+        raise OptionValueError(
             f"options startingVersion/endingVersion: the ending version {end} is before the starting version {start}"
         )
     for v in range(start, end + 1):  # fail before reading anything if a commit is gone
@@ -284,7 +284,7 @@ def resolve_range(
     elif starting_version is not None:
         start = starting_version
     else:
-        raise ValueError("option startingVersion or startingTimestamp is required to read the change data feed")
+        raise OptionValueError("option startingVersion or startingTimestamp is required to read the change data feed")
     if start > log.latest_version:
         raise VersionNotFoundError(
             f"startingVersion {start} is after the latest version of the table ({log.latest_version})"
@@ -295,7 +295,7 @@ def resolve_range(
             from delta_pyds.log.time_travel import parse_timestamp
 
             if parse_timestamp(starting_timestamp) > parse_timestamp(ending_timestamp):
-                raise ValueError(
+                raise OptionValueError(
                     "options startingTimestamp/endingTimestamp: the ending timestamp is before the starting timestamp"
                 )
             if end == start - 1:
@@ -305,7 +305,7 @@ def resolve_range(
     else:
         end = log.latest_version
     if end < start:
-        raise ValueError(
+        raise OptionValueError(
             f"options starting/ending version or timestamp: the ending version {end} "
             f"is before the starting version {start}"
         )

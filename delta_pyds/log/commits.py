@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.errors import CorruptLogError, VersionNotFoundError
+from delta_pyds.errors import CorruptLogError, TimestampParseError, VersionNotFoundError
 from delta_pyds.log.files import LogFile
 from delta_pyds.log.segment import list_log
 from delta_pyds.protocol import features
@@ -283,7 +283,7 @@ def _parse(value: Any, option: str, parse: Callable[[Any], int]) -> int:
     try:
         return parse(value)
     except ValueError:
-        raise ValueError(
+        raise TimestampParseError(
             f"option {option}: {value!r} is not a timestamp; use e.g. '2024-01-31', "
             "'2024-01-31 12:00:00' or an ISO-8601 timestamp"
         ) from None

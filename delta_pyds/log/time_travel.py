@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from delta_pyds.errors import VersionNotFoundError
+from delta_pyds.errors import OptionValueError, TimestampParseError, VersionNotFoundError
 from delta_pyds.log.files import LogFile
 from delta_pyds.log.segment import build_log_segment, complete_checkpoints, list_log
 from delta_pyds.log.table_metadata import read_table_metadata
@@ -49,7 +49,7 @@ def parse_timestamp(value: Any) -> int:
     try:
         parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(
+        raise TimestampParseError(
             f"timestampAsOf: {value!r} is not a timestamp; use e.g. "
             "'2024-01-31', '2024-01-31 12:00:00' or an ISO-8601 timestamp"
         ) from None
@@ -80,7 +80,7 @@ def time_zone(name: str, *, option: str = "timeZone") -> dt.tzinfo:
 
         return ZoneInfo(text)
     except Exception:
-        raise ValueError(
+        raise OptionValueError(
             f"option {option}: {name!r} is not a time zone; use a region such as "
             "'Europe/Paris', 'UTC' or an offset such as '+02:00'"
         ) from None
@@ -143,7 +143,7 @@ def pin_zone(value: Any, *, zone: str | None, resolve: Callable[[Any], Any], opt
             if o[1] is not None
         )
         shown = shown or "a version in UTC, none at UTC+14:00 or UTC-12:00"
-        raise ValueError(
+        raise OptionValueError(
             f"option {option}: {value!r} has no UTC offset, so (as in delta-spark) it is a time in the "
             f"session time zone {SESSION_TIME_ZONE}, which Spark does not pass to Python data sources; "
             f"here the version depends on the zone ({shown}). Give the offset "

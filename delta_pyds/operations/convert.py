@@ -38,7 +38,13 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_pyds.errors import CorruptLogError, DeltaError, PathEscapeError, SchemaError, TableNotFoundError
+from delta_pyds.errors import (
+    CorruptLogError,
+    DataFileError,
+    PathEscapeError,
+    SchemaError,
+    TableNotFoundError,
+)
 from delta_pyds.log.files import LOG_DIR
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.protocol.actions import Metadata
@@ -122,7 +128,7 @@ def _read_footer(storage: Storage, path: str, rel: str) -> pq.FileMetaData:
         with storage.open_input(path) as fh:
             return pq.read_metadata(fh)
     except (pa.ArrowInvalid, OSError) as exc:
-        raise DeltaError(f"cannot convert: {rel} is not a Parquet file ({exc})") from None
+        raise DataFileError(f"cannot convert: {rel} is not a Parquet file ({exc})") from None
 
 
 def footer_stats(columns: Sequence[StatsColumn], metadata: pq.FileMetaData) -> str:
@@ -234,7 +240,7 @@ def convert_to_delta(
         pass
     files = parquet_files(storage)
     if not files:
-        raise DeltaError(f"cannot convert {storage.root}: it holds no Parquet files")
+        raise DataFileError(f"cannot convert {storage.root}: it holds no Parquet files")
     data_schema, rows = _read_files(storage, files, partition_schema)
     pfields = tuple(StructField(f.name, f.type, True) for f in (partition_schema.fields if partition_schema else ()))
     clash = {f.name.lower() for f in pfields} & {f.name.lower() for f in data_schema.fields}

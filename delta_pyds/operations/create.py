@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from delta_pyds.errors import SchemaError, TableExistsError, TableNotFoundError
+from delta_pyds.errors import OptionValueError, SchemaError, TableExistsError, TableNotFoundError
 from delta_pyds.protocol import features
 from delta_pyds.protocol.actions import Metadata, Protocol
 from delta_pyds.protocol.clustering import CLUSTERING_DOMAIN, domain_config, resolve, table_clustering
@@ -200,7 +200,7 @@ def plan_table(
     when ``createIfNotExists`` found a table. Every refusal of :func:`create_table` is raised
     here, before any data is written."""
     if mode not in MODES:
-        raise ValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
+        raise OptionValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
     snapshot = _load(storage)
     if not _should_create(storage, snapshot, mode):
         return None

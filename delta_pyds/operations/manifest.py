@@ -25,7 +25,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable
 
-from delta_pyds.errors import PathEscapeError, UnsupportedFeatureError
+from delta_pyds.errors import OptionValueError, PathEscapeError, UnsupportedFeatureError
 from delta_pyds.protocol import features
 from delta_pyds.storage.tree import escapes_root, list_tree
 from delta_pyds.table.snapshot import Snapshot
@@ -45,7 +45,7 @@ def generate_manifest(snapshot: Snapshot, mode: str = "symlink_format_manifest")
     """Writes the manifests of ``snapshot`` (see the module docstring); returns their
     root-relative paths."""
     if not isinstance(mode, str) or mode.lower() not in MODES:
-        raise ValueError(f"generate: mode must be one of {', '.join(MODES)} (case-insensitive), got {mode!r}")
+        raise OptionValueError(f"generate: mode must be one of {', '.join(MODES)} (case-insensitive), got {mode!r}")
     features.check_read(snapshot.protocol)
     if snapshot.column_mapping_mode != "none":
         raise UnsupportedFeatureError(

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
+from delta_pyds.errors import ArgumentValueError
 from delta_pyds.expressions.ast import columns_of
 from delta_pyds.expressions.parser import parse
 from delta_pyds.protocol.action_types import AddFile
@@ -40,7 +41,7 @@ def zorder_columns(snap: Snapshot, cols: Sequence[str], *, clustered: Sequence[S
     raises ValueError for a clustered table (``clustered``: its clustering columns, None
     when not clustered), an unknown or partition column, or a type that has no order."""
     if clustered is not None:
-        raise ValueError(
+        raise ArgumentValueError(
             f"executeZOrderBy: the table is clustered by "
             f"{', '.join(dotted(p) for p in clustered) or 'no columns'}; Z-ordering "
             "a clustered table is not allowed (as in delta-spark): executeCompaction "
@@ -51,16 +52,16 @@ def zorder_columns(snap: Snapshot, cols: Sequence[str], *, clustered: Sequence[S
     for c in cols:
         f = lowered.get(c.lower())
         if f is None:
-            raise ValueError(f"executeZOrderBy: {c} is not a column of the table")
+            raise ArgumentValueError(f"executeZOrderBy: {c} is not a column of the table")
         if c.lower() in pset:
-            raise ValueError(
+            raise ArgumentValueError(
                 f"executeZOrderBy: {c} is a partition column; Z-ordering can only be performed "
                 "on data columns (delta-spark: DELTA_ZORDERING_ON_PARTITION_COLUMN)"
             )
         if getattr(f.type, "name", None) not in _ZORDER_TYPES and not str(getattr(f.type, "name", "")).startswith(
             "decimal"
         ):
-            raise ValueError(
+            raise ArgumentValueError(
                 f"executeZOrderBy: {c} has type {f.type}; only numeric, date and timestamp columns are supported"
             )
     return [lowered[c.lower()].name for c in cols]
@@ -72,7 +73,7 @@ def in_partitions(active: pa.Table, snap: Snapshot, where: str) -> pa.Table:
     pset = {c.lower() for c in snap.partition_columns}
     data = sorted(".".join(p) for p in columns_of(node) if p[0].lower() not in pset or len(p) > 1)
     if data:
-        raise ValueError(
+        raise ArgumentValueError(
             f"optimize().where({where!r}): Predicate references non-partition column "
             f"{', '.join(repr(c) for c in data)}. Only the partition columns may be referenced: "
             f"[{', '.join(snap.partition_columns)}] (delta-spark: DELTA_NON_PARTITION_COLUMN_REFERENCE)"

@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import replace
 
-from delta_pyds.errors import MissingPropertyError
+from delta_pyds.errors import MissingPropertyError, SettingValueError
 from delta_pyds.protocol import features
 from delta_pyds.protocol.table_properties import (
     COLUMN_MAPPING_MODE,
@@ -52,7 +52,7 @@ def set_properties(storage: Storage, properties: Mapping[str, str]) -> int:
     conf = dict(snap.configuration)
     for key in (COLUMN_MAPPING_MODE, ENABLE_ROW_TRACKING):
         if key in props and props[key].lower() != str(conf.get(key, "")).lower():
-            raise ValueError(
+            raise SettingValueError(
                 f"setProperties: changing {key} on an existing table is not supported "
                 "by delta_pyds (it needs a metadata/data rewrite)"
             )
@@ -81,7 +81,7 @@ def upgrade_protocol(storage: Storage, *, reader_version: int, writer_version: i
     snap = Snapshot.load(storage)
     p = snap.protocol
     if reader_version < p.min_reader_version or writer_version < p.min_writer_version:
-        raise ValueError(
+        raise SettingValueError(
             f"cannot downgrade the protocol ({p.min_reader_version}, {p.min_writer_version}) "
             f"to ({reader_version}, {writer_version})"
         )

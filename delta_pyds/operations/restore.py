@@ -17,7 +17,7 @@ from typing import cast
 
 import pyarrow as pa
 
-from delta_pyds.errors import DeltaError
+from delta_pyds.errors import DataFileError
 from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
@@ -42,7 +42,7 @@ def restore(
     to_add = old.take(pa.array(add_rows, pa.int64()))
     missing = [p for p in to_add.column("path").to_pylist() if not storage.exists(storage.resolve(p))]
     if missing:
-        raise DeltaError(
+        raise DataFileError(
             f"cannot restore {table_path} to version {target.version}: {len(missing)} data file(s) "
             f"it needs are gone (e.g. {missing[0]}), probably deleted by VACUUM"
         )
@@ -50,7 +50,7 @@ def restore(
         if d and d.get("storageType") in ("u", "p"):
             path = cast(str, DeletionVectorDescriptor.from_dict(d).absolute_path(storage))  # "u"/"p": a file
             if not storage.exists(path):
-                raise DeltaError(
+                raise DataFileError(
                     f"cannot restore to version {target.version}: deletion vector "
                     f"file {path} is gone, probably deleted by VACUUM"
                 )

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.errors import DeltaError
+from delta_pyds.errors import UnsupportedFeatureError
 from delta_pyds.protocol import features
 from delta_pyds.protocol.table_properties import (
     ROW_COMMIT_VERSION_COLUMN,
@@ -37,7 +37,7 @@ def row_tracking_columns(snap: Snapshot) -> tuple[str, str] | None:
         return None
     names = (snap.configuration.get(ROW_ID_COLUMN), snap.configuration.get(ROW_COMMIT_VERSION_COLUMN))
     if not all(names):
-        raise DeltaError(
+        raise UnsupportedFeatureError(
             "this table supports row tracking but does not name its materialized row tracking columns "
             f"({ROW_ID_COLUMN}, {ROW_COMMIT_VERSION_COLUMN}); delta_pyds cannot rewrite its files "
             "without losing row ids"

@@ -50,7 +50,7 @@ from typing import cast
 
 import pyarrow.compute as pc
 
-from delta_pyds.errors import DeltaError
+from delta_pyds.errors import ArgumentValueError, DeltaError
 from delta_pyds.protocol import features
 from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor
 from delta_pyds.protocol.partition_values import escape_path_name
@@ -186,9 +186,9 @@ def vacuum(
     table_ms = deleted_file_retention_ms(snapshot.configuration)
     retention_ms = table_ms if retention_hours is None else int(float(retention_hours) * 3_600_000)
     if retention_ms < 0:
-        raise ValueError(f"retentionHours must be >= 0, got {retention_hours}")
+        raise ArgumentValueError(f"retentionHours must be >= 0, got {retention_hours}")
     if enforce_retention and retention_ms < table_ms:
-        raise ValueError(
+        raise ArgumentValueError(
             f"retentionHours={retention_hours} is shorter than the table's "
             f"delta.deletedFileRetentionDuration ({table_ms / 3_600_000:g} h): readers and writers "
             "still using older versions could lose files. Pass enforce_retention=False only if no "

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pyarrow as pa
 
-from delta_pyds.errors import ConstraintViolationError, UnsupportedFeatureError
+from delta_pyds.errors import ConstraintViolationError, IdentityColumnError, UnsupportedFeatureError
 from delta_pyds.protocol.schema import StructField, StructType
 
 START = "delta.identity.start"
@@ -103,7 +103,7 @@ def columns_to_generate(
         if col.name.lower() not in given:
             out.append(col)
         elif not keep_values and not col.allow_explicit_insert:
-            raise ValueError(
+            raise IdentityColumnError(
                 f"cannot write values into identity column {col.name}: the table generates them "
                 f"({ALLOW_EXPLICIT_INSERT}=false); leave the column out of the DataFrame"
             )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 
+from delta_pyds.errors import SettingValueError
 from delta_pyds.protocol.actions import Protocol
 from delta_pyds.protocol.features import FEATURES, reader_features, writer_features
 from delta_pyds.protocol.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
@@ -124,17 +125,17 @@ def canonical_property(key: str) -> str:
     if lowered.startswith(CONSTRAINT_PREFIX):
         name = key[len(CONSTRAINT_PREFIX) :]
         if not name:
-            raise ValueError(f"table property {key!r}: a constraint needs a name")
+            raise SettingValueError(f"table property {key!r}: a constraint needs a name")
         return CONSTRAINT_PREFIX + name.lower()
     if lowered.startswith(FEATURE_PREFIX):
         name = key[len(FEATURE_PREFIX) :]
         for f in FEATURES:
             if f.lower() == name.lower():
                 return FEATURE_PREFIX + f
-        raise ValueError(
+        raise SettingValueError(
             f"table property {key!r}: unknown table feature {name!r}; known: " + ", ".join(sorted(FEATURES))
         )
-    raise ValueError(
+    raise SettingValueError(
         f"unknown table property {key!r}; known delta.* properties: "
         + ", ".join(sorted(_KNOWN))
         + ", delta.constraints.<name>, delta.feature.<name>"
@@ -162,17 +163,17 @@ def validate_properties(props: Mapping[str, str]) -> None:
     for key, value in props.items():
         text = str(value).strip()
         if key in _BOOLEAN and text.lower() not in ("true", "false"):
-            raise ValueError(f"table property {key}: expected true or false, got {value!r}")
+            raise SettingValueError(f"table property {key}: expected true or false, got {value!r}")
         if key == CHECKPOINT_INTERVAL and not (text.isdigit() and int(text) > 0):
-            raise ValueError(f"table property {key}: expected a positive integer, got {value!r}")
+            raise SettingValueError(f"table property {key}: expected a positive integer, got {value!r}")
         if key == NUM_INDEXED_COLS and not re.fullmatch(r"-?\d+", text) or key == NUM_INDEXED_COLS and int(text) < -1:
-            raise ValueError(f"table property {key}: expected an integer >= -1, got {value!r}")
+            raise SettingValueError(f"table property {key}: expected an integer >= -1, got {value!r}")
         if key == COLUMN_MAPPING_MODE and text.lower() not in ("none", "name", "id"):
-            raise ValueError(f"table property {key}: expected none, name or id, got {value!r}")
+            raise SettingValueError(f"table property {key}: expected none, name or id, got {value!r}")
         if key == ISOLATION_LEVEL and text not in ("Serializable", "WriteSerializable"):
-            raise ValueError(f"table property {key}: expected Serializable or WriteSerializable, got {value!r}")
+            raise SettingValueError(f"table property {key}: expected Serializable or WriteSerializable, got {value!r}")
         if key in PROTOCOL_PROPERTIES and not (text.isdigit() and 1 <= int(text) <= 7):
-            raise ValueError(f"table property {key}: expected a protocol version, got {value!r}")
+            raise SettingValueError(f"table property {key}: expected a protocol version, got {value!r}")
         if key == COMPRESSION_CODEC and text.lower() not in (
             "uncompressed",
             "none",
@@ -182,11 +183,11 @@ def validate_properties(props: Mapping[str, str]) -> None:
             "lz4_raw",
             "zstd",
         ):
-            raise ValueError(
+            raise SettingValueError(
                 f"table property {key}: expected uncompressed, snappy, gzip, lz4_raw or zstd, got {value!r}"
             )
         if key.startswith(FEATURE_PREFIX) and text.lower() not in ("supported", "enabled"):
-            raise ValueError(f"table property {key}: expected supported, got {value!r}")
+            raise SettingValueError(f"table property {key}: expected supported, got {value!r}")
         if key in (
             DELETED_FILE_RETENTION,
             "delta.logRetentionDuration",
@@ -219,7 +220,7 @@ def parse_interval_ms(text: str, key: str = "interval") -> int:
     """``"interval 1 week"`` / ``"7 days"`` -> milliseconds."""
     m = _INTERVAL_RE.match(str(text).strip())
     if not m or m.group(2).lower() not in _INTERVAL_UNITS:
-        raise ValueError(f"table property {key}: expected an interval such as 'interval 7 days', got {text!r}")
+        raise SettingValueError(f"table property {key}: expected an interval such as 'interval 7 days', got {text!r}")
     return int(m.group(1)) * _INTERVAL_UNITS[m.group(2).lower()]
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import overload
 
+from delta_pyds.errors import OptionValueError
 from delta_pyds.read.file_reader import DEFAULT_BATCH_ROWS
 from delta_pyds.read.scan import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
 
@@ -59,9 +60,9 @@ def int_option(options: Mapping[str, str], name: str, default: int | None, *, mi
     try:
         value = int(str(raw).strip())
     except ValueError:
-        raise ValueError(f"option {name}: expected an integer >= {minimum}, got {raw!r}") from None
+        raise OptionValueError(f"option {name}: expected an integer >= {minimum}, got {raw!r}") from None
     if value < minimum:
-        raise ValueError(f"option {name}: expected an integer >= {minimum}, got {value}")
+        raise OptionValueError(f"option {name}: expected an integer >= {minimum}, got {value}")
     return value
 
 
@@ -84,7 +85,7 @@ class ReadOptions:
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
         path = get_option(options, "path")
         if not path:
-            raise ValueError(
+            raise OptionValueError(
                 "option path: a table location is required, e.g. "
                 "spark.read.format('pydelta').load('/data/table'). Catalog tables "
                 "(CREATE TABLE ... USING pydelta) cannot be read: Spark does not pass "
@@ -94,7 +95,7 @@ class ReadOptions:
         version = int_option(options, "versionAsOf", None, minimum=0)
         timestamp = get_option(options, "timestampAsOf")
         if version is not None and timestamp:
-            raise ValueError("options versionAsOf and timestampAsOf: give at most one")
+            raise OptionValueError("options versionAsOf and timestampAsOf: give at most one")
         zone = (get_option(options, "timeZone") or "").strip() or None
         if zone is not None:
             from delta_pyds.log.time_travel import time_zone
@@ -105,10 +106,10 @@ class ReadOptions:
         if raw_cols is not None:
             columns = tuple(c.strip() for c in raw_cols.split(",") if c.strip())
             if not columns:
-                raise ValueError("option columns: expected a comma-separated list of column names")
+                raise OptionValueError("option columns: expected a comma-separated list of column names")
         pushdown = (get_option(options, "filterPushdown") or "auto").strip().lower()
         if pushdown not in ("auto", "true", "false"):
-            raise ValueError(f"option filterPushdown: expected auto, true or false, got {pushdown!r}")
+            raise OptionValueError(f"option filterPushdown: expected auto, true or false, got {pushdown!r}")
         storage = {k[len(STORAGE_PREFIX) :]: v for k, v in options.items() if k.lower().startswith(STORAGE_PREFIX)}
         external = get_option(options, "allowExternalPaths")
         if external is not None:  # consumed by Storage (delta_pyds.storage.store), like storage.*
@@ -157,7 +158,7 @@ def _bool_option(options: Mapping[str, str], name: str, default: bool = False) -
         return default
     text = str(raw).strip().lower()
     if text not in ("true", "false"):
-        raise ValueError(f"option {name}: expected true or false, got {raw!r}")
+        raise OptionValueError(f"option {name}: expected true or false, got {raw!r}")
     return text == "true"
 
 
@@ -183,14 +184,14 @@ def _starting_point(options: Mapping[str, str], *, allow_latest: bool) -> Starti
     raw_v = get_option(options, "startingVersion")
     raw_ts = get_option(options, "startingTimestamp")
     if raw_v is not None and str(raw_v).strip() and raw_ts is not None and str(raw_ts).strip():
-        raise ValueError("options startingVersion and startingTimestamp: give at most one")
+        raise OptionValueError("options startingVersion and startingTimestamp: give at most one")
     if raw_ts is not None and str(raw_ts).strip():
         return StartingPoint(timestamp=str(raw_ts).strip())
     if raw_v is None or not str(raw_v).strip():
         return StartingPoint()
     if str(raw_v).strip().lower() == "latest":
         if not allow_latest:
-            raise ValueError("option startingVersion: 'latest' is only valid for streams; give a version")
+            raise OptionValueError("option startingVersion: 'latest' is only valid for streams; give a version")
         return StartingPoint(latest=True)
     return StartingPoint(version=int_option(options, "startingVersion", None, minimum=0))
 
@@ -207,13 +208,13 @@ class ChangeFeedOptions:
     def parse(cls, options: Mapping[str, str]) -> ChangeFeedOptions:
         start = _starting_point(options, allow_latest=False)
         if not start.given:
-            raise ValueError(
+            raise OptionValueError(
                 "option startingVersion or startingTimestamp is required to read the "
                 "change data feed, e.g. .option('startingVersion', 0)"
             )
         for name in ("versionAsOf", "timestampAsOf"):
             if get_option(options, name):
-                raise ValueError(
+                raise OptionValueError(
                     f"option {name} cannot be combined with readChangeFeed; select the "
                     "versions with startingVersion/endingVersion instead"
                 )
@@ -221,7 +222,7 @@ class ChangeFeedOptions:
         ending_ts = get_option(options, "endingTimestamp")
         ending_ts = str(ending_ts).strip() if ending_ts is not None and str(ending_ts).strip() else None
         if ending_version is not None and ending_ts is not None:
-            raise ValueError("options endingVersion and endingTimestamp: give at most one")
+            raise OptionValueError("options endingVersion and endingTimestamp: give at most one")
         return cls(start, ending_version, ending_ts)
 
 
@@ -241,7 +242,9 @@ class StreamOptions:
     def parse(cls, options: Mapping[str, str]) -> StreamOptions:
         for name in ("versionAsOf", "timestampAsOf", "endingVersion", "endingTimestamp"):
             if get_option(options, name):
-                raise ValueError(f"option {name} is not supported by streams; use startingVersion or startingTimestamp")
+                raise OptionValueError(
+                    f"option {name} is not supported by streams; use startingVersion or startingTimestamp"
+                )
         return cls(
             start=_starting_point(options, allow_latest=True),
             max_files=int_option(options, "maxFilesPerTrigger", None, minimum=1),
@@ -284,7 +287,7 @@ def _bytes_option(options: Mapping[str, str], name: str) -> int | None:
     try:
         value = int(number) * _BYTE_UNITS[unit]
     except (ValueError, KeyError):
-        raise ValueError(f"option {name}: expected a size in bytes such as 1048576 or 10m, got {raw!r}") from None
+        raise OptionValueError(f"option {name}: expected a size in bytes such as 1048576 or 10m, got {raw!r}") from None
     if value < 1:
-        raise ValueError(f"option {name}: expected a positive size, got {raw!r}")
+        raise OptionValueError(f"option {name}: expected a positive size, got {raw!r}")
     return value

@@ -21,6 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_pyds.errors import OptionValueError
+
 DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
 DEFAULT_OPEN_COST_BYTES = 4 * 1024 * 1024
 
@@ -146,7 +148,7 @@ def plan_partitions(
 ) -> list[PartitionFiles]:
     """Bin-packs the rows of a file table into partitions (largest files first)."""
     if max_partition_bytes <= 0 or open_cost < 0:
-        raise ValueError("maxPartitionBytes must be > 0 and openCostInBytes >= 0")
+        raise OptionValueError("maxPartitionBytes must be > 0 and openCostInBytes >= 0")
     n = files.num_rows
     if n == 0:
         return []

@@ -44,7 +44,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from delta_pyds.errors import DeltaError
+from delta_pyds.errors import DeltaError, OptionValueError
 from delta_pyds.log.files import LOG_DIR, commit_name
 from delta_pyds.protocol.schema import (
     StructType,
@@ -136,7 +136,9 @@ def select_columns(schema: StructType, columns: Sequence[str] | None, what: str 
     by_name = {f.name.lower(): f for f in visible.fields}
     missing = [c for c in columns if c.lower() not in by_name]
     if missing:
-        raise ValueError(f"option columns: {', '.join(missing)} not in {what}; available: {', '.join(visible.names)}")
+        raise OptionValueError(
+            f"option columns: {', '.join(missing)} not in {what}; available: {', '.join(visible.names)}"
+        )
     return StructType(tuple(by_name[c.lower()] for c in columns))
 
 
@@ -146,7 +148,7 @@ def project_output(table: StructType, requested: StructType, what: str = "the ta
     output = project(table, requested)
     missing = [f.name for f in output.fields if table.get(f.name) is None]
     if missing:
-        raise ValueError(
+        raise OptionValueError(
             f"the schema given to the reader names columns not in {what}: "
             f"{', '.join(missing)}; available: {', '.join(table.names)}"
         )

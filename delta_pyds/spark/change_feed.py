@@ -20,6 +20,7 @@ from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.cdf.plan import CDF_COLUMNS, ChangeFile, pack, plan_changes, resolve_range
 from delta_pyds.cdf.reader import change_read_spec, reader_for, with_cdf_columns
+from delta_pyds.errors import OptionValueError
 from delta_pyds.log.commits import CommitLog
 from delta_pyds.protocol.schema import StructType, parse_type
 from delta_pyds.read.file_reader import ReadSpec
@@ -92,7 +93,7 @@ def change_feed_reader(source: DataSource, schema: SparkStructType) -> DeltaChan
     if cdf.ending_version is None and cdf.ending_timestamp is None:
         end = min(end, pinned)
         if end < start:
-            raise ValueError(
+            raise OptionValueError(
                 f"option startingVersion: version {start} is after the version this DataFrame was pinned to ({pinned})"
             )
     snapshot = cached_snapshot(storage, pinned)

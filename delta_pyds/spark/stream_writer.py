@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, cast
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
+from delta_pyds.errors import OptionValueError
 from delta_pyds.operations.auto_compact import auto_compact, option_settings
 from delta_pyds.streaming.sink import commit_batch, sink_app_id, sink_options
 from delta_pyds.transaction.staged_files import delete_files
@@ -48,7 +49,7 @@ def stream_writer(source: DataSource, schema: SparkStructType, overwrite: bool) 
     data_schema = from_spark_json(schema.jsonValue())
     plan = plan_write(opts, data_schema)
     if plan.skip:
-        raise ValueError(f"option saveMode: the streaming sink cannot {plan.skip}; remove the option")
+        raise OptionValueError(f"option saveMode: the streaming sink cannot {plan.skip}; remove the option")
     spec = cast(WriteSpec, plan.spec)  # not skipped
     if spec.identity:
         from delta_pyds.errors import UnsupportedFeatureError

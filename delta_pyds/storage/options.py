@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from delta_pyds.errors import OptionValueError
+
 # option keys whose values are secrets (compared as squash_key gives them)
 SECRET_KEY_PARTS = (
     "secret",
@@ -62,7 +64,7 @@ def parse_bool(value: Any, name: str) -> bool:
         return True
     if text in ("false", "0", "no", ""):
         return False
-    raise ValueError(f"storage option {name}: expected true or false, got {value!r}")
+    raise OptionValueError(f"storage option {name}: expected true or false, got {value!r}")
 
 
 def parse_positive_int(value: Any, name: str) -> int:
@@ -72,7 +74,7 @@ def parse_positive_int(value: Any, name: str) -> int:
     except ValueError:
         number = 0
     if number <= 0:
-        raise ValueError(f"storage option {name}: expected a positive number of bytes, got {value!r}")
+        raise OptionValueError(f"storage option {name}: expected a positive number of bytes, got {value!r}")
     return number
 
 
@@ -153,7 +155,7 @@ def _coerce(value: Any, param: inspect.Parameter | None, name: str) -> Any:
         try:
             return json.loads(text)
         except ValueError:
-            raise ValueError(f"storage option {name}: expected a JSON object") from None
+            raise OptionValueError(f"storage option {name}: expected a JSON object") from None
     return value
 
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from delta_pyds.errors import StoreFaultError
+from delta_pyds.errors import OptionValueError, StoreFaultError
 from delta_pyds.storage.options import squash_key
 
 log = logging.getLogger(__name__)
@@ -213,7 +213,7 @@ def _non_negative(value: Any, name: str, kind: type) -> Any:
     except ValueError:
         number = -1
     if number < 0:
-        raise ValueError(f"storage option {name}: expected a number >= 0, got {value!r}")
+        raise OptionValueError(f"storage option {name}: expected a number >= 0, got {value!r}")
     return number
 
 

@@ -62,6 +62,7 @@ from delta_pyds.errors import (
     CommitFailedError,
     DeltaError,
     ExternalPathError,
+    OptionValueError,
     ShortReadError,
     StorageError,
     StoreFaultError,
@@ -151,7 +152,7 @@ class Storage:
         max_log_file_bytes: int | None = None,
     ):
         if not root:
-            raise ValueError("a table path is required")
+            raise OptionValueError("a table path is required")
         self.protocol = _protocol_of(root)
         if self.protocol == "file":
             # file:///p and Hadoop's file:/p (what Spark passes for catalog locations)
@@ -224,7 +225,7 @@ class Storage:
                 # outside this block so that it keeps no link to the original
                 failure = redact(f"{type(exc).__name__}: {exc}", self.options)
             if failure is not None:
-                raise ValueError(f"cannot open the {self.protocol!r} filesystem for {self.root}: {failure}")
+                raise OptionValueError(f"cannot open the {self.protocol!r} filesystem for {self.root}: {failure}")
         return self._fs
 
     @property

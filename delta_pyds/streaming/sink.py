@@ -28,7 +28,7 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import replace
 
-from delta_pyds.errors import StreamSinkError
+from delta_pyds.errors import OptionValueError, StreamSinkError
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.protocol.schema import StructType
 from delta_pyds.storage.store import Storage
@@ -46,7 +46,7 @@ def sink_options(options: Mapping[str, str], *, complete: bool) -> WriteOptions:
     """The write options of a sink (``txnAppId`` is the sink's own, ``txnVersion`` is the
     batch id and cannot be given)."""
     if get_option(options, "txnVersion") is not None:
-        raise ValueError(
+        raise OptionValueError(
             "option txnVersion: a streaming sink uses the micro-batch id as the "
             "transaction version; give only txnAppId (or nothing)"
         )

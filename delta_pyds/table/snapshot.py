@@ -24,6 +24,7 @@ from delta_pyds.errors import (
     CorruptCheckpointError,
     CorruptLogError,
     ExternalPathError,
+    OptionValueError,
     TableNotFoundError,
     VersionNotFoundError,
 )
@@ -93,7 +94,7 @@ class Snapshot:
         listing = None
         if timestamp is not None:
             if version is not None:
-                raise ValueError("give either versionAsOf or timestampAsOf, not both")
+                raise OptionValueError("give either versionAsOf or timestampAsOf, not both")
             from delta_pyds.log.time_travel import version_at_timestamp
 
             listing = list_log(storage)

@@ -207,7 +207,7 @@ class Transaction:
     def _final_protocol(self) -> Protocol:
         md = self.metadata
         if md is None:
-            raise DeltaError("a new table needs metadata (schema, partitioning) before it can be committed")
+            raise CommitFailedError("a new table needs metadata (schema, partitioning) before it can be committed")
         base = self._protocol or (self.snapshot.protocol if self.snapshot else None)
         if self._metadata is None and self._protocol is None:
             return cast(Protocol, base)  # the metadata is the snapshot's: so is a protocol
@@ -225,9 +225,9 @@ class Transaction:
             )
         for a in self.adds:
             if "path" not in a or "size" not in a:
-                raise DeltaError(f"add action without path or size: {a!r}")
+                raise CommitFailedError(f"add action without path or size: {a!r}")
         if md is not None and len({c.lower() for c in md.partition_columns}) != len(md.partition_columns):
-            raise DeltaError("duplicate partition columns")
+            raise CommitFailedError("duplicate partition columns")
 
     # -------------------------------------------------------------------- commit
     def commit(

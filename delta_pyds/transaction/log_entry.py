@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from delta_pyds.errors import DeltaError
+from delta_pyds.errors import CommitFailedError
 from delta_pyds.protocol.action_types import AddCDCFile, AddFile, LogAction, RemoveFile
 from delta_pyds.protocol.actions import Metadata, Protocol
 
@@ -120,7 +120,7 @@ def num_records(add: Mapping[str, Any]) -> int:
             return int(json.loads(stats)["numRecords"])
         except (ValueError, KeyError, TypeError):
             pass
-    raise DeltaError(f"row tracking needs numRecords in the stats of {add.get('path')}")
+    raise CommitFailedError(f"row tracking needs numRecords in the stats of {add.get('path')}")
 
 
 def serialize(actions: Iterable[Mapping[str, Any]]) -> bytes:

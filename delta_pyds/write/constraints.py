@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.errors import ConstraintViolationError, ExpressionError, UnsupportedFeatureError
+from delta_pyds.errors import ConstraintViolationError, ExpressionError, OptionValueError, UnsupportedFeatureError
 from delta_pyds.expressions.ast import Node, columns_of
 from delta_pyds.expressions.evaluator import evaluate_predicate, evaluate_value, resolve_column
 from delta_pyds.expressions.parser import parse
@@ -151,7 +151,7 @@ def _compile(kind: str, name: str, text: str, empty: pa.Table, table_feature: st
         evaluate_predicate(node, empty) if kind not in ("generated", "default") else None
     except ExpressionError as exc:
         if kind == "replaceWhere":
-            raise ValueError(f"option replaceWhere: {exc}") from None
+            raise OptionValueError(f"option replaceWhere: {exc}") from None
         if spark_sql:  # Spark evaluates it: only the referenced columns (for messages) are wanted
             return _Rule(kind, name, text, None, _columns_if_parsed(text))
         raise UnsupportedFeatureError(

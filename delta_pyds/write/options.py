@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from delta_pyds.errors import OptionValueError
 from delta_pyds.protocol.table_properties import canonical_property
 from delta_pyds.read.options import get_option, int_option
 
@@ -89,7 +90,7 @@ def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
         return True
     if value in ("false", "0", "no"):
         return False
-    raise ValueError(f"option {name}: expected true or false, got {raw!r}")
+    raise OptionValueError(f"option {name}: expected true or false, got {raw!r}")
 
 
 def _int(options: Mapping[str, str], name: str, *, minimum: int) -> int | None:
@@ -100,7 +101,9 @@ def parse_size(raw: str, name: str) -> int:
     """``"134217728"``, ``"128m"``, ``"1g"``, ``"512kb"`` -> bytes."""
     m = _SIZE_RE.match(str(raw))
     if not m or int(m.group(1)) <= 0:
-        raise ValueError(f"option {name}: expected a positive size in bytes such as 134217728, 128m or 1g, got {raw!r}")
+        raise OptionValueError(
+            f"option {name}: expected a positive size in bytes such as 134217728, 128m or 1g, got {raw!r}"
+        )
     return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
@@ -156,7 +159,7 @@ class WriteOptions:
         caller cannot know it; no Spark session (core API): static."""
         path = get_option(options, "path")
         if not path:
-            raise ValueError(
+            raise OptionValueError(
                 "option path: a table location is required, e.g. df.write.format('pydelta').save('/data/table')"
             )
         save_mode = _parse_save_mode(options, overwrite)
@@ -225,7 +228,7 @@ def _layout(
         partition_by = split_columns(raw_parts)
         lowered = [c.lower() for c in partition_by]
         if len(set(lowered)) != len(lowered):
-            raise ValueError(f"option partitionBy: a column is listed twice in {raw_parts!r}")
+            raise OptionValueError(f"option partitionBy: a column is listed twice in {raw_parts!r}")
     raw_cluster = get_option(options, "clusterBy")
     cluster_by = None
     if raw_cluster is not None:
@@ -233,7 +236,7 @@ def _layout(
 
         cluster_by = tuple(parse_columns(raw_cluster))
         if partition_by and cluster_by:
-            raise ValueError(
+            raise OptionValueError(
                 "options partitionBy and clusterBy: a table is either partitioned or clustered; give one of them"
             )
     return partition_by, cluster_by
@@ -244,7 +247,7 @@ def _partition_overwrite_mode(options: Mapping[str, str]) -> tuple[str | None, b
     raw_pom = get_option(options, "partitionOverwriteMode")
     pom = (raw_pom or "static").strip().lower() or "static"
     if pom not in ("static", "dynamic"):
-        raise ValueError(f"option partitionOverwriteMode: expected static or dynamic, got {pom!r}")
+        raise OptionValueError(f"option partitionOverwriteMode: expected static or dynamic, got {pom!r}")
     return raw_pom, pom == "dynamic"
 
 
@@ -254,7 +257,7 @@ def _session_dynamic(session_partition_overwrite_mode: str | None) -> bool | Non
         return None
     session = session_partition_overwrite_mode.strip().lower()
     if session not in ("static", "dynamic"):
-        raise ValueError(
+        raise OptionValueError(
             f"{SESSION_PARTITION_OVERWRITE_MODE}: expected static or dynamic, got {session_partition_overwrite_mode!r}"
         )
     return session == "dynamic"
@@ -263,17 +266,17 @@ def _session_dynamic(session_partition_overwrite_mode: str | None) -> bool | Non
 def _check_overwrite_options(overwrite: bool, replace_where: str | None, dynamic: bool, overwrite_schema: bool) -> None:
     """Raises ValueError for overwrite options given without overwrite mode or together."""
     if replace_where is not None and not overwrite:
-        raise ValueError("option replaceWhere: only valid with mode('overwrite')")
+        raise OptionValueError("option replaceWhere: only valid with mode('overwrite')")
     if dynamic and not overwrite:
-        raise ValueError("option partitionOverwriteMode=dynamic: only valid with mode('overwrite')")
+        raise OptionValueError("option partitionOverwriteMode=dynamic: only valid with mode('overwrite')")
     if dynamic and replace_where is not None:
-        raise ValueError("options replaceWhere and partitionOverwriteMode=dynamic: give at most one")
+        raise OptionValueError("options replaceWhere and partitionOverwriteMode=dynamic: give at most one")
     if overwrite_schema and not overwrite:
-        raise ValueError(
+        raise OptionValueError(
             "option overwriteSchema: only valid with mode('overwrite'); use mergeSchema=true to add columns on append"
         )
     if overwrite_schema and (replace_where is not None or dynamic):
-        raise ValueError(
+        raise OptionValueError(
             "option overwriteSchema: cannot be combined with replaceWhere or partitionOverwriteMode=dynamic"
         )
 
@@ -283,7 +286,7 @@ def _txn(options: Mapping[str, str]) -> tuple[str | None, int | None]:
     app_id = get_option(options, "txnAppId")
     txn_version = _int(options, "txnVersion", minimum=0)
     if (app_id is None) != (txn_version is None):
-        raise ValueError("options txnAppId and txnVersion: give both or neither")
+        raise OptionValueError("options txnAppId and txnVersion: give both or neither")
     return app_id, txn_version
 
 
@@ -291,7 +294,7 @@ def _codec(options: Mapping[str, str]) -> str | None:
     """The Parquet codec of the ``compression`` option; None when not given."""
     codec_raw = (get_option(options, "compression") or "").strip().lower()
     if codec_raw and codec_raw not in _CODECS:
-        raise ValueError(f"option compression: expected one of {', '.join(sorted(_CODECS))}, got {codec_raw!r}")
+        raise OptionValueError(f"option compression: expected one of {', '.join(sorted(_CODECS))}, got {codec_raw!r}")
     return _CODECS[codec_raw] if codec_raw else None
 
 
@@ -306,13 +309,13 @@ def _parse_save_mode(options: Mapping[str, str], overwrite: bool) -> str:
     mode = str(raw).strip().lower().replace("_", "")
     mode = _SAVE_MODE_ALIASES.get(mode, mode)
     if mode not in _SAVE_MODES:
-        raise ValueError(f"option {name}: expected errorifexists, ignore, append or overwrite, got {raw!r}")
+        raise OptionValueError(f"option {name}: expected errorifexists, ignore, append or overwrite, got {raw!r}")
     if mode in ("errorifexists", "ignore") and overwrite:
-        raise ValueError(
+        raise OptionValueError(
             f"option {name}={mode}: use it with mode('append') (Spark only lets Python "
             "data sources run in append or overwrite mode; the option supplies the "
             f"{mode} semantics), not with mode('overwrite')"
         )
     if mode in ("append", "overwrite") and mode != spark_mode:
-        raise ValueError(f"option {name}={mode} contradicts the DataFrameWriter mode {spark_mode!r}")
+        raise OptionValueError(f"option {name}={mode} contradicts the DataFrameWriter mode {spark_mode!r}")
     return mode

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
-from delta_pyds.errors import SchemaError, TableNotFoundError
+from delta_pyds.errors import OptionValueError, SchemaError, TableNotFoundError
 from delta_pyds.expressions.evaluator import evaluate_predicate
 from delta_pyds.protocol import features
 from delta_pyds.protocol.action_types import AddFile
@@ -324,7 +324,7 @@ def _appended_table(opts: WriteOptions, data_schema: StructType, snapshot: Snaps
         )
     changed = {k: v for k, v in opts.table_properties.items() if conf.get(k) != v and k not in PROTOCOL_PROPERTIES}
     if changed:
-        raise ValueError(
+        raise OptionValueError(
             "table properties can only be set when the table is created or replaced with "
             "mode('overwrite') and overwriteSchema=true; these differ from the table's: "
             + ", ".join(f"{k}={v} (table: {conf.get(k)})" for k, v in sorted(changed.items()))
@@ -355,7 +355,7 @@ def _replace_where(opts: WriteOptions, shape: _TableShape, snapshot: Snapshot | 
         try:  # the predicate must be evaluable on the table's current rows too
             evaluate_predicate(rule.node, logical_arrow_schema(snapshot.schema).empty_table())
         except (ExpressionError, KeyError) as exc:
-            raise ValueError(f"option replaceWhere: {exc}") from None
+            raise OptionValueError(f"option replaceWhere: {exc}") from None
     return rule.node, on_data
 
 
@@ -542,7 +542,7 @@ def check_overwrite_mode_known(plan: WritePlan, active: pa.Table, adds: list[Add
     )
     left_out = existing - written
     if left_out:
-        raise ValueError(
+        raise OptionValueError(
             f"mode('overwrite') of the partitioned table {plan.storage.root}: this write leaves out "
             f"{len(left_out)} of its {len(existing)} partitions, which static partition overwrite "
             f"deletes and dynamic partition overwrite keeps, and pydelta cannot read the session "
@@ -631,7 +631,7 @@ def write_arrow(
     from delta_pyds.write.parquet_writer import write_task
 
     if mode not in ("append", "overwrite"):
-        raise ValueError(f"mode: expected append or overwrite, got {mode!r}")
+        raise OptionValueError(f"mode: expected append or overwrite, got {mode!r}")
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     opts = WriteOptions.parse({**(options or {}), "path": path}, overwrite=mode == "overwrite")

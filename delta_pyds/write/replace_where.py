@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyds.errors import DeltaError
+from delta_pyds.errors import UnsupportedFeatureError
 from delta_pyds.expressions.evaluator import evaluate_predicate
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.protocol import features
@@ -167,14 +167,14 @@ def _rewrite(cow: WriteSpec, found: _Matches, out: Replacement) -> None:
 def _refuse_rewrites(snapshot: Snapshot) -> None:
     conf = snapshot.configuration
     if is_true(conf, ENABLE_CDF):
-        raise DeltaError(
+        raise UnsupportedFeatureError(
             "option replaceWhere: rows matching the predicate share files with other rows, and "
             "rewriting them on a table with delta.enableChangeDataFeed=true needs change data "
             "files delta_pyds does not write for partial overwrites; enable deletion vectors "
             "(delta.enableDeletionVectors=true) or use DeltaTable.delete before an append"
         )
     if features.is_enabled(snapshot.protocol, "rowTracking") and not is_true(conf, ROW_TRACKING_SUSPENDED):
-        raise DeltaError(
+        raise UnsupportedFeatureError(
             "option replaceWhere: rows matching the predicate share files with other rows, and "
             "rewriting them on a table with row tracking would lose row ids; enable deletion "
             "vectors (delta.enableDeletionVectors=true) or use DeltaTable.delete before an append"

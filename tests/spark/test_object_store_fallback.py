@@ -140,7 +140,7 @@ def test_merge_into_empty_table_falls_back_at_the_write(spark, s3_server, caplog
     session.conf.set("spark.sql.session.timeZone", "UTC")
     dt = DeltaTable.forPath(session, url, hadoopConf=s3_server.options)
     source = session.range(0, 3).selectExpr("id", "cast(id % 2 as int) p", "'m' s")
-    with caplog.at_level(logging.WARNING, logger="delta_pyds.spark.tables.dml"):
+    with caplog.at_level(logging.WARNING, logger="delta_pyds.spark.tables.rewriter"):
         dt.alias("t").merge(source.alias("x"), "t.id = x.id").whenNotMatchedInsertAll().execute()
     assert any("rows written by Python workers" in r.getMessage() for r in caplog.records)
     _check(spark, s3_server, url, [(i, i % 2, "m") for i in range(3)])

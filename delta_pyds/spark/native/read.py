@@ -67,7 +67,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType as SparkDataType
 from pyspark.sql.types import StructType as SparkStructType
 
-from delta_pyds.errors import DataFileError, UnsupportedFeatureError
+from delta_pyds.errors import DataFileError, OptionValueError, UnsupportedFeatureError
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT
 from delta_pyds.expressions.safe_sql import safe_spark_sql
 from delta_pyds.expressions.to_predicates import skipping_predicates
@@ -123,14 +123,14 @@ def read_delta(
     the data source with a notice), ``require`` (raise :class:`NativeReadUnavailable`
     instead of falling back) or ``never`` (the data source path)."""
     if native not in ("auto", "require", "never"):
-        raise ValueError(f"native: expected 'auto', 'require' or 'never', got {native!r}")
+        raise OptionValueError(f"native: expected 'auto', 'require' or 'never', got {native!r}")
     check_keywords(options, READ_NAMES, READ_PREFIXES, function="read_delta")
     opts_map = {str(k): _option_text(v) for k, v in options.items()}
     opts_map["path"] = path
     skip_where = where
     if safe_where is not None:
         if where is not None:
-            raise ValueError("read_delta: give where= (trusted Spark SQL) or safe_where=, not both")
+            raise OptionValueError("read_delta: give where= (trusted Spark SQL) or safe_where=, not both")
         safe_opts = ReadOptions.parse(opts_map)
         schema = _load(spark, table_storage(safe_opts), safe_opts).schema
         where, skip_where = safe_spark_sql(safe_where, schema, session_dialect(spark) or DEFAULT_DIALECT), safe_where

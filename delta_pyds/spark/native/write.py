@@ -49,7 +49,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from delta_pyds.errors import ConstraintViolationError, SettingValueError, SqlParseError, UnsupportedFeatureError
+from delta_pyds.errors import (
+    ConstraintViolationError,
+    OptionValueError,
+    SettingValueError,
+    SqlParseError,
+    UnsupportedFeatureError,
+)
 from delta_pyds.expressions.lexer import tokenize
 from delta_pyds.protocol import features
 from delta_pyds.protocol.identity import IdentityColumn
@@ -232,12 +238,12 @@ def _option_map(
     """The write's options as the data source takes them (text values, ``saveMode``,
     ``partitionBy`` as JSON, ``path``), and whether the write overwrites."""
     if not isinstance(mode, str) or mode.strip().lower() not in _MODES:
-        raise ValueError(f"mode: expected append, overwrite, error, errorifexists or ignore, got {mode!r}")
+        raise OptionValueError(f"mode: expected append, overwrite, error, errorifexists or ignore, got {mode!r}")
     overwrite, save_mode = _MODES[mode.strip().lower()]
     check_keywords(options, WRITE_NAMES, WRITE_PREFIXES, function="write_delta")
     raw = {str(k): _option_text(v) for k, v in options.items()}
     if any(k.lower() == "targetfilesize" for k in raw):
-        raise ValueError(
+        raise OptionValueError(
             "option targetFileSize: not supported by the native writer (Spark's Parquet writer rolls "
             "files by maxRecordsPerFile only); use maxRecordsPerFile, or df.write.format('pydelta')"
         )

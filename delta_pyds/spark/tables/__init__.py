@@ -2,7 +2,7 @@
 
 The facade is :mod:`delta_pyds.spark.tables.delta_table`; DELETE is in
 :mod:`~delta_pyds.spark.tables.delete`, UPDATE in :mod:`~delta_pyds.spark.tables.update`
-(both on the rewriting machinery of :mod:`~delta_pyds.spark.tables.dml`), MERGE in
+(both on the rewriting machinery of :mod:`~delta_pyds.spark.tables.rewriter`), MERGE in
 :mod:`~delta_pyds.spark.tables.merge`, OPTIMIZE in :mod:`~delta_pyds.spark.tables.optimize`, the table builder in
 :mod:`~delta_pyds.spark.tables.builder`, VACUUM / CONVERT / GENERATE / table features in
 :mod:`~delta_pyds.spark.tables.maintenance`, argument checks in

@@ -25,7 +25,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from delta_pyds.errors import ArgumentTypeError, TimestampParseError
+from delta_pyds.errors import ArgumentTypeError, ArgumentValueError, TimestampParseError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
@@ -51,7 +51,7 @@ def is_expression(value: Any) -> bool:
 def check_condition(value: Any, name: str = "condition", *, required: bool = False) -> None:
     if value is None:
         if required:
-            raise ValueError(f"'{name}' cannot be None")
+            raise ArgumentValueError(f"'{name}' cannot be None")
         return
     if not is_expression(value):
         raise TypeError(
@@ -64,7 +64,7 @@ def check_column_map(value: Any, name: str) -> dict[str, Any]:
     """``value`` as a dict of column -> Column / SQL string (see the module docstring);
     ``name`` as delta-spark's messages spell the argument (``"'set' in whenMatchedUpdate"``)."""
     if value is None:
-        raise ValueError(f"{name} cannot be None")
+        raise ArgumentValueError(f"{name} cannot be None")
     if not isinstance(value, Mapping):
         raise TypeError(f"{name} must be a dict, found to be {type(value)}")
     for k, v in value.items():
@@ -84,24 +84,24 @@ def check_source(source: Any) -> None:
     from pyspark.sql import DataFrame
 
     if source is None:
-        raise ValueError("'source' in merge cannot be None")
+        raise ArgumentValueError("'source' in merge cannot be None")
     if not isinstance(source, DataFrame) and type(source).__name__ != "DataFrame":  # Connect's is another class
         raise TypeError(f"Type of 'source' in merge must be DataFrame, found {type(source)}")
 
 
 def check_version(version: Any) -> int:
     if version is None:
-        raise ValueError("'version' cannot be None")
+        raise ArgumentValueError("'version' cannot be None")
     if isinstance(version, bool) or not isinstance(version, int):
         raise ArgumentTypeError(f"version needs to be an int but got '{type(version)}'")
     if version < 0:
-        raise ValueError(f"'version' must be >= 0, got {version}")
+        raise ArgumentValueError(f"'version' must be >= 0, got {version}")
     return version
 
 
 def check_timestamp(timestamp: Any) -> None:
     if timestamp is None:
-        raise ValueError("'timestamp' cannot be None")
+        raise ArgumentValueError("'timestamp' cannot be None")
     if not isinstance(timestamp, (str, dt.date)):
         raise ArgumentTypeError(
             f"timestamp needs to be a string but got '{type(timestamp)}' (a yyyy-MM-dd or "

@@ -32,8 +32,8 @@ from delta_pyds.operations.compaction import local_compaction_refusal, rewrite_l
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.spark import conf
 from delta_pyds.spark.native import write as native_write
-from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.optimize import DeltaOptimizeBuilder
+from delta_pyds.spark.tables.rewriter import TableRewriter
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.commit import CommitResult
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
-from delta_pyds.errors import NoCatalogError
+from delta_pyds.errors import ArgumentValueError, NoCatalogError
 from delta_pyds.operations.create import ColumnSpec, Identity, TableDefinition, create_table
 from delta_pyds.protocol.schema import parse_schema, parse_type
 from delta_pyds.spark.tables.args import activate
@@ -63,7 +63,7 @@ def _to_delta_type(data_type: str | DataType) -> DeltaDataType:
         try:
             data_type = DataType.fromDDL(data_type)
         except Exception as exc:
-            raise ValueError(f"dataType: cannot parse {data_type!r} as a Spark SQL type: {exc}") from None
+            raise ArgumentValueError(f"dataType: cannot parse {data_type!r} as a Spark SQL type: {exc}") from None
     return parse_type(data_type.jsonValue())
 
 
@@ -135,7 +135,9 @@ class DeltaTableBuilder(Generic[TableT]):
         identity = None
         expression = None
         if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
-            raise ValueError(f"column {colName}: give at most one of generatedAlwaysAs and generatedByDefaultAs")
+            raise ArgumentValueError(
+                f"column {colName}: give at most one of generatedAlwaysAs and generatedByDefaultAs"
+            )
         if isinstance(generatedAlwaysAs, IdentityGenerator):
             identity = Identity(generatedAlwaysAs.start, generatedAlwaysAs.step, always=True)
         elif generatedAlwaysAs is not None:

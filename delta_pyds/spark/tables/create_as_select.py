@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from delta_pyds.operations.create import TableDefinition, plan_table, table_transaction
 from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.protocol.schema_evolution import from_spark_json
-from delta_pyds.spark.tables.dml import TableRewriter
+from delta_pyds.spark.tables.rewriter import TableRewriter
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.staged_files import delete_on_failure
 from delta_pyds.write.plan import table_write_spec

@@ -1,5 +1,5 @@
 """DELETE (``DeltaTable.delete(condition)``), on the machinery of
-:mod:`delta_pyds.spark.tables.dml`.
+:mod:`delta_pyds.spark.tables.rewriter`.
 
 Guarantees:
 
@@ -33,9 +33,9 @@ import pyarrow as pa
 from delta_pyds.cdf.plan import CHANGE_TYPE
 from delta_pyds.operations.dv_delete import commit_dv_delete
 from delta_pyds.operations.read_set import record_read
-from delta_pyds.spark.tables.dml import OpTimes, TableRewriter, table_spark_schema
 from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.tables.resolution import check_condition_resolves
+from delta_pyds.spark.tables.rewriter import OpTimes, TableRewriter, table_spark_schema
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.table.state import file_actions
 from delta_pyds.transaction.commit import CommitResult, Transaction

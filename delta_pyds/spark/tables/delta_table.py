@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
-from delta_pyds.errors import ArgumentTypeError, TableNotFoundError
+from delta_pyds.errors import ArgumentTypeError, ArgumentValueError, TableNotFoundError
 from delta_pyds.protocol import features
 from delta_pyds.spark.tables import maintenance
 from delta_pyds.spark.tables.args import (
@@ -75,9 +75,9 @@ from delta_pyds.spark.tables.args import (
 from delta_pyds.spark.tables.auto_compaction import compacting_after
 from delta_pyds.spark.tables.builder import DeltaTableBuilder
 from delta_pyds.spark.tables.delete import delete_rows
-from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.merge import DeltaMergeBuilder
 from delta_pyds.spark.tables.optimize import DeltaOptimizeBuilder
+from delta_pyds.spark.tables.rewriter import TableRewriter
 from delta_pyds.spark.tables.schema_api import SchemaChanges
 from delta_pyds.spark.tables.update import update_rows
 from delta_pyds.storage.store import Storage
@@ -96,7 +96,7 @@ class DeltaTable(SchemaChanges):
 
     def __init__(self, spark: SparkSession, path: str, storage_options: Mapping[str, str] | None = None) -> None:
         if spark is None:
-            raise ValueError("'sparkSession' cannot be None")
+            raise ArgumentValueError("'sparkSession' cannot be None")
         path = os.fspath(path) if isinstance(path, os.PathLike) else path
         check_str(path, "path")
         activate(spark)
@@ -125,7 +125,7 @@ class DeltaTable(SchemaChanges):
         from delta_pyds.spark.catalog import delta_entry
 
         if sparkSession is None:
-            raise ValueError("'sparkSession' cannot be None")
+            raise ArgumentValueError("'sparkSession' cannot be None")
         entry = delta_entry(sparkSession, tableOrViewName)
         assert entry.location is not None
         return cls.forPath(sparkSession, entry.location)
@@ -137,7 +137,7 @@ class DeltaTable(SchemaChanges):
 
             spark = SparkSession.getActiveSession()
             if spark is None:
-                raise ValueError(f"{mode}(): no active SparkSession; pass sparkSession")
+                raise ArgumentValueError(f"{mode}(): no active SparkSession; pass sparkSession")
         activate(spark)
         return DeltaTableBuilder(spark, mode, cls.forPath)
 
@@ -177,7 +177,7 @@ class DeltaTable(SchemaChanges):
         makes its entry a ``delta`` one (a MANAGED parquet table is refused:
         :class:`NotADeltaTableError`)."""
         if sparkSession is None:
-            raise ValueError("'sparkSession' cannot be None")
+            raise ArgumentValueError("'sparkSession' cannot be None")
         activate(sparkSession)
         named = _parquet_entry(sparkSession, identifier)
         if named is not None:
@@ -335,7 +335,7 @@ class DeltaTable(SchemaChanges):
 
     def restore(self, version: int | None = None, timestamp: str | dt.date | None = None) -> DataFrame:
         if (version is None) == (timestamp is None):
-            raise ValueError("restore: give exactly one of version or timestamp")
+            raise ArgumentValueError("restore: give exactly one of version or timestamp")
         if version is not None:
             check_version(version)
         else:

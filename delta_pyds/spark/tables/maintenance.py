@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
-from delta_pyds.errors import SqlParseError
+from delta_pyds.errors import ArgumentValueError, SqlParseError
 from delta_pyds.expressions.lexer import tokenize
 from delta_pyds.operations.feature_support import drop_feature_support
 from delta_pyds.protocol import features
@@ -31,8 +31,8 @@ from delta_pyds.protocol.table_properties import deleted_file_retention_ms
 from delta_pyds.spark import conf
 from delta_pyds.spark.conf import RETENTION_CHECK_CONF
 from delta_pyds.spark.tables.args import check_boolean
-from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.optimize import purge_deletion_vectors
+from delta_pyds.spark.tables.rewriter import TableRewriter
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 
@@ -69,7 +69,7 @@ def vacuum(
         if isinstance(retention_hours, bool) or not isinstance(retention_hours, (int, float)):
             raise TypeError(f"'retentionHours' must be a number of hours, got {type(retention_hours)}")
         if retention_hours < 0:
-            raise ValueError(f"'retentionHours' must be >= 0, got {retention_hours}")
+            raise ArgumentValueError(f"'retentionHours' must be >= 0, got {retention_hours}")
     snap = Snapshot.load(storage)
     if "vacuumProtocolCheck" in features.writer_features(snap.protocol) or not dry_run:
         features.check_write(snap.protocol)
@@ -77,7 +77,7 @@ def vacuum(
     enforce = retention_check_enabled(spark) if enforce_retention is None else bool(enforce_retention)
     table_ms = deleted_file_retention_ms(snap.configuration)
     if enforce and retention_hours is not None and float(retention_hours) * 3_600_000 < table_ms:
-        raise ValueError(
+        raise ArgumentValueError(
             "requirement failed: Are you sure you would like to vacuum files with such a low retention "
             f"period ({retention_hours} hours, the table keeps {table_ms / 3_600_000:g} hours: "
             "delta.deletedFileRetentionDuration)? If you have writers that are currently writing to "
@@ -109,13 +109,13 @@ def parse_identifier(identifier: str) -> str:
         or toks[2].kind != "ident"
         or toks[2].text == "``"
     ):
-        raise ValueError(
+        raise ArgumentValueError(
             f"convertToDelta: identifier {identifier!r} is not of the form parquet.`path` "
             "or a name of an EXTERNAL parquet table of Spark's session catalog"
         )
     fmt, path = toks[0].text, toks[2].value()
     if fmt.lower() != "parquet":
-        raise ValueError(
+        raise ArgumentValueError(
             f"convertToDelta: cannot convert {fmt} tables, only parquet.`path` "
             "(delta-spark: DELTA_CONVERSION_UNSUPPORTED_SOURCE)"
         )
@@ -133,7 +133,7 @@ def partition_schema(value: str | SparkStructType | None) -> StructType | None:
         try:
             value = cast(SparkStruct, SparkStruct.fromDDL(value))
         except Exception as exc:
-            raise ValueError(f"partitionSchema: cannot parse {value!r} as a DDL schema: {exc}") from None
+            raise ArgumentValueError(f"partitionSchema: cannot parse {value!r} as a DDL schema: {exc}") from None
     if not isinstance(value, SparkStruct):
         raise TypeError(f"'partitionSchema' must be a DDL string or a StructType, got {type(value)}")
     return parse_schema(value.json())

@@ -3,7 +3,7 @@ reader with each row's file and position, and rewritten rows written by Spark's 
 writer (:func:`delta_pyds.spark.native.write.write_files`).
 
 :func:`native_rows` returns the DataFrame :meth:`TableRewriter.scan
-<delta_pyds.spark.tables.dml.TableRewriter.scan>` promises (the table's logical columns,
+<delta_pyds.spark.tables.rewriter.TableRewriter.scan>` promises (the table's logical columns,
 then the log path of the row's file, its row index in the file and, on tracked tables, its
 row id and row commit version) planned by the core's one native planning entry
 (:func:`~delta_pyds.read.native_plan.plan_native_scan` with the candidate files):

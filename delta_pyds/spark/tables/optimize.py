@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from delta_pyds.errors import ArgumentValueError
 from delta_pyds.operations.optimize import (
     DEFAULT_TARGET_FILE_SIZE,
     compaction_bins,
@@ -52,7 +53,7 @@ from delta_pyds.operations.optimize import (
     zorder_columns,
 )
 from delta_pyds.protocol.action_types import AddFile
-from delta_pyds.spark.tables.dml import SCAN_FILE, TableRewriter
+from delta_pyds.spark.tables.rewriter import SCAN_FILE, TableRewriter
 from delta_pyds.transaction.file_actions import sum_size
 
 LOCAL_MAX_BYTES = 256 << 20  # compactions up to this many input bytes run in the driver's process
@@ -85,9 +86,9 @@ class DeltaOptimizeBuilder:
         if key.lower() in ("targetfilesize", "maxfilesize"):
             self._target = int(value)
             if self._target <= 0:
-                raise ValueError("targetFileSize must be > 0")
+                raise ArgumentValueError("targetFileSize must be > 0")
         else:
-            raise ValueError(f"optimize: unknown option {key!r} (known: targetFileSize)")
+            raise ArgumentValueError(f"optimize: unknown option {key!r} (known: targetFileSize)")
         return self
 
     def executeCompaction(self) -> DataFrame:
@@ -102,7 +103,7 @@ class DeltaOptimizeBuilder:
         if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
             cols = tuple(cols[0])
         if not cols or len(cols) > 7:
-            raise ValueError("executeZOrderBy: give 1 to 7 columns")
+            raise ArgumentValueError("executeZOrderBy: give 1 to 7 columns")
         names: list[str] = []
         for c in cols:
             if not isinstance(c, str):

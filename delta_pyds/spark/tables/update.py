@@ -1,5 +1,5 @@
 """UPDATE (``DeltaTable.update(condition, set)``), on the machinery of
-:mod:`delta_pyds.spark.tables.dml`.
+:mod:`delta_pyds.spark.tables.rewriter`.
 
 Guarantees:
 
@@ -33,11 +33,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from delta_pyds.cdf.plan import CHANGE_TYPE
+from delta_pyds.errors import ArgumentValueError
 from delta_pyds.operations.dv_delete import stage_dv_marks
 from delta_pyds.operations.read_set import record_read
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.action_types import AddFile
-from delta_pyds.spark.tables.dml import (
+from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
+from delta_pyds.spark.tables.native_rows import SCAN_ROW_ID, SCAN_ROW_VERSION
+from delta_pyds.spark.tables.resolution import check_condition_resolves, set_columns
+from delta_pyds.spark.tables.rewriter import (
     OpTimes,
     TableRewriter,
     generated_expressions,
@@ -45,9 +49,6 @@ from delta_pyds.spark.tables.dml import (
     regenerate,
     table_spark_schema,
 )
-from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
-from delta_pyds.spark.tables.native_rows import SCAN_ROW_ID, SCAN_ROW_VERSION
-from delta_pyds.spark.tables.resolution import check_condition_resolves, set_columns
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.table.state import file_actions
 from delta_pyds.transaction.commit import CommitResult, Transaction
@@ -68,7 +69,7 @@ def update_rows(
     from pyspark.sql import functions as F
 
     if not set:
-        raise ValueError("update: set must name at least one column")
+        raise ArgumentValueError("update: set must name at least one column")
     rw.last_commit = None
     times = OpTimes()
     snap = rw.dml_snapshot()

@@ -16,8 +16,8 @@ from pyspark.sql import functions as F
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.protocol.deletion_vectors import deserialize_deleted_rows
 from delta_pyds.spark.conf import DML_ENGINE_CONF
-from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.native_rows import SCAN_FILE
+from delta_pyds.spark.tables.rewriter import TableRewriter
 from delta_pyds.storage.store import Storage
 
 

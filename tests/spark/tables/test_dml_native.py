@@ -27,7 +27,7 @@ def test_fallback_where_spark_cannot_read_and_native_refuses(spark, tmp_path, dm
         with pytest.raises(NativeReadUnavailable, match="glob characters"):
             t.delete("id = 3")
         spark.conf.set(DML_ENGINE_CONF, "auto")
-    with caplog.at_level(logging.WARNING, logger="delta_pyds.spark.tables.dml"):
+    with caplog.at_level(logging.WARNING, logger="delta_pyds.spark.tables.rewriter"):
         t.delete("id = 3")
     if dml_engine == "native":
         assert any("rows through Python workers" in r.getMessage() for r in caplog.records)

@@ -17,7 +17,7 @@ from helpers import arrow_rows, deltalake_table, spark_rows
 
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.spark.conf import DML_ENGINE_CONF
-from delta_pyds.spark.tables.dml import TableRewriter
+from delta_pyds.spark.tables.rewriter import TableRewriter
 from delta_pyds.table.snapshot import Snapshot
 
 COLS = ["id", "p", "name"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from delta_pyds.errors import MergeMultipleMatchesError
+from delta_pyds.errors import ArgumentValueError, MergeMultipleMatchesError
 from delta_pyds.spark.tables.args import (
     ColumnMapping,
     ExpressionOrColumn,
@@ -27,7 +27,6 @@ from delta_pyds.spark.tables.args import (
     check_column_map,
     check_condition,
 )
-from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.dv_marks import writes_dvs
 from delta_pyds.spark.tables.merge.classic import find_touched_files, write_all_changes
 from delta_pyds.spark.tables.merge.clauses import MergeClause
@@ -37,6 +36,7 @@ from delta_pyds.spark.tables.merge.metrics import MergeOutcome, row_metrics
 from delta_pyds.spark.tables.merge.output import MergeRows, identity_to_generate
 from delta_pyds.spark.tables.merge.plan import MergePlan, plan_merge
 from delta_pyds.spark.tables.merge.probe import Probe
+from delta_pyds.spark.tables.rewriter import TableRewriter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -89,7 +89,7 @@ class DeltaMergeBuilder:
         sets = check_column_map(set, "'set' in whenNotMatchedBySourceUpdate")
         check_condition(condition)
         if not sets:
-            raise ValueError("whenNotMatchedBySourceUpdate: set must name at least one column")
+            raise ArgumentValueError("whenNotMatchedBySourceUpdate: set must name at least one column")
         self._clauses.append(MergeClause.of("not_matched_by_source", "update", condition, sets))
         return self
 
@@ -107,7 +107,7 @@ class DeltaMergeBuilder:
         sets = check_column_map(set, "'set' in whenMatchedUpdate")
         check_condition(condition)
         if not sets:
-            raise ValueError("whenMatchedUpdate: set must name at least one column")
+            raise ArgumentValueError("whenMatchedUpdate: set must name at least one column")
         self._clauses.append(MergeClause.of("matched", "update", condition, sets))
         return self
 
@@ -129,7 +129,7 @@ class DeltaMergeBuilder:
         vals = check_column_map(values, "'values' in whenNotMatchedInsert")
         check_condition(condition)
         if not vals:
-            raise ValueError("whenNotMatchedInsert: values must name at least one column")
+            raise ArgumentValueError("whenNotMatchedInsert: values must name at least one column")
         self._clauses.append(MergeClause.of("not_matched", "insert", condition, vals))
         return self
 
@@ -164,7 +164,9 @@ class DeltaMergeBuilder:
 
         rw = self._rewriter
         if not self._clauses:
-            raise ValueError("merge: add at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause")
+            raise ArgumentValueError(
+                "merge: add at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause"
+            )
         with compacting_after(rw):
             started = now_ms()
             plan = plan_merge(

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
+from delta_pyds.errors import ArgumentValueError
+
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
@@ -41,13 +43,13 @@ class MergeClause:
     def __post_init__(self) -> None:
         if self.action not in _ALLOWED.get(self.when, ()):
             accepted = "; ".join(w + ": " + "/".join(a) for w, a in _ALLOWED.items())
-            raise ValueError(f"merge: a {self.when} clause cannot {self.action}; accepted: {accepted}")
+            raise ArgumentValueError(f"merge: a {self.when} clause cannot {self.action}; accepted: {accepted}")
         if self.action == "delete" and self.assignments is not None:
-            raise ValueError("merge: a delete clause takes no assignments")
+            raise ArgumentValueError("merge: a delete clause takes no assignments")
         if self.action != "delete" and self.assignments is not None and not self.assignments:
-            raise ValueError(f"merge: a {self.when} {self.action} clause must name at least one column")
+            raise ArgumentValueError(f"merge: a {self.when} {self.action} clause must name at least one column")
         if self.when == "not_matched_by_source" and self.action == "update" and self.assignments is None:
-            raise ValueError("merge: WHEN NOT MATCHED BY SOURCE THEN UPDATE needs SET assignments (no SET *)")
+            raise ArgumentValueError("merge: WHEN NOT MATCHED BY SOURCE THEN UPDATE needs SET assignments (no SET *)")
 
     @classmethod
     def of(

@@ -22,10 +22,10 @@ from delta_pyds.protocol.action_types import AddCDCFile, AddFile
 from delta_pyds.protocol.identity import with_high_water_marks
 from delta_pyds.protocol.schema import StructType as DeltaStruct
 from delta_pyds.protocol.schema import parse_schema
-from delta_pyds.spark.tables.dml import TableRewriter
 from delta_pyds.spark.tables.merge.metrics import MergeOutcome, operation_parameters
 from delta_pyds.spark.tables.merge.output import MergeRows
 from delta_pyds.spark.tables.merge.plan import MergePlan
+from delta_pyds.spark.tables.rewriter import TableRewriter
 from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows, sum_size
 
 if TYPE_CHECKING:

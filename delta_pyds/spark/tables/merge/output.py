@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING
 
 from delta_pyds.errors import IdentityColumnError
 from delta_pyds.protocol.identity import IdentityColumn
-from delta_pyds.spark.tables.dml import generated_expressions, regenerate
 from delta_pyds.spark.tables.merge.clauses import Expression, MergeClause
 from delta_pyds.spark.tables.merge.plan import ACTION, MATCHED, SRC_ID, MergePlan, sql_expr
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.spark.tables.resolution import set_columns
+from delta_pyds.spark.tables.rewriter import generated_expressions, regenerate
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -261,7 +261,7 @@ def _regenerated(plan: MergePlan) -> dict[str, Column]:
 
 def _with_generated(plan: MergePlan, df: DataFrame, where: dict[str, Column]) -> DataFrame:
     """``df`` (written values as ``__pydelta_new_<i>``) with the generated columns of
-    ``where`` recomputed from the written values (:func:`~delta_pyds.spark.tables.dml.regenerate`)."""
+    ``where`` recomputed from the written values (:func:`~delta_pyds.spark.tables.rewriter.regenerate`)."""
     from pyspark.sql import functions as F
 
     if not where:

@@ -29,12 +29,12 @@ from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.identity import IdentityColumn, identity_columns
 from delta_pyds.protocol.schema import StructType as DeltaStruct
 from delta_pyds.spark.tables.args import ExpressionOrColumn
-from delta_pyds.spark.tables.dml import TableRewriter, only_files, refuse_identity_updates
 from delta_pyds.spark.tables.merge.clauses import Expression, MergeClause
 from delta_pyds.spark.tables.merge.evolution import evolved_for, to_schema
 from delta_pyds.spark.tables.merge.pruning import candidate_files
 from delta_pyds.spark.tables.native_rows import SCAN_FILE
 from delta_pyds.spark.tables.resolution import check_merge_resolves, parse_column_path, set_column_names
+from delta_pyds.spark.tables.rewriter import TableRewriter, only_files, refuse_identity_updates
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.staged_files import cleanup_on_failure
 

@@ -42,7 +42,7 @@ from delta_pyds.expressions.ast import Call, Col, Lit
 from delta_pyds.expressions.lexer import Dialect
 from delta_pyds.expressions.parser import parse
 from delta_pyds.spark.tables.args import ExpressionOrColumn
-from delta_pyds.spark.tables.dml import TableRewriter
+from delta_pyds.spark.tables.rewriter import TableRewriter
 from delta_pyds.table.snapshot import Snapshot
 
 if TYPE_CHECKING:

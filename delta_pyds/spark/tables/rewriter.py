@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from delta_pyds.cdf.plan import CHANGE_TYPE
-from delta_pyds.errors import ConstraintViolationError, DeltaError, IdentityColumnError
+from delta_pyds.errors import CommitFailedError, ConstraintViolationError, IdentityColumnError
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.operations.row_tracking import (
@@ -242,7 +242,7 @@ class TableRewriter:
 
         plan = self._plan(snap, target_file_size, evolved_schema)
         if evolved_schema is None and (plan.metadata is not None or plan.protocol is not None):  # pragma: no cover
-            raise DeltaError("internal: a rewrite must not change the table's metadata")
+            raise CommitFailedError("internal: a rewrite must not change the table's metadata")
         spec = cast(WriteSpec, plan.spec)  # a write without metadata changes has its spec
         tracking = row_tracking_columns(snap) if row_tracking else None
         if not tracking:
