@@ -18,13 +18,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 def main(pairs: int) -> None:
     from deltalake import DeltaTable as DL
-    from dml import _write
     from pyspark.sql import SparkSession
-    from tables import DATA
+    from tables import DATA, dml_table
 
     from delta_pyds import DeltaTable
 
-    base = _write(os.path.join(DATA, "dml-small-1000"), 400_000, 400)
+    base = dml_table(os.path.join(DATA, "dml-small-1000"), 400_000, 400)
     work = os.path.join(DATA, "optimize-ratio-work")
     spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
