@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from delta_pyds.operations.auto_compact import auto_compact, option_settings
+from delta_pyds.operations.auto_compact import compact_after_commit, option_settings
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.commit import CommitResult
 from delta_pyds.write import plan as write_plan
@@ -40,10 +40,7 @@ def write_arrow(
     opts = WriteOptions.parse({**(options or {}), "path": path}, overwrite=mode == "overwrite")
     settings = option_settings(opts.auto_compact)
     result = write_plan.write_arrow(path, data, mode=mode, options=options)
-    if result is None or result.skipped:
-        return result
-    adds = [a["add"] for a in result.actions if "add" in a]
-    if adds:
+    if result is not None and not result.skipped:
         storage = Storage(opts.path, opts.storage_options, allow_unsafe_commits=opts.allow_unsafe_commits)
-        auto_compact(storage, result.version, adds, settings)
+        compact_after_commit(storage, result, settings)
     return result

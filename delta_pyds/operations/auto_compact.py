@@ -40,6 +40,7 @@ from delta_pyds.operations.optimize import compaction_bins
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
+from delta_pyds.transaction.commit import CommitResult
 
 log = logging.getLogger(__name__)
 
@@ -275,3 +276,18 @@ def _predicate(snap: Snapshot, parts: set[str]) -> list[str]:
             terms.append(f"(`{logical.get(name, name)}` <=> {literal})")
         branches.append(" AND ".join(terms))
     return [" OR ".join(f"({b})" for b in branches)] if branches else []
+
+
+def compact_after_commit(
+    storage: Storage,
+    result: CommitResult | None,
+    settings: AutoCompactSettings | None = None,
+    *,
+    rewrite: Rewrite | None = None,
+) -> int | None:
+    """:func:`auto_compact` after one commit of a write: nothing for no commit, a skipped
+    one or one that added no file. Never raises."""
+    if result is None or result.skipped:
+        return None
+    adds = [a["add"] for a in result.actions if "add" in a]
+    return auto_compact(storage, result.version, adds, settings, rewrite=rewrite) if adds else None

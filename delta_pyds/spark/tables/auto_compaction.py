@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from delta_pyds.operations.auto_compact import CONF_KEYS, AutoCompactSettings, auto_compact
+from delta_pyds.operations.auto_compact import CONF_KEYS, AutoCompactSettings, compact_after_commit
 from delta_pyds.operations.compaction import local_compaction_refusal, rewrite_locally
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.spark import conf
@@ -81,15 +81,12 @@ def compacting_after(rw: TableRewriter) -> Iterator[None]:
 def compact_after(spark: SparkSession, storage: Storage, results: Iterable[CommitResult | None]) -> None:
     """Auto compaction after each of the write's commits ``results`` (see the module docstring)."""
     for result in results:
-        if result is None or result.skipped:
-            continue
-        adds = [a["add"] for a in result.actions if "add" in a]
-        if not adds:
-            continue
+        if result is None or result.skipped or not any("add" in a for a in result.actions):
+            continue  # the session's confs are read only when a commit added files
         settings = session_settings(spark)
         if settings is None:
             return
-        auto_compact(storage, result.version, adds, settings, rewrite=_spark_rewrite(spark, storage))
+        compact_after_commit(storage, result, settings, rewrite=_spark_rewrite(spark, storage))
 
 
 @functools.wraps(native_write.write_delta)
