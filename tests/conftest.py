@@ -20,6 +20,12 @@ DATA = os.path.join(HERE, "data")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("TZ", "UTC")
+# Every JVM of the run (the shared session's, and those the subprocess tests start: Spark
+# Connect servers, spark-submit, local-cluster executors, Hive) compiles with C1 only and
+# collects with the serial GC. On 2 cores the suite is CPU-bound (97% busy under -n 2) and
+# C2 compilation in short-lived JVMs is a large part of it: -20% wall time measured on
+# 139 tests (211 s -> 170 s). Semantics do not change; set JAVA_TOOL_OPTIONS to override.
+os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
 def table_path(name: str) -> str:
@@ -133,7 +139,7 @@ OBJECT_STORES = ("s3", "azure", "gcs")
 def _server_fixture(kind):
     @pytest.fixture(scope="session")
     def _fixture():
-        server = _servers.STARTERS[kind]()
+        server = _servers.start_with_retries(kind)
         yield server
         server.stop()
 

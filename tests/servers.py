@@ -96,16 +96,33 @@ def _tail(path: str, n: int = 4000) -> str:
         return ""
 
 
-def _retry(fn, timeout: float, what: str):
+def _retry(fn, timeout: float, what: str, proc: subprocess.Popen | None = None, log_path: str = ""):
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise ServerUnavailable(f"{what}: the server exited with {proc.returncode}:\n{_tail(log_path)}")
         try:
             return fn()
         except Exception as exc:  # noqa: BLE001 - server still starting
             last = exc
             time.sleep(0.2)
-    raise ServerUnavailable(f"{what} failed for {timeout}s: {last!r}")
+    raise ServerUnavailable(f"{what} failed for {timeout}s: {last!r}\n{_tail(log_path)}")
+
+
+def start_with_retries(kind: str, attempts: int = 3) -> Server:
+    """Starts the ``kind`` server, again on fresh ports if a start fails: on a loaded
+    machine another process can take a port between our probe and the server's bind
+    (seen once in CI: SeaweedFS listened, then refused every connection for 60 s)."""
+    failures = []
+    for attempt in range(1, attempts + 1):
+        try:
+            return STARTERS[kind]()
+        except ServerUnavailable as exc:
+            if "not installed" in str(exc) or "npm is missing" in str(exc):
+                raise
+            failures.append(f"attempt {attempt}: {exc}")
+    raise ServerUnavailable(f"the {kind} server did not start in {attempts} attempts:\n" + "\n".join(failures))
 
 
 # ---------------------------------------------------------------------- servers
@@ -242,9 +259,9 @@ def start_seaweedfs(bucket: str = "pydelta") -> Server:
     try:
         wait_for_port(s3_port, proc, 60, log_path)
         fs = server.fs(skip_instance_cache=True)
-        _retry(lambda: fs.ls(bucket, refresh=True), 60, "listing the SeaweedFS bucket")
+        _retry(lambda: fs.ls(bucket, refresh=True), 30, "listing the SeaweedFS bucket", proc, log_path)
         # the first write may wait for a volume to be allocated
-        _retry(lambda: fs.pipe_file(f"{bucket}/.ready", b"1"), 60, "writing to SeaweedFS")
+        _retry(lambda: fs.pipe_file(f"{bucket}/.ready", b"1"), 60, "writing to SeaweedFS", proc, log_path)
         fs.rm_file(f"{bucket}/.ready")
     except BaseException:
         server.stop()
@@ -332,7 +349,7 @@ def start_azurite(container: str = "pydelta") -> Server:
     try:
         wait_for_port(port, proc, 60, log_path)
         fs = server.fs(skip_instance_cache=True)
-        _retry(lambda: fs.mkdir(container), 30, "creating the Azurite container")
+        _retry(lambda: fs.mkdir(container), 30, "creating the Azurite container", proc, log_path)
     except BaseException:
         server.stop()
         raise
@@ -381,7 +398,7 @@ def start_fake_gcs(bucket: str = "pydelta") -> Server:
     try:
         wait_for_port(port, proc, 30, log_path)
         fs = server.fs(skip_instance_cache=True)
-        _retry(lambda: fs.mkdir(bucket), 30, "creating the fake-gcs-server bucket")
+        _retry(lambda: fs.mkdir(bucket), 30, "creating the fake-gcs-server bucket", proc, log_path)
     except BaseException:
         server.stop()
         raise
