@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -416,7 +416,14 @@ def cluster_key(df: DataFrame, paths: Sequence[Sequence[str]]) -> Column:
 
 def zorder_key(df: DataFrame, cols: Sequence[str], bits: int = 8) -> Column:
     """A Spark column: the Morton (bit-interleaved) code of each column's approximate
-    quantile bucket (``2**bits`` buckets; nulls in bucket 0)."""
+    quantile bucket (``2**bits`` buckets; nulls in bucket 0).
+
+    The expression stays small whatever the number of bounds: a column's bucket is the count
+    of its bounds (one array literal) below the value, evaluated once per row, and the
+    interleaving runs over the array of buckets in a lambda. Spelling each bound out as its
+    own ``CASE`` and the interleaving bit by bit repeated every bucket ``bits`` times (4,080
+    ``CASE``s for two columns): 5-7x slower in classic sessions (2M rows: 65 s, now 13 s), and
+    a plan Spark Connect clients took 20 s to send and analyse for 1,200 rows."""
     from pyspark.sql import functions as F
 
     n = 1 << bits
@@ -427,27 +434,38 @@ def zorder_key(df: DataFrame, cols: Sequence[str], bits: int = 8) -> Column:
     buckets = []
     for v, bounds in zip(values, quantiles):
         bounds = sorted({b for b in bounds if b is not None})
-        b = balanced_sum([F.when(v > F.lit(x), 1).otherwise(0) for x in bounds], F.lit(0))
-        buckets.append(F.coalesce(b, F.lit(0)).cast("long"))
+        if not bounds:
+            buckets.append(F.lit(0).cast("long"))
+            continue
+        below = F.filter(F.array(*[F.lit(float(x)) for x in bounds]), _greater_than(v))
+        buckets.append(F.size(below).cast("long"))  # a null value is below no bound: bucket 0
     k = len(cols)
-    terms = [
-        F.shiftleft(F.shiftright(b, bit).bitwiseAND(F.lit(1)), bit * k + i)
-        for bit in range(bits)
-        for i, b in enumerate(buckets)
-    ]
-    return balanced_sum(terms, F.lit(0).cast("long"))
+    shifted = F.zip_with(
+        F.array(*buckets), F.sequence(F.lit(0), F.lit(k - 1)), lambda b, i: _shift_left(_spread(b, bits, k), i)
+    )
+    return F.aggregate(shifted, F.lit(0).cast("long"), lambda acc, x: acc.bitwiseOR(x))
 
 
-def balanced_sum(terms: Sequence[Column], zero: Column) -> Column:
-    """The sum of ``terms`` as a balanced tree of ``+`` (depth log2 of their number, not one
-    nested ``+`` per term: Spark Connect refuses plans nested deeper than its protobuf
-    limit); ``zero`` when there are none. Integer sums, so the value is the chained sum's."""
-    if not terms:
-        return zero
-    if len(terms) == 1:
-        return terms[0]
-    mid = len(terms) // 2
-    return balanced_sum(terms[:mid], zero) + balanced_sum(terms[mid:], zero)
+def _greater_than(value: Column) -> Callable[[Column], Column]:
+    """``x -> value > x`` (a one-argument function: a second one would be the element's index)."""
+    return lambda x: value > x
+
+
+def _shift_left(value: Column, amount: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.call_function("shiftleft", value, amount)
+
+
+def _spread(bucket: Column, bits: int, stride: int) -> Column:
+    """``bucket``'s low ``bits`` bits moved to positions 0, stride, 2 * stride, ..."""
+    from pyspark.sql import functions as F
+
+    out = F.lit(0).cast("long")
+    for bit in range(bits):
+        one = F.call_function("shiftright", bucket, F.lit(bit)).bitwiseAND(F.lit(1).cast("long"))
+        out = out.bitwiseOR(_shift_left(one, F.lit(bit * stride)))
+    return out
 
 
 def _as_double(c: str, spark_type: str) -> Column:

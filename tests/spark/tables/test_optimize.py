@@ -203,3 +203,47 @@ def test_zorder_bin_larger_than_target_is_split_near_target(spark, tmp_path):
     cap = -(-3000 * target // total)
     assert after.files.num_rows == -(-3000 // cap) >= 3
     assert sorted(spark_rows(read_delta(spark, path).select("id", "v"))) == sorted((j, j % 97) for j in range(3000))
+
+
+def test_zorder_key_is_the_morton_code_of_quantile_buckets(spark):
+    """The Z-order key, computed independently in Python: each column's bucket is the number
+    of its distinct approximate-quantile bounds below the value (null: 0; NaN above every
+    number, as Spark orders it; dates as epoch microseconds), and the key interleaves the
+    buckets' 8 bits, the first column's lowest."""
+    import datetime as dt
+
+    from delta_pyds.spark.tables.optimize import zorder_key
+
+    df = spark.range(3000).selectExpr(
+        "id",
+        "(id * 7919) % 1200 AS x",
+        "CASE WHEN id % 13 = 0 THEN NULL WHEN id % 17 = 0 THEN double('NaN') ELSE CAST(id % 101 AS DOUBLE) END AS z",
+        "date_add(DATE'2020-01-01', CAST(id % 400 AS INT)) AS d",
+        "CAST(NULL AS DOUBLE) AS n",  # no bounds at all: bucket 0 everywhere
+    )
+    cols = ["x", "z", "d", "n"]
+    probe = df.select(
+        F.col("x").cast("double").alias("x"),
+        "z",
+        F.unix_micros(F.col("d").cast("timestamp")).cast("double").alias("d"),
+        "n",
+    )
+    quantiles = probe.approxQuantile(cols, [j / 256 for j in range(1, 256)], 0.001)
+    bounds = [sorted({b for b in q if b is not None}) for q in quantiles]
+    assert len(bounds[0]) > 200 and not bounds[3]
+    got = {r.id: r.k for r in df.select("id", zorder_key(df, cols).alias("k")).collect()}
+    epoch = dt.date(1970, 1, 1)
+    for row in df.collect():
+        values = [float(row.x), row.z, (row.d - epoch).days * 86_400_000_000.0, row.n]
+        key = 0
+        for i, (v, bs) in enumerate(zip(values, bounds)):
+            if v is None:
+                bucket = 0
+            elif v != v:  # NaN
+                bucket = sum(1 for b in bs if b == b)
+            else:
+                bucket = sum(1 for b in bs if v > b)
+            for bit in range(8):
+                key |= ((bucket >> bit) & 1) << (bit * len(cols) + i)
+        assert got[row.id] == key, (row, values)
+    assert len(set(got.values())) > 1000
