@@ -359,7 +359,7 @@ def cdc_merge(suite, base: str, rows: int, compare, measure, pd_table, out: str)
     lo, hi = int(src["id"][0].as_py()), int(src["id"][-1].as_py())
 
     def spark_floor(p):
-        adds = DL(p).get_add_actions(flatten=True).to_pydict()
+        adds = pa.table(DL(p).get_add_actions(flatten=True)).to_pydict()
         files = [
             os.path.join(p, path)
             for path, mn, mx in zip(adds["path"], adds["min.id"], adds["max.id"])

@@ -89,6 +89,7 @@ def test_default_is_correct_when_a_dataframe_is_reused(spark, id_table):
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW skip_view USING pydelta OPTIONS (path '{id_table}')")
     assert spark.sql("SELECT count(*) FROM skip_view WHERE id = 7").collect()[0][0] == 1
     assert spark.sql("SELECT count(*) FROM skip_view").collect()[0][0] == FILES * ROWS
+    spark.catalog.dropTempView("skip_view")  # the session is shared with the other tests
     expected_tasks = 1 if scan_scoped_pushdown() else 2  # skipping by default only where safe
     assert spark.read.format("pydelta").load(id_table).where("id = 1234").rdd.getNumPartitions() == expected_tasks
 
