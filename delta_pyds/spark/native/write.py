@@ -71,6 +71,7 @@ from delta_pyds.protocol.schema import (
     is_void_type,
 )
 from delta_pyds.protocol.schema_evolution import from_spark_json
+from delta_pyds.spark import projection
 from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.optimized_write import optimized_input
 from delta_pyds.spark.native.read import NativeReadUnavailable
@@ -333,7 +334,7 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
     checks = spec.checks if spec.checks else WriteChecks()
     computed = {name.lower() for name, _, provided in checks.generated if not provided}
     columns = _logical_columns(df, spec)
-    frame = df.select(*columns)
+    frame = projection.select(df, columns)
     violations: list[tuple[Column, Column]] = []
     for name, rule, provided in checks.generated:
         target = spark_type(_logical_type(schema.field(name).type))
@@ -374,19 +375,23 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
             guard = guard.when(cond, F.raise_error(msg))
         frame = frame.where(guard.otherwise(F.lit(True)).cast("boolean"))
     out = _physical_columns(spec)
-    return frame.select(*out, *partitions)
+    return projection.select(frame, [*out, *partitions])
 
 
-def _logical_columns(df: DataFrame, spec: WriteSpec) -> list[Column]:
+def _logical_columns(df: DataFrame, spec: WriteSpec) -> list[Column | str]:
     """The table's columns (void ones dropped) by logical name: the DataFrame's, conformed
-    to the table's types; identity values; else null (filled later when computed)."""
+    to the table's types (renamed as SQL text when the type is already the table's);
+    identity values; else null (filled later when computed)."""
     identity = {c.name.lower(): c for c in spec.identity}
     src = {f.name.lower(): f for f in df.schema.fields}
-    columns = []
+    columns: list[Column | str] = []
     for f in spec.table_schema.fields:
         if is_void_type(f.type):
             continue
         s = src.get(f.name.lower())
+        if s is not None and _same(s.dataType, f.type):
+            columns.append(projection.renamed(s.name, f.name))
+            continue
         if s is not None:
             e = conform(_ident(s.name), s.dataType, f.type)
         elif f.name.lower() in identity:
@@ -414,22 +419,23 @@ def _row_rule_violations(checks: WriteChecks, schema: StructType) -> list[tuple[
     return violations
 
 
-def _physical_columns(spec: WriteSpec) -> list[Column]:
+def _physical_columns(spec: WriteSpec) -> list[Column | str]:
     """The data columns as written: physical names (with their field metadata in name and
-    id mode), partition columns left out unless materialized."""
+    id mode), partition columns left out unless materialized; without column mapping,
+    renamed as SQL text."""
     mode = spec.column_mapping_mode
     schema = spec.table_schema
     pset = set() if spec.materialize_partition_columns else {c.lower() for c in spec.partition_columns}
     data_fields = [f for f in schema.fields if f.name.lower() not in pset and not is_void_type(f.type)]
     physical = physical_schema(data_fields, mode)
-    out = []
+    out: list[Column | str] = []
     for f, pf in zip(data_fields, physical.fields):
+        if mode not in ("name", "id"):
+            out.append(projection.renamed(f.name, pf.name))
+            continue
         e = _ident(f.name)
-        if mode in ("name", "id"):
-            e = e.cast(spark_type(pf.type)) if _has_struct(f.type) else e
-            out.append(e.alias(pf.name, metadata=dict(pf.metadata)))
-        else:
-            out.append(e.alias(pf.name))
+        e = e.cast(spark_type(pf.type)) if _has_struct(f.type) else e
+        out.append(e.alias(pf.name, metadata=dict(pf.metadata)))
     return out
 
 

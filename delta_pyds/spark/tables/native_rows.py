@@ -57,7 +57,7 @@ __all__ = [
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType, is_void_type
 from delta_pyds.read.native_plan import FILE_PATH, LOG_PATH, NativePlan, plan_native_scan
-from delta_pyds.spark import conf
+from delta_pyds.spark import conf, projection
 from delta_pyds.spark.conf import DML_ENGINE_CONF, DML_ENGINES
 from delta_pyds.spark.native.locations import SparkLocation, remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.read import (
@@ -143,21 +143,26 @@ def native_rows(
     check_listed(plan, listed)
     if glob is None or len(pc.unique(listed)) != plan.files.num_rows:
         base = base.where(file_filter(uris.to_pylist()))
-    base = drop_deleted_rows(spark, base, plan, snap.storage).select(
-        *[F.col(_quote(f.name)) for f in read_fields],
-        F.col("_metadata.file_path").alias(_URI),
-        F.col("_metadata.row_index").alias(row_col),
-    )
+    base = projection.select(drop_deleted_rows(spark, base, plan, snap.storage), _scan_columns(read_fields, row_col))
     lookup_cols = _lookup_columns(plan, file_col, tracking is not None)
     if len(lookup_cols) == 1 and _uris_spell_log_paths(plan):
         # the log path is the URI past the root: a projection Spark prunes when unused
         joined = base.withColumn(file_col, F.expr(f"substring({_URI}, {len(plan.root_uri) + 2})"))
     else:
         joined = _with_file_columns(spark, base, uris, lookup_cols)
-    selected = _output_columns(plan, out_schema, file_col, row_col)
+    selected = _output_columns(plan, out_schema, read_schema, file_col, row_col)
     if tracking:
         selected += _row_tracking_columns(tracking, row_col, row_id_col, row_version_col)
-    return joined.select(*selected), None
+    return projection.select(joined, selected), None
+
+
+def _scan_columns(read_fields: list[StructField], row_col: str) -> list[str]:
+    """The scan's columns as read, then each row's file URI and row index (SQL text)."""
+    return [
+        *[projection.ident(f.name) for f in read_fields],
+        f"_metadata.file_path AS {projection.ident(_URI)}",
+        f"_metadata.row_index AS {projection.ident(row_col)}",
+    ]
 
 
 def _recursive_scan(
@@ -195,14 +200,23 @@ def _row_tracking_columns(
     ]
 
 
-def _output_columns(plan: NativePlan, out_schema: SparkStructType, file_col: str, row_col: str) -> list[Column]:
+def _output_columns(
+    plan: NativePlan, out_schema: SparkStructType, read_schema: SparkStructType, file_col: str, row_col: str
+) -> list[Column | str]:
     """The table's columns by logical name and type (partition values from the lookup),
-    then the file and row index columns."""
-    selected = []
+    then the file and row index columns: a data column read with its own type and no field
+    metadata is renamed as SQL text (:mod:`~delta_pyds.spark.projection`), others are cast."""
+    read = {f.name: f for f in read_schema.fields}
+    selected: list[Column | str] = []
     for o, target in zip(plan.output, out_schema.fields, strict=True):
-        src = F.col(_quote(_PART + o.name)) if o.partition else F.col(_quote(o.physical or o.name))
+        physical = o.physical or o.name
+        field = None if o.partition else read.get(physical)
+        if field is not None and not field.metadata and not target.metadata and field.dataType == target.dataType:
+            selected.append(projection.renamed(physical, o.name))
+            continue
+        src = F.col(_quote(_PART + o.name)) if o.partition else F.col(_quote(physical))
         selected.append(src.cast(target.dataType).alias(o.name, metadata=target.metadata))
-    return selected + [F.col(file_col), F.col(row_col)]
+    return [*selected, projection.ident(file_col), projection.ident(row_col)]
 
 
 def native_rewrite(

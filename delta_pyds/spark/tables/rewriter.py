@@ -51,6 +51,7 @@ from delta_pyds.protocol.schema import StructType as DeltaStruct
 from delta_pyds.protocol.table_properties import ENABLE_CDF, is_true
 from delta_pyds.read.scan_plan import plan_scan
 from delta_pyds.skipping.rules import SkippingReport
+from delta_pyds.spark import projection
 from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.storage.store import Storage
@@ -280,13 +281,14 @@ class TableRewriter:
         from pyspark.sql import functions as F
 
         tracking = row_tracking_columns(snap)
-        names = [f"`{f.name}`" for f in snap.schema.fields if f.name in df.columns]
+        present = set(df.columns)
+        names: list[Column | str] = [projection.ident(f.name) for f in snap.schema.fields if f.name in present]
         if not tracking:
-            return df.select(*names)
+            return projection.select(df, names)
         version = F.col(SCAN_ROW_VERSION)
         if updated is not None:
             version = F.when(F.coalesce(updated, F.lit(False)), F.lit(None).cast("long")).otherwise(version)
-        return df.select(*names, F.col(SCAN_ROW_ID).alias(tracking[0]), version.alias(tracking[1]))
+        return projection.select(df, [*names, F.col(SCAN_ROW_ID).alias(tracking[0]), version.alias(tracking[1])])
 
     def rewrite(self, df: DataFrame, spec: WriteSpec, data_change: bool) -> list[AddFile]:
         """Writes the rows of ``df`` (table columns) as new files on executors; returns
@@ -310,11 +312,17 @@ class TableRewriter:
     def _python_rewrite(self, df: DataFrame, spec: WriteSpec, data_change: bool) -> list[AddFile]:
         from delta_pyds.write.parquet_writer import write_task
 
+        names = df.columns
+        # pyspark's mapInArrow looks each column up by its name (df[name]), which a name with a
+        # backquote or a dot breaks: the columns go through it by position, renamed in the task
+        df = df.toDF(*[f"c{i}" for i in range(len(names))])
+
         def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from delta_pyds.spark.writer import task_attempt
 
             tid, attempt = task_attempt()
-            result = write_task(spec, batches, task_id=tid, attempt=attempt)
+            named = (b.rename_columns(names) for b in batches)
+            result = write_task(spec, named, task_id=tid, attempt=attempt)
             out = []
             for a in result.adds:
                 a = dict(a)
@@ -358,7 +366,7 @@ class TableRewriter:
             target_file_size=None,
             _derived={},
         )
-        files = self.rewrite(changes.select(*[f"`{n}`" for n in table_schema.names]), spec, False)
+        files = self.rewrite(projection.select(changes, [projection.ident(n) for n in table_schema.names]), spec, False)
         return [
             {"path": a["path"], "partitionValues": a["partitionValues"], "size": a["size"], "dataChange": False}
             for a in files

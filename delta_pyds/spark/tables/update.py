@@ -38,6 +38,7 @@ from delta_pyds.operations.dv_delete import stage_dv_marks
 from delta_pyds.operations.read_set import record_read
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.action_types import AddFile
+from delta_pyds.spark import projection
 from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.tables.native_rows import SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.spark.tables.resolution import check_condition_resolves, set_columns
@@ -139,15 +140,15 @@ def _rewrite_updated(
     ones updated (their commit version reset); returns the add actions."""
     from pyspark.sql import functions as F
 
-    cols = []
+    cols: list[Column | str] = []
     for f in snap.schema.fields:
         if f.name in exprs:
             cols.append(F.when(hit, exprs[f.name]).otherwise(F.col(f"`{f.name}`")).alias(f.name))
         else:
-            cols.append(F.col(f"`{f.name}`"))
+            cols.append(projection.ident(f.name))
     spec = rw.write_spec(snap, row_tracking=True)
-    extra = [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
-    flagged = in_files.withColumn("__pydelta_hit", hit).select(*cols, *extra, "__pydelta_hit")
+    extra = [projection.ident(SCAN_ROW_ID), projection.ident(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
+    flagged = projection.select(in_files.withColumn("__pydelta_hit", hit), [*cols, *extra, "__pydelta_hit"])
     flagged = regenerate(snap, flagged, _regenerated(snap, exprs, F.col("__pydelta_hit")))
     return rw.rewrite(rw.tracked(snap, flagged, updated=F.col("__pydelta_hit")), spec, True)
 
@@ -157,12 +158,11 @@ def _update_images(snap: Snapshot, changed: DataFrame, names: list[str], exprs: 
     they were (``update_preimage``) and as they become (``update_postimage``)."""
     from pyspark.sql import functions as F
 
-    old = [F.col(f"`{n}`") for n in names]
-    new = [exprs[n].alias(n) if n in exprs else F.col(f"`{n}`") for n in names]
-    post = regenerate(snap, changed.select(*new), _regenerated(snap, exprs, F.lit(True)))
-    return changed.select(*old, F.lit("update_preimage").alias(CHANGE_TYPE)).unionAll(
-        post.withColumn(CHANGE_TYPE, F.lit("update_postimage"))
-    )
+    old = [projection.ident(n) for n in names]
+    new = [exprs[n].alias(n) if n in exprs else projection.ident(n) for n in names]
+    post = regenerate(snap, projection.select(changed, new), _regenerated(snap, exprs, F.lit(True)))
+    pre = projection.select(changed, [*old, f"'update_preimage' AS {projection.ident(CHANGE_TYPE)}"])
+    return pre.unionAll(post.withColumn(CHANGE_TYPE, F.lit("update_postimage")))
 
 
 def _regenerated(snap: Snapshot, exprs: Mapping[str, Column], hit: Column) -> dict[str, Column]:
@@ -191,10 +191,10 @@ def _update_with_dvs(
         return None
     changed = scan.where(hit)
     names = [f.name for f in snap.schema.fields if f.name in changed.columns]
-    new = [exprs[n].alias(n) if n in exprs else F.col(f"`{n}`") for n in names]
-    extra = [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
+    new = [exprs[n].alias(n) if n in exprs else projection.ident(n) for n in names]
+    extra = [projection.ident(SCAN_ROW_ID), projection.ident(SCAN_ROW_VERSION)] if row_tracking_columns(snap) else []
     spec = rw.write_spec(snap, row_tracking=True)
-    rows = regenerate(snap, changed.select(*new, *extra), _regenerated(snap, exprs, F.lit(True)))
+    rows = regenerate(snap, projection.select(changed, [*new, *extra]), _regenerated(snap, exprs, F.lit(True)))
     adds = rw.rewrite(rw.tracked(snap, rows, updated=F.lit(True)), spec, True)
     written: list[Mapping[str, Any]] = list(adds)
     txn = Transaction(rw.storage, snap)

@@ -29,6 +29,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from delta_pyds.protocol.identity import IdentityColumn
+from delta_pyds.spark import projection
 from delta_pyds.spark.tables.merge.metrics import MergeOutcome
 from delta_pyds.spark.tables.merge.output import (
     NEW,
@@ -36,6 +37,7 @@ from delta_pyds.spark.tables.merge.output import (
     MergeRows,
     insert_rows,
     merge_rows_of,
+    named,
     new_values,
     target_action,
 )
@@ -52,7 +54,7 @@ from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID
 from delta_pyds.transaction.staged_files import cleanup_on_failure
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 log = logging.getLogger(__name__)
 
@@ -114,19 +116,19 @@ def _pinned_rows(plan: MergePlan, pr: Probe, touched: list[str], *, keep_old: bo
     """Phase 2's target rows from phase 1's pinned rows (they carry their written values)."""
     from pyspark.sql import functions as F
 
-    cols = [F.col(f"{NEW}{i}") for i in range(len(plan.names))]
+    cols = [projection.ident(f"{NEW}{i}") for i in range(len(plan.names))]
     if keep_old:
-        cols += [F.col(f"{OLD}{i}") for i in range(len(plan.names))]
-    cols += [F.col(SCAN_FILE), F.col(SCAN_ROW)]
+        cols += [projection.ident(f"{OLD}{i}") for i in range(len(plan.names))]
+    cols += [projection.ident(SCAN_FILE), projection.ident(SCAN_ROW)]
     if plan.tracking:
-        cols += [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)]
+        cols += [projection.ident(SCAN_ROW_ID), projection.ident(SCAN_ROW_VERSION)]
     if not pr.whole:  # the changed rows (deletion vectors)
         kept = pr.rows.where(F.col(ACTION) > 0)
     elif len(touched) < plan.files.num_rows:  # every candidate row: the touched files' ones
         kept = pr.rows.where(F.col(SCAN_FILE).isin(touched))
     else:
         kept = pr.rows
-    return kept.select(*cols, F.col(ACTION), F.col(MATCHED))
+    return projection.select(kept, [*cols, projection.ident(ACTION), projection.ident(MATCHED)])
 
 
 def _rejoined_rows(
@@ -141,12 +143,13 @@ def _rejoined_rows(
     action, matched = target_action(plan, has_target, has_source)
     joined = joined.select("*", action.alias(ACTION), matched.alias(MATCHED))  # one analysis, not two
     tcol = plan.tcol()
-    cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(new_values(plan, tcol, generated, inserted=False))]
+    values = new_values(plan, tcol, generated, inserted=False)
+    cols: list[Column | str] = [named(v, f"{NEW}{i}") for i, v in enumerate(values)]
     if keep_old:
-        cols += [tcol[n].alias(f"{OLD}{i}") for i, n in enumerate(plan.names)]
+        cols += [named(projection.ident(plan.talias, n), f"{OLD}{i}") for i, n in enumerate(plan.names)]
     cols += [plan.tfile().alias(SCAN_FILE), F.col(f"`{plan.talias}`.{SCAN_ROW}").alias(SCAN_ROW)]
     if plan.tracking:
         cols += [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)]
     cols += [F.col(ACTION), F.col(MATCHED)]
-    target = (joined.where(F.col(ACTION) > 0) if dv else joined).select(*cols)
+    target = projection.select(joined.where(F.col(ACTION) > 0) if dv else joined, cols)
     return target.localCheckpoint(eager=False) if keep_old else target

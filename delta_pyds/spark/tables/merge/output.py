@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import IdentityColumnError
 from delta_pyds.protocol.identity import IdentityColumn
+from delta_pyds.spark import projection
 from delta_pyds.spark.tables.merge.clauses import Expression, MergeClause
 from delta_pyds.spark.tables.merge.plan import ACTION, MATCHED, SRC_ID, MergePlan, sql_expr
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
@@ -69,7 +70,7 @@ def identity_to_generate(plan: MergePlan) -> list[IdentityColumn]:
     return generate if plan.inserts else []
 
 
-def carried_columns(plan: MergePlan, *, keep_old: bool, only_updated: bool) -> list[Column]:
+def carried_columns(plan: MergePlan, *, keep_old: bool, only_updated: bool) -> list[Column | str]:
     """What phase 2 writes of a joined target row besides its file and row index: the
     written values (with ``only_updated``, for rows no update clause takes, null where every
     update clause sets the column: with deletion vectors they are never written, and Spark
@@ -79,9 +80,9 @@ def carried_columns(plan: MergePlan, *, keep_old: bool, only_updated: bool) -> l
 
     tcol = plan.tcol()
     new = new_values(plan, tcol, [], inserted=False, only_updated=only_updated)
-    cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(new)]
+    cols: list[Column | str] = [named(v, f"{NEW}{i}") for i, v in enumerate(new)]
     if keep_old:
-        cols += [tcol[n].alias(f"{OLD}{i}") for i, n in enumerate(plan.names)]
+        cols += [named(projection.ident(plan.talias, n), f"{OLD}{i}") for i, n in enumerate(plan.names)]
     if plan.tracking:
         cols += [F.col(SCAN_ROW_ID), F.col(SCAN_ROW_VERSION)]
     return cols
@@ -149,16 +150,20 @@ class MergeRows:
         from pyspark.sql import functions as F
 
         action, updates, deletes = F.col(ACTION), self.actions("update"), self.actions("delete")
-        cols = [F.col(f"{NEW}{i}").alias(n) for i, n in enumerate(self.names)]
+        cols: list[Column | str] = [projection.renamed(f"{NEW}{i}", n) for i, n in enumerate(self.names)]
         if tracking:
             version = F.when(action.isin(updates), F.lit(None).cast("long")).otherwise(F.col(SCAN_ROW_VERSION))
             cols += [F.col(SCAN_ROW_ID).alias(tracking[0]), version.alias(tracking[1])]
         out = None
         if self.target is not None:
-            keep = action.isin(updates) if dv else (~action.isin(deletes) if deletes else F.lit(True))
-            out = self.target.where(keep).select(*cols)
+            kept = self.target
+            if dv:
+                kept = kept.where(action.isin(updates))
+            elif deletes:
+                kept = kept.where(~action.isin(deletes))
+            out = projection.select(kept, cols)
         if self.inserts is not None:
-            ins = self.inserts.select(*cols)
+            ins = projection.select(self.inserts, cols)
             out = ins if out is None else out.unionByName(ins)
         return out
 
@@ -170,22 +175,26 @@ class MergeRows:
         from delta_pyds.cdf.plan import CHANGE_TYPE
 
         action = F.col(ACTION)
-        old = [F.col(f"{OLD}{i}").alias(n) for i, n in enumerate(self.names)]
-        new = [F.col(f"{NEW}{i}").alias(n) for i, n in enumerate(self.names)]
+        old = [projection.renamed(f"{OLD}{i}", n) for i, n in enumerate(self.names)]
+        new = [projection.renamed(f"{NEW}{i}", n) for i, n in enumerate(self.names)]
+
+        def kind(name: str) -> str:  # the change type (a plain word: the same literal in every SQL dialect)
+            return f"'{name}' AS {projection.ident(CHANGE_TYPE)}"
+
         parts = []
         updates, deletes = self.actions("update"), self.actions("delete")
         rows = self.target
         if rows is not None and updates:
             upd = rows.where(action.isin(updates))
-            parts.append(upd.select(*old, F.lit("update_preimage").alias(CHANGE_TYPE)))
-            parts.append(upd.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE)))
+            parts.append(projection.select(upd, [*old, kind("update_preimage")]))
+            parts.append(projection.select(upd, [*new, kind("update_postimage")]))
         if rows is not None and deletes:
             gone = rows.where(action.isin(deletes))
             if dedupe_deletes:  # several source rows deleted the same target row
                 gone = gone.dropDuplicates([SCAN_FILE, SCAN_ROW])
-            parts.append(gone.select(*old, F.lit("delete").alias(CHANGE_TYPE)))
+            parts.append(projection.select(gone, [*old, kind("delete")]))
         if self.inserts is not None:
-            parts.append(self.inserts.select(*new, F.lit("insert").alias(CHANGE_TYPE)))
+            parts.append(projection.select(self.inserts, [*new, kind("insert")]))
         if not parts:
             return None
         out = parts[0]
@@ -215,14 +224,15 @@ def insert_rows(
     if unmatched is None:
         return None
     tcol = dict.fromkeys(plan.names, none)
-    cols = [v.alias(f"{NEW}{i}") for i, v in enumerate(new_values(plan, tcol, generated, inserted=True))]
+    values = new_values(plan, tcol, generated, inserted=True, nulls=none)
+    cols: list[Column | str] = [named(v, f"{NEW}{i}") for i, v in enumerate(values)]
     if keep_old:
         cols += [none.alias(f"{OLD}{i}") for i in range(len(plan.names))]
     cols += [none.cast("string").alias(SCAN_FILE), none.cast("long").alias(SCAN_ROW)]
     if plan.tracking:
         cols += [none.cast("long").alias(SCAN_ROW_ID), none.cast("long").alias(SCAN_ROW_VERSION)]
     cols += [F.col(ACTION), F.lit(False).alias(MATCHED)]
-    return unmatched.select(*cols)
+    return projection.select(unmatched, cols)
 
 
 def _regenerated(plan: MergePlan) -> dict[str, Column]:
@@ -232,8 +242,9 @@ def _regenerated(plan: MergePlan) -> dict[str, Column]:
     from pyspark.sql import functions as F
 
     n, out = len(plan.clauses), {}
-    tcol = plan.tcol()
-    for name in generated_expressions(plan.snap):
+    names = generated_expressions(plan.snap)
+    tcol = plan.tcol() if names else {}
+    for name in names:
         actions = []
         for i, clause in enumerate(plan.clauses):
             if clause.action != "update":
@@ -262,14 +273,12 @@ def _regenerated(plan: MergePlan) -> dict[str, Column]:
 def _with_generated(plan: MergePlan, df: DataFrame, where: dict[str, Column]) -> DataFrame:
     """``df`` (written values as ``__pydelta_new_<i>``) with the generated columns of
     ``where`` recomputed from the written values (:func:`~delta_pyds.spark.tables.rewriter.regenerate`)."""
-    from pyspark.sql import functions as F
-
     if not where:
         return df
-    rest = [F.col(c) for c in df.columns if not c.startswith(NEW)]
-    named = df.select(*[F.col(f"{NEW}{i}").alias(n) for i, n in enumerate(plan.names)], *rest)
-    named = regenerate(plan.snap, named, where)
-    return named.select(*[F.col(f"`{n}`").alias(f"{NEW}{i}") for i, n in enumerate(plan.names)], *rest)
+    rest = [projection.ident(c) for c in df.columns if not c.startswith(NEW)]
+    by_name = projection.select(df, [*[projection.renamed(f"{NEW}{i}", n) for i, n in enumerate(plan.names)], *rest])
+    by_name = regenerate(plan.snap, by_name, where)
+    return projection.select(by_name, [*[projection.renamed(n, f"{NEW}{i}") for i, n in enumerate(plan.names)], *rest])
 
 
 def new_values(
@@ -279,12 +288,16 @@ def new_values(
     *,
     inserted: bool,
     only_updated: bool = False,
-) -> list[Column]:
+    nulls: Column | None = None,
+) -> list[Column | str]:
     """Per target column, its value after the row's action (casts to the column's type):
     of target rows (the target-side clauses), or with ``inserted`` of inserted source rows
     (the insert clauses). With ``only_updated`` the value is right only for rows an update
     clause takes: a column every update clause sets is null on other rows (so the target's
-    column is not read for it)."""
+    column is not read for it). ``nulls``: the null literal ``tcol`` holds (inserted rows).
+    A value whose branches are all plain column references of the column's type is SQL
+    text (:func:`_case_text`; a Column call costs py4j round trips on a classic session),
+    the others Columns: name them with :func:`named`."""
     from pyspark.sql import functions as F
 
     n = len(plan.clauses)
@@ -300,14 +313,16 @@ def new_values(
         {plan.target_name(k): v for k, v in c.assignments} if c.assignments is not None and inserted else None
         for c in plan.inserts
     ]
-    out = []
+    takes = _ActionTests()
+    null = F.lit(None)
+    out: list[Column | str] = []
     for f in plan.target_schema.fields:
         if inserted:
+            news = [
+                (n + j, _insert_value(plan, f.name, plan.inserts[j].star, given_values[j], generate))
+                for j in range(len(plan.inserts))
+            ]
             value = tcol[f.name]
-            for j in reversed(range(len(plan.inserts))):
-                new = _insert_value(plan, f.name, plan.inserts[j].star, given_values[j], generate)
-                if new is not None:
-                    value = F.when(F.col(ACTION) == n + j + 1, new).otherwise(value)
         else:
             news = [
                 (i, _update_value(plan, f.name, c.star, given_sets[i]))
@@ -315,12 +330,79 @@ def new_values(
                 if c.action == "update"
             ]
             # only_updated: a column every update clause sets is not read from the target
-            value = F.lit(None) if only_updated and all(v is not None for _, v in news) else tcol[f.name]
-            for i, new in reversed(news):
-                if new is not None:
-                    value = F.when(F.col(ACTION) == i + 1, new).otherwise(value)
-        out.append(value.cast(f.dataType))
+            value = null if only_updated and all(v is not None for _, v in news) else tcol[f.name]
+        branches = [(i + 1, new) for i, new in news if new is not None]
+        out.append(_written_value(plan, f, value, branches, takes, null, nulls))
     return out
+
+
+def _written_value(
+    plan: MergePlan, f: Any, default: Column, branches: list[tuple[int, Column]], takes: _ActionTests, *nulls: Any
+) -> Column | str:
+    """Column ``f``'s written value: ``default`` unless the row's action is one of the
+    branches' (action number, value), the first that applies; SQL text when it can be
+    (:func:`_case_text`), else a Column cast to ``f``'s type unless every branch has it."""
+    from pyspark.sql import functions as F
+
+    text = _case_text(plan, f, default, branches, *nulls)
+    if text is not None:  # one SQL text: no Column call per branch
+        return text
+    value = default
+    for k, new in reversed(branches):
+        value = F.when(takes(k), new).otherwise(value)
+    # a cast costs py4j round trips per column: none when every branch has the type already
+    typed = _all_typed(plan, [default, *(new for _, new in branches)], f.dataType, *nulls)
+    return value if typed else value.cast(f.dataType)
+
+
+def named(value: Column | str, name: str) -> Column | str:
+    """``value`` (a Column or the SQL text of :func:`new_values`) named ``name``."""
+    return f"{value} AS {projection.ident(name)}" if isinstance(value, str) else value.alias(name)
+
+
+def _case_text(
+    plan: MergePlan, f: Any, default: Column, branches: list[tuple[int, Column]], *nulls: Column | None
+) -> str | None:
+    """The SQL text of a written value whose default (the target's column ``f`` or null)
+    and branches (action number, value) are all the plan's own column references of ``f``'s
+    type: ``CASE WHEN __pydelta_action = k THEN <source column> ... ELSE <default> END``
+    (the first clause that applies wins, as the Column chain); None otherwise."""
+    refs = []
+    for k, new in branches:
+        ref = plan.source_text(new) if plan.known_type(new) == f.dataType else None
+        if ref is None:
+            return None
+        refs.append(f"WHEN {projection.ident(ACTION)} = {k} THEN {ref}")
+    if any(default is x for x in nulls if x is not None):
+        if not refs:
+            return None  # a bare null needs a cast to the column's type
+        fallback = "NULL"
+    elif default is plan.target_column(f.name) and plan.known_type(default) == f.dataType:
+        fallback = projection.ident(plan.talias, f.name)
+    else:
+        return None
+    return f"CASE {' '.join(refs)} ELSE {fallback} END" if refs else fallback
+
+
+class _ActionTests:
+    """``__pydelta_action = k`` per action number, each Column built once for every column."""
+
+    def __init__(self) -> None:
+        self.tests: dict[int, Column] = {}
+
+    def __call__(self, k: int) -> Column:
+        from pyspark.sql import functions as F
+
+        if k not in self.tests:
+            self.tests[k] = F.col(ACTION) == F.lit(k)
+        return self.tests[k]
+
+
+def _all_typed(plan: MergePlan, branches: list[Column], dtype: Any, *nulls: Any) -> bool:
+    """Whether every branch of a written value is a column of ``dtype`` (:meth:`MergePlan.known_type`)
+    or one of the null literals ``nulls`` (a CASE over them has the type ``dtype``)."""
+    typed = [b for b in branches if not any(b is x for x in nulls if x is not None)]
+    return bool(typed) and all(plan.known_type(b) == dtype for b in typed)
 
 
 def _update_value(plan: MergePlan, name: str, star: bool, given: Mapping[str, Column] | None) -> Column | None:

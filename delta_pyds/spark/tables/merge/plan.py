@@ -21,13 +21,15 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ColumnNotFoundError
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.identity import IdentityColumn, identity_columns
 from delta_pyds.protocol.schema import StructType as DeltaStruct
+from delta_pyds.spark import projection
 from delta_pyds.spark.tables.args import ExpressionOrColumn
 from delta_pyds.spark.tables.merge.clauses import Expression, MergeClause
 from delta_pyds.spark.tables.merge.evolution import evolved_for, to_schema
@@ -48,6 +50,7 @@ SRC = "__pydelta_src"  # a non-null column of the source: null on target rows no
 ACTION = "__pydelta_action"  # which clause a joined row takes (see output.target_action)
 MATCHED = "__pydelta_matched"  # the row pairs a target row with a source row
 SRC_ID = "__pydelta_src_id"  # a unique number per source row (pinned with the source): inserts, identity values
+SRC_REF = "__pydelta_s"  # + index of the source column: its second, unambiguous name (SQL text of written values)
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,9 @@ class MergePlan:
     files: pa.Table  # the candidate target files (snapshot file rows) after pruning
     target: DataFrame  # the target's scan of every candidate file, aliased
     source_rows: int | None  # the source's rows (numSourceRows), when the pruning job counted them
+    pinned: DataFrame | None = None  # the cached source under ``src`` (src adds the SQL names below)
+    # source column -> a unique name ``src`` also gives it: SQL text can name it unambiguously
+    src_refs: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def by_source(self) -> bool:
@@ -111,12 +117,61 @@ class MergePlan:
     def source_col(self, n: str) -> Column:
         if n.lower() not in self.src_cols:
             raise ColumnNotFoundError(f"merge: updateAll/insertAll needs column {n} in the source")
-        return self.src[self.src_cols[n.lower()]]
+        name = self.src_cols[n.lower()]
+        cached = self._source_columns.get(name)
+        if cached is None:
+            cached = self._source_columns[name] = self.src[projection.ident(name)]  # a dot or backquote: one name
+            self._own_columns[id(cached)] = ("source", name)
+        return cached
+
+    def source_text(self, value: Column) -> str | None:
+        """The SQL text naming ``value`` when it is one of :meth:`source_col`'s columns (by
+        its unique name in ``src``: no clash with a target column of the same name)."""
+        kind, name = self._own_columns.get(id(value), ("", ""))
+        return projection.ident(self.src_refs[name]) if kind == "source" and name in self.src_refs else None
+
+    def target_column(self, name: str) -> Column | None:
+        """The Column :meth:`tcol` gives for ``name`` (the same object)."""
+        return self._target_columns.get(name)
 
     def tcol(self) -> dict[str, Column]:
+        """The target's columns, qualified by the target alias (built once per plan: each
+        Column costs py4j round trips on a classic session)."""
+        return dict(self._target_columns)
+
+    @cached_property
+    def _target_columns(self) -> dict[str, Column]:
         from pyspark.sql import functions as F
 
-        return {n: F.col(f"`{self.talias}`.`{n}`") for n in self.names}
+        # F.expr of the qualified name: the same reference as F.col, a third of its py4j calls
+        columns = {n: F.expr(projection.ident(self.talias, n)) for n in self.names}
+        self._own_columns.update({id(c): ("target", n) for n, c in columns.items()})
+        return columns
+
+    @cached_property
+    def _source_columns(self) -> dict[str, Column]:
+        return {}
+
+    @cached_property
+    def _own_columns(self) -> dict[int, tuple[str, str]]:
+        # id of a Column of _target_columns / _source_columns (kept alive there) -> (side, name)
+        return {}
+
+    def known_type(self, value: Column) -> Any:
+        """The Spark type of ``value`` when it is one of the plan's own target or source
+        column references (:meth:`tcol`, :meth:`source_col`), else None."""
+        kind, name = self._own_columns.get(id(value), ("", ""))
+        if not kind:
+            return None
+        target_types, source_types = self._column_types
+        return (target_types if kind == "target" else source_types).get(name)
+
+    @cached_property
+    def _column_types(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        return (
+            {f.name: f.dataType for f in self.target.schema.fields},
+            {f.name: f.dataType for f in self.src.schema.fields},
+        )
 
     def tfile(self) -> Column:
         from pyspark.sql import functions as F
@@ -132,7 +187,7 @@ class MergePlan:
 
     def release(self) -> None:
         """Unpersists the pinned source."""
-        self.src.unpersist()
+        (self.pinned if self.pinned is not None else self.src).unpersist()
 
 
 def sql_expr(e: Expression) -> Column:
@@ -169,18 +224,13 @@ def plan_merge(
     target_schema = to_spark_schema(drop_void(evolved if evolved is not None else snap.schema))
     _check_clauses(rw, snap, target_schema, talias, source, condition, clauses)
     src = _pinned_source(source, evolved)
+    by_source = any(c.when == "not_matched_by_source" for c in clauses)
     with cleanup_on_failure(src.unpersist, what="the pinned merge source"):
         files, source_rows = candidate_files(
-            rw,
-            snap,
-            condition,
-            talias,
-            target_schema,
-            src,
-            by_source=any(c.when == "not_matched_by_source" for c in clauses),
-            insert_only=not target_side,
+            rw, snap, condition, talias, target_schema, src, by_source=by_source, insert_only=not target_side
         )
         target = _target_rows(rw, snap, files, evolved, talias)
+        view, refs = _named_source(src, source.columns)
     return MergePlan(
         rewriter=rw,
         snap=snap,
@@ -190,7 +240,7 @@ def plan_merge(
         inserts=inserts,
         talias=talias,
         target_schema=target_schema,
-        src=src,
+        src=view,
         src_cols={c.lower(): c for c in source.columns},
         tracking=row_tracking_columns(snap),
         identities=identities,
@@ -200,7 +250,17 @@ def plan_merge(
         files=files,
         target=target,
         source_rows=source_rows,
+        pinned=src,
+        src_refs=refs,
     )
+
+
+def _named_source(src: DataFrame, columns: list[str]) -> tuple[DataFrame, dict[str, str]]:
+    """(the pinned source with a second, unique name per source column (``__pydelta_s<i>``:
+    SQL text names it without clashing with a target column; Spark reads the cached column
+    once), source column -> that name)."""
+    refs = {c: f"{SRC_REF}{i}" for i, c in enumerate(columns)}
+    return projection.select(src, ["*", *[projection.renamed(c, r) for c, r in refs.items()]]), refs
 
 
 def _pinned_source(source: DataFrame, evolved: DeltaStruct | None) -> DataFrame:

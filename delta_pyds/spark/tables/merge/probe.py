@@ -24,13 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from delta_pyds.spark import projection
 from delta_pyds.spark.tables.merge.metrics import MergeOutcome
 from delta_pyds.spark.tables.merge.output import carried_columns, insert_action, target_action
 from delta_pyds.spark.tables.merge.plan import ACTION, MATCHED, SRC, SRC_ID, MergePlan
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 # up to this many matched pairs, the inserted rows' anti-join broadcasts the matched source
 # row numbers (8 bytes each) instead of shuffling the source
@@ -79,7 +80,7 @@ def probe(plan: MergePlan, *, carry: bool = False, keep_old: bool = False, whole
     joined = plan.target.join(plan.src, plan.cond, "left" if plan.by_source or whole else "inner")
     has_target, has_source = plan.tfile().isNotNull(), F.col(SRC).isNotNull()
     action, matched = target_action(plan, has_target, has_source)
-    cols = [
+    cols: list[Column | str] = [
         plan.tfile().alias(SCAN_FILE),
         F.col(f"`{plan.talias}`.{SCAN_ROW}").alias(SCAN_ROW),
         F.col(ACTION),
@@ -91,7 +92,7 @@ def probe(plan: MergePlan, *, carry: bool = False, keep_old: bool = False, whole
     rows = joined.select("*", action.alias(ACTION), matched.alias(MATCHED))  # one analysis of the CASE trees
     if not whole:
         rows = rows.where((F.col(ACTION) > 0) | F.col(MATCHED))
-    rows = rows.select(*cols)
+    rows = projection.select(rows, cols)
     return Probe(rows.localCheckpoint(eager=False), carried=carry or whole, whole=whole)
 
 
