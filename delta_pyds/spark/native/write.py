@@ -47,7 +47,6 @@ from typing import Any, cast
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from delta_pyds.errors import (
     ConstraintViolationError,
@@ -72,6 +71,7 @@ from delta_pyds.protocol.schema import (
 )
 from delta_pyds.protocol.schema_evolution import from_spark_json
 from delta_pyds.spark import projection
+from delta_pyds.spark.native.conform import conform, logical_type, same_type, spark_type
 from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.optimized_write import optimized_input
 from delta_pyds.spark.native.read import NativeReadUnavailable
@@ -265,54 +265,6 @@ def _option_text(value: Any) -> str:
     return str(value)
 
 
-# ----------------------------------------------------------------- Spark types
-def spark_type(dtype: DataType) -> T.DataType:
-    """A Delta type (field metadata kept: ``parquet.field.id``) as a Spark type."""
-    wrapped = {"type": "struct", "fields": [{"name": "x", "type": dtype.to_json(), "nullable": True, "metadata": {}}]}
-    return T.StructType.fromJson(wrapped).fields[0].dataType
-
-
-def _logical_type(dtype: DataType) -> DataType:
-    """The type without field metadata (Delta-internal keys stay out of Spark's plan)."""
-    if isinstance(dtype, StructType):
-        return StructType(tuple(StructField(f.name, _logical_type(f.type), f.nullable, {}) for f in dtype.fields))
-    if isinstance(dtype, ArrayType):
-        return ArrayType(_logical_type(dtype.element_type), dtype.contains_null)
-    if isinstance(dtype, MapType):
-        return MapType(_logical_type(dtype.key_type), _logical_type(dtype.value_type), dtype.value_contains_null)
-    return dtype
-
-
-def _same(src: T.DataType, target: DataType) -> bool:
-    return bool(src.simpleString() == spark_type(_logical_type(target)).simpleString())
-
-
-def conform(expr: Column, src: T.DataType, target: DataType) -> Column:
-    """``expr`` of Spark type ``src`` as the table's logical ``target`` type: struct fields
-    matched by name (case-insensitive; missing ones null), arrays and maps element-wise,
-    other types cast."""
-    if _same(src, target):
-        return expr
-    if isinstance(target, StructType) and isinstance(src, T.StructType):
-        by_name = {f.name.lower(): f for f in src.fields}
-        parts = []
-        for f in target.fields:
-            sf = by_name.get(f.name.lower())
-            if sf is None:
-                parts.append(F.lit(None).cast(spark_type(_logical_type(f.type))).alias(f.name))
-            else:
-                parts.append(conform(expr.getField(sf.name), sf.dataType, f.type).alias(f.name))
-        return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*parts))
-    if isinstance(target, ArrayType) and isinstance(src, T.ArrayType):
-        element, tgt = src.elementType, target.element_type
-        return F.transform(expr, lambda x: conform(x, element, tgt))
-    if isinstance(target, MapType) and isinstance(src, T.MapType):
-        kt, vt, ktgt, vtgt = src.keyType, src.valueType, target.key_type, target.value_type
-        out = expr if _same(kt, ktgt) else F.transform_keys(expr, lambda k, _v: conform(k, kt, ktgt))
-        return out if _same(vt, vtgt) else F.transform_values(out, lambda _k, v: conform(v, vt, vtgt))
-    return expr.cast(spark_type(_logical_type(target)))
-
-
 def _ident(*path: str) -> Column:
     return F.col(".".join(f"`{p.replace('`', '``')}`" for p in path))
 
@@ -337,7 +289,7 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
     frame = projection.select(df, columns)
     violations: list[tuple[Column, Column]] = []
     for name, rule, provided in checks.generated:
-        target = spark_type(_logical_type(schema.field(name).type))
+        target = spark_type(logical_type(schema.field(name).type))
         value = F.expr(rule.text).cast(target)
         if not provided and name.lower() in computed:
             frame = frame.withColumn(name, value)
@@ -389,7 +341,7 @@ def _logical_columns(df: DataFrame, spec: WriteSpec) -> list[Column | str]:
         if is_void_type(f.type):
             continue
         s = src.get(f.name.lower())
-        if s is not None and _same(s.dataType, f.type):
+        if s is not None and same_type(s.dataType, f.type):
             columns.append(projection.renamed(s.name, f.name))
             continue
         if s is not None:
@@ -397,7 +349,7 @@ def _logical_columns(df: DataFrame, spec: WriteSpec) -> list[Column | str]:
         elif f.name.lower() in identity:
             e = _identity_values(identity[f.name.lower()], f)
         else:  # null, or computed below (defaults, generated columns)
-            e = F.lit(None).cast(spark_type(_logical_type(f.type)))
+            e = F.lit(None).cast(spark_type(logical_type(f.type)))
         columns.append(e.alias(f.name))
     return columns
 

@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 
 from delta_pyds.protocol.schema import StructType
 from delta_pyds.protocol.schema_evolution import evolve_for_merge, from_spark_json
-from delta_pyds.spark.native.write import conform, spark_type
+from delta_pyds.spark.native.conform import conform, spark_type
 from delta_pyds.spark.tables.merge.clauses import MergeClause
 from delta_pyds.spark.tables.resolution import parse_column_path
 
