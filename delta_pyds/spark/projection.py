@@ -35,7 +35,12 @@ def ident(*path: str) -> str:
 
 def renamed(name: str, alias: str) -> str:
     """``name AS alias`` as SQL text (both backquoted)."""
-    return f"{ident(name)} AS {ident(alias)}"
+    return aliased(ident(name), alias)
+
+
+def aliased(text: str, alias: str) -> str:
+    """The SQL expression ``text`` named ``alias`` (backquoted)."""
+    return f"{text} AS {ident(alias)}"
 
 
 def select(df: DataFrame, items: Sequence[str | Column]) -> DataFrame:

@@ -266,7 +266,7 @@ def _option_text(value: Any) -> str:
 
 
 def _ident(*path: str) -> Column:
-    return F.col(".".join(f"`{p.replace('`', '``')}`" for p in path))
+    return F.col(projection.ident(*path))
 
 
 def _text(expr: Column) -> Column:

@@ -160,8 +160,8 @@ def _scan_columns(read_fields: list[StructField], row_col: str) -> list[str]:
     """The scan's columns as read, then each row's file URI and row index (SQL text)."""
     return [
         *[projection.ident(f.name) for f in read_fields],
-        f"_metadata.file_path AS {projection.ident(_URI)}",
-        f"_metadata.row_index AS {projection.ident(row_col)}",
+        projection.aliased("_metadata.file_path", _URI),
+        projection.aliased("_metadata.row_index", row_col),
     ]
 
 
@@ -194,9 +194,10 @@ def _row_tracking_columns(
 ) -> list[Column]:
     """Row ids and commit versions: the materialized columns ``tracking`` names where set,
     else the file's base row id plus the row index and its default row commit version."""
+    row_id, version = (F.col(projection.ident(name)) for name in tracking)
     return [
-        F.coalesce(F.col(_quote(tracking[0])), F.col("__pydelta_base_row_id") + F.col(row_col)).alias(row_id_col),
-        F.coalesce(F.col(_quote(tracking[1])), F.col("__pydelta_default_row_commit_version")).alias(row_version_col),
+        F.coalesce(row_id, F.col("__pydelta_base_row_id") + F.col(row_col)).alias(row_id_col),
+        F.coalesce(version, F.col("__pydelta_default_row_commit_version")).alias(row_version_col),
     ]
 
 
@@ -214,7 +215,7 @@ def _output_columns(
         if field is not None and not field.metadata and not target.metadata and field.dataType == target.dataType:
             selected.append(projection.renamed(physical, o.name))
             continue
-        src = F.col(_quote(_PART + o.name)) if o.partition else F.col(_quote(physical))
+        src = F.col(projection.ident(_PART + o.name)) if o.partition else F.col(projection.ident(physical))
         selected.append(src.cast(target.dataType).alias(o.name, metadata=target.metadata))
     return [*selected, projection.ident(file_col), projection.ident(row_col)]
 
@@ -272,7 +273,3 @@ def _uris_spell_log_paths(plan: NativePlan) -> bool:
 
 def _void(f: StructField) -> bool:
     return is_void_type(f.type)
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ArgumentTypeError
 from delta_pyds.operations import schema_changes as ops
+from delta_pyds.spark import projection
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -37,10 +38,6 @@ def _type_text(dtype: Any, arg: str) -> Any:
     raise ArgumentTypeError(
         f"'{arg}' must be a type name (str), a pyspark DataType or a Delta type, got {type(dtype).__name__}"
     )
-
-
-def _quoted(parts: list[str]) -> str:
-    return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
 
 
 class SchemaChanges:
@@ -120,9 +117,9 @@ class SchemaChanges:
         parts = column.split(".") if isinstance(column, str) else list(column)
 
         def null_count(version: int) -> int:
-            cond = f"{_quoted(parts)} IS NULL"
+            cond = f"{projection.ident(*parts)} IS NULL"
             if len(parts) > 1:
-                cond = f"{_quoted(parts[:-1])} IS NOT NULL AND {cond}"
+                cond = f"{projection.ident(*parts[:-1])} IS NOT NULL AND {cond}"
             return int(self._read_at(version).where(cond).count())
 
         return ops.alter_column(

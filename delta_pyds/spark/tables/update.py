@@ -161,7 +161,7 @@ def _update_images(snap: Snapshot, changed: DataFrame, names: list[str], exprs: 
     old = [projection.ident(n) for n in names]
     new = [exprs[n].alias(n) if n in exprs else projection.ident(n) for n in names]
     post = regenerate(snap, projection.select(changed, new), _regenerated(snap, exprs, F.lit(True)))
-    pre = projection.select(changed, [*old, f"'update_preimage' AS {projection.ident(CHANGE_TYPE)}"])
+    pre = projection.select(changed, [*old, projection.aliased("'update_preimage'", CHANGE_TYPE)])
     return pre.unionAll(post.withColumn(CHANGE_TYPE, F.lit("update_postimage")))
 
 

@@ -179,7 +179,7 @@ class MergeRows:
         new = [projection.renamed(f"{NEW}{i}", n) for i, n in enumerate(self.names)]
 
         def kind(name: str) -> str:  # the change type (a plain word: the same literal in every SQL dialect)
-            return f"'{name}' AS {projection.ident(CHANGE_TYPE)}"
+            return projection.aliased(f"'{name}'", CHANGE_TYPE)
 
         parts = []
         updates, deletes = self.actions("update"), self.actions("delete")
@@ -357,7 +357,7 @@ def _written_value(
 
 def named(value: Column | str, name: str) -> Column | str:
     """``value`` (a Column or the SQL text of :func:`new_values`) named ``name``."""
-    return f"{value} AS {projection.ident(name)}" if isinstance(value, str) else value.alias(name)
+    return projection.aliased(value, name) if isinstance(value, str) else value.alias(name)
 
 
 def _case_text(

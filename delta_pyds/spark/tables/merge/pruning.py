@@ -41,6 +41,7 @@ from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions.ast import Call, Col, Lit
 from delta_pyds.expressions.lexer import Dialect
 from delta_pyds.expressions.parser import parse
+from delta_pyds.spark import projection
 from delta_pyds.spark.tables.args import ExpressionOrColumn
 from delta_pyds.spark.tables.rewriter import TableRewriter
 from delta_pyds.table.snapshot import Snapshot
@@ -52,10 +53,6 @@ if TYPE_CHECKING:
 
 MAX_KEY_SET = 64
 _FLIPPED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "="}
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _conjuncts(node: Any) -> list[Any]:
@@ -152,7 +149,7 @@ def split_condition(
             elif isinstance(other, Lit):
                 literal = _sql_literal(other.value)
                 if literal is not None:
-                    kept.append(f"{_quote(column.name)} {op} {literal}")
+                    kept.append(f"{projection.ident(column.name)} {op} {literal}")
             break
     return kept, keys
 
@@ -202,11 +199,11 @@ def key_conjuncts(
             return None
         literals = [_sql_literal(v) for v in values] if values else None
         if literals and all(v is not None for v in literals):
-            out.append(f"{_quote(column)} IN ({', '.join(literals)})")  # type: ignore[arg-type]
+            out.append(f"{projection.ident(column)} IN ({', '.join(literals)})")  # type: ignore[arg-type]
             continue
         lo, hi = _sql_literal(low), _sql_literal(high)
         if lo is not None and hi is not None:
-            out.append(f"{_quote(column)} >= {lo} AND {_quote(column)} <= {hi}")
+            out.append(f"{projection.ident(column)} >= {lo} AND {projection.ident(column)} <= {hi}")
     return out
 
 
@@ -228,7 +225,7 @@ def source_keys(
         for i, c in enumerate(columns)
     )
     parts = (
-        source.select(*[F.col(_quote(c)).alias(f"k{i}") for i, c in enumerate(columns)])
+        source.select(*[F.col(projection.ident(c)).alias(f"k{i}") for i, c in enumerate(columns)])
         .mapInArrow(_key_bounds(len(columns), MAX_KEY_SET), schema)
         .collect()
     )
