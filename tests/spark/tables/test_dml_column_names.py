@@ -2,8 +2,9 @@
 word, non-ASCII letters, a name equal to another column's name in another case of the source
 (the projections of DELETE, UPDATE and MERGE name columns as SQL text,
 :mod:`delta_pyds.spark.projection`). Each statement's rows are checked against a plain Python
-computation and read back the same by deltalake, on copy-on-write tables, with deletion
-vectors and the change data feed, and with column mapping; each on both DML engines."""
+computation and read back the same by the native path, the data source and deltalake; on
+copy-on-write tables, with deletion vectors and the change data feed, and with column mapping;
+each on both DML engines."""
 
 from __future__ import annotations
 
@@ -37,9 +38,12 @@ def _table(path: str, options: dict[str, str], names: list[str]) -> str:
 
 
 def _rows(spark, path: str, names: list[str]) -> list[tuple]:
+    """The table's rows as the native path reads them, checked equal to the data source's
+    read and to deltalake's."""
     ours = sorted(tuple(r[n] for n in names) for r in DeltaTable.forPath(spark, path).toDF().collect())
+    source = sorted(tuple(r[n] for n in names) for r in spark.read.format("pydelta").load(path).collect())
     theirs = sorted(tuple(r[n] for n in names) for r in deltalake_table(path).to_pylist())
-    assert ours == theirs
+    assert ours == source == theirs
     return ours
 
 
