@@ -39,6 +39,7 @@ from delta_pyds.operations.compaction import local_compaction_refusal, rewrite_l
 from delta_pyds.operations.optimize import compaction_bins
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.storage.store import Storage
+from delta_pyds.table.latest import snapshot_at
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import CommitResult
 
@@ -187,7 +188,7 @@ def auto_compact(
     """Compacts, after the write committed as ``version`` with ``adds``, what the module
     docstring says; the compaction's version, or None when it did not run or lost. Never raises."""
     try:
-        snap = Snapshot.load(storage, version=version)
+        snap = snapshot_at(storage, version)  # the kept snapshot and one commit, after a statement
         if not auto_compact_enabled(settings or AutoCompactSettings(), snap.configuration):
             return None
         return _compact(snap, adds, settings or AutoCompactSettings(), rewrite)

@@ -57,6 +57,7 @@ from delta_pyds.read.file_reader import DEFAULT_BATCH_ROWS, ReadSpec
 from delta_pyds.read.options import ReadOptions
 from delta_pyds.skipping.files import SkippingReport, needs_statistics, prune_files
 from delta_pyds.storage.store import Storage
+from delta_pyds.table.latest import latest_snapshot
 from delta_pyds.table.snapshot import Snapshot
 
 # ------------------------------------------------------------------------- snapshots
@@ -119,6 +120,8 @@ def load_snapshot(
             resolve=lambda ts: version_at_timestamp(storage, ts),
         )
         return Snapshot.load(storage, timestamp=when)
+    if opts.version is None:
+        return latest_snapshot(storage)
     return Snapshot.load(storage, version=opts.version)
 
 

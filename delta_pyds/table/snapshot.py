@@ -29,6 +29,7 @@ from delta_pyds.errors import (
     VersionNotFoundError,
 )
 from delta_pyds.log.checkpoint_reader import CheckpointReader
+from delta_pyds.log.files import LogFile
 from delta_pyds.log.replay import STATS_COLUMNS, active_files, normalize_adds, tombstones
 from delta_pyds.log.segment import LogSegment, build_log_segment, list_log
 from delta_pyds.log.table_metadata import read_table_metadata
@@ -39,6 +40,7 @@ from delta_pyds.protocol.actions import (
     Protocol,
     count_actions,
     json_actions_schema,
+    parse_special_lines,
     partition_struct_type,
     read_json_actions,
     read_json_lines,
@@ -73,6 +75,10 @@ class Snapshot:
         self.protocol = protocol
         self.metadata = metadata
         self._checkpoint = checkpoint
+        # what replay reads: the segment's files, or (a snapshot extended from ``_base``) only
+        # the commits after the base's version, replayed over the base's reconciled state
+        self._replay_files: list[LogFile] = segment.replay_files
+        self._base: Snapshot | None = None
         self.schema: StructType = parse_schema(metadata.schema_string)
         missing = [c for c in metadata.partition_columns if self.schema.get(c) is None]
         if missing:
@@ -132,6 +138,51 @@ class Snapshot:
         features.check_read(state.protocol)
         return cls(storage, segment, state.commit_data, state.protocol, state.metadata, state.checkpoint)
 
+    @classmethod
+    def extend(cls, base: Snapshot, commits: list[LogFile]) -> Snapshot:
+        """The snapshot of the last of ``commits``, the commit files ``base.version + 1 ..``
+        in order with no gap: only those commits are read and parsed; replay applies them
+        to ``base``'s reconciled files and app / domain state, exactly as a replay of the
+        whole segment would (the commits after a snapshot's version are newer than every
+        action it reconciled). Its segment is ``base``'s with the commits appended, so
+        writers that read the segment's files (:mod:`delta_pyds.table.state`) see the same
+        log. ``tombstones`` are replayed from the log in full (VACUUM is rare)."""
+        expected = list(range(base.version + 1, base.version + 1 + len(commits)))
+        if not commits or [c.version for c in commits] != expected:
+            raise ValueError("extend: the commits must follow the base snapshot's version without a gap")
+        try:
+            data = base.storage.read_many([c.path for c in commits], sizes=[c.size for c in commits])
+        except FileNotFoundError as exc:
+            raise CorruptLogError(f"a commit file vanished while reading the log: {exc}") from None
+        protocol: Protocol | None = None
+        metadata: Metadata | None = None
+        for commit, blob in zip(reversed(commits), reversed(data)):
+            for obj in reversed(parse_special_lines(blob, [b'"protocol"', b'"metaData"'], source=commit.path)):
+                if protocol is None and isinstance(obj.get("protocol"), dict):
+                    protocol = Protocol.from_dict(obj["protocol"], source=commit.path)
+                if metadata is None and isinstance(obj.get("metaData"), dict):
+                    metadata = Metadata.from_dict(obj["metaData"], source=commit.path)
+        protocol = protocol or base.protocol
+        features.check_read(protocol)
+        old = base.segment
+        segment = LogSegment(
+            version=commits[-1].version,
+            checkpoint_version=old.checkpoint_version,
+            checkpoint=old.checkpoint,
+            commits=old.commits + commits,
+            all_commits=old.all_commits + commits,
+            all_checkpoint_versions=old.all_checkpoint_versions,
+            replay_files=old.replay_files + commits,
+            listed_from=old.listed_from,
+        )
+        snap = cls(base.storage, segment, data, protocol, metadata or base.metadata, None)
+        if snap.physical_partition_columns != base.physical_partition_columns:
+            # the base's files carry other partition columns: replay the whole segment
+            return cls.from_segment(base.storage, segment)
+        snap._replay_files = commits
+        snap._base = base
+        return snap
+
     # ------------------------------------------------------------------- properties
     @property
     def table_root(self) -> str:
@@ -153,6 +204,25 @@ class Snapshot:
     def physical_partition_columns(self) -> list[str]:
         mode = self.column_mapping_mode
         return [self.schema.field(c).physical_name(mode) for c in self.partition_columns]
+
+    @property
+    def base(self) -> Snapshot | None:
+        """The snapshot this one extends (:meth:`extend`), or None for a full replay."""
+        return self._base
+
+    @property
+    def replayed_commits(self) -> list[LogFile]:
+        """The log files this snapshot's own replay reads: the segment's, or for an extended
+        snapshot only the commits after its :attr:`base`."""
+        return list(self._replay_files)
+
+    def held_commit_bytes(self, version: int) -> bytes | None:
+        """The bytes of commit ``version`` when this snapshot replays that commit and still
+        holds them (they are dropped once :attr:`files` is built), else None."""
+        for f, data in zip(self._replay_files, self._commit_data):
+            if f.kind == "commit" and f.version == version:
+                return data
+        return None
 
     # -------------------------------------------------------------------- replay
     def _commit_actions(self, *, stats: bool = False) -> _CommitActions:
@@ -179,7 +249,7 @@ class Snapshot:
     def _parse_commits(self, stats: bool) -> _CommitActions:
         if not self._commit_data:
             return None, None, None
-        files = self.segment.replay_files
+        files = self._replay_files
         chunks = [d if d.endswith(b"\n") else d + b"\n" for d in self._commit_data]
         data = b"".join(chunks)
         # the optional keys the bytes hold (one substring scan of every commit per key): not
@@ -230,7 +300,9 @@ class Snapshot:
     def _replay(self, *, stats: bool) -> pa.Table:
         pstruct = partition_struct_type(self.physical_partition_columns)
         checkpoint_adds = None
-        if self._checkpoint is not None:
+        if self._base is not None:  # reconciled already: the base's files play the checkpoint's part
+            checkpoint_adds = self._base.files if stats else self._base.scan_files
+        elif self._checkpoint is not None:
             try:
                 adds, _ = self._checkpoint.file_actions(self.physical_partition_columns, stats=stats)
             except CorruptCheckpointError as exc:
@@ -273,6 +345,8 @@ class Snapshot:
         """Remove actions still in the table state (not superseded by a re-add): the
         files VACUUM may delete once their ``deletionTimestamp`` is past retention.
         Columns: path (decoded), deletionTimestamp, deletionVector, size, dataChange."""
+        if self._base is not None:  # an extended snapshot: the whole segment's replay
+            return Snapshot.from_segment(self.storage, self.segment).tombstones
         removes: list[tuple[pa.Table, np.ndarray]] = []
         adds: list[tuple[pa.Table, np.ndarray]] = []
         if self._checkpoint is not None:
@@ -317,7 +391,10 @@ class Snapshot:
     def _state_actions(self) -> tuple[dict[str, int], dict[str, str]]:
         txns: dict[str, int] = {}
         domains: dict[str, str | None] = {}
-        if self._checkpoint is not None:
+        if self._base is not None:
+            txns.update(self._base.app_transactions)
+            domains.update(self._base.domain_metadata)
+        elif self._checkpoint is not None:
             for obj in self._checkpoint.state_actions():
                 _apply_state(obj, txns, domains)
         table, _, seq = self._commit_actions()

@@ -19,6 +19,7 @@ removes repeat them). Every checkpoint kind is read
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -50,10 +51,14 @@ COLUMNS = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class FileActions:
     active: pa.Table  # raw_path, path, partitionValues (struct), size, ... per active file
     tombstones: pa.Table  # same columns, for files whose newest action is a remove
+
+
+# the file actions of each live snapshot (a snapshot's log never changes)
+_KNOWN: weakref.WeakKeyDictionary[Snapshot, FileActions] = weakref.WeakKeyDictionary()
 
 
 def _normalize(actions: pa.Table | None, pstruct: pa.StructType, root: str) -> pa.Table | None:
@@ -188,12 +193,28 @@ def _dv(col: Any) -> pa.Array:
 
 
 def file_actions(snapshot: Snapshot) -> FileActions:
-    """The active files and tombstones of ``snapshot`` with raw paths."""
+    """The active files and tombstones of ``snapshot`` with raw paths; computed once per
+    snapshot, and for a snapshot that extends another (:meth:`Snapshot.extend`) from the
+    base's file actions and only the commits after it."""
+    known = _KNOWN.get(snapshot)
+    if known is None:
+        known = _file_actions(snapshot)
+        _KNOWN[snapshot] = known
+    return known
+
+
+def _file_actions(snapshot: Snapshot) -> FileActions:
     pcols = snapshot.physical_partition_columns
     pstruct = partition_struct_type(pcols)
     root = snapshot.storage.root
-    ck_adds, ck_removes = _checkpoint_actions(snapshot, pcols, pstruct)
-    commits = snapshot.segment.commits
+    base = snapshot.base
+    if base is not None and base.physical_partition_columns == pcols:
+        prior = file_actions(base)  # reconciled: plays the checkpoint's part
+        ck_adds, ck_removes = [prior.active], [prior.tombstones]
+        commits = snapshot.replayed_commits
+    else:
+        ck_adds, ck_removes = _checkpoint_actions(snapshot, pcols, pstruct)
+        commits = snapshot.segment.commits
     data = snapshot.storage.read_many([c.path for c in commits], sizes=[c.size for c in commits]) if commits else []
     commit_adds, commit_removes = [], []
     for d, c in zip(data, commits):

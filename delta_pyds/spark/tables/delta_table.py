@@ -81,6 +81,7 @@ from delta_pyds.spark.tables.rewriter import TableRewriter
 from delta_pyds.spark.tables.schema_api import SchemaChanges
 from delta_pyds.spark.tables.update import update_rows
 from delta_pyds.storage.store import Storage
+from delta_pyds.table.latest import latest_snapshot
 from delta_pyds.table.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -206,6 +207,8 @@ class DeltaTable(SchemaChanges):
             return False
 
     def _snapshot(self, version: int | None = None) -> Snapshot:
+        if version is None:
+            return latest_snapshot(self._storage)
         return Snapshot.load(self._storage, version=version)
 
     def _register(self) -> None:

@@ -55,6 +55,7 @@ from delta_pyds.spark import projection
 from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.storage.store import Storage
+from delta_pyds.table.latest import latest_snapshot
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import CommitResult
 from delta_pyds.write.constraints import GENERATION_EXPRESSION
@@ -136,7 +137,7 @@ class TableRewriter:
 
     def dml_snapshot(self) -> Snapshot:
         """The latest snapshot, after the writer protocol check (and the row tracking one)."""
-        snap = Snapshot.load(self.storage)
+        snap = latest_snapshot(self.storage)
         features.check_write(snap.protocol)
         row_tracking_columns(snap)  # refuses a tracked table without materialized column names
         return snap
