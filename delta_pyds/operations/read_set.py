@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from delta_pyds.errors import ExpressionError
-from delta_pyds.expressions.ast import Call, Col, Node, columns_of
+from delta_pyds.expressions.ast import Call, Col, Node, columns_of, resolve_alias
 from delta_pyds.expressions.parser import parse
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import Transaction
@@ -21,13 +21,20 @@ from delta_pyds.write.partition_match import partition_predicate
 
 
 def record_read(
-    txn: Transaction, snap: Snapshot, condition: object, files: pa.Table, *, alias: str | None = None
+    txn: Transaction,
+    snap: Snapshot,
+    condition: object,
+    files: pa.Table,
+    *,
+    alias: str | None = None,
+    bare_columns: bool = False,
 ) -> None:
     """Records what a DML operation read, for conflict detection as delta-spark does:
     the files it read (a concurrent remove of one conflicts) and the partitions its
     condition selects (a concurrent add there, other than a blind append, conflicts);
-    without a partition conjunct in ``condition`` that is every partition."""
-    node = partition_conjuncts(condition, snap, alias)
+    without a partition conjunct in ``condition`` that is every partition. ``alias`` and
+    ``bare_columns``: see :func:`partition_conjuncts`."""
+    node = partition_conjuncts(condition, snap, alias, bare_columns=bare_columns)
     if node is None:
         txn.read_files(files.column("path").to_pylist())
         txn.read_partitions(
@@ -48,16 +55,26 @@ def record_read(
     txn.read_partitions(conservative, f"the partitions matching {condition}")
 
 
-def partition_conjuncts(condition: object, snap: Snapshot, alias: str | None = None) -> Node | None:
+def partition_conjuncts(
+    condition: object, snap: Snapshot, alias: str | None = None, *, bare_columns: bool = False
+) -> Node | None:
     """The AND of the top-level conjuncts of a SQL ``condition`` that reference only
-    partition columns (``alias.col`` when ``alias`` is given, e.g. MERGE's target), as an
-    expression over the bare column names; None when there is none."""
+    partition columns, as an expression over the bare column names; None when there is none.
+    ``alias`` given: the table's columns are qualified by it (``alias.col``, MERGE's target,
+    where a bare name may be the source's), or, with ``bare_columns`` (DELETE / UPDATE on an
+    aliased table: every column is the table's), may be, resolved as Spark resolves them
+    (:func:`~delta_pyds.expressions.ast.resolve_alias`: an uncertain reading gives None)."""
     if not isinstance(condition, str) or not snap.partition_columns:
         return None
     try:
         node = parse(condition)
     except (ExpressionError, ValueError):
         return None
+    if alias is not None and bare_columns:
+        resolved = resolve_alias(node, alias, (f.name for f in snap.schema.fields))
+        if resolved is None:
+            return None
+        node, alias = resolved, None
     pcols = {c.lower(): c for c in snap.partition_columns}
 
     def strip(n: Node) -> Node:
