@@ -123,8 +123,10 @@ def call_compute(fn: str, *args: Value) -> Value:
     try:
         return getattr(pc, fn)(*args)
     except pa.ArrowInvalid as exc:
-        if "overflow" in str(exc).lower():
-            raise ExpressionError(f"arithmetic overflow: {exc}") from None
+        if "overflow" in str(exc).lower():  # Spark's ANSI error class
+            raise ExpressionError(f"[ARITHMETIC_OVERFLOW] arithmetic overflow in {fn}: {exc}") from None
+        if "divide by zero" in str(exc).lower():
+            raise ExpressionError(f"[DIVIDE_BY_ZERO] Division by zero in {fn}") from None
         raise ExpressionError(str(exc)) from None
     except pa.ArrowNotImplementedError:
         if fn in (

@@ -37,6 +37,7 @@ import pyarrow as pa
 from delta_pyds.cdf.plan import CHANGE_TYPE
 from delta_pyds.operations.dv_delete import commit_dv_delete
 from delta_pyds.operations.read_set import record_read
+from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.tables.resolution import check_condition_resolves
 from delta_pyds.spark.tables.rewriter import OpTimes, TableRewriter, table_spark_schema
@@ -75,7 +76,7 @@ def delete_rows(rw: TableRewriter, condition: OptionalExpressionOrColumn = None,
         return
     cond = F.expr(condition) if isinstance(condition, str) else condition
     candidates = rw.candidates(snap, condition, alias=alias)
-    record_read(txn, snap, condition, candidates, alias=alias, bare_columns=True)
+    record_read(txn, snap, condition, candidates, alias=alias, bare_columns=True, dialect=session_dialect(rw.spark))
     scan = rw.scan(snap, candidates, alias=alias)
     if writes_dvs(snap):
         old, bitmaps = dv_hits(scan, cond, active)

@@ -43,6 +43,7 @@ from delta_pyds.operations.read_set import record_read
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.spark import projection
+from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.tables.native_rows import SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.spark.tables.resolution import check_condition_resolves, set_columns
@@ -127,7 +128,7 @@ def _update_copy_on_write(
             written += cdcs
             txn.add_cdc_files(cdcs)
         victims = rows_for_paths(file_actions(snap).active, matched)
-        record_read(txn, snap, condition, candidates, alias=alias, bare_columns=True)
+        record_read(txn, snap, condition, candidates, alias=alias, bare_columns=True, dialect=session_dialect(rw.spark))
         txn.remove_files(remove_actions(victims))
         txn.add_files(adds)
         return txn.commit(
@@ -214,7 +215,7 @@ def _update_with_dvs(
             cdcs = rw.write_changes(snap, _update_images(snap, changed, names, exprs))
             written += cdcs
             txn.add_cdc_files(cdcs)
-        record_read(txn, snap, condition, candidates, alias=alias, bare_columns=True)
+        record_read(txn, snap, condition, candidates, alias=alias, bare_columns=True, dialect=session_dialect(rw.spark))
         marks = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
         txn.add_files(adds)
         return txn.commit(
