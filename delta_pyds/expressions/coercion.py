@@ -82,6 +82,8 @@ def cast(v: Value, target: pa.DataType) -> Value:
             return pc.strftime(v, "%Y-%m-%d %H:%M:%S")
         if pa.types.is_floating(src) and pa.types.is_integer(target):
             return pc.trunc(v).cast(target)
+        if pa.types.is_integer(src) and pa.types.is_floating(target):  # Spark rounds (2^63 - 1 -> 9.2e18)
+            return pc.cast(v, target, safe=False)
         if pa.types.is_boolean(src) and is_string_type(target):
             return pc.if_else(v, "true", "false")
         return v.cast(target)
