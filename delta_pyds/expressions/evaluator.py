@@ -6,9 +6,10 @@ nulls propagate through comparisons and arithmetic) and Spark's ANSI mode (its d
 arithmetic: ``+ - *``, unary minus and ``abs`` raise
 :class:`~delta_pyds.errors.ExpressionError` naming ``ARITHMETIC_OVERFLOW`` when the result
 does not fit the operands' type (never wrapping around), ``div`` (integral division, a
-``BIGINT``) raises ``ARITHMETIC_OVERFLOW`` on ``-2^63 div -1``, and ``/``, ``div`` and ``%``
-raise ``DIVIDE_BY_ZERO`` for a zero divisor of a non-null dividend (a null operand gives null),
-as Spark's ``DivModLike`` does; :func:`evaluate_predicate` and :func:`evaluate_value` return
+``BIGINT``) raises ``ARITHMETIC_OVERFLOW`` on ``-2^63 div -1``, and ``/`` and ``div`` raise
+``DIVIDE_BY_ZERO``, ``%`` ``REMAINDER_BY_ZERO``, for a zero divisor of a non-null dividend (a
+null operand gives null), as Spark's ``DivModLike`` does; integers cast to ``DOUBLE`` round as
+Spark's cast does; :func:`evaluate_predicate` and :func:`evaluate_value` return
 one value per row. Column names resolve case-insensitively when unambiguous. Dates and times
 are evaluated in UTC.
 """
@@ -126,11 +127,12 @@ def _divide(name: str, args: tuple, batch: Batch) -> Value:
     return call_compute("divide" if name == "/" else "divide_checked", a, b)
 
 
-def _refuse_zero_divisor(a: Value, b: Value, batch: Batch) -> None:
-    """``DIVIDE_BY_ZERO`` when a row divides a non-null value by zero (Spark's ANSI mode)."""
+def _refuse_zero_divisor(a: Value, b: Value, batch: Batch, error: str = "DIVIDE_BY_ZERO") -> None:
+    """Spark's ANSI ``error`` (``DIVIDE_BY_ZERO``, ``REMAINDER_BY_ZERO``) when a row divides a
+    non-null value by zero."""
     zero = pc.and_(pc.is_valid(broadcast(a, batch)), pc.fill_null(pc.equal(broadcast(b, batch), 0), False))
     if pc.any(zero).as_py():
-        raise ExpressionError("[DIVIDE_BY_ZERO] Division by zero (Spark's ANSI mode; try_divide gives null)")
+        raise ExpressionError(f"[{error}] Division by zero (Spark's ANSI mode)")
 
 
 def _in(args: tuple, batch: Batch) -> Value:
@@ -181,11 +183,11 @@ def _truthy(v: Value, batch: Batch) -> pa.Array:
 
 
 def _mod(a: Value, b: Value, batch: Batch) -> pa.Array:
-    """``%`` as Spark's ``Remainder``: the sign of the dividend, ``DIVIDE_BY_ZERO`` for a zero
-    divisor of a non-null dividend (ANSI); ``-2^63 % -1`` is 0."""
+    """``%`` as Spark's ``Remainder``: the sign of the dividend, ``REMAINDER_BY_ZERO`` for a
+    zero divisor of a non-null dividend (ANSI); ``-2^63 % -1`` is 0."""
     a, b = unify(a, b)
     a, b = broadcast(a, batch), broadcast(b, batch)
-    _refuse_zero_divisor(a, b, batch)
+    _refuse_zero_divisor(a, b, batch, "REMAINDER_BY_ZERO")
     if pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type):
         a, b = cast(a, pa.float64()), cast(b, pa.float64())
     na = a.to_numpy(zero_copy_only=False)
