@@ -82,6 +82,8 @@ def cast(v: Value, target: pa.DataType) -> Value:
             return pc.strftime(v, "%Y-%m-%d %H:%M:%S")
         if pa.types.is_floating(src) and pa.types.is_integer(target):
             return pc.trunc(v).cast(target)
+        if pa.types.is_integer(src) and pa.types.is_floating(target):  # Spark rounds (2^63 - 1 -> 9.2e18)
+            return pc.cast(v, target, safe=False)
         if pa.types.is_boolean(src) and is_string_type(target):
             return pc.if_else(v, "true", "false")
         return v.cast(target)
@@ -123,8 +125,10 @@ def call_compute(fn: str, *args: Value) -> Value:
     try:
         return getattr(pc, fn)(*args)
     except pa.ArrowInvalid as exc:
-        if "overflow" in str(exc).lower():
-            raise ExpressionError(f"arithmetic overflow: {exc}") from None
+        if "overflow" in str(exc).lower():  # Spark's ANSI error class
+            raise ExpressionError(f"[ARITHMETIC_OVERFLOW] arithmetic overflow in {fn}: {exc}") from None
+        if "divide by zero" in str(exc).lower():
+            raise ExpressionError(f"[DIVIDE_BY_ZERO] Division by zero in {fn}") from None
         raise ExpressionError(str(exc)) from None
     except pa.ArrowNotImplementedError:
         if fn in (

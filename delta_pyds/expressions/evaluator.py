@@ -2,11 +2,16 @@
 Arrow batch whose columns have the logical names.
 
 Guarantees: :func:`evaluate` follows SQL null semantics (three-valued ``AND``/``OR``,
-nulls propagate through comparisons and arithmetic) and raises
-:class:`~delta_pyds.expressions.ast.ExpressionError` on arithmetic overflow instead of
-wrapping around; :func:`evaluate_predicate` and :func:`evaluate_value` return one value
-per row. Column names resolve case-insensitively when unambiguous. Dates and times are
-evaluated in UTC.
+nulls propagate through comparisons and arithmetic) and Spark's ANSI mode (its default) for
+arithmetic: ``+ - *``, unary minus and ``abs`` raise
+:class:`~delta_pyds.errors.ExpressionError` naming ``ARITHMETIC_OVERFLOW`` when the result
+does not fit the operands' type (never wrapping around), ``div`` (integral division, a
+``BIGINT``) raises ``ARITHMETIC_OVERFLOW`` on ``-2^63 div -1``, and ``/`` and ``div`` raise
+``DIVIDE_BY_ZERO``, ``%`` ``REMAINDER_BY_ZERO``, for a zero divisor of a non-null dividend (a
+null operand gives null), as Spark's ``DivModLike`` does; integers cast to ``DOUBLE`` round as
+Spark's cast does; :func:`evaluate_predicate` and :func:`evaluate_value` return
+one value per row. Column names resolve case-insensitively when unambiguous. Dates and times
+are evaluated in UTC.
 """
 
 from __future__ import annotations
@@ -108,17 +113,26 @@ def _arith(name: str, args: tuple, batch: Batch) -> Value:
 
 
 def _divide(name: str, args: tuple, batch: Batch) -> Value:
-    """``/`` (decimal, else double) and ``div`` (integer); a zero divisor gives null."""
+    """``/`` (decimal, else double) and ``div`` (integral, as a ``BIGINT``), with Spark's ANSI
+    errors: a zero divisor of a non-null dividend raises ``DIVIDE_BY_ZERO``, ``-2^63 div -1``
+    ``ARITHMETIC_OVERFLOW``."""
+    a, b = evaluate(args[0], batch), evaluate(args[1], batch)
     if name == "/":
-        a, b = evaluate(args[0], batch), evaluate(args[1], batch)
         if not (pa.types.is_decimal(a.type) and pa.types.is_decimal(b.type)):
             a, b = cast(a, pa.float64()), cast(b, pa.float64())
-        b = pc.if_else(pc.equal(b, 0), pa.scalar(None, b.type), b)
-        return call_compute("divide", a, b)
-    a, b = evaluate(args[0], batch), evaluate(args[1], batch)
-    a, b = cast(a, pa.int64()), cast(b, pa.int64())
-    b = pc.if_else(pc.equal(b, 0), pa.scalar(None, pa.int64()), b)
-    return call_compute("divide", a, b)
+    else:
+        a, b = cast(a, pa.int64()), cast(b, pa.int64())
+    _refuse_zero_divisor(a, b, batch)
+    b = pc.if_else(pc.equal(b, 0), pa.scalar(None, b.type), b)  # the rows left: a null dividend
+    return call_compute("divide" if name == "/" else "divide_checked", a, b)
+
+
+def _refuse_zero_divisor(a: Value, b: Value, batch: Batch, error: str = "DIVIDE_BY_ZERO") -> None:
+    """Spark's ANSI ``error`` (``DIVIDE_BY_ZERO``, ``REMAINDER_BY_ZERO``) when a row divides a
+    non-null value by zero."""
+    zero = pc.and_(pc.is_valid(broadcast(a, batch)), pc.fill_null(pc.equal(broadcast(b, batch), 0), False))
+    if pc.any(zero).as_py():
+        raise ExpressionError(f"[{error}] Division by zero (Spark's ANSI mode)")
 
 
 def _in(args: tuple, batch: Batch) -> Value:
@@ -169,8 +183,11 @@ def _truthy(v: Value, batch: Batch) -> pa.Array:
 
 
 def _mod(a: Value, b: Value, batch: Batch) -> pa.Array:
+    """``%`` as Spark's ``Remainder``: the sign of the dividend, ``REMAINDER_BY_ZERO`` for a
+    zero divisor of a non-null dividend (ANSI); ``-2^63 % -1`` is 0."""
     a, b = unify(a, b)
     a, b = broadcast(a, batch), broadcast(b, batch)
+    _refuse_zero_divisor(a, b, batch, "REMAINDER_BY_ZERO")
     if pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type):
         a, b = cast(a, pa.float64()), cast(b, pa.float64())
     na = a.to_numpy(zero_copy_only=False)

@@ -14,7 +14,7 @@ from typing import Any
 
 from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions import predicates as P
-from delta_pyds.expressions.ast import Call, Col, Lit
+from delta_pyds.expressions.ast import Call, Col, Lit, resolve_alias
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT, Dialect
 from delta_pyds.expressions.parser import parse
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
@@ -22,18 +22,27 @@ from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "<=>": "<=>"}
 
 
-def skipping_predicates(condition: Any, schema: StructType, dialect: Dialect | None = DEFAULT_DIALECT) -> tuple:
+def skipping_predicates(
+    condition: Any, schema: StructType, dialect: Dialect | None = DEFAULT_DIALECT, *, alias: str | None = None
+) -> tuple:
     """Skipping predicates implied by a SQL condition string read as Spark reads it under
     ``dialect`` (empty when nothing simple can be said, when the text is outside the parser's
-    subset, or when ``dialect`` is None: unknown; a Column condition gives none).
-    Conservative: every row matching the condition matches the predicates, so pruning with
-    them never drops a matching file."""
+    subset, or when ``dialect`` is None: unknown; a Column condition gives none). With
+    ``alias`` the condition is over the table under that alias (``t.id``), resolved as Spark
+    resolves it (:func:`~delta_pyds.expressions.ast.resolve_alias`; an uncertain reading gives
+    none). Conservative: every row matching the condition matches the predicates, so pruning
+    with them never drops a matching file."""
     if not isinstance(condition, str) or dialect is None:
         return ()
     try:
         node = parse(condition, dialect)
     except (ExpressionError, ValueError):
         return ()
+    if alias is not None:
+        resolved = resolve_alias(node, alias, (f.name for f in schema.fields))
+        if resolved is None:
+            return ()
+        node = resolved
     pred, _exact = _to_predicate(node, schema)
     return (pred,) if pred is not None else ()
 

@@ -104,7 +104,7 @@ def _parse_booleans(values: pa.Array, column: str) -> pa.Array:
     never read as false."""
     lowered = pc.utf8_lower(values)
     valid = pc.or_kleene(pc.equal(lowered, "true"), pc.equal(lowered, "false"))
-    if not pc.all(pc.fill_null(valid, True)).as_py():
+    if not pc.all(pc.fill_null(valid, True), min_count=0).as_py():  # empty: all valid (not null)
         bad = values.filter(pc.invert(pc.fill_null(valid, True)))[0].as_py()
         raise CorruptLogError(
             f"partition values of column {column!r} are not valid boolean values: {bad!r} is neither true nor false"

@@ -75,7 +75,7 @@ class WriteChecks:
                 same = pc.or_(
                     pc.fill_null(pc.equal(current, value), False), pc.and_(pc.is_null(current), pc.is_null(value))
                 )
-                if not pc.all(same).as_py():
+                if not pc.all(same, min_count=0).as_py():
                     row = pc.index(same, False).as_py()
                     raise ConstraintViolationError(
                         f"generated column {name} must equal {rule.text}, but a row has {name} = "
@@ -98,7 +98,7 @@ class WriteChecks:
             except ExpressionError as exc:
                 raise ConstraintViolationError(f"cannot evaluate {describe_rule(rule)}: {exc}") from None
             good = pc.fill_null(ok, False)
-            if not pc.all(good).as_py():
+            if not pc.all(good, min_count=0).as_py():
                 row = pc.index(good, False).as_py()
                 raise ConstraintViolationError(
                     f"{describe_rule(rule)} violated by row with values:"

@@ -40,9 +40,9 @@ def _eval(text: str) -> list:
         ("d + 1", [dt.date(2024, 2, 1), None, dt.date(2024, 2, 29), dt.date(2024, 3, 2)]),
         ("d - 1", [dt.date(2024, 1, 30), None, dt.date(2024, 2, 27), dt.date(2024, 2, 29)]),
         ("i * j", [0, 8, None, None]),
-        ("i / j", [None, 2.0, None, None]),  # a zero divisor gives null (Spark without ANSI mode)
-        ("i div j", [None, 2, None, None]),
-        ("m / m", [decimal.Decimal(1), decimal.Decimal(1), None, None]),
+        ("i / nullif(j, 0)", [None, 2.0, None, None]),  # a zero divisor raises (ANSI): see below
+        ("i div nullif(j, 0)", [None, 2, None, None]),
+        ("m / nullif(m, 0)", [decimal.Decimal(1), decimal.Decimal(1), None, None]),
         ("i IN (1, 7)", [True, False, None, True]),
         ("i IN (1, NULL)", [True, None, None, None]),
         ("s LIKE 'ap%'", [False, False, None, True]),
@@ -52,9 +52,26 @@ def _eval(text: str) -> list:
 )
 def test_operator_forms(text, expected):
     got = _eval(text)
-    if text == "m / m":
+    if text.startswith("m / "):
         got = [None if v is None else decimal.Decimal(v).normalize() for v in got]
     assert got == expected
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("i / j", "DIVIDE_BY_ZERO"),
+        ("i div j", "DIVIDE_BY_ZERO"),
+        ("m / m", "DIVIDE_BY_ZERO"),
+        ("1 div 0", "DIVIDE_BY_ZERO"),
+        ("i % j", "REMAINDER_BY_ZERO"),
+        ("1.5 % 0", "REMAINDER_BY_ZERO"),
+    ],
+)
+def test_a_zero_divisor_raises_as_spark_ansi(text, error):
+    """Spark's ANSI mode (its default): an error, not null (differential: tests/spark)."""
+    with pytest.raises(ExpressionError, match=error):
+        _eval(text)
 
 
 def test_like_needs_a_literal_pattern():

@@ -92,3 +92,32 @@ def test_serialize_round_trips(value, type_, expected):
     if value is not None:
         back = parse_partition_values(pa.array([text]), type_).to_pylist()[0]
         assert back == value
+
+
+@pytest.mark.parametrize(
+    "type_", [PrimitiveType(n) for n in ("boolean", "long", "string", "date", "timestamp")] + [DecimalType(5, 2)]
+)
+def test_parse_no_values(type_):
+    """Zero values (pruning left no file) parse to an empty column, never an error (issue #44
+    item 10: ``pc.all`` of an empty array is null, and the boolean check read it as a bad value)."""
+    out = parse_partition_values(pa.array([], pa.string()), type_, column="b")
+    assert len(out) == 0
+
+
+def test_boolean_partitioned_table_with_nothing_left_after_pruning(tmp_path):
+    """The core read plans of a table partitioned by a boolean column when pruning keeps no
+    file: an empty plan (the native plan parses the partition values of zero files)."""
+    from delta_pyds.expressions.to_predicates import skipping_predicates
+    from delta_pyds.read.native_plan import plan_native_scan
+    from delta_pyds.storage.store import Storage
+    from delta_pyds.table.snapshot import Snapshot
+    from delta_pyds.write.plan import write_arrow
+
+    path = str(tmp_path / "t")
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "b": pa.array([True, False, None])})
+    write_arrow(path, data, options={"partitionBy": "b"})
+    snap = Snapshot.load(Storage(path))
+    for condition in ("id = 999", "b IS NULL AND id = 1", "b = true AND id > 5"):
+        plan = plan_native_scan(snap, predicates=skipping_predicates(condition, snap.schema))
+        assert plan.files.num_rows == 0, condition
+    assert plan_native_scan(snap, predicates=skipping_predicates("b IS NULL", snap.schema)).files.num_rows == 1

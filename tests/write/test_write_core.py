@@ -631,6 +631,12 @@ def test_write_checks_collect_nested_not_null_paths_and_invariants():
         checks.apply(rows(None, 2))
     with pytest.raises(ConstraintViolationError, match="x > 0"):
         checks.apply(rows(1, -1))
+    # an empty batch violates nothing (pc.all of no values is null, not true: issue #44 item 10)
+    assert checks.apply(pa.RecordBatch.from_pylist([], schema=arrow)).num_rows == 0
+    generated = {"delta.generationExpression": "x + 1"}
+    gschema = StructType((StructField("x", long, True), StructField("g", long, True, generated)))
+    both = pa.schema([("x", pa.int64()), ("g", pa.int64())])
+    assert build_checks(gschema, {}, ["x", "g"]).apply(pa.RecordBatch.from_pylist([], schema=both)).num_rows == 0
 
 
 def test_unreadable_invariant_refuses_the_write_naming_the_column():

@@ -6,14 +6,15 @@ Guarantees: each is parsed whole before it runs and runs as one call of the publ
 API (``delete``, ``update``, ``merge`` with one builder call per WHEN clause) or of
 ``write_delta`` (INSERT: columns by position, as SQL does; ``REPLACE WHERE`` is
 ``replaceWhere``); results have delta-spark's columns (``num_affected_rows`` ...). DELETE/UPDATE
-table aliases are removed from column references (DeltaTable takes unqualified columns);
-MERGE keeps its aliases. Conditions and expressions reach Spark as Spark SQL text. No pyspark
-here."""
+table aliases are never rewritten out of the text: the statement runs on the table under its
+alias (``DeltaTable.alias``), so Spark's analyzer resolves ``t.id`` with its own scoping (a
+subquery's or a lambda's ``t`` stays its own); MERGE keeps its aliases too. Conditions and
+expressions reach Spark as the Spark SQL text written. No pyspark here."""
 
 from __future__ import annotations
 
 from delta_pyds.spark.sql.ast import Delete, Insert, Merge, SparkTable, Subquery, Table, Update
-from delta_pyds.spark.sql.parser import Parser, name_text, unqualify
+from delta_pyds.spark.sql.parser import Parser, name_text
 from delta_pyds.spark.tables.merge.clauses import MergeClause, When
 
 
@@ -23,7 +24,7 @@ def delete(p: Parser) -> Delete:
     if p.accept("WHERE"):
         if p.done():
             p.fail("expected a condition")
-        condition: str | None = unqualify(p.rest(), alias)
+        condition: str | None = p.rest()
     else:
         condition = None
     p.end()
@@ -38,12 +39,12 @@ def update(p: Parser) -> Update:
     for item in p.split_top(("WHERE",)):
         sub = Parser(item)
         sub.statement, sub.form = p.statement, p.form
-        column = _key(sub.parts(), alias)
+        column = name_text(sub.parts())  # an alias qualifier is resolved with the table's columns
         sub.expect("=")
         if sub.done():
             p.fail(f"no value for {column}")
-        sets[column] = unqualify(sub.rest(), alias)
-    condition = unqualify(p.rest(), alias) if p.accept("WHERE") else None
+        sets[column] = sub.rest()
+    condition = p.rest() if p.accept("WHERE") else None
     p.end()
     return Update(ref, tuple(sets.items()), alias, condition)
 

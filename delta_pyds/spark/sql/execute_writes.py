@@ -38,12 +38,16 @@ if TYPE_CHECKING:
 
 def _delete(spark: SparkSession, st: Delete, r: Resolution) -> DataFrame:
     dt = delta_table(spark, r.target(st))
+    if st.alias:  # Spark resolves t.id on the table under its alias (never a rewrite of the text)
+        dt = dt.alias(st.alias)
     dt.delete(st.condition)
     return affected(spark, dt.lastCommit, ("numDeletedRows",), ("num_affected_rows",))
 
 
 def _update(spark: SparkSession, st: Update, r: Resolution) -> DataFrame:
     dt = delta_table(spark, r.target(st))
+    if st.alias:
+        dt = dt.alias(st.alias)
     dt.update(st.condition, dict(st.assignments))
     return affected(spark, dt.lastCommit, ("numUpdatedRows",), ("num_affected_rows",))
 

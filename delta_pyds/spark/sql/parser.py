@@ -460,30 +460,3 @@ class Parser:
         if t is not None and t.kind in ("word", "ident") and t.upper not in stops:
             return self.word()
         return None
-
-
-def unqualify(text: str, alias: str | None) -> str:
-    """``text`` with the table alias removed from column references (``t.id`` -> ``id``);
-    literals, comments and ``x.t.id`` are left alone."""
-    if not alias:
-        return text
-    tokens = tokenize(text)
-    out = []
-    skip = 0
-    for k, t in enumerate(tokens):
-        if skip:
-            skip -= 1
-            continue
-        prev = next((p for p in reversed(tokens[:k]) if not p.blank), None)
-        nxt = tokens[k + 1] if k + 1 < len(tokens) else None
-        if (
-            t.kind in ("word", "ident")
-            and t.value().lower() == alias.lower()
-            and nxt is not None
-            and nxt.text == "."
-            and (prev is None or prev.text != ".")
-        ):
-            skip = 1
-            continue
-        out.append(t.text)
-    return "".join(out)

@@ -12,6 +12,10 @@ Guarantees:
 * without a condition every file is removed, nothing read or written;
 * files that may hold matching rows are found by data skipping on the condition; only
   files holding a matching row change;
+* with a table alias (``DeltaTable.alias``, SQL ``DELETE FROM ... AS t``) the condition is
+  evaluated by Spark on the table's rows under that alias (Spark's own scoping: a subquery's
+  or a lambda's ``t`` is not the table's); skipping reads alias-qualified names only where
+  its reading is certain, else it prunes nothing;
 * with deletion vectors on (the ``deletionVectors`` feature and
   ``delta.enableDeletionVectors=true``) the matching rows are marked in the files'
   vectors and no data file is rewritten (:mod:`delta_pyds.operations.dv_delete`);
@@ -33,6 +37,7 @@ import pyarrow as pa
 from delta_pyds.cdf.plan import CHANGE_TYPE
 from delta_pyds.operations.dv_delete import commit_dv_delete
 from delta_pyds.operations.read_set import record_read
+from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.tables.resolution import check_condition_resolves
 from delta_pyds.spark.tables.rewriter import OpTimes, TableRewriter, table_spark_schema
@@ -54,14 +59,15 @@ if TYPE_CHECKING:
     from delta_pyds.spark.tables.args import OptionalExpressionOrColumn
 
 
-def delete_rows(rw: TableRewriter, condition: OptionalExpressionOrColumn = None) -> None:
-    """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
+def delete_rows(rw: TableRewriter, condition: OptionalExpressionOrColumn = None, *, alias: str | None = None) -> None:
+    """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows), over
+    the table under ``alias`` when given (``t.id``: Spark resolves it on the aliased scan)."""
     from pyspark.sql import functions as F
 
     rw.last_commit = None
     times = OpTimes()
     snap = rw.dml_snapshot()
-    check_condition_resolves(rw.spark, table_spark_schema(snap), condition)
+    check_condition_resolves(rw.spark, table_spark_schema(snap), condition, alias=alias)
     active = file_actions(snap).active
     txn = Transaction(rw.storage, snap)
     params = {"predicate": json.dumps([str(condition)] if condition is not None else [])}
@@ -69,9 +75,9 @@ def delete_rows(rw: TableRewriter, condition: OptionalExpressionOrColumn = None)
         rw.last_commit = _delete_all(txn, active, params, times)
         return
     cond = F.expr(condition) if isinstance(condition, str) else condition
-    candidates = rw.candidates(snap, condition)
-    record_read(txn, snap, condition, candidates)
-    scan = rw.scan(snap, candidates)
+    candidates = rw.candidates(snap, condition, alias=alias)
+    record_read(txn, snap, condition, candidates, alias=alias, bare_columns=True, dialect=session_dialect(rw.spark))
+    scan = rw.scan(snap, candidates, alias=alias)
     if writes_dvs(snap):
         old, bitmaps = dv_hits(scan, cond, active)
         times.scan_done()
@@ -80,7 +86,7 @@ def delete_rows(rw: TableRewriter, condition: OptionalExpressionOrColumn = None)
                 rw.storage, txn, old, bitmaps, params, inline_max_bytes=rw.inline_dv_limit(), times=times.metrics
             )
         return
-    rw.last_commit = _delete_copy_on_write(rw, txn, snap, active, candidates, scan, cond, params, times)
+    rw.last_commit = _delete_copy_on_write(rw, txn, snap, active, candidates, scan, cond, params, times, alias)
 
 
 def _delete_all(txn: Transaction, active: pa.Table, params: dict[str, str], times: OpTimes) -> CommitResult:
@@ -111,6 +117,7 @@ def _delete_copy_on_write(
     cond: Column,
     params: dict[str, str],
     times: OpTimes,
+    alias: str | None,
 ) -> CommitResult | None:
     """Rewrites the files holding a matching row without those rows (plus the deleted rows
     as change data files when the table keeps a change feed), in one commit."""
@@ -120,7 +127,7 @@ def _delete_copy_on_write(
     times.scan_done()
     if not matched:
         return None
-    in_files = rw.rescan(snap, candidates, scan, matched)
+    in_files = rw.rescan(snap, candidates, scan, matched, alias=alias)
     hit = F.coalesce(cond, F.lit(False))
     spec = rw.write_spec(snap, row_tracking=True)
     adds = rw.rewrite(rw.tracked(snap, in_files.where(~hit)), spec, True)

@@ -226,15 +226,20 @@ class DeltaTable(SchemaChanges):
     def toDF(self) -> DataFrame:
         """The table's current version as a DataFrame read by Spark's own Parquet reader
         (:func:`delta_pyds.read_delta`; it falls back to the ``pydelta`` data source, with a
-        logged notice, where Spark cannot read the table natively)."""
+        logged notice, where Spark cannot read the table natively), under the table's alias
+        when :meth:`alias` gave one (as delta-spark's)."""
         from delta_pyds.spark.native.read import read_delta
 
         # hadoopConf holds storage options: read options take them as storage.<key>
         options = {k if k.lower().startswith("storage.") else f"storage.{k}": v for k, v in self._options.items()}
-        return read_delta(self._spark, self._path, **options)
+        df = read_delta(self._spark, self._path, **options)
+        return df.alias(self._alias) if self._alias is not None else df
 
     def alias(self, name: str) -> DeltaTable:
-        """This table under an alias, for merge conditions (``t.id = s.id``)."""
+        """This table under an alias, as delta-spark's: for merge conditions (``t.id = s.id``),
+        ``delete`` / ``update`` conditions and values (``t.id > 5``), resolved by Spark on the
+        table's rows under that alias (its scoping rules: a subquery's or lambda's ``t`` is
+        not the table's), and ``toDF()``."""
         check_str(name, "aliasName")
         other = DeltaTable(self._spark, self._path, self._options)
         other._alias = name
@@ -384,7 +389,7 @@ class DeltaTable(SchemaChanges):
         check_condition(condition)
         activate(self._spark)
         with compacting_after(self._rewriter):
-            delete_rows(self._rewriter, condition)
+            delete_rows(self._rewriter, condition, alias=self._alias)
 
     def update(self, condition: OptionalExpressionOrColumn = None, set: ColumnMapping | None = None) -> None:
         """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
@@ -396,7 +401,7 @@ class DeltaTable(SchemaChanges):
         check_condition(condition)
         activate(self._spark)
         with compacting_after(self._rewriter):
-            update_rows(self._rewriter, condition, sets)
+            update_rows(self._rewriter, condition, sets, alias=self._alias)
 
     # ---------------------------------------------------------------------- merge
     def merge(self, source: DataFrame, condition: ExpressionOrColumn) -> DeltaMergeBuilder:

@@ -7,7 +7,8 @@ Guarantees:
 * a ``set`` key is a Spark multipart column name, as delta-spark accepts it: ``id``,
   ```my col``` (backticks quote a name, a doubled backtick is a literal one), ``st.b`` and
   ``st.`x y``` (a field of a struct column, at any depth), optionally qualified by the
-  target's alias in a merge (``t.id``); names match case-insensitively, as Spark's default;
+  table's alias (``t.id``: column ``id`` when the table has one, as Spark's analyzer tries the
+  qualifier first); names match case-insensitively, as Spark's default;
 * a key naming a struct field updates that field only: the column becomes a struct with the
   same fields, the named ones set to their new values and the others kept (delta-spark's
   ``UpdateExpressionsSupport`` builds the same ``named_struct``); a key naming a column and
@@ -95,7 +96,8 @@ def resolve_set_key(schema: SparkStructType, key: str, *, what: str, alias: str 
     from pyspark.sql.types import StructType
 
     parts = parse_column_path(key)
-    if alias is not None and len(parts) > 1 and parts[0].lower() == alias.lower() and _field(schema, parts[0]) is None:
+    # Spark's analyzer tries the qualifier first: alias.c is column c when c is a column
+    if alias is not None and len(parts) > 1 and parts[0].lower() == alias.lower() and _field(schema, parts[1]):
         parts = parts[1:]
     out: list[str] = []
     struct: DataType = schema
@@ -165,11 +167,15 @@ def check_condition_resolves(
     schema: SparkStructType,
     condition: OptionalExpressionOrColumn,
     expressions: Iterable[ExpressionOrColumn] = (),
+    *,
+    alias: str | None = None,
 ) -> None:
     """Analyses ``condition`` (and the ``expressions`` of a ``set``) against an empty
-    DataFrame of the table's columns only, so a wrong name fails with Spark's error whose
-    suggestions list table columns alone."""
+    DataFrame of the table's columns only (under ``alias`` when given), so a wrong name fails
+    with Spark's error whose suggestions list table columns alone."""
     df = spark.createDataFrame([], schema)
+    if alias is not None:
+        df = df.alias(alias)
     if condition is not None:
         df = df.where(_expr(condition))
     exprs = [_expr(e) for e in expressions]

@@ -142,11 +142,18 @@ class TableRewriter:
         row_tracking_columns(snap)  # refuses a tracked table without materialized column names
         return snap
 
-    def scan(self, snap: Snapshot, files: pa.Table) -> DataFrame:
+    def scan(self, snap: Snapshot, files: pa.Table, *, alias: str | None = None) -> DataFrame:
         """A DataFrame of the live rows of ``files`` with the file path and the row's
         position in the file (columns ``__pydelta_file``, ``__pydelta_row_index``).
         Read by Spark's Parquet reader (:mod:`delta_pyds.spark.tables.native_rows`), or
-        by pyarrow in Python workers where Spark's reader cannot serve the table."""
+        by pyarrow in Python workers where Spark's reader cannot serve the table. With
+        ``alias`` the DataFrame is that relation under the alias (``DataFrame.alias``), so
+        Spark's analyzer resolves ``alias.col`` in conditions and values with its own scoping
+        (subqueries, lambdas)."""
+        df = self._scan(snap, files)
+        return df.alias(alias) if alias is not None else df
+
+    def _scan(self, snap: Snapshot, files: pa.Table) -> DataFrame:
         from delta_pyds.spark.tables.native_rows import NativeReadUnavailable, dml_engine, native_rows
 
         engine = dml_engine(self.spark)
@@ -193,20 +200,30 @@ class TableRewriter:
             tdf = tdf.limit(0)
         return tdf.repartition(n).mapInArrow(_row_reader(spec, out_arrow, tracking), out_schema)
 
-    def rescan(self, snap: Snapshot, candidates: pa.Table, scan: DataFrame, matched: list[str]) -> DataFrame:
+    def rescan(
+        self, snap: Snapshot, candidates: pa.Table, scan: DataFrame, matched: list[str], *, alias: str | None = None
+    ) -> DataFrame:
         """The rows of the ``matched`` files among ``candidates``: ``scan`` (their scan)
         again when every candidate matched (no second planning and listing), else a scan
-        of only those files (Spark then reads only them)."""
+        of only those files (Spark then reads only them), under ``alias`` as ``scan`` is."""
         if len(set(matched)) == candidates.num_rows:
             return scan
-        return self.scan(snap, only_files(candidates, matched))
+        return self.scan(snap, only_files(candidates, matched), alias=alias)
 
-    def candidates(self, snap: Snapshot, condition: OptionalExpressionOrColumn, *, rendered: bool = False) -> pa.Table:
+    def candidates(
+        self,
+        snap: Snapshot,
+        condition: OptionalExpressionOrColumn,
+        *,
+        rendered: bool = False,
+        alias: str | None = None,
+    ) -> pa.Table:
         """The files that may hold rows matching ``condition`` (partition values and stats).
         SQL text is read as Spark reads it in this session, or in the default dialect when
-        ``rendered`` (text this package rendered itself)."""
+        ``rendered`` (text this package rendered itself); with ``alias``, over the table under
+        that alias (:func:`~delta_pyds.expressions.to_predicates.skipping_predicates`)."""
         dialect = DEFAULT_DIALECT if rendered else session_dialect(self.spark)
-        preds = skipping_predicates(condition, snap.schema, dialect) if condition is not None else ()
+        preds = skipping_predicates(condition, snap.schema, dialect, alias=alias) if condition is not None else ()
         if not preds:
             return snap.files
         scan = plan_scan(snap, predicates=preds)  # the read core's pruning, as every reader's

@@ -14,6 +14,10 @@ Guarantees:
   one set to a value its expression does not give fails the update
   (:class:`~delta_pyds.errors.ConstraintViolationError`, nothing committed);
 * files that may hold matching rows are found by data skipping on the condition;
+* with a table alias (``DeltaTable.alias``, SQL ``UPDATE ... AS t``) the condition and the
+  values are evaluated by Spark on the table's rows under that alias (Spark's own scoping); a
+  ``set`` key may be qualified by it; skipping reads alias-qualified names only where its
+  reading is certain, else it prunes nothing;
 * with deletion vectors on (the ``deletionVectors`` feature and
   ``delta.enableDeletionVectors=true``) the matching rows are marked deleted in their
   files' merged vectors and only the updated rows are written, as new files; otherwise
@@ -39,6 +43,7 @@ from delta_pyds.operations.read_set import record_read
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.spark import projection
+from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.tables.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.tables.native_rows import SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.spark.tables.resolution import check_condition_resolves, set_columns
@@ -63,10 +68,14 @@ if TYPE_CHECKING:
 
 
 def update_rows(
-    rw: TableRewriter, condition: OptionalExpressionOrColumn = None, set: ColumnMapping | None = None
+    rw: TableRewriter,
+    condition: OptionalExpressionOrColumn = None,
+    set: ColumnMapping | None = None,
+    *,
+    alias: str | None = None,
 ) -> None:
     """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
-    (see the module docstring)."""
+    (see the module docstring), over the table under ``alias`` when given."""
     from pyspark.sql import functions as F
 
     if not set:
@@ -75,17 +84,17 @@ def update_rows(
     times = OpTimes()
     snap = rw.dml_snapshot()
     schema = table_spark_schema(snap)
-    exprs = set_columns(schema, set, lambda n: F.col(f"`{n}`"), what="update")
-    check_condition_resolves(rw.spark, schema, condition, exprs.values())
+    exprs = set_columns(schema, set, lambda n: F.col(f"`{n}`"), what="update", alias=alias)
+    check_condition_resolves(rw.spark, schema, condition, exprs.values(), alias=alias)
     cond = F.lit(True) if condition is None else (F.expr(condition) if isinstance(condition, str) else condition)
-    candidates = rw.candidates(snap, condition)
-    scan = rw.scan(snap, candidates)
+    candidates = rw.candidates(snap, condition, alias=alias)
+    scan = rw.scan(snap, candidates, alias=alias)
     hit = F.coalesce(cond, F.lit(False))
     refuse_identity_updates(snap, exprs, "update")
     if writes_dvs(snap):
-        rw.last_commit = _update_with_dvs(rw, snap, condition, candidates, scan, hit, exprs, times)
+        rw.last_commit = _update_with_dvs(rw, snap, condition, candidates, scan, hit, exprs, times, alias)
     else:
-        rw.last_commit = _update_copy_on_write(rw, snap, condition, candidates, scan, cond, exprs, times)
+        rw.last_commit = _update_copy_on_write(rw, snap, condition, candidates, scan, cond, exprs, times, alias)
 
 
 def _update_copy_on_write(
@@ -97,6 +106,7 @@ def _update_copy_on_write(
     cond: Column,
     exprs: Mapping[str, Column],
     times: OpTimes,
+    alias: str | None,
 ) -> CommitResult | None:
     """Rewrites the files holding a matching row with the rows updated, in one commit."""
     from pyspark.sql import functions as F
@@ -106,7 +116,7 @@ def _update_copy_on_write(
     if not matched:
         return None
     hit = F.coalesce(cond, F.lit(False))
-    in_files = rw.rescan(snap, candidates, scan, matched)
+    in_files = rw.rescan(snap, candidates, scan, matched, alias=alias)
     adds = _rewrite_updated(rw, snap, in_files, hit, exprs)
     written: list[Mapping[str, Any]] = list(adds)
     txn = Transaction(rw.storage, snap)
@@ -118,7 +128,7 @@ def _update_copy_on_write(
             written += cdcs
             txn.add_cdc_files(cdcs)
         victims = rows_for_paths(file_actions(snap).active, matched)
-        record_read(txn, snap, condition, candidates)
+        record_read(txn, snap, condition, candidates, alias=alias, bare_columns=True, dialect=session_dialect(rw.spark))
         txn.remove_files(remove_actions(victims))
         txn.add_files(adds)
         return txn.commit(
@@ -179,6 +189,7 @@ def _update_with_dvs(
     hit: Column,
     exprs: Mapping[str, Column],
     times: OpTimes,
+    alias: str | None,
 ) -> CommitResult | None:
     """UPDATE as delta-spark does with deletion vectors on: the matching rows are marked
     deleted in their files' (merged) vectors and written, updated, as new files."""
@@ -204,7 +215,7 @@ def _update_with_dvs(
             cdcs = rw.write_changes(snap, _update_images(snap, changed, names, exprs))
             written += cdcs
             txn.add_cdc_files(cdcs)
-        record_read(txn, snap, condition, candidates)
+        record_read(txn, snap, condition, candidates, alias=alias, bare_columns=True, dialect=session_dialect(rw.spark))
         marks = stage_dv_marks(rw.storage, txn, old, bitmaps, inline_max_bytes=rw.inline_dv_limit())
         txn.add_files(adds)
         return txn.commit(

@@ -22,6 +22,7 @@ from delta_pyds.protocol.action_types import AddCDCFile, AddFile
 from delta_pyds.protocol.identity import with_high_water_marks
 from delta_pyds.protocol.schema import StructType as DeltaStruct
 from delta_pyds.protocol.schema import parse_schema
+from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.tables.merge.metrics import MergeOutcome, operation_parameters
 from delta_pyds.spark.tables.merge.output import MergeRows
 from delta_pyds.spark.tables.merge.plan import MergePlan
@@ -94,7 +95,7 @@ def write_and_commit(
             txn.update_metadata(replace(metadata, schema_string=marked.json()))
         changes = _stage_changes(plan, mr, outcome, txn, evolved) if rw.writes_changes(snap) else []
         written += changes
-        record_read(txn, snap, plan.condition, snap.files, alias=plan.talias)
+        record_read(txn, snap, plan.condition, snap.files, alias=plan.talias, dialect=session_dialect(rw.spark))
         _stage_removals(rw, outcome, txn, active, adds, metrics, dv=dv)
         txn.add_files(adds)
         done = now_ms()
