@@ -11,9 +11,16 @@ Guarantees:
   metastore, and the Delta log stays the truth for schema and properties;
 * :func:`create_named` makes a table by name in the modes of delta-spark's builder (``create``:
   the name must be free, ``createIfNotExists``, ``replace``: the entry must exist,
-  ``createOrReplace``); a new external table is committed first and then registered; a new
-  managed table is registered first (Spark makes its directory and says where it is), and the
-  entry is dropped again if the table cannot be made there;
+  ``createOrReplace``; a temporary view of the name is no entry: ``CREATE TABLE v`` makes the
+  database's table beside it, as Spark does). A new external table is committed first and then
+  registered. A new managed table is committed first and registered after, as delta-spark does,
+  where the session has a JVM (:func:`commit_then_register`: no entry ever names a directory
+  without a Delta table, a concurrent ``CREATE``/``RENAME`` onto the name's location is refused by
+  Spark, a name taken meanwhile removes the new directory again). A Spark Connect client can
+  write entries only through SQL, and Spark refuses a MANAGED entry on a non-empty directory
+  (``LOCATION_ALREADY_EXISTS``, measured): there the entry is written first and checked after
+  the commit (:func:`register_then_commit`: an entry dropped, renamed or replaced meanwhile
+  removes the committed table and raises :class:`~delta_pyds.errors.ConcurrentModificationError`);
 * :func:`drop_entry` is ``DROP TABLE``: the catalog removes a managed table's directory (its
   data), never an external table's; :func:`rename_entry` is ``ALTER TABLE ... RENAME TO`` (the
   catalog moves a managed table's directory; the log's relative paths stay valid)."""
@@ -132,20 +139,25 @@ def create_named(
 def commit_then_register(spark: SparkSession, parts: Sequence[str], make: Callable[[str], T]) -> T:
     """A new managed table as delta-spark makes one: committed at Spark's default path first,
     then registered (the JVM catalog, ``validateLocation = false``). A non-empty default path
-    refuses (``LOCATION_ALREADY_EXISTS``, as Spark does); when the name is taken meanwhile the
-    directory this call made is removed again and :class:`TableExistsError` raised."""
+    refuses (``LOCATION_ALREADY_EXISTS``, as Spark does). The directory is made first (with its
+    ``_delta_log``: on local disk Spark then refuses a concurrent ``RENAME`` or managed ``CREATE``
+    onto it, ``LOCATION_ALREADY_EXISTS``); when the name is taken meanwhile (an EXTERNAL
+    entry elsewhere), or the commit fails, the directory this call made is removed again
+    (:class:`TableExistsError` for a taken name)."""
     database, table = qualify(spark, parts)
     database = database if database is not None else jvm_catalog.current_database(spark)
     uri = jvm_catalog.default_location(spark, database, table)
     path = local_location(uri)
     shown = ".".join(parts)
     storage = Storage(path)
-    made = not storage.fs.exists(storage.root)
+    made = reserve(storage)
     if not made and list_tree(storage):
         raise TableExistsError(
             f"[LOCATION_ALREADY_EXISTS] cannot create the managed table {shown}: its location {path} already exists"
             " and is not empty (drop the table it belongs to, or move the files away)"
         )
+    if storage.protocol == "file":  # a non-empty location: Spark refuses a RENAME or managed CREATE onto it
+        os.makedirs(storage.join("_delta_log"), exist_ok=True)
 
     def abandon() -> None:  # the directory this call made, unless an entry (another's) points there now
         entry = lookup(spark, parts, views=False)
@@ -166,6 +178,19 @@ def commit_then_register(spark: SparkSession, parts: Sequence[str], make: Callab
             ) from exc
         raise
     return result
+
+
+def reserve(storage: Storage) -> bool:
+    """Makes the table's directory; False when it exists already (on an object store, where
+    directories do not exist: whether anything is there)."""
+    if storage.protocol != "file":
+        return not storage.fs.exists(storage.root)
+    try:
+        os.makedirs(os.path.dirname(storage.root), exist_ok=True)
+        os.mkdir(storage.root)  # atomic: of two creators, one makes it
+    except FileExistsError:
+        return False
+    return True
 
 
 def register_then_commit(spark: SparkSession, parts: Sequence[str], make: Callable[[str], T]) -> T:
