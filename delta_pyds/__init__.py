@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import (
+    AmbiguousCatalogEntryError,
     AppendOnlyError,
     ArgumentTypeError,
     ArgumentValueError,
@@ -112,6 +113,7 @@ __all__ = [
     "MalformedVariantError",
     "MergeMultipleMatchesError",
     "ArgumentTypeError",
+    "AmbiguousCatalogEntryError",
     "FeatureDropError",
     "NoCatalogError",
     "NotADeltaTableError",

@@ -128,6 +128,12 @@ class NotADeltaTableError(DeltaError, ValueError):
     a view): the message names the entry and its provider."""
 
 
+class AmbiguousCatalogEntryError(DeltaError):
+    """A catalog entry's metadata can be read two ways (a Spark Connect client sees only the
+    free text of ``SHOW TABLE EXTENDED``, and a comment, property or name holds a line such as
+    ``Location: ...``): refused, never guessed; the message names the entry and the field."""
+
+
 class CatalogTableReadError(DeltaError):
     """Spark itself was asked to read or write a Delta catalog table (``spark.table(name)``,
     ``SELECT ... FROM name`` through ``spark.sql``, ``insertInto``, ``saveAsTable``) where no

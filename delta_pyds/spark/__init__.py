@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from delta_pyds.spark.datasource import DeltaDataSource
-from delta_pyds.spark.delta_source import register_delta_name
+from delta_pyds.spark.delta_source import register_delta_name, register_source
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,6 +27,6 @@ def register(spark: SparkSession, *, delta_name: bool = True) -> None:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     except Exception:  # pragma: no cover - some managed platforms lock confs
         pass
-    spark.dataSource.register(DeltaDataSource)
+    register_source(spark, DeltaDataSource)
     if delta_name:
         register_delta_name(spark)

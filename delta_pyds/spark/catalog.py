@@ -8,27 +8,43 @@ Guarantees:
   :func:`parse_name` refuses anything else with :class:`~delta_pyds.errors.ArgumentTypeError`
   naming the argument. A catalog other than ``spark_catalog`` raises
   :class:`~delta_pyds.errors.NoCatalogError` (no Python catalog plugin exists on Spark 4.3);
-* names resolve on every call, by one ``SHOW TABLE EXTENDED [IN spark_catalog.db] LIKE
-  '<pattern>'`` statement (it works for entries of provider ``delta`` when no ``delta`` source is
-  registered, for entries written by delta-spark with an empty schema, and from a Spark Connect
-  client; DESIGN.md §2e), so another process's ``CREATE`` / ``DROP`` in a shared metastore is seen.
-  The ``LIKE`` pattern is the name with every character other than a letter, digit or ``_``
-  replaced by ``*``; only the row whose name equals the name (case-insensitively, as Spark
-  compares) is taken;
+* names resolve on every call, from a structured source where one exists: on a classic session
+  the JVM session catalog's ``CatalogTable`` (:mod:`delta_pyds.spark.jvm_catalog`: type,
+  provider, location URI; the in-memory catalog and the Hive metastore alike), so no comment or
+  property can stand for a field (DESIGN.md §4). A Spark Connect client has no JVM and no
+  structured source that works for ``delta`` entries (measured on 4.3: ``DESCRIBE ... AS JSON``
+  is refused for the ``PythonTable`` with ``NOT_SUPPORTED_COMMAND_FOR_V2_TABLE``,
+  ``catalog.getTable`` describes the ``PythonTable``: MANAGED, no location); there one ``SHOW
+  TABLE EXTENDED [IN spark_catalog.db] LIKE '<pattern>'`` is read, its row chosen by the
+  structured columns, and :func:`information_fields` takes a field only when no other line
+  could be read as it (else :class:`~delta_pyds.errors.AmbiguousCatalogEntryError`). Either
+  way another process's ``CREATE`` / ``DROP`` in a shared metastore is seen at once;
+* names compare as Spark's catalog compares them under the session's
+  ``spark.sql.caseSensitive`` (the JVM catalog itself on classic sessions; on Connect the name
+  formatted as Spark formats it, exactly, and case-insensitively in a Hive metastore, which
+  lower-cases names): with case-sensitive names ``CS`` and ``cs`` are two tables;
 * Spark's precedence holds: a one-part name (and ``global_temp.v``) is a temporary view first,
   then a table of the current database; :func:`lookup` reports a temporary view as such
   (``temporary=True``) and callers decide what a view means to them;
 * an entry's location is returned as Spark stores it, except ``file:`` URIs, which become local
-  paths (percent-decoded). No pyspark class is imported here: only the session's ``sql``."""
+  paths (percent-decoded). No pyspark class is imported here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from delta_pyds.errors import ArgumentTypeError, NoCatalogError, NotADeltaTableError, TableNotFoundError
+from delta_pyds.errors import (
+    AmbiguousCatalogEntryError,
+    ArgumentTypeError,
+    NoCatalogError,
+    NotADeltaTableError,
+    TableNotFoundError,
+)
+from delta_pyds.spark import jvm_catalog
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -147,10 +163,37 @@ def global_temp_database(spark: SparkSession) -> str:
     return (spark.conf.get("spark.sql.globalTempDatabase", None) or "global_temp").lower()
 
 
-def lookup(spark: SparkSession, name: str | Sequence[str]) -> CatalogEntry | None:
-    """The catalog entry (or temporary view) ``name`` resolves to now, or None."""
+def lookup(spark: SparkSession, name: str | Sequence[str], *, views: bool = True) -> CatalogEntry | None:
+    """The catalog entry (or temporary view) ``name`` resolves to now, or None; with
+    ``views=False`` a one-part name is the table of the current database even where a
+    temporary view has the name (what ``CREATE TABLE name`` makes)."""
     parts = parse_name(name)
     database, table = qualify(spark, parts)
+    if jvm_catalog.is_classic(spark):
+        if database is None and not views:
+            database = jvm_catalog.current_database(spark)
+        fields = jvm_catalog.read_entry(spark, database, table)
+        if fields is None:
+            return None
+        return CatalogEntry(
+            database=fields.database,
+            table=fields.table,
+            temporary=fields.temporary,
+            provider=fields.provider,
+            kind=fields.kind,
+            location=local_location(fields.location) if fields.location else None,
+        )
+    if database is None and not views:
+        database = spark.catalog.currentDatabase()
+    return text_lookup(spark, parts, database, table)
+
+
+def text_lookup(spark: SparkSession, parts: Sequence[str], database: str | None, table: str) -> CatalogEntry | None:
+    """:func:`lookup` where the session has no JVM (a Spark Connect client): one ``SHOW TABLE
+    EXTENDED [IN spark_catalog.db] LIKE '<pattern>'``, the row chosen by its structured columns
+    (name, namespace, isTemporary) as Spark's catalog compares names under
+    ``spark.sql.caseSensitive``, the fields read from its ``information`` text by
+    :func:`information_fields`."""
     pattern = "".join(c if c in _BARE else "*" for c in table)
     if database is None:
         statement = f"SHOW TABLE EXTENDED LIKE '{pattern}'"
@@ -164,15 +207,20 @@ def lookup(spark: SparkSession, name: str | Sequence[str]) -> CatalogEntry | Non
         if "SCHEMA_NOT_FOUND" in str(exc) or "NoSuchDatabase" in str(exc):
             return None
         raise
-    found = [r for r in rows if str(r.tableName).lower() == table.lower()]
-    if database is None:  # a temporary view shadows the table of the current database
-        found.sort(key=lambda r: not r.isTemporary)
-    else:
-        found = [r for r in found if str(r.namespace).lower() == database.lower()]
-    if not found:
+    same = name_rule(spark)
+    found = [r for r in rows if same(str(r.tableName), table, bool(r.isTemporary))]
+    if database is not None:
+        found = [r for r in found if same(str(r.namespace or ""), database, bool(r.isTemporary))]
+        chosen = found
+    else:  # a temporary view shadows the table of the current database
+        chosen = [r for r in found if r.isTemporary] or [r for r in found if not r.isTemporary]
+    shown = ".".join(parts)
+    if len(chosen) > 1:
+        raise AmbiguousCatalogEntryError(f"table {shown}: the catalog lists {len(chosen)} entries of that name")
+    if not chosen:
         return None
-    row = found[0]
-    info = _information(str(row.information or ""))
+    row = chosen[0]
+    info = information_fields(str(row.information or ""), shown)
     return CatalogEntry(
         database=str(row.namespace or ""),
         table=str(row.tableName),
@@ -183,13 +231,70 @@ def lookup(spark: SparkSession, name: str | Sequence[str]) -> CatalogEntry | Non
     )
 
 
-def _information(text: str) -> dict[str, str]:
-    """The ``Key: value`` lines of ``SHOW TABLE EXTENDED``'s ``information`` (first of each)."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
+def name_rule(spark: SparkSession) -> Callable[[str, str, bool], bool]:
+    """``same(stored, asked, temporary)``: whether Spark's catalog finds the stored name
+    ``stored`` for the name ``asked``. Spark formats a name (lower case unless
+    ``spark.sql.caseSensitive``) and looks it up exactly; a Hive metastore lower-cases every
+    table and database name itself."""
+    sensitive = str(spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+    try:
+        hive = str(spark.conf.get("spark.sql.catalogImplementation", "in-memory")).lower() == "hive"
+    except Exception:  # pragma: no cover - a platform that hides the static conf
+        hive = True  # the rule that finds more names; more than one found is refused
+
+    def same(stored: str, asked: str, temporary: bool) -> bool:
+        if hive and not temporary:
+            return stored.lower() == asked.lower()
+        return stored == (asked if sensitive else asked.lower())
+
+    return same
+
+
+# the fields read from SHOW TABLE EXTENDED's text; every other line may hold user-written text
+FIELDS = ("Type", "Provider", "Location")
+# every character some reader takes for the end of a line (str.splitlines' set)
+_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def information_fields(text: str, shown: str) -> dict[str, str]:
+    """``Type``, ``Provider`` and ``Location`` of ``SHOW TABLE EXTENDED``'s ``information``
+    (lines ``Key: value`` joined by ``\n``). Comments, properties, column names and the
+    table's own name are printed in the same text, so a field is taken only when exactly one
+    line could be read as it under any reading of line ends (any of ``str.splitlines``' line
+    ends, leading blanks stripped, any letter case), the provider only on the line right after
+    the type (where Spark prints it), and neither provider nor location for a view (a view has
+    none: such a line is user text): anything else raises :class:`AmbiguousCatalogEntryError`,
+    never a guess."""
+    strict: dict[str, list[str]] = {k: [] for k in FIELDS}
+    for line in text.split("\n"):
         key, sep, value = line.partition(": ")
-        if sep and key and not key.startswith((" ", "|")):
-            out.setdefault(key.strip(), value.strip())
+        if sep and key in strict:
+            strict[key].append(value)
+    loose = dict.fromkeys(FIELDS, 0)
+    for line in _BREAKS.split(text):
+        head = line.lstrip().lower()
+        for key in FIELDS:
+            if head.startswith(key.lower() + ":"):
+                loose[key] += 1
+    out: dict[str, str] = {}
+    for key in FIELDS:
+        if len(strict[key]) > 1 or loose[key] != len(strict[key]):
+            raise AmbiguousCatalogEntryError(
+                f"table {shown}: its catalog metadata holds {max(loose[key], len(strict[key]))} lines that read as"
+                f" '{key}: ' (a comment, property or name holds such a line), and a Spark Connect client sees that"
+                " metadata as text only: refused rather than guessed. Name the table by its path, or change the"
+                " comment or property from a classic session"
+            )
+        if strict[key]:
+            out[key] = strict[key][0]
+    if "Type" not in out:
+        raise AmbiguousCatalogEntryError(f"table {shown}: its catalog metadata has no 'Type: ' line")
+    lines = text.split("\n")
+    after_type = lines[lines.index("Type: " + out["Type"]) + 1] if "Type: " + out["Type"] in lines else ""
+    if out["Type"] == "VIEW" and ("Provider" in out or "Location" in out):  # a view has neither: user text
+        raise AmbiguousCatalogEntryError(f"view {shown}: its catalog metadata holds a provider or location line")
+    if "Provider" in out and after_type != "Provider: " + out["Provider"]:  # Spark prints it right after Type
+        raise AmbiguousCatalogEntryError(f"table {shown}: its 'Provider: ' line is not where Spark prints it")
     return out
 
 

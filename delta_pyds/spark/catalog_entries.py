@@ -11,9 +11,16 @@ Guarantees:
   metastore, and the Delta log stays the truth for schema and properties;
 * :func:`create_named` makes a table by name in the modes of delta-spark's builder (``create``:
   the name must be free, ``createIfNotExists``, ``replace``: the entry must exist,
-  ``createOrReplace``); a new external table is committed first and then registered; a new
-  managed table is registered first (Spark makes its directory and says where it is), and the
-  entry is dropped again if the table cannot be made there;
+  ``createOrReplace``; a temporary view of the name is no entry: ``CREATE TABLE v`` makes the
+  database's table beside it, as Spark does). A new external table is committed first and then
+  registered. A new managed table is committed first and registered after, as delta-spark does,
+  where the session has a JVM (:func:`commit_then_register`: no entry ever names a directory
+  without a Delta table, a concurrent ``CREATE``/``RENAME`` onto the name's location is refused by
+  Spark, a name taken meanwhile removes the new directory again). A Spark Connect client can
+  write entries only through SQL, and Spark refuses a MANAGED entry on a non-empty directory
+  (``LOCATION_ALREADY_EXISTS``, measured): there the entry is written first and checked after
+  the commit (:func:`register_then_commit`: an entry dropped, renamed or replaced meanwhile
+  removes the committed table and raises :class:`~delta_pyds.errors.ConcurrentModificationError`);
 * :func:`drop_entry` is ``DROP TABLE``: the catalog removes a managed table's directory (its
   data), never an external table's; :func:`rename_entry` is ``ALTER TABLE ... RENAME TO`` (the
   catalog moves a managed table's directory; the log's relative paths stay valid)."""
@@ -24,17 +31,21 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from delta_pyds.errors import NotADeltaTableError, TableExistsError, TableNotFoundError
+from delta_pyds.errors import ConcurrentModificationError, NotADeltaTableError, TableExistsError, TableNotFoundError
+from delta_pyds.spark import jvm_catalog
 from delta_pyds.spark.catalog import (
     SESSION_CATALOG,
     CatalogEntry,
     local_location,
     lookup,
     parse_name,
+    qualify,
     quote,
     sql_string,
 )
 from delta_pyds.spark.delta_source import register_delta_name
+from delta_pyds.storage.store import Storage
+from delta_pyds.storage.tree import list_tree
 from delta_pyds.transaction.staged_files import cleanup_on_failure
 
 if TYPE_CHECKING:
@@ -58,14 +69,18 @@ def absolute_location(location: str) -> str:
 
 def register_entry(spark: SparkSession, name: str | Sequence[str], location: str | None) -> CatalogEntry:
     """Writes the catalog entry of the Delta table ``name`` (EXTERNAL at ``location``, or
-    MANAGED at Spark's default path when None) and returns it as stored."""
+    MANAGED at Spark's default path when None) and returns it as stored (the table of the
+    database, also where a temporary view has the name)."""
     parts = parse_name(name)
     register_delta_name(spark)
     clause = f" LOCATION {sql_string(absolute_location(location))}" if location is not None else ""
     spark.sql(f"CREATE TABLE {sql_name(parts)} USING delta{clause}")
-    entry = lookup(spark, parts)
-    if entry is None or entry.location is None:  # pragma: no cover - the catalog just took it
-        raise TableNotFoundError(f"table {'.'.join(parts)}: the catalog did not keep the entry just written")
+    entry = lookup(spark, parts, views=False)
+    if entry is None or entry.location is None:
+        raise TableNotFoundError(
+            f"[TABLE_OR_VIEW_NOT_FOUND] table {'.'.join(parts)}: the entry just written is gone (dropped or renamed"
+            " concurrently)"
+        )
     return entry
 
 
@@ -96,9 +111,7 @@ def create_named(
     table at that location) and registers it (see the module docstring)."""
     parts = parse_name(name, "identifier")
     shown = ".".join(parts)
-    entry = lookup(spark, parts)
-    if entry is not None and entry.temporary:
-        entry = None  # CREATE TABLE t makes a table of the current database, beside a view t
+    entry = lookup(spark, parts, views=False)  # CREATE TABLE t makes a table of the database, beside a view t
     if entry is not None:
         if not entry.is_delta:
             raise NotADeltaTableError(
@@ -118,7 +131,88 @@ def create_named(
         result = make(absolute_location(location))
         register_entry(spark, parts, location)
         return result
+    if jvm_catalog.is_classic(spark):
+        return commit_then_register(spark, parts, make)
+    return register_then_commit(spark, parts, make)
+
+
+def commit_then_register(spark: SparkSession, parts: Sequence[str], make: Callable[[str], T]) -> T:
+    """A new managed table as delta-spark makes one: committed at Spark's default path first,
+    then registered (the JVM catalog, ``validateLocation = false``). A non-empty default path
+    refuses (``LOCATION_ALREADY_EXISTS``, as Spark does). The directory is made first (with its
+    ``_delta_log``: on local disk Spark then refuses a concurrent ``RENAME`` or managed ``CREATE``
+    onto it, ``LOCATION_ALREADY_EXISTS``); when the name is taken meanwhile (an EXTERNAL
+    entry elsewhere), or the commit fails, the directory this call made is removed again
+    (:class:`TableExistsError` for a taken name)."""
+    database, table = qualify(spark, parts)
+    database = database if database is not None else jvm_catalog.current_database(spark)
+    uri = jvm_catalog.default_location(spark, database, table)
+    path = local_location(uri)
+    shown = ".".join(parts)
+    storage = Storage(path)
+    made = reserve(storage)
+    if not made and list_tree(storage):
+        raise TableExistsError(
+            f"[LOCATION_ALREADY_EXISTS] cannot create the managed table {shown}: its location {path} already exists"
+            " and is not empty (drop the table it belongs to, or move the files away)"
+        )
+    if storage.protocol == "file":  # a non-empty location: Spark refuses a RENAME or managed CREATE onto it
+        os.makedirs(storage.join("_delta_log"), exist_ok=True)
+
+    def abandon() -> None:  # the directory this call made, unless an entry (another's) points there now
+        entry = lookup(spark, parts, views=False)
+        if made and not (entry is not None and entry.location and same_location(entry.location, path)):
+            if storage.fs.exists(storage.root):
+                storage.fs.rm(storage.root, recursive=True)
+
+    with cleanup_on_failure(abandon, what=f"the new table at {path}"):
+        result = make(path)
+    try:
+        jvm_catalog.create_managed(spark, database, table, uri)
+    except Exception as exc:
+        abandon()
+        if jvm_catalog.EXISTS in jvm_catalog.java_classes(exc):
+            raise TableExistsError(
+                f"[TABLE_OR_VIEW_ALREADY_EXISTS] table {shown} was created concurrently; the table this call"
+                f" committed at {path} is removed again"
+            ) from exc
+        raise
+    return result
+
+
+def reserve(storage: Storage) -> bool:
+    """Makes the table's directory; False when it exists already (on an object store, where
+    directories do not exist: whether anything is there)."""
+    if storage.protocol != "file":
+        return not storage.fs.exists(storage.root)
+    try:
+        os.makedirs(os.path.dirname(storage.root), exist_ok=True)
+        os.mkdir(storage.root)  # atomic: of two creators, one makes it
+    except FileExistsError:
+        return False
+    return True
+
+
+def register_then_commit(spark: SparkSession, parts: Sequence[str], make: Callable[[str], T]) -> T:
+    """A new managed table from a session without a JVM (Spark Connect), where only SQL writes
+    entries and Spark refuses a MANAGED entry on a non-empty directory (``LOCATION_ALREADY_EXISTS``,
+    measured): registered first (Spark makes the directory and says where it is), then
+    committed there, then checked: when the entry was dropped, renamed or replaced meanwhile,
+    the table this call committed is removed (and the entry, if it is still the one this call
+    made) and :class:`~delta_pyds.errors.ConcurrentModificationError` raised."""
+    shown = ".".join(parts)
     entry = register_entry(spark, parts, None)
     assert entry.location is not None
+    path = entry.location
     with cleanup_on_failure(lambda: drop_entry(spark, parts, if_exists=True), what=f"the new entry {shown}"):
-        return make(entry.location)
+        result = make(path)
+    now = lookup(spark, parts, views=False)
+    if now is not None and now.is_delta and now.location is not None and same_location(now.location, path):
+        return result
+    storage = Storage(path)
+    if storage.fs.exists(storage.root):
+        storage.fs.rm(storage.root, recursive=True)
+    raise ConcurrentModificationError(
+        f"[DELTA_CONCURRENT_TABLE_CREATION] table {shown} was dropped or renamed while it was being created; the"
+        f" table committed at {path} is removed again (nothing was created)"
+    )

@@ -25,6 +25,7 @@ Guarantees of the ``delta`` source registered here:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import uuid
@@ -71,6 +72,9 @@ class DeltaNamedSource(DeltaDataSource):
         return CatalogTableReadError(f"{what} of a Delta catalog table through Spark: {CATALOG_HINT}")
 
     def schema(self) -> StructType:
+        path = str(self.options.get("path") or "")
+        if os.path.basename(path).startswith(PROBE_PREFIX):  # register_delta_name asks who has the name
+            raise CatalogTableReadError(f"the delta source is delta_pyds's: {probe_answer(path)}")
         if "provider" in self.options:  # CREATE TABLE ... USING delta: the entry delta-spark writes
             if self._has_path():
                 from delta_pyds.read.options import ReadOptions
@@ -103,23 +107,61 @@ class DeltaNamedSource(DeltaDataSource):
         return super().streamWriter(schema, overwrite)
 
 
+PROBE_PREFIX = "delta_pyds-probe-"
+
+
+def error_condition(exc: BaseException) -> str | None:
+    """Spark's error condition of ``exc`` (pyspark's errors, and a py4j error pyspark left
+    unconverted, e.g. ``SparkClassNotFoundException``), or None."""
+    get = getattr(exc, "getCondition", None)
+    if get is None:
+        java = getattr(exc, "java_exception", None)
+        get = getattr(java, "getCondition", None) if java is not None else None
+    try:
+        value = get() if get is not None else None
+    except Exception:  # not a SparkThrowable
+        return None
+    return str(value) if value is not None else None
+
+
+def probe_answer(path: str) -> str:
+    """What this package's ``delta`` source answers when asked to read the probe path ``path``:
+    a digest of the path, which an error that merely echoes the path never contains."""
+    return "delta_pyds-probe-answer-" + hashlib.sha256(("delta_pyds probe:" + path).encode()).hexdigest()
+
+
+def register_source(spark: SparkSession, source: type) -> None:
+    """``spark.dataSource.register(source)`` with ``spark`` the active session on the JVM side
+    (Spark checks the name against the active session's sources: another session's, e.g. the
+    parent of a ``spark.newSession()``, would raise ``DATA_SOURCE_ALREADY_EXISTS``)."""
+    from delta_pyds.spark import jvm_catalog
+
+    if jvm_catalog.is_classic(spark):
+        with jvm_catalog.active(spark):
+            spark.dataSource.register(source)
+    else:
+        spark.dataSource.register(source)
+
+
 def register_delta_name(spark: SparkSession) -> bool:
     """Registers :class:`DeltaNamedSource` as ``delta`` on ``spark`` when Spark finds no
     ``delta`` source (checked once per session); returns whether ``delta`` now reaches this
-    package (False: a JVM source, e.g. delta-spark, has the name)."""
+    package (False: another source, e.g. delta-spark's JVM one, has the name). The check reads
+    a path that does not exist with ``format("delta")``: Spark's ``DATA_SOURCE_NOT_FOUND``
+    means no source has the name; otherwise only this package's source answers with
+    :func:`probe_answer` of that path."""
     known = _CHECKED.get(spark)
     if known is not None:
         return known
-    probe = os.path.join(tempfile.gettempdir(), f"delta_pyds-probe-{uuid.uuid4().hex}")
+    probe = os.path.join(tempfile.gettempdir(), f"{PROBE_PREFIX}{uuid.uuid4().hex}")
     try:
         spark.read.format("delta").load(probe).schema  # noqa: B018 - analysis is the probe
         ours = False  # something named delta read a path that does not exist
     except Exception as exc:
-        text = str(exc)
-        if "DATA_SOURCE_NOT_FOUND" in text:
-            spark.dataSource.register(DeltaNamedSource)
+        if error_condition(exc) == "DATA_SOURCE_NOT_FOUND":
+            register_source(spark, DeltaNamedSource)
             ours = True
-        else:  # a source answered: ours (a Python source) or a JVM one (delta-spark)
-            ours = "PYTHON_DATA_SOURCE" in text or "delta_pyds" in text
+        else:  # a source answered: ours (a Python source) or another (delta-spark's JVM one)
+            ours = probe_answer(probe) in str(exc)
     _CHECKED[spark] = ours
     return ours

@@ -6,7 +6,8 @@ Guarantees: a name in a statement resolves as Spark resolves it, on every statem
 once per statement (:func:`resolver`, :class:`Resolution`): a temporary view first (one over a
 whole ``pydelta`` table stands for its table as the target of a Delta statement; in a query
 Spark reads the view itself), then a Delta table of Spark's session catalog
-(:mod:`delta_pyds.spark.catalog`); anything else is Spark's. A query's Delta tables are read
+(:mod:`delta_pyds.spark.catalog`); anything else is Spark's, except an entry whose metadata
+reads two ways (:class:`~delta_pyds.errors.AmbiguousCatalogEntryError`, raised). A query's Delta tables are read
 through ``read_delta`` (the native path, with their time travel) and reach ``spark.sql`` as
 DataFrame arguments, the rest of the text unchanged (braces escaped for pyspark's formatter); a
 statement naming no Delta table reaches ``spark.sql(statement, args, **kwargs)`` as given."""
@@ -17,7 +18,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from delta_pyds.errors import ArgumentTypeError, NoCatalogError, SqlParseError, TableNotFoundError
+from delta_pyds.errors import (
+    AmbiguousCatalogEntryError,
+    ArgumentTypeError,
+    NoCatalogError,
+    SqlParseError,
+    TableNotFoundError,
+)
 from delta_pyds.log.history import history as commit_history
 from delta_pyds.spark.catalog import lookup
 from delta_pyds.spark.sql.heads import FORMS
@@ -42,6 +49,8 @@ def resolver(spark: SparkSession) -> Resolver:
             entry = lookup(spark, parts)
         except (NoCatalogError, ArgumentTypeError):  # another catalog: Spark's to resolve
             return None
+        except AmbiguousCatalogEntryError:  # refused, never guessed (nor left to Spark)
+            raise
         except Exception as exc:  # the catalog cannot be asked: Spark reports it if the name matters
             log.debug("pydelta: %s not resolved in the catalog: %s", ".".join(parts), exc)
             return None

@@ -1,0 +1,164 @@
+"""Spark's session catalog read and written through the JVM of a classic session (py4j): the
+structured ``CatalogTable`` of an entry, never its text.
+
+Guarantees:
+
+* :func:`read_entry` returns the entry (or temporary view) a name resolves to as Spark's
+  ``SessionCatalog.getTempViewOrPermanentTableMetadata`` resolves it (a one-part name: a
+  temporary view first, then the current database; ``global_temp.v``: a global temporary
+  view), with the type, provider and location URI of the stored ``CatalogTable``, on the
+  in-memory catalog and the Hive metastore alike; None when nothing has the name;
+* every call runs with the given session active on the JVM side (and the previous active
+  session restored after), so ``spark.sql.caseSensitive`` and the data sources are that
+  session's, also on a ``spark.newSession()``;
+* :func:`create_managed` writes a MANAGED entry of provider ``delta`` at a location that
+  already holds the committed table (``createTable(..., validateLocation = false)``, as
+  delta-spark registers after committing); :func:`default_location` is Spark's default path
+  of a managed table.
+
+Only a classic session has a JVM (:func:`is_classic`); a Spark Connect client has none."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
+from pyspark.errors.exceptions.captured import convert_exception
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+NOT_FOUND = frozenset(
+    {
+        "org.apache.spark.sql.catalyst.analysis.NoSuchTableException",
+        "org.apache.spark.sql.catalyst.analysis.NoSuchDatabaseException",
+        "org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException",
+    }
+)
+EXISTS = "org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException"
+
+
+@dataclass(frozen=True)
+class TableFields:
+    """The fields of a stored ``CatalogTable`` this package uses."""
+
+    database: str  # "" for a local temporary view
+    table: str
+    temporary: bool
+    provider: str | None
+    kind: str  # EXTERNAL, MANAGED, VIEW
+    location: str | None  # the location URI as Spark stores it
+
+
+def is_classic(spark: SparkSession) -> bool:
+    return getattr(spark, "_jsparkSession", None) is not None
+
+
+@contextmanager
+def active(spark: SparkSession) -> Iterator[Any]:
+    """The session's JVM catalog, with the session active on the JVM side meanwhile."""
+    jvm: Any = spark._jvm
+    session_class = jvm.org.apache.spark.sql.SparkSession
+    previous = session_class.getActiveSession()
+    jsession = spark._jsparkSession
+    session_class.setActiveSession(jsession)
+    try:
+        yield jsession.sessionState().catalog()
+    except Py4JJavaError as exc:  # as pyspark raises Spark's errors (AnalysisException ...)
+        raise convert_exception(exc.java_exception) from exc
+    finally:
+        if previous.isDefined():
+            session_class.setActiveSession(previous.get())
+        else:
+            session_class.clearActiveSession()
+
+
+def java_classes(exc: BaseException) -> set[str]:
+    """The class names of the Java exception of a py4j error or of pyspark's error made from
+    one, and of its superclasses."""
+    java = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
+    names: set[str] = set()
+    cls = java.getClass() if java is not None else None
+    while cls is not None:
+        names.add(str(cls.getName()))
+        cls = cls.getSuperclass()
+    return names
+
+
+def _identifier(spark: SparkSession, database: str | None, table: str) -> Any:
+    jvm: Any = spark._jvm
+    option = jvm.scala.Some(database) if database is not None else jvm.scala.Option.empty()
+    return jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, option)
+
+
+def _get(option: Any) -> Any:
+    return option.get() if option.isDefined() else None
+
+
+def read_entry(spark: SparkSession, database: str | None, table: str) -> TableFields | None:
+    """The entry ``database.table`` (database None: a one-part name) resolves to, or None."""
+    ident = _identifier(spark, database, table)
+    with active(spark) as catalog:
+        try:
+            temporary = bool(catalog.isTempView(ident))
+            meta = catalog.getTempViewOrPermanentTableMetadata(ident)
+        except Exception as exc:
+            if java_classes(exc) & NOT_FOUND:
+                return None
+            raise
+        location = _get(meta.storage().locationUri())
+        provider = _get(meta.provider())
+        return TableFields(
+            database=str(_get(meta.identifier().database()) or ""),
+            table=str(meta.identifier().table()),
+            temporary=temporary,
+            provider=str(provider) if provider is not None else None,
+            kind=str(meta.tableType().name()),
+            location=str(location.toString()) if location is not None else None,
+        )
+
+
+def current_database(spark: SparkSession) -> str:
+    with active(spark) as catalog:
+        return str(catalog.getCurrentDatabase())
+
+
+def default_location(spark: SparkSession, database: str, table: str) -> str:
+    """Spark's default location URI of the managed table ``database.table``."""
+    ident = _identifier(spark, database, table)
+    with active(spark) as catalog:
+        return str(catalog.defaultTablePath(ident).toString())
+
+
+def create_managed(spark: SparkSession, database: str, table: str, location: str) -> None:
+    """Writes the MANAGED ``delta`` entry ``database.table`` at ``location`` (a URI holding the
+    committed table): raises Spark's error (``TableAlreadyExistsException``: see
+    :data:`EXISTS`) when the name is taken."""
+    jvm: Any = spark._jvm
+    pkg = jvm.org.apache.spark.sql.catalyst.catalog
+    companion = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.catalog.CatalogTable$")
+    module = companion.getField("MODULE$").get(None)
+    empty = pkg.CatalogStorageFormat.empty()
+    storage = pkg.CatalogStorageFormat(
+        jvm.scala.Some(jvm.java.net.URI(location)),
+        empty.inputFormat(),
+        empty.outputFormat(),
+        empty.serde(),
+        False,
+        empty.properties(),
+        jvm.scala.Option.empty(),
+    )
+    defaults = [getattr(module, f"apply$default${n}")() for n in range(6, 23)]
+    entry = pkg.CatalogTable(
+        _identifier(spark, database, table),
+        pkg.CatalogTableType.MANAGED(),
+        storage,
+        jvm.org.apache.spark.sql.types.StructType(),
+        jvm.scala.Some("delta"),
+        *defaults,
+    )
+    with active(spark) as catalog:
+        catalog.createTable(entry, False, False)
