@@ -54,6 +54,21 @@ class ConcurrentModificationError(DeltaError):
     """A commit lost a race against a conflicting concurrent commit."""
 
 
+class ConcurrentAppendError(ConcurrentModificationError):
+    """Files a concurrent commit added belong to data this transaction read (or, when it
+    changes the table's metadata, e.g. ``REPLACE TABLE``, to the table at all): delta-spark's
+    ``ConcurrentAppendException`` (``DELTA_CONCURRENT_APPEND``); ``error_class`` names it."""
+
+    error_class = "DELTA_CONCURRENT_APPEND"
+
+
+class MetadataChangedError(ConcurrentModificationError):
+    """A concurrent commit changed the table's metadata (schema, partitioning, properties):
+    delta-spark's ``MetadataChangedException`` (``DELTA_METADATA_CHANGED``)."""
+
+    error_class = "DELTA_METADATA_CHANGED"
+
+
 class CommitFailedError(DeltaError):
     """A commit could not be written (storage failure, or retries exhausted)."""
 

@@ -17,7 +17,8 @@ Guarantees:
 * everything is validated before the commit: properties, partition and clustering
   columns, identity columns (``long`` type, step not 0, not a partition column, not also
   generated), generation expressions (parsed and type-checked by the write path's
-  rules); a failure leaves the storage untouched;
+  rules; an expression outside this package's evaluator only when the caller analysed it
+  with Spark SQL: ``spark_sql``); a failure leaves the storage untouched;
 * ``create`` refuses an existing table (:class:`TableExistsError`), ``replace`` a missing
   one (:class:`TableNotFoundError`); ``createIfNotExists`` on an existing table commits
   nothing; a location that holds files but no Delta table is refused
@@ -183,22 +184,35 @@ class TablePlan:
 
 
 def create_table(
-    storage: Storage, definition: TableDefinition, *, mode: str = "create", now_ms: int | None = None
+    storage: Storage,
+    definition: TableDefinition,
+    *,
+    mode: str = "create",
+    now_ms: int | None = None,
+    spark_sql: bool = False,
 ) -> CommitResult | None:
     """Creates (or replaces, by ``mode``: one of :data:`MODES`) the table at ``storage``;
-    returns the commit, or None when ``createIfNotExists`` found a table."""
-    plan = plan_table(storage, definition, mode=mode, now_ms=now_ms)
+    returns the commit, or None when ``createIfNotExists`` found a table. ``spark_sql``: the
+    caller has checked the generation expressions with Spark SQL (see :func:`plan_table`)."""
+    plan = plan_table(storage, definition, mode=mode, now_ms=now_ms, spark_sql=spark_sql)
     if plan is None:
         return None
     return table_transaction(plan).commit(plan.operation, plan.parameters)
 
 
 def plan_table(
-    storage: Storage, definition: TableDefinition, *, mode: str = "create", now_ms: int | None = None
+    storage: Storage,
+    definition: TableDefinition,
+    *,
+    mode: str = "create",
+    now_ms: int | None = None,
+    spark_sql: bool = False,
 ) -> TablePlan | None:
     """Decides and checks the table ``create_table`` would commit, committing nothing; None
     when ``createIfNotExists`` found a table. Every refusal of :func:`create_table` is raised
-    here, before any data is written."""
+    here, before any data is written. ``spark_sql``: the caller (the Spark layer) has analysed
+    the generation expressions with Spark SQL, so one outside this package's evaluator
+    (e.g. ``make_date``) is kept; without it such an expression is refused here."""
     if mode not in MODES:
         raise OptionValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
     snapshot = _load(storage)
@@ -213,7 +227,7 @@ def plan_table(
     if is_true(conf, ENABLE_ROW_TRACKING):
         conf.setdefault(ROW_ID_COLUMN, f"_row-id-col-{uuid.uuid4()}")
         conf.setdefault(ROW_COMMIT_VERSION_COLUMN, f"_row-commit-version-col-{uuid.uuid4()}")
-    schema, partition_columns, clustering = _table_schema(definition, conf)
+    schema, partition_columns, clustering = _table_schema(definition, conf, spark_sql=spark_sql)
     protocol = required_protocol(
         schema,
         {**conf, **{k: v for k, v in props.items() if k.startswith(FEATURE_PREFIX)}},
@@ -270,7 +284,7 @@ def _should_create(storage: Storage, snapshot: Snapshot | None, mode: str) -> bo
 
 
 def _table_schema(
-    definition: TableDefinition, conf: dict[str, str]
+    definition: TableDefinition, conf: dict[str, str], *, spark_sql: bool = False
 ) -> tuple[StructType, tuple[str, ...], list[tuple[str, ...]] | None]:
     """The checked schema (column mapping ids assigned, ``conf``'s max id advanced), the
     partition columns and the clustering columns (None: not clustered) of ``definition``."""
@@ -286,7 +300,7 @@ def _table_schema(
     if mode_cm != "none":
         schema, max_id = assign_column_mapping(schema, int(conf.get(COLUMN_MAPPING_MAX_ID) or 0))
         conf[COLUMN_MAPPING_MAX_ID] = str(max_id)
-    build_checks(schema, conf, schema.names)  # generation expressions and constraints compile
+    build_checks(schema, conf, schema.names, spark_sql=spark_sql)  # generation expressions and constraints compile
     return schema, partition_columns, clustering
 
 

@@ -180,7 +180,13 @@ def reconcile(table: StructType, data: StructType, *, merge: bool, path: str = "
     problems: list[str] = []
     result = _reconcile_struct(table, data, merge, path, problems)
     if problems:
-        hint = "" if merge else " (set the option mergeSchema=true to add new columns)"
+        hint = (
+            ""
+            if merge
+            else " (set the write option mergeSchema=true to add new columns; the session conf "
+            "spark.databricks.delta.schema.autoMerge.enabled=true reaches write_delta, MERGE and "
+            "delta_pyds.sql but no data source: format('pydelta') takes it as a write option)"
+        )
         raise SchemaError("the DataFrame does not match the table schema: " + "; ".join(problems) + hint)
     return result
 

@@ -18,6 +18,7 @@ import re
 from typing import TYPE_CHECKING
 
 from delta_pyds.errors import SettingValueError
+from delta_pyds.write.options import AUTO_MERGE_OPTION
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,6 +34,7 @@ LOCAL_MAX_BYTES_CONF = "spark.pydelta.optimize.localMaxBytes"
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
 BIN_SIZE_CONF = "spark.databricks.delta.optimizeWrite.binSize"
+AUTO_MERGE_CONF = AUTO_MERGE_OPTION  # spark.databricks.delta.schema.autoMerge.enabled
 # Spark's
 ADVISORY_CONF = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
 
@@ -48,6 +50,11 @@ CONFS: dict[str, tuple[str, str]] = {
     RETENTION_CHECK_CONF: ("true", "true | false: VACUUM refuses a retention below the table's"),
     OPTIMIZE_WRITE_CONF: ("(table property)", "true | false: optimized writes, over the table property"),
     BIN_SIZE_CONF: ("512", "MiB (or a size with k/m/g): the shuffle bin of an optimized write"),
+    AUTO_MERGE_CONF: (
+        "false",
+        "true | false: schema evolution of appends and overwrites (as mergeSchema=true, which an explicit "
+        "mergeSchema overrides), of MERGE (as WITH SCHEMA EVOLUTION) and of INSERT by position (extra columns)",
+    ),
 }
 
 _UNITS = {"": 1 << 20, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
@@ -71,6 +78,11 @@ def byte_count(spark: SparkSession, name: str, default: int) -> int:
         return max(0, int(text.strip()))
     except ValueError:
         raise SettingValueError(f"{name}: expected a number of bytes, got {text!r}") from None
+
+
+def auto_merge(spark: SparkSession) -> bool:
+    """Whether delta-spark's schema evolution switch (:data:`AUTO_MERGE_CONF`) is on."""
+    return bool(flag(spark, AUTO_MERGE_CONF, False))
 
 
 def flag(spark: SparkSession, name: str, default: bool | None) -> bool | None:

@@ -19,7 +19,9 @@ options, so re-planning a batch after a restart reads the same rows, batch 0 inc
 the ``Trigger.AvailableNow`` target once it is set; schema changes follow delta-spark's
 rules (:mod:`delta_pyds.streaming.schema_checks`): a non-additive change (a column renamed
 or dropped under column mapping, ...) between the table where a (re)started query resumes and
-the stream's schema, or met by a running stream, stops it with
+the stream's schema — for a query resuming from its checkpoint at the start of a version, the
+table as of the last version it delivered, so a change committed right after the last batch
+counts — or met by a running stream, stops it with
 :class:`~delta_pyds.errors.StreamingSchemaChangeError`
 (``DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG``); a commit whose schema the
 stream's schema cannot read otherwise (a column added or retyped after the stream started)
@@ -163,7 +165,7 @@ class StreamSource:
         first = start.unresolved
         if first:
             start = self._resolve_start()
-        self._check_start_once(start)
+        self._check_start_once(start, fresh=first)
         if self._available_now and self.available_now_bound is None:
             self.available_now_bound = self._scan(start, None, log, None)
         end = self._scan(start, limits, log, self.available_now_bound)
@@ -178,11 +180,12 @@ class StreamSource:
     # -------------------------------------------------------------------- batches
     def batch_files(self, start: StreamOffset, end: StreamOffset) -> list:
         """What the batch (start, end] reads: FileTasks (plain) or ChangeFiles (change feed)."""
-        if start.unresolved:
+        fresh = start.unresolved
+        if fresh:
             start = self.first_batch_start(end)
         if end.position() <= start.position():
             return []
-        self._check_start_once(start)
+        self._check_start_once(start, fresh=fresh)
         log = CommitLog(self.storage)
         info: dict[int, _VersionInfo] = {}
         out: list = []
@@ -326,45 +329,52 @@ class StreamSource:
             )
         self._check_schema(m, commit.version)
 
-    def _check_start_once(self, start: StreamOffset) -> None:
+    def _check_start_once(self, start: StreamOffset, *, fresh: bool) -> None:
         """On the first offset or batch of a (re)started query: the stream's schema (the
         table's now) must be able to read the files from ``start`` on, i.e. no non-additive
         change lies between the table at ``start``'s version and now (delta-spark's
-        ``checkReadIncompatibleSchemaChangeOnStreamStartOnce``)."""
+        ``checkReadIncompatibleSchemaChangeOnStreamStartOnce``). A query resuming from its
+        checkpoint at the start of a version (``start`` not where the options start it:
+        not ``fresh``) has delivered the version before with that version's schema: a
+        non-additive change since then (e.g. a RENAME committed right after its last batch)
+        stops it too, so its sink never gets rows of two schemas."""
         if self._start_checked:
             return
         version = start.version
         if version < self.read_version:
-            try:
-                metadata = Snapshot.load(self.storage, version=version).metadata
-            except DeltaError as exc:
-                if mapping_mode(self.read_metadata) != "none":
-                    raise StreamingError(
-                        f"[DELTA_STREAMING_CHECK_COLUMN_MAPPING_NO_SNAPSHOT] the table at version {version}, where "
-                        f"the stream resumes, cannot be loaded to check for column renames and drops ({exc})"
-                    ) from None
-            else:
-                self._check_schema(metadata, version, at_start=True)
+            self._check_version_at_start(version, non_additive_only=False)
+        if not fresh and not self._starts_the_query(start) and 0 < version <= self.read_version:
+            self._check_version_at_start(version - 1, non_additive_only=True)
         self._start_checked = True
+
+    def _starts_the_query(self, start: StreamOffset) -> bool:
+        """Whether ``start`` is where the options start the query (nothing delivered before it)."""
+        if start.is_starting_version:
+            return True
+        opt = self.options.start
+        return start.index == BASE_INDEX and opt.version is not None and not opt.latest and start.version == opt.version
+
+    def _check_version_at_start(self, version: int, *, non_additive_only: bool) -> None:
+        try:
+            metadata = Snapshot.load(self.storage, version=version).metadata
+        except DeltaError as exc:
+            if mapping_mode(self.read_metadata) != "none":
+                raise StreamingError(
+                    f"[DELTA_STREAMING_CHECK_COLUMN_MAPPING_NO_SNAPSHOT] the table at version {version}, where "
+                    f"the stream resumes, cannot be loaded to check for column renames and drops ({exc})"
+                ) from None
+            return
+        if non_additive_only:
+            self._check_non_additive(metadata, version, at_start=True)
+        else:
+            self._check_schema(metadata, version, at_start=True)
 
     def _check_schema(self, m: Metadata, version: int, *, at_start: bool = False) -> None:
         """Refuses to read files of metadata ``m`` (of ``version``) with the stream's schema
         across a non-additive change, or when they are unreadable with it
         (:mod:`delta_pyds.streaming.schema_checks`)."""
         backfill = version < self.read_version  # m is older than the stream's schema
-        old, new = (m, self.read_metadata) if backfill else (self.read_metadata, m)
-        problem = non_additive_change(old, new)
-        if problem is not None:
-            read, data = self.read_metadata.schema_string, m.schema_string
-            when = "when the stream (re)started" if at_start else "during the stream"
-            raise StreamingSchemaChangeError(
-                f"[{INCOMPATIBLE_SCHEMA_CHANGE}] Streaming read is not supported on tables with "
-                f"read-incompatible schema changes (e.g. rename or drop or datatype changes): {problem} between "
-                f"version {min(version, self.read_version)} and version {max(version, self.read_version)} "
-                f"(detected {when}). delta_pyds has no schemaTrackingLocation: to read on, start a new query "
-                f"(a new checkpoint location) with startingVersion after the change. Read schema: {read}. "
-                f"Incompatible data schema: {data}."
-            )
+        self._check_non_additive(m, version, at_start=at_start)
         problem = unreadable_change(
             parse_schema(m.schema_string), self.read_schema, allow_widening=backfill and self.type_widening
         )
@@ -379,6 +389,24 @@ class StreamSource:
                 "with the new schema (the checkpoint keeps the position)"
             )
             raise StreamingError(f"the schema of the source table changed at version {version}: {problem}. {advice}")
+
+    def _check_non_additive(self, m: Metadata, version: int, *, at_start: bool) -> None:
+        """Raises StreamingSchemaChangeError for a non-additive change between ``m`` (of
+        ``version``) and the stream's schema."""
+        backfill = version < self.read_version
+        old, new = (m, self.read_metadata) if backfill else (self.read_metadata, m)
+        problem = non_additive_change(old, new)
+        if problem is not None:
+            read, data = self.read_metadata.schema_string, m.schema_string
+            when = "when the stream (re)started" if at_start else "during the stream"
+            raise StreamingSchemaChangeError(
+                f"[{INCOMPATIBLE_SCHEMA_CHANGE}] Streaming read is not supported on tables with "
+                f"read-incompatible schema changes (e.g. rename or drop or datatype changes): {problem} between "
+                f"version {min(version, self.read_version)} and version {max(version, self.read_version)} "
+                f"(detected {when}). delta_pyds has no schemaTrackingLocation: to read on, start a new query "
+                f"(a new checkpoint location) with startingVersion after the change. Read schema: {read}. "
+                f"Incompatible data schema: {data}."
+            )
 
     # ------------------------------------------------------------- initial snapshot
     def _snapshot_entries(self, version: int, after_index: int) -> Iterator[IndexedFile]:

@@ -200,6 +200,13 @@ class Transaction:
         """Sets (or, with None, removes) a metadata domain."""
         self.domains[domain] = configuration
 
+    def metadata_changed(self) -> bool:
+        """Whether this transaction commits metadata other than its snapshot's (delta-spark's
+        ``metadataChanged``: a concurrent blind append then conflicts with what it read)."""
+        if self._metadata is None or self.snapshot is None:
+            return self._metadata is not None
+        return self._metadata.to_dict() != self.snapshot.metadata.to_dict()
+
     def is_blind_append(self) -> bool:
         return not self.removes and self.read.empty and self._metadata is None and self._protocol is None
 
@@ -353,6 +360,7 @@ class Transaction:
             creating=state.creating,
             root=self.storage.root,
             accept_created=self._accept_created if self.create_conflict in ("append", "ignore") else None,
+            metadata_changed=self.metadata_changed(),
         )
         if rebase.already_committed:
             return rebase

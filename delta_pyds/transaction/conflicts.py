@@ -7,9 +7,14 @@ isolation level (``Serializable`` when the table says so):
 * files a winner added conflict only if the transaction read data they could belong
   to (its read predicates: the whole table for an overwrite, the predicate of a
   ``replaceWhere``, the partitions of a dynamic partition overwrite) — and, under
-  WriteSerializable, only if the winner was not a blind append; a blind append
-  (read nothing, removed nothing) therefore never conflicts with anything but
-  protocol/metadata changes, and concurrent appends just move to the next version;
+  WriteSerializable, only if the winner was not a blind append or the transaction
+  changes the table's metadata (``metadataChanged`` in delta-spark: ``REPLACE TABLE``,
+  an overwrite that changes the schema, a MERGE that evolves it): a ``REPLACE`` over a
+  concurrent blind append fails (:class:`ConcurrentAppendError`,
+  ``DELTA_CONCURRENT_APPEND``) rather than keep the appended rows of the old table; a
+  blind append itself (read nothing, removed nothing) never conflicts with anything but
+  protocol/metadata changes (:class:`MetadataChangedError`), and concurrent appends
+  just move to the next version;
 * files a winner removed conflict if the transaction read or removed them;
 * the same application transaction id (``txn``) or the same metadata domain
   changed by both conflicts (an idempotent write whose id a winner already recorded
@@ -27,7 +32,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from delta_pyds.errors import ConcurrentModificationError, CorruptLogError
+from delta_pyds.errors import ConcurrentAppendError, ConcurrentModificationError, CorruptLogError, MetadataChangedError
 from delta_pyds.protocol.paths import canonical
 
 ROW_TRACKING_DOMAIN = "delta.rowTracking"
@@ -148,9 +153,12 @@ def check(
     creating: bool,
     accept_created: Callable[[dict, dict], bool] | None = None,
     root: str,
+    metadata_changed: bool = False,
 ) -> Rebase:
     """Raises ConcurrentModificationError if a winner conflicts; else how to rebase.
-    ``read.paths`` and ``removed_paths`` hold canonical paths of the table at ``root``."""
+    ``read.paths`` and ``removed_paths`` hold canonical paths of the table at ``root``;
+    ``metadata_changed``: this transaction changes the table's metadata (then a winner's
+    blind append counts against what it read, as under Serializable)."""
     rebase = Rebase(latest_version=max(w.version for w in winners))
     for w in winners:
         op = (w.commit_info or {}).get("operation")
@@ -164,9 +172,9 @@ def check(
         if w.protocol is not None:
             raise ConcurrentModificationError(f"the protocol of the table was changed by {where}; retry the write")
         if w.metadata is not None:
-            raise ConcurrentModificationError(
+            raise MetadataChangedError(
                 f"the metadata (schema, partitioning or properties) of the table was changed by "
-                f"{where}; retry the write"
+                f"{where}; retry the write (delta-spark: MetadataChangedException, DELTA_METADATA_CHANGED)"
             )
         if app_id is not None and app_id in w.txns:
             if app_version is not None and w.txns[app_id] >= app_version:
@@ -177,7 +185,9 @@ def check(
             if domain in w.domains and domain != ROW_TRACKING_DOMAIN:
                 raise ConcurrentModificationError(f"metadata domain {domain!r} was changed by {where}")
         if not read.empty:
-            _check_read_set(w, where, read, removed_paths, serializable=serializable, root=root)
+            _check_read_set(
+                w, where, read, removed_paths, blind_appends_count=serializable or metadata_changed, root=root
+            )
         hwm = w.row_id_high_water_mark
         if hwm is not None:
             rebase.row_id_high_water_mark = max(hwm, rebase.row_id_high_water_mark or -1)
@@ -188,26 +198,31 @@ def check(
 
 
 def _check_read_set(
-    w: WinningCommit, where: str, read: ReadSet, removed_paths: set, *, serializable: bool, root: str
+    w: WinningCommit, where: str, read: ReadSet, removed_paths: set, *, blind_appends_count: bool, root: str
 ) -> None:
     """Raises when the winner ``w`` added files to what this transaction read (any file
     when it read the whole table, else files in the partitions its predicates match;
-    blind appends count only under Serializable) or removed a file it read or removed."""
-    candidates = [a for a in w.adds if a.get("dataChange", True)] if (serializable or not w.is_blind_append) else []
+    blind appends count only when ``blind_appends_count``: under Serializable, or when
+    this transaction changes the metadata) or removed a file it read or removed."""
+    candidates = (
+        [a for a in w.adds if a.get("dataChange", True)] if (blind_appends_count or not w.is_blind_append) else []
+    )
     if candidates:
         if read.whole_table:
-            raise ConcurrentModificationError(
+            raise ConcurrentAppendError(
                 f"files were added to the table by {where} while this write was replacing "
-                "the data it read; retry the write"
+                "the data it read; retry the write (delta-spark: ConcurrentAppendException, "
+                "DELTA_CONCURRENT_APPEND)"
             )
         hits = [False] * len(candidates)
         for pred in read.predicates:
             matched = pred([a["partitionValues"] for a in candidates])
             hits = [h or m for h, m in zip(hits, matched)]
         if any(hits):
-            raise ConcurrentModificationError(
+            raise ConcurrentAppendError(
                 f"files were added by {where} to partitions this write read "
-                f"({'; '.join(read.descriptions) or 'its predicate'}); retry the write"
+                f"({'; '.join(read.descriptions) or 'its predicate'}); retry the write "
+                "(delta-spark: ConcurrentAppendException, DELTA_CONCURRENT_APPEND)"
             )
     touched = {canonical(r["path"], root) for r in w.removes if r.get("path")}
     lost = touched & (read.paths | removed_paths)

@@ -60,6 +60,12 @@ class WriteChecks:
     def __bool__(self) -> bool:
         return bool(self.not_null or self.rules or self.generated)
 
+    def spark_only(self) -> list[str]:
+        """The rules only Spark SQL evaluates (outside the core's subset), described:
+        :meth:`apply` cannot check them."""
+        rules = list(self.rules) + [rule for _, rule, _ in self.generated]
+        return [_WHAT[r.kind].format(r.name) + f" ({r.text})" for r in rules if r.node is None and r.kind in _WHAT]
+
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """Fills defaults of missing columns and generated columns, then raises
         ConstraintViolationError on the first bad row."""
@@ -145,7 +151,9 @@ def _row_text(batch: pa.RecordBatch, columns: Sequence[tuple[str, ...]], row: in
 
 
 # ------------------------------------------------------------------------ planning
-def _compile(kind: str, name: str, text: str, empty: pa.Table, table_feature: str, spark_sql: bool = False) -> _Rule:
+def _compile(
+    kind: str, name: str, text: str, empty: pa.Table, table_feature: str, spark_sql: bool = False, hint: str = ""
+) -> _Rule:
     try:
         node = parse(text)
         evaluate_predicate(node, empty) if kind not in ("generated", "default") else None
@@ -155,7 +163,8 @@ def _compile(kind: str, name: str, text: str, empty: pa.Table, table_feature: st
         if spark_sql:  # Spark evaluates it: only the referenced columns (for messages) are wanted
             return _Rule(kind, name, text, None, _columns_if_parsed(text))
         raise UnsupportedFeatureError(
-            f"cannot write to this table: {_WHAT[kind].format(name)} ({text}) cannot be evaluated by delta_pyds: {exc}",
+            f"cannot write to this table: {_WHAT[kind].format(name)} ({text}) cannot be evaluated by delta_pyds: "
+            f"{exc}{hint}",
             (table_feature,),
         ) from None
     return _Rule(kind, name, text, node, tuple(sorted(columns_of(node))))
@@ -187,7 +196,7 @@ def _value_rule(
 ) -> _Rule:
     """A rule whose value fills column ``name``: parsed, and tried on an empty batch."""
     empty = arrow_schema.empty_table()
-    rule = _compile(kind, name, text, empty, table_feature, spark_sql)
+    rule = _compile(kind, name, text, empty, table_feature, spark_sql, hint)
     if rule.node is None:
         return rule
     try:
@@ -244,7 +253,13 @@ def build_checks(
             rules.append(_compile("invariant", f.name, _invariant_text(f), empty, "invariants", spark_sql))
         if GENERATION_EXPRESSION in meta:
             rule = _value_rule(
-                "generated", f.name, meta[GENERATION_EXPRESSION], arrow_schema, "generatedColumns", spark_sql=spark_sql
+                "generated",
+                f.name,
+                meta[GENERATION_EXPRESSION],
+                arrow_schema,
+                "generatedColumns",
+                "; write with delta_pyds.write_delta, which evaluates it with Spark SQL",
+                spark_sql=spark_sql,
             )
             generated.append((f.name, rule, f.name.lower() in provided))
     for name, text in sorted(constraints_of(configuration).items()):

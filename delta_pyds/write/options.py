@@ -63,6 +63,12 @@ WRITE_OPTIONS.update(
     {k.lower(): (k, "auto compaction after this write (delta-spark's session conf)") for k in AUTO_COMPACT_OPTIONS}
 )
 
+# delta-spark's schema evolution switch: the session conf (read by write_delta, MERGE and
+# delta_pyds.sql), also taken as a write option by the writers that see no session conf; an
+# explicit mergeSchema wins over it, as in delta-spark
+AUTO_MERGE_OPTION = "spark.databricks.delta.schema.autoMerge.enabled"
+WRITE_OPTIONS[AUTO_MERGE_OPTION.lower()] = (AUTO_MERGE_OPTION, "true: as mergeSchema=true unless mergeSchema is given")
+
 _SAVE_MODES = ("errorifexists", "ignore", "append", "overwrite")
 _SAVE_MODE_ALIASES = {"error": "errorifexists", "default": "errorifexists"}
 _CODECS = {
@@ -168,7 +174,7 @@ class WriteOptions:
         if replace_where is not None and not replace_where.strip():
             replace_where = None
         raw_pom, dynamic = _partition_overwrite_mode(options)
-        merge_schema = _bool(options, "mergeSchema", False)
+        merge_schema = _bool(options, "mergeSchema", _bool(options, AUTO_MERGE_OPTION, False))
         overwrite_schema = _bool(options, "overwriteSchema", False)
         unknown = False
         if (raw_pom is None or not raw_pom.strip()) and overwrite and replace_where is None and not overwrite_schema:

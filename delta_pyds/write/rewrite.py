@@ -33,11 +33,13 @@ def plan_rewrite(
     target_file_size: int | None = None,
     evolve_schema: bool = False,
     snapshot: Snapshot | None = None,
+    spark_sql_rules: bool = False,
 ) -> WritePlan:
     """The plan of writing rows of the table at ``storage`` (with ``schema``: the table's,
     or with ``evolve_schema`` the table's plus new columns) as new files of about
     ``target_file_size`` bytes (None or 0: the write path's default); ``snapshot``: the
-    table's state the rows were read from (None: the latest)."""
+    table's state the rows were read from (None: the latest). ``spark_sql_rules``: Spark's
+    writer checks the rules (see :func:`~delta_pyds.write.plan.plan_write`)."""
     opts = WriteOptions(
         path=storage.root,
         overwrite=False,
@@ -45,4 +47,11 @@ def plan_rewrite(
         merge_schema=evolve_schema,
         target_file_size=target_file_size or None,
     )
-    return plan_write(opts, without_void_columns(schema), storage=storage, keep_identity_values=True, snapshot=snapshot)
+    return plan_write(
+        opts,
+        without_void_columns(schema),
+        storage=storage,
+        keep_identity_values=True,
+        snapshot=snapshot,
+        spark_sql_rules=spark_sql_rules,
+    )

@@ -145,3 +145,38 @@ def test_a_restart_across_a_rename_is_refused_and_the_sink_gets_one_schema(spark
     delivered = [pq.read_table(f) for f in glob.glob(os.path.join(out, "batch=*", "*.parquet"))]
     assert {tuple(t.column_names) for t in delivered} == {("id", "v")}
     assert _delivered(out, ["id", "v"]) == Counter([(1, "v1"), (2, "v2")])
+
+
+@pytest.mark.parametrize("change", ["rename", "drop and re-add"])
+def test_a_restart_right_after_a_non_additive_change_is_refused(spark, tmp_path, change):
+    # the change is the first commit after the last batch: the restarted query would read only
+    # files of the new schema, but its sink already holds rows of the old one
+    import delta_pyds
+
+    path, checkpoint, out = (str(tmp_path / n) for n in ("t", "ck", "out"))
+
+    def rows(ids, col="v"):
+        return spark.createDataFrame([(i, f"{col}{i}") for i in ids], f"id long, {col} string")
+
+    delta_pyds.write_delta(rows([1, 2]), path, **{"delta.columnMapping.mode": "name"})
+    _run(spark, path, checkpoint, out, crash_on_call=None)
+    q = f"delta.`{path}`"
+    if change == "rename":
+        delta_pyds.sql(spark, f"ALTER TABLE {q} RENAME COLUMN v TO w")
+        delta_pyds.write_delta(rows([3], "w"), path)
+    else:
+        delta_pyds.sql(spark, f"ALTER TABLE {q} DROP COLUMN v")
+        delta_pyds.sql(spark, f"ALTER TABLE {q} ADD COLUMNS (v string)")
+        delta_pyds.write_delta(rows([3], "x").withColumnRenamed("x", "v"), path)
+    at_start = r"DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG.*when the stream \(re\)started"
+    with pytest.raises(Exception, match=at_start):
+        _run(spark, path, checkpoint, out, crash_on_call=None)
+    delivered = [pq.read_table(f) for f in glob.glob(os.path.join(out, "batch=*", "*.parquet"))]
+    assert {tuple(t.column_names) for t in delivered} == {("id", "v")}
+    assert _delivered(out, ["id", "v"]) == Counter([(1, "v1"), (2, "v2")])
+    # delta-spark's way on: a new query (new checkpoint) from the version of the change
+    again = str(tmp_path / "out2")
+    _run(spark, path, str(tmp_path / "ck2"), again, crash_on_call=None, startingVersion="1")
+    name = "w" if change == "rename" else "v"
+    expected = [(3, "w3")] if change == "rename" else [(3, "x3")]
+    assert _delivered(again, ["id", name]) == Counter(expected)

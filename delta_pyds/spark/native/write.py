@@ -70,7 +70,7 @@ from delta_pyds.protocol.schema import (
     is_void_type,
 )
 from delta_pyds.protocol.schema_evolution import from_spark_json
-from delta_pyds.spark import projection
+from delta_pyds.spark import conf, projection
 from delta_pyds.spark.native.conform import conform, logical_type, same_type, spark_type
 from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.optimized_write import optimized_input
@@ -89,7 +89,7 @@ from delta_pyds.write.native_files import (
     staging_name,
 )
 from delta_pyds.write.option_names import WRITE_NAMES, WRITE_PREFIXES, check_keywords
-from delta_pyds.write.options import SESSION_PARTITION_OVERWRITE_MODE, WriteOptions
+from delta_pyds.write.options import AUTO_MERGE_OPTION, SESSION_PARTITION_OVERWRITE_MODE, WriteOptions
 from delta_pyds.write.parquet_writer import WriteSpec
 from delta_pyds.write.plan import WritePlan, commit_write, plan_write
 
@@ -126,7 +126,8 @@ def write_delta(
     ``overwriteSchema``, ``txnAppId``/``txnVersion``, ``userMetadata``,
     ``maxRecordsPerFile``, ``compression``, ``delta.*`` table properties, ``storage.*``
     ...). Without a ``partitionOverwriteMode`` option, the session's
-    ``spark.sql.sources.partitionOverwriteMode`` applies. Returns the commit, or None
+    ``spark.sql.sources.partitionOverwriteMode`` applies; without ``mergeSchema``, the session's
+    ``spark.databricks.delta.schema.autoMerge.enabled`` does. Returns the commit, or None
     when nothing was written (``ignore`` on an existing table, a txn already committed)."""
     return write_and_commit(df, path, mode=mode, partitionBy=partitionBy, **options)[1]
 
@@ -137,6 +138,8 @@ def write_and_commit(
     """:func:`write_delta`, also returning the table's storage (None when nothing was
     committed here: a skipped write or one through the data source)."""
     raw, overwrite = _option_map(df, path, mode, partitionBy, options)
+    if conf.auto_merge(df.sparkSession) and not any(k.lower() == AUTO_MERGE_OPTION.lower() for k in raw):
+        raw[AUTO_MERGE_OPTION] = "true"  # the session's schema evolution switch (mergeSchema wins over it)
     session_mode = df.sparkSession.conf.get(SESSION_PARTITION_OVERWRITE_MODE, "static") or "static"
     opts = WriteOptions.parse(raw, overwrite=overwrite, session_partition_overwrite_mode=session_mode)
     plan = plan_write(opts, from_spark_json(df.schema.jsonValue()), spark_sql_rules=True)

@@ -5,12 +5,13 @@ UPDATE, MERGE, INSERT and CREATE / REPLACE TABLE (parsed by :mod:`delta_pyds.spa
 Guarantees: each statement is one call of the public ``DeltaTable`` API (``delete``,
 ``update``, ``merge`` with one ``add_clause`` per WHEN clause, a builder per definition) or of
 ``write_delta`` (INSERT: columns by position as SQL does, by name with ``BY NAME``; ``REPLACE
-WHERE`` is ``replaceWhere``); the rows of DELETE, UPDATE, MERGE and INSERT are the metrics of
-the commit the statement made (zeros when none). A MERGE source or INSERT query reads its Delta
-tables natively. ``CREATE ... AS SELECT`` reads the query first, then commits the definition,
-the removes and the rows in one commit (:mod:`delta_pyds.spark.tables.create_as_select`); a
-named table is an entry of Spark's session catalog
-(:func:`~delta_pyds.spark.catalog_entries.create_named`)."""
+WHERE`` is ``replaceWhere``; with ``spark.databricks.delta.schema.autoMerge.enabled=true`` a
+query's columns beyond the table's keep their names and are added, as in delta-spark); the
+rows of DELETE, UPDATE, MERGE and INSERT are the metrics of the commit the statement made
+(zeros when none). A MERGE source or INSERT query reads its Delta tables natively.
+``CREATE ... AS SELECT`` reads the query first, then commits the definition, the removes and
+the rows in one commit (:mod:`delta_pyds.spark.tables.create_as_select`); a named table is an
+entry of Spark's session catalog (:func:`~delta_pyds.spark.catalog_entries.create_named`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import SqlParseError, SqlStatementError
+from delta_pyds.spark.conf import auto_merge
 from delta_pyds.spark.sql.ast import CreateTable, Delete, Insert, Merge, SparkTable, Statement, Subquery, Update
 from delta_pyds.spark.sql.table_refs import (
     Resolution,
@@ -93,6 +95,8 @@ def _insert(spark: SparkSession, st: Insert, r: Resolution) -> DataFrame:
     df = run_query(spark, st.query)
     if not st.by_name:
         names = list(st.columns) if st.columns else read_ref(spark, ref).columns
+        if not st.columns and len(df.columns) > len(names) and auto_merge(spark):
+            names += df.columns[len(names) :]  # delta-spark: extra columns keep their names, then evolve
         if len(df.columns) != len(names):
             raise SqlStatementError(
                 f"INSERT: the query gives {len(df.columns)} columns, the table {'list ' if st.columns else ''}"

@@ -29,6 +29,7 @@ from delta_pyds.errors import ArgumentValueError, NoCatalogError
 from delta_pyds.operations.create import ColumnSpec, Identity, TableDefinition, create_table
 from delta_pyds.protocol.schema import parse_schema, parse_type
 from delta_pyds.spark.tables.args import activate
+from delta_pyds.spark.tables.generation_check import check_generation_expressions
 from delta_pyds.storage.store import Storage
 
 if TYPE_CHECKING:
@@ -212,8 +213,10 @@ class DeltaTableBuilder(Generic[TableT]):
             description=self._comment,
         )
 
+        check_generation_expressions(self._spark, definition.columns)  # any Spark SQL function
+
         def make(location: str) -> TableT:
-            create_table(Storage(location, self._options or None), definition, mode=self._mode)
+            create_table(Storage(location, self._options or None), definition, mode=self._mode, spark_sql=True)
             return self._open_table(self._spark, location, self._options or None)
 
         if self._name is not None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from delta_pyds.operations.create import TableDefinition, plan_table, table_transaction
 from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.protocol.schema_evolution import from_spark_json
+from delta_pyds.spark.tables.generation_check import check_generation_expressions
 from delta_pyds.spark.tables.rewriter import TableRewriter
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.staged_files import delete_on_failure
@@ -45,7 +46,8 @@ def create_as_select(
     data_schema = from_spark_json(rows.schema.jsonValue())
     if not definition.columns:
         definition.columns = list(parse_schema(rows.schema.json()).fields)
-    plan = plan_table(storage, definition, mode=mode)
+    check_generation_expressions(spark, definition.columns)  # any Spark SQL function: Spark writes the rows
+    plan = plan_table(storage, definition, mode=mode, spark_sql=True)
     if plan is None:
         return None
     spec = table_write_spec(storage, plan.metadata, plan.protocol, data_schema, plan.clustering or ())

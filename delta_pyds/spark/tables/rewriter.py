@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from delta_pyds.cdf.plan import CHANGE_TYPE
-from delta_pyds.errors import CommitFailedError, ConstraintViolationError, IdentityColumnError
+from delta_pyds.errors import CommitFailedError, ConstraintViolationError, IdentityColumnError, UnsupportedFeatureError
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.operations.row_tracking import (
@@ -290,6 +290,7 @@ class TableRewriter:
             target_file_size=target_file_size,
             evolve_schema=evolved_schema is not None,
             snapshot=snap,  # the version the rows were read from: no second load
+            spark_sql_rules=self.engine == "native",  # Spark's writer evaluates every rule
         )
 
     def tracked(self, snap: Snapshot, df: DataFrame, *, updated: Column | None = None) -> DataFrame:
@@ -330,6 +331,13 @@ class TableRewriter:
     def _python_rewrite(self, df: DataFrame, spec: WriteSpec, data_change: bool) -> list[AddFile]:
         from delta_pyds.write.parquet_writer import write_task
 
+        spark_only = spec.checks.spark_only() if spec.checks else []
+        if spark_only:  # planned for Spark's writer, which cannot reach the store
+            raise UnsupportedFeatureError(
+                f"cannot rewrite {self.path} with Python workers: {spark_only[0]} cannot be evaluated by "
+                "delta_pyds (only Spark SQL evaluates it, and Spark's writer cannot reach this store)",
+                (),
+            )
         names = df.columns
         # pyspark's mapInArrow looks each column up by its name (df[name]), which a name with a
         # backquote or a dot breaks: the columns go through it by position, renamed in the task

@@ -39,7 +39,9 @@ Guarantees (as delta-spark's MERGE):
   commit moves); explicit values only with ``delta.identity.allowExplicitInsert``;
 * on tables with the change data feed the commit carries change data files (inserts,
   deletes, update pre/post images);
-* ``withSchemaEvolution()``: source columns the table lacks are added to it (at the end,
+* ``withSchemaEvolution()`` (or the session conf
+  ``spark.databricks.delta.schema.autoMerge.enabled=true``, as in delta-spark): source
+  columns the table lacks are added to it (at the end,
   nullable, in the same commit) when ``updateAll`` / ``insertAll`` or a ``set`` / ``values``
   key names them, as delta-spark's schema evolution does for top-level columns; without
   it they are ignored by ``*All`` clauses and refused in ``set`` / ``values``;

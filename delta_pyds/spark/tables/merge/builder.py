@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from delta_pyds.errors import ArgumentValueError, MergeMultipleMatchesError
+from delta_pyds.spark import conf
 from delta_pyds.spark.tables.args import (
     ColumnMapping,
     ExpressionOrColumn,
@@ -176,7 +177,7 @@ class DeltaMergeBuilder:
                 self._condition,
                 self._clauses,
                 target_alias=self._target_alias,
-                evolve=self._evolve,
+                evolve=self._evolve or conf.auto_merge(rw.spark),  # delta-spark: either turns evolution on
             )
             try:
                 metrics = _run(plan, started)
