@@ -83,3 +83,26 @@ def test_streaming_read_on_every_version(spark, tmp_path):
     else:
         with pytest.raises(Exception, match=r"maxFilesPerTrigger / maxBytesPerTrigger needs pyspark 4\.2"):
             _memory_stream(spark, path, "versions_limited", maxFilesPerTrigger="1")
+
+
+def test_latest_offset_without_arguments_reads_all_available(tmp_path):
+    """pyspark 4.1 calls ``latestOffset()`` with no arguments: the end of all available data,
+    the same offset 4.2+ get for ``ReadAllAvailable`` (run in-process on every version)."""
+    from delta_pyds.spark.datasource import DeltaDataSource
+    from delta_pyds.spark.stream_reader import stream_reader
+
+    path = str(tmp_path / "t")
+    for k in range(3):
+        write_ids(path, list(range(10 * k, 10 * k + 10)))
+    source = DeltaDataSource({"path": path})
+    reader = stream_reader(source, source.schema())
+    start = reader.initialOffset()
+    end = reader.latestOffset()
+    assert end == reader.latestOffset(start, compat.ReadAllAvailable())
+    assert reader.latestOffset(start, compat.ReadMaxFiles(1)) != end
+    ids = sorted(i for p in reader.partitions(start, end) for b in reader.read(p) for i in b.column("id").to_pylist())
+    assert ids == list(range(30))
+    write_ids(path, [30, 31])  # a later commit: the next batch's end moves past it
+    later = reader.latestOffset()
+    ids = sorted(i for p in reader.partitions(end, later) for b in reader.read(p) for i in b.column("id").to_pylist())
+    assert ids == [30, 31]
