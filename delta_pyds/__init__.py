@@ -61,6 +61,7 @@ from delta_pyds.errors import (
     UnknownArgumentError,
     UnsafeFileError,
     UnsupportedFeatureError,
+    UnsupportedSparkVersionError,
     VersionNotFoundError,
 )
 from delta_pyds.version import __version__
@@ -88,6 +89,7 @@ __all__ = [
     "IdentityColumnError",
     "VersionNotFoundError",
     "UnsupportedFeatureError",
+    "UnsupportedSparkVersionError",
     "DeletionVectorError",
     "DataFileError",
     "SchemaError",

@@ -38,6 +38,11 @@ class UnsupportedFeatureError(DeltaError):
         self.features = tuple(features)
 
 
+class UnsupportedSparkVersionError(UnsupportedFeatureError):
+    """The running pyspark is older than the package supports, or cannot do what was asked
+    (the message names the pyspark version that can; delta_pyds.spark.compat)."""
+
+
 class DeletionVectorError(DeltaError):
     """A deletion vector is missing, corrupt (bad checksum or format) or out of range."""
 

@@ -1,13 +1,20 @@
 """The Spark layer: the ``pydelta`` data source on PySpark's Python Data Source API.
 
-This package imports pyspark; the rest of ``delta_pyds`` does not."""
+This package imports pyspark; the rest of ``delta_pyds`` does not. Importing it on a pyspark
+older than 4.1 raises :class:`~delta_pyds.errors.UnsupportedSparkVersionError` naming the
+version that works (:mod:`delta_pyds.spark.compat`), so ``delta_pyds.register(spark)``, the
+readers and the auto-registration refuse Spark 4.0 by name."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from delta_pyds.spark.datasource import DeltaDataSource
-from delta_pyds.spark.delta_source import register_delta_name, register_source
+from delta_pyds.spark.compat import check_supported
+
+check_supported()  # before any module that needs a newer pyspark API fails on its own
+
+from delta_pyds.spark.datasource import DeltaDataSource  # noqa: E402
+from delta_pyds.spark.delta_source import register_delta_name, register_source  # noqa: E402
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -15,7 +15,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.cdf.plan import CDF_COLUMNS, ChangeFile, pack, plan_changes, resolve_range
@@ -26,6 +25,7 @@ from delta_pyds.protocol.schema import StructType, parse_type
 from delta_pyds.read.file_reader import ReadSpec
 from delta_pyds.read.options import ChangeFeedOptions, ReadOptions
 from delta_pyds.read.scan_plan import cached_snapshot, project_output, select_columns, table_storage
+from delta_pyds.spark.compat import arrow_schema
 from delta_pyds.spark.schema_convert import to_spark_schema
 from delta_pyds.table.snapshot import Snapshot
 
@@ -103,7 +103,7 @@ def change_feed_reader(source: DataSource, schema: SparkStructType) -> DeltaChan
         storage,
         snapshot,
         output,
-        to_arrow_schema(schema, timezone="UTC", prefers_large_types=False),
+        arrow_schema(schema),
         batch_rows=opts.batch_rows,
     )
     return DeltaChangeFeedReader(opts, start, end, spec)

@@ -37,13 +37,13 @@ from pyspark.sql.datasource import (
     DataSourceStreamWriter,
     DataSourceWriter,
 )
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.errors import SchemaError
 from delta_pyds.protocol.schema import StructType, parse_type
 from delta_pyds.read.options import ReadOptions, read_change_feed
 from delta_pyds.read.scan_plan import load_snapshot, project_output, read_spec, select_columns
+from delta_pyds.spark.compat import arrow_schema
 from delta_pyds.spark.schema_convert import to_spark_schema
 from delta_pyds.write.option_names import READ_NAMES, READ_PREFIXES, WRITE_NAMES, WRITE_PREFIXES, warn_unknown_options
 
@@ -94,7 +94,7 @@ class DeltaDataSource(DataSource):
         spec = read_spec(
             snapshot,
             project_output(snapshot.schema, requested),
-            to_arrow_schema(schema, timezone="UTC", prefers_large_types=False),
+            arrow_schema(schema),
             batch_rows=opts.batch_rows,
         )
         cls = DeltaFilteringScanReader if _use_skipping(opts.filter_pushdown) else DeltaScanReader

@@ -23,14 +23,6 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxBytes,
-    ReadMaxFiles,
-    SupportsTriggerAvailableNow,
-)
 from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.cdf.plan import ChangeFile, pack
@@ -39,6 +31,15 @@ from delta_pyds.protocol.schema import StructType, parse_type
 from delta_pyds.read.file_reader import ReadSpec, read_file
 from delta_pyds.read.options import ReadOptions, StreamOptions
 from delta_pyds.read.scan_plan import cached_snapshot, project_output, table_storage
+from delta_pyds.spark.compat import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+    arrow_schema,
+    require_stream_admission,
+)
 from delta_pyds.streaming.offsets import AdmissionLimits, StreamOffset
 from delta_pyds.streaming.source import StreamSource
 
@@ -51,6 +52,8 @@ def stream_reader(source: DataSource, schema: SparkStructType) -> DeltaStreamRea
     ``load()`` (the table's schema then, plus the change columns for change feeds)."""
     opts = ReadOptions.parse(source.options)
     stream_opts = StreamOptions.parse(source.options)
+    if stream_opts.max_files is not None or stream_opts.max_bytes is not None:
+        require_stream_admission("maxFilesPerTrigger / maxBytesPerTrigger")
     storage = table_storage(opts)
     if stream_opts.start.timestamp is not None:  # its zone: see delta_pyds.log.time_travel
         from dataclasses import replace
@@ -76,8 +79,8 @@ def stream_reader(source: DataSource, schema: SparkStructType) -> DeltaStreamRea
     requested = cast(StructType, parse_type(schema.jsonValue()))  # Spark's schema is a struct
     table = with_cdf_columns(snapshot.schema) if stream_opts.read_change_feed else snapshot.schema
     output = project_output(table, requested)
-    arrow_schema = to_arrow_schema(schema, timezone="UTC", prefers_large_types=False)
-    spec = change_read_spec(storage, snapshot, output, arrow_schema, batch_rows=opts.batch_rows)
+    spark_arrow = arrow_schema(schema)
+    spec = change_read_spec(storage, snapshot, output, spark_arrow, batch_rows=opts.batch_rows)
     return DeltaStreamReader(opts, stream_opts, snapshot.version, spec)
 
 
@@ -131,7 +134,10 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             max_bytes = limit.max_bytes
         return AdmissionLimits(max_files, max_bytes)
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        if start is None:  # pyspark 4.1 (no read limits): all available from the query's start
+            start, limit = self.initialOffset(), ReadAllAvailable()
+        assert limit is not None
         return self.source.latest_offset(self._offset(start), self._limits(limit)).to_dict()
 
     def prepareForTriggerAvailableNow(self) -> None:

@@ -180,16 +180,15 @@ class TableRewriter:
 
     def _python_scan(self, snap: Snapshot, files: pa.Table) -> DataFrame:
         """:meth:`scan` by pyarrow in Python workers: one task row per file, read there."""
-        from pyspark.sql.pandas.types import to_arrow_schema
-
+        from delta_pyds.spark.compat import arrow_schema
         from delta_pyds.spark.schema_convert import to_spark_schema
 
         scan = plan_scan(snap, files=files)  # the read core: same columns and files as every reader
         spark_schema = to_spark_schema(scan.output)
-        spec = scan.read_spec(to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False))
+        spec = scan.read_spec(arrow_schema(spark_schema))
         tracking = row_tracking_columns(snap)
         out_schema = _scan_schema(spark_schema, tracking)
-        out_arrow = to_arrow_schema(out_schema, timezone="UTC", prefers_large_types=False)
+        out_arrow = arrow_schema(out_schema)
         tasks = _scan_tasks(snap, scan.files, tracking)
         n = max(1, min(len(tasks), self.parallelism() * 2))
         tdf = self.spark.createDataFrame(
