@@ -7,7 +7,10 @@ Guarantees:
   Spark lowercased (``delta.appendonly`` -> ``delta.appendOnly``) and raises
   ``ValueError`` for an unknown ``delta.*`` key, listing the known ones;
 * :func:`validate_properties` raises ``ValueError`` naming the property and the accepted
-  values for a value this package would misinterpret;
+  values for a value this package would misinterpret, and ``UnsupportedFeatureError``
+  (delta-spark's ``DELTA_UNIVERSAL_FORMAT_VIOLATION``) for UniForm
+  (``delta.universalFormat.enabledFormats`` naming any format): no Iceberg or Hudi
+  metadata is written, and the IcebergCompat features UniForm needs are not writable;
 * :func:`required_protocol` returns the smallest protocol that is at least the current
   one and supports every feature the schema and configuration use (legacy versions
   when they suffice, reader 3 / writer 7 with explicit feature lists otherwise); it
@@ -19,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 
-from delta_pyds.errors import SettingValueError
+from delta_pyds.errors import SettingValueError, UnsupportedFeatureError
 from delta_pyds.protocol.actions import Protocol
 from delta_pyds.protocol.features import FEATURES, reader_features, writer_features
 from delta_pyds.protocol.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
@@ -46,6 +49,7 @@ ISOLATION_LEVEL = "delta.isolationLevel"
 COMPRESSION_CODEC = "delta.parquet.compression.codec"
 ENABLE_TYPE_WIDENING = "delta.enableTypeWidening"
 ENABLE_VARIANT_SHREDDING = "delta.enableVariantShredding"
+UNIVERSAL_FORMATS = "delta.universalFormat.enabledFormats"
 MIN_READER_VERSION = "delta.minReaderVersion"
 MIN_WRITER_VERSION = "delta.minWriterVersion"
 CONSTRAINT_PREFIX = "delta.constraints."
@@ -86,7 +90,7 @@ _KNOWN = [
     ENABLE_TYPE_WIDENING,
     "delta.enableIcebergCompatV1",
     "delta.enableIcebergCompatV2",
-    "delta.universalFormat.enabledFormats",
+    UNIVERSAL_FORMATS,
     COMPRESSION_CODEC,
     "delta.parquet.format.version",
     ENABLE_VARIANT_SHREDDING,
@@ -159,9 +163,27 @@ def int_property(configuration: Mapping[str, str], key: str, default: int) -> in
         return default
 
 
+def _refuse_uniform(value: str) -> None:
+    """UniForm cannot be kept: refused by delta-spark's error class, naming the format."""
+    formats = [f.strip().lower() for f in str(value).split(",") if f.strip()]
+    if not formats:
+        return
+    name = "iceberg" if "iceberg" in formats else formats[0]
+    raise UnsupportedFeatureError(
+        f"[DELTA_UNIVERSAL_FORMAT_VIOLATION] The validation of Universal Format ({name}) has failed: "
+        f"{UNIVERSAL_FORMATS}={value!r} asks for {name.capitalize()} metadata, which delta_pyds does not "
+        "write; UniForm Iceberg requires IcebergCompat (IcebergCompatV1 or IcebergCompatV2) to be enabled, "
+        "and delta_pyds does not support writing those table features. Write the table with delta-spark "
+        "to use UniForm, or leave the property unset",
+        ("icebergCompatV2",) if name == "iceberg" else (),
+    )
+
+
 def validate_properties(props: Mapping[str, str]) -> None:
     for key, value in props.items():
         text = str(value).strip()
+        if key == UNIVERSAL_FORMATS:
+            _refuse_uniform(text)
         if key in _BOOLEAN and text.lower() not in ("true", "false"):
             raise SettingValueError(f"table property {key}: expected true or false, got {value!r}")
         if key == CHECKPOINT_INTERVAL and not (text.isdigit() and int(text) > 0):

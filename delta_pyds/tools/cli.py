@@ -7,7 +7,10 @@
     python -m delta_pyds vacuum PATH [--retention-hours H]     (always a dry run)
 
 Output is JSON lines (one object per record) so it pipes into jq; errors print one
-line to stderr and exit with status 1.
+line to stderr and exit with status 1. Every subcommand first checks that PATH is a Delta
+table (a ``_delta_log`` with a commit or checkpoint): a missing path, a file, a directory
+without a log (plain Parquet) and an empty log are errors (delta-spark's
+``DELTA_MISSING_DELTA_TABLE``: "PATH is not a Delta table"), never an empty answer.
 """
 
 from __future__ import annotations
@@ -16,15 +19,36 @@ import argparse
 import json
 import sys
 
-from delta_pyds.errors import DeltaError
+from delta_pyds.errors import DeltaError, TableNotFoundError
 from delta_pyds.log.history import history
+from delta_pyds.log.segment import list_log
 from delta_pyds.operations.vacuum import vacuum
 from delta_pyds.protocol import features
+from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 
 
 def _print(obj: object) -> None:
     print(json.dumps(obj, default=str, sort_keys=False))
+
+
+def _require_table(path: str) -> None:
+    """Raises TableNotFoundError unless ``path`` holds a Delta log with a commit or checkpoint."""
+    storage = Storage(path)
+    try:
+        if any(f.kind in ("commit", "checkpoint") for f in list_log(storage)):
+            return
+    except (NotADirectoryError, FileNotFoundError):
+        pass
+    if not storage.exists(storage.root):
+        reason = "the path does not exist"
+    elif not storage.fs.isdir(storage.root):
+        reason = "it is a file"
+    elif not storage.exists(storage.join("_delta_log")):
+        reason = "it has no _delta_log directory"
+    else:
+        reason = "_delta_log has no commits"
+    raise TableNotFoundError(f"[DELTA_MISSING_DELTA_TABLE] {path} is not a Delta table: {reason}")
 
 
 def _history(args: argparse.Namespace) -> None:
@@ -112,8 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=_vacuum)
     args = parser.parse_args(argv)
     try:
+        _require_table(args.path)
         args.run(args)
-    except (DeltaError, ValueError, FileNotFoundError) as exc:
+    except (DeltaError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -87,6 +87,15 @@ class Optimize(Statement):
 
 
 @dataclass(frozen=True)
+class Reorg(Statement):
+    """``REORG TABLE t [WHERE <partition predicate>] APPLY (PURGE)``."""
+
+    statement: ClassVar[str] = "REORG"
+    table: Table
+    where: str | None = None
+
+
+@dataclass(frozen=True)
 class Restore(Statement):
     statement: ClassVar[str] = "RESTORE"
     table: Table

@@ -34,6 +34,7 @@ from delta_pyds.spark.sql.ast import (
     Optimize,
     Query,
     RenameColumn,
+    Reorg,
     Restore,
     SetTblProperties,
     ShowColumns,
@@ -90,6 +91,15 @@ def _optimize(spark: SparkSession, st: Optimize, r: Resolution) -> DataFrame:
     if st.where is not None:
         builder = builder.where(st.where)
     return builder.executeZOrderBy(*st.zorder_by) if st.zorder_by else builder.executeCompaction()
+
+
+def _reorg(spark: SparkSession, st: Reorg, r: Resolution) -> DataFrame:
+    from delta_pyds.spark.tables.optimize import reorg_purge
+
+    builder = delta_table(spark, r.target(st)).optimize()
+    if st.where is not None:
+        builder = builder.where(st.where)
+    return reorg_purge(builder)
 
 
 def _restore(spark: SparkSession, st: Restore, r: Resolution) -> DataFrame:
@@ -229,6 +239,7 @@ RUNNERS: Mapping[type[Statement], Runner] = {
     DescribeDetail: _describe_detail,
     Vacuum: _vacuum,
     Optimize: _optimize,
+    Reorg: _reorg,
     Restore: _restore,
     ShowTblProperties: _show_tblproperties,
     ShowPartitions: _show_partitions,

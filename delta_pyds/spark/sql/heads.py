@@ -23,6 +23,7 @@ FORMS = {
     "VACUUM": "VACUUM <table | 'path'> [RETAIN n HOURS] [DRY RUN]",
     "OPTIMIZE": "OPTIMIZE <table> [WHERE <partition predicate>] [ZORDER BY (col, ...)]",
     "RESTORE": "RESTORE [TABLE] <table> TO VERSION AS OF n | TIMESTAMP AS OF 'ts'",
+    "REORG": "REORG TABLE <table> [WHERE <partition predicate>] APPLY (PURGE)",
     "DELETE": "DELETE FROM <table> [[AS] alias] [WHERE <condition>]",
     "UPDATE": "UPDATE <table> [[AS] alias] SET col = expr [, ...] [WHERE <condition>]",
     "SHOW TBLPROPERTIES": "SHOW TBLPROPERTIES <table> [('key')]",
@@ -86,6 +87,7 @@ def _delta_only(p: Parser) -> Head | None:
         (("VACUUM",), "VACUUM"),
         (("OPTIMIZE",), "OPTIMIZE"),
         (("RESTORE",), "RESTORE"),
+        (("REORG",), "REORG"),
         (("GENERATE",), "GENERATE"),
         (("CONVERT", "TO", "DELTA"), "CONVERT TO DELTA"),
     )

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from delta_pyds.errors import ArgumentTypeError
+from delta_pyds.errors import ArgumentTypeError, UnsupportedFeatureError
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT, Dialect
 from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.sql import alter, catalog_statements, create, dml
@@ -32,6 +32,7 @@ from delta_pyds.spark.sql.ast import (
     Generate,
     Optimize,
     Query,
+    Reorg,
     Restore,
     SetTblProperties,
     ShowColumns,
@@ -164,6 +165,27 @@ def _optimize(p: Parser) -> Optimize:
     zorder = tuple(p.name_list()) if p.accept("ZORDER", "BY") else None
     p.end()
     return Optimize(ref, where, zorder)
+
+
+def _reorg(p: Parser) -> Reorg:
+    """``REORG TABLE t [WHERE pred] APPLY (PURGE)``; ``APPLY (UPGRADE UNIFORM ...)`` is refused
+    by name (no Iceberg metadata is written)."""
+    p.expect("TABLE")
+    ref = p.require_table()
+    where = p.until("APPLY") if p.accept("WHERE") else None
+    p.expect("APPLY")
+    p.expect("(")
+    if p.at("UPGRADE"):
+        raise UnsupportedFeatureError(
+            "REORG TABLE ... APPLY (UPGRADE UNIFORM (ICEBERG_COMPAT_VERSION = n)) is not supported: "
+            "delta_pyds writes no Iceberg metadata and cannot write the icebergCompat table features "
+            "(delta-spark's DELTA_UNIVERSAL_FORMAT_VIOLATION); REORG TABLE ... APPLY (PURGE) is supported",
+            ("icebergCompatV2",),
+        )
+    p.expect("PURGE")
+    p.expect(")")
+    p.end()
+    return Reorg(ref, where)
 
 
 def _restore(p: Parser) -> Restore:
@@ -299,6 +321,7 @@ _PARSERS: Mapping[str, Callable[[Parser], Statement]] = {
     "VACUUM": _vacuum,
     "OPTIMIZE": _optimize,
     "RESTORE": _restore,
+    "REORG": _reorg,
     "DELETE": dml.delete,
     "UPDATE": dml.update,
     "SHOW TBLPROPERTIES": _show_tblproperties,

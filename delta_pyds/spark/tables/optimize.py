@@ -136,7 +136,7 @@ class DeltaOptimizeBuilder:
             )
         victims = active.take(pa.array(chosen, pa.int64()))
         adds = self._rewrite_bins(snap, active, victims, bins, zorder, clustered)
-        self._commit(snap, victims, adds, bins, zorder, clustered)
+        self._commit(snap, victims, adds, bins, zorder, clustered, purge=purge)
         result = optimize_metrics(victims, adds, bins, considered, started, zorder, snap.schema)
         result["endTimeMs"] = int(time.time() * 1000)
         return self._result(snap, result)
@@ -186,8 +186,11 @@ class DeltaOptimizeBuilder:
         bins: list[list[int]],
         zorder: list[str] | None,
         clustered: list[tuple[str, ...]] | None,
+        *,
+        purge: bool = False,
     ) -> None:
-        """One ``OPTIMIZE`` commit replacing ``victims`` by ``adds`` (deleted if it fails)."""
+        """One ``OPTIMIZE`` commit (``REORG`` for a purge, with delta-spark's parameters)
+        replacing ``victims`` by ``adds`` (deleted if it fails)."""
         from delta_pyds.transaction.commit import Transaction
         from delta_pyds.transaction.file_actions import remove_actions
         from delta_pyds.transaction.staged_files import delete_on_failure
@@ -197,17 +200,21 @@ class DeltaOptimizeBuilder:
         txn = Transaction(rw.storage, snap)
         txn.remove_files(removes)
         txn.add_files(adds)
-        with delete_on_failure(rw.storage, adds):
-            txn.commit(
+        predicate = json.dumps([self._where] if self._where else [])
+        if purge:
+            operation, parameters = "REORG", {"predicate": predicate, "applyPurge": "true"}
+        else:
+            operation, parameters = (
                 "OPTIMIZE",
                 {
-                    "predicate": json.dumps([self._where] if self._where else []),
+                    "predicate": predicate,
                     "zOrderBy": json.dumps(zorder or []),
                     **({"clusterBy": json.dumps([".".join(p) for p in clustered])} if clustered else {}),
                     "targetFileSize": str(self._target),
                 },
-                metrics=_commit_metrics(victims, adds, len(removes), len(bins)),
             )
+        with delete_on_failure(rw.storage, adds):
+            txn.commit(operation, parameters, metrics=_commit_metrics(victims, adds, len(removes), len(bins)))
 
     def _result(self, snap: Snapshot, metrics: dict[str, Any]) -> DataFrame:
         """delta-spark's OPTIMIZE result: ``path`` and the ``metrics`` struct."""
@@ -394,7 +401,14 @@ def spark_partition_of(value: int, n: int) -> int:
 def purge_deletion_vectors(rewriter: TableRewriter) -> DataFrame:
     """Rewrites every file that has a deletion vector (without the deleted rows); returns
     the OPTIMIZE result DataFrame."""
-    return DeltaOptimizeBuilder(rewriter)._execute(None, purge=True)
+    return reorg_purge(DeltaOptimizeBuilder(rewriter))
+
+
+def reorg_purge(builder: DeltaOptimizeBuilder) -> DataFrame:
+    """delta-spark's ``REORG TABLE ... APPLY (PURGE)``: rewrites every file with a deletion
+    vector in the builder's partitions (``where``) without its deleted rows, one ``REORG``
+    commit (nothing is committed when no file has one); returns the OPTIMIZE result DataFrame."""
+    return builder._execute(None, purge=True)
 
 
 def cluster_key(df: DataFrame, paths: Sequence[Sequence[str]]) -> Column:
