@@ -103,6 +103,36 @@ class DeltaNamedSource(DeltaDataSource):
         return super().streamWriter(schema, overwrite)
 
 
+def register_sources(spark: SparkSession, *, delta_name: bool = True) -> None:
+    """What :func:`delta_pyds.spark.register` does to the session's data sources: the filter
+    pushdown conf, ``pydelta``, and ``delta`` (with ``delta_name``) as :func:`register_delta_name`
+    decides; no front door is installed here (the package's own fallbacks call this)."""
+    try:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    except Exception:  # pragma: no cover - some managed platforms lock confs
+        pass
+    spark.dataSource.register(DeltaDataSource)
+    if delta_name:
+        register_delta_name(spark)
+
+
+def _register_named(spark: SparkSession) -> None:
+    """Registers :class:`DeltaNamedSource`; a ``spark.newSession()`` of a registered session
+    finds no ``delta`` on lookup yet refuses a second registration (measured on 4.3:
+    ``DATA_SOURCE_ALREADY_EXISTS``): the name is this package's there already."""
+    try:
+        spark.dataSource.register(DeltaNamedSource)
+    except Exception as exc:
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(exc):
+            raise
+
+
+def delta_name_checked(spark: SparkSession) -> bool | None:
+    """What :func:`register_delta_name` found for ``spark`` (None: never asked, e.g.
+    ``register(spark, delta_name=False)``): whether ``delta`` reaches this package there."""
+    return _CHECKED.get(spark)
+
+
 def register_delta_name(spark: SparkSession) -> bool:
     """Registers :class:`DeltaNamedSource` as ``delta`` on ``spark`` when Spark finds no
     ``delta`` source (checked once per session); returns whether ``delta`` now reaches this
@@ -117,7 +147,7 @@ def register_delta_name(spark: SparkSession) -> bool:
     except Exception as exc:
         text = str(exc)
         if "DATA_SOURCE_NOT_FOUND" in text:
-            spark.dataSource.register(DeltaNamedSource)
+            _register_named(spark)
             ours = True
         else:  # a source answered: ours (a Python source) or a JVM one (delta-spark)
             ours = "PYTHON_DATA_SOURCE" in text or "delta_pyds" in text
