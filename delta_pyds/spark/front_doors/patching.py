@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from delta_pyds.errors import DeltaError, OptionValueError
+from delta_pyds.spark.catalog import lookup
 from delta_pyds.spark.delta_source import delta_name_checked
 
 if TYPE_CHECKING:
@@ -162,6 +163,18 @@ def delta_format(spark: SparkSession, source: str | None) -> bool:
     return name == "delta" and bool(delta_name_checked(spark))
 
 
+def is_delta_entry(spark: SparkSession, name: str) -> bool:
+    """Whether ``name`` is a Delta catalog table that this package writes (a session where a JVM
+    ``delta`` source exists keeps it; a name this package cannot resolve is Spark's)."""
+    if not delta_name_checked(spark):
+        return False
+    try:
+        entry = lookup(spark, name)
+    except DeltaError:
+        return False
+    return entry is not None and entry.is_delta
+
+
 def writer_dataframe(writer: Any) -> DataFrame:
     """The DataFrame a writer writes: classic writers hold it, Spark Connect ones its plan."""
     df = writer._df
@@ -202,7 +215,7 @@ def analysis_error(exc: DeltaError, condition: str, sqlstate: str, message: str)
         namespace = {"__module__": base.__module__, "getSqlState": _sqlstate}
         bases = (base, AnalysisException)
         cls = _ADAPTED[base] = types.new_class(base.__name__, bases, {}, lambda ns: ns.update(namespace))
-    out: Any = Exception.__new__(cls)
+    out: Any = cast(Any, cls).__new__(cls)
     AnalysisException.__init__(out, message=message, errorClass=condition, messageParameters={})
     Exception.__init__(out, f"[{condition}] {message}")
     out._pydelta_sqlstate = sqlstate

@@ -25,9 +25,6 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from delta_pyds.errors import DeltaError
-from delta_pyds.spark.catalog import lookup
-from delta_pyds.spark.delta_source import delta_name_checked
 from delta_pyds.spark.front_doors import stream_writers, write_routes, writers_v2
 from delta_pyds.spark.front_doors.patching import (
     WriteState,
@@ -35,6 +32,7 @@ from delta_pyds.spark.front_doors.patching import (
     columns,
     copied,
     delta_format,
+    is_delta_entry,
     recording,
     save_mode,
     wrap,
@@ -110,18 +108,6 @@ def _delta_source(writer: Any, call: dict[str, Any], st: WriteState) -> bool:
 def _delta_table(writer: Any, call: dict[str, Any], st: WriteState) -> bool:
     """``insertInto`` writes in the target's format, whatever ``format()`` said (Spark's rule)."""
     return is_delta_entry(writer._spark, call["tableName"])
-
-
-def is_delta_entry(spark: SparkSession, name: str) -> bool:
-    """Whether ``name`` is a Delta catalog table that this package writes (a session where a JVM
-    ``delta`` source exists keeps it; a name this package cannot resolve is Spark's)."""
-    if not delta_name_checked(spark):
-        return False
-    try:
-        entry = lookup(spark, name)
-    except DeltaError:
-        return False
-    return entry is not None and entry.is_delta
 
 
 def _terminal(route: Route, decide: Route = _delta_source) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -204,3 +204,46 @@ def test_insert_into_by_position(spark, db, tmp_path):
     swapped.write.insertInto(f"{db}.pq")
     assert [tuple(r) for r in spark.table(f"{db}.pq").collect()] == [(2, "b")]
     assert json.loads(json.dumps(entry(spark, db, "pq")[0])) == "parquet"
+
+
+def test_write_to_every_mode(spark, db, tmp_path):
+    from pyspark.sql import functions as F
+
+    name = f"{db}.v2"
+    df = spark.createDataFrame([(1, "a"), (2, "b")], "id long, p string")
+    df.writeTo(name).using("delta").partitionedBy("p").tableProperty("delta.appendOnly", "false").create()
+    location = entry(spark, db, "v2")[2]
+    dt = deltalake.DeltaTable(location)
+    assert dt.metadata().partition_columns == ["p"] and dt.metadata().configuration == {"delta.appendOnly": "false"}
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+        df.writeTo(name).using("delta").create()
+    spark.createDataFrame([("c", 3)], "p string, id long").writeTo(name).append()  # by name
+    assert rows(location) == [(1, "a"), (2, "b"), (3, "c")]
+    spark.createDataFrame([(9, "b")], "id long, p string").writeTo(name).overwrite(F.col("p") == "b")
+    assert rows(location) == [(1, "a"), (3, "c"), (9, "b")]
+    spark.createDataFrame([(7, "c")], "id long, p string").writeTo(name).overwritePartitions()
+    assert rows(location) == [(1, "a"), (7, "c"), (9, "b")]
+    spark.range(2).writeTo(name).using("pydelta").replace()
+    assert rows(location) == [(0,), (1,)] and deltalake.DeltaTable(location).metadata().partition_columns == []
+    ext = str(tmp_path / "ext")
+    df.writeTo(f"{db}.ext").using("delta").option("path", ext).createOrReplace()
+    assert entry(spark, db, "ext") == ("delta", "EXTERNAL", ext) and rows(ext) == [(1, "a"), (2, "b")]
+    with pytest.raises(AnalysisException, match="CANNOT_REPLACE_MISSING_TABLE"):
+        df.writeTo(f"{db}.missing").using("delta").replace()
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+        df.writeTo(f"{db}.missing").append()
+    with pytest.raises(ValueError, match="not a column name"):
+        df.writeTo(f"{db}.t2").using("delta").partitionedBy(F.years("id")).create()
+    assert [op[0] for op in log(location)] == [
+        "CREATE TABLE AS SELECT",
+        "WRITE",
+        "WRITE",
+        "WRITE",
+        "REPLACE TABLE AS SELECT",
+    ]
+    assert deltalake.DeltaTable(location).history(3)[-1]["operationParameters"]["predicate"] == "[\"(p = 'b')\"]"
+    # a parquet table's writeTo is Spark's own
+    df.writeTo(f"{db}.pq").using("parquet").create()
+    assert spark.table(f"{db}.pq").count() == 2 and entry(spark, db, "pq")[0] == "parquet"
+    with pytest.raises(AnalysisException, match="v1 table"):  # Spark's own refusal, unchanged
+        df.writeTo(f"{db}.pq").append()
