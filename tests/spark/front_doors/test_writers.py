@@ -247,3 +247,23 @@ def test_write_to_every_mode(spark, db, tmp_path):
     assert spark.table(f"{db}.pq").count() == 2 and entry(spark, db, "pq")[0] == "parquet"
     with pytest.raises(AnalysisException, match="v1 table"):  # Spark's own refusal, unchanged
         df.writeTo(f"{db}.pq").append()
+
+
+def test_write_stream_to_table(spark, db, tmp_path):
+    source = str(tmp_path / "src")
+    spark.createDataFrame([(1, "a"), (2, "b")], "id long, p string").write.format("delta").save(source)
+    name = f"{db}.sink"
+    stream = spark.readStream.format("delta").load(source)
+    query = (
+        stream.writeStream.format("delta")
+        .partitionBy("p")
+        .option("checkpointLocation", str(tmp_path / "chk"))
+        .trigger(availableNow=True)
+        .toTable(name)
+    )
+    query.awaitTermination()
+    provider, kind, location = entry(spark, db, "sink")
+    assert (provider, kind) == ("delta", "MANAGED")
+    assert rows(location) == [(1, "a"), (2, "b")]
+    assert deltalake.DeltaTable(location).metadata().partition_columns == ["p"]
+    assert [op[0] for op in log(location)] == ["CREATE TABLE", "STREAMING UPDATE"]
