@@ -11,12 +11,17 @@ Guarantees:
 
 * the builder methods (``format``, ``mode``, ``option``, ``options``, ``partitionBy``) run as
   pyspark defines them and their arguments are recorded on the writer;
-* ``save``, ``saveAsTable`` and ``insertInto`` of a Delta format (``pydelta``; ``delta`` where no
-  JVM ``delta`` source exists; no format: the session's ``spark.sql.sources.default``) run in this
-  package with delta-spark's semantics (:mod:`.write_routes`), positional and keyword forms
-  (``save(path, format=, mode=, partitionBy=, **options)``) alike; every other call (another
-  format, a ``delta`` backed by delta-spark's jars) is pyspark's own method with the same
-  arguments, and nothing else (``parquet()``, ``csv()``, ``jdbc()`` ...) is wrapped;
+* ``save`` and ``saveAsTable`` of a Delta format (``pydelta``; ``delta`` where no JVM ``delta``
+  source exists; no format: the session's ``spark.sql.sources.default``), and ``insertInto`` of a
+  Delta catalog table (the target's format decides, as in Spark), run in this package with
+  delta-spark's semantics (:mod:`.write_routes`), positional and keyword forms
+  (``save(path, format=, mode=, partitionBy=, **options)``) alike. ``save`` of ``format("delta")``
+  is the Spark-native writer; ``save`` of ``format("pydelta")`` stays the data source: in append or
+  overwrite mode without ``partitionBy()`` it is pyspark's own call, otherwise a fresh writer of the
+  same DataFrame passes the save mode and partition columns as the source's ``saveMode`` /
+  ``partitionBy`` options. Every other call (another format, a ``delta`` backed by delta-spark's
+  jars) is pyspark's own method with the same arguments, and nothing else (``parquet()``,
+  ``csv()``, ``jdbc()`` ...) is wrapped;
 * nothing changes at import time; installing twice, or for a second session, wraps nothing again."""
 
 from __future__ import annotations
