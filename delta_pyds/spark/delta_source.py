@@ -21,7 +21,9 @@ Guarantees of the ``delta`` source registered here:
   fails with :class:`~delta_pyds.errors.CatalogTableReadError`, whose message says to use
   ``read_delta(spark, name=...)`` / ``delta_pyds.sql`` / ``write_delta(df, name=...)``. (``INSERT INTO``
   a delta-spark-shaped entry fails earlier, in Spark's analyzer, with
-  ``INSERT_COLUMN_ARITY_MISMATCH``: the entry has no columns.)"""
+  ``INSERT_COLUMN_ARITY_MISMATCH``: the entry has no columns.) ``register(spark)``'s front doors
+  (:mod:`delta_pyds.spark.front_doors`) meet ``saveAsTable`` / ``insertInto`` / ``writeTo`` in the
+  Python session, before Spark sees them."""
 
 from __future__ import annotations
 

@@ -96,8 +96,8 @@ import json, sys
 from pyspark.sql import SparkSession
 root, jar = sys.argv[1], sys.argv[2]
 spark = (
-    SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").config("spark.driver.extraClassPath", jar)
-    .getOrCreate()
+    SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+    .config("spark.driver.extraClassPath", jar).getOrCreate()
 )
 spark.sparkContext.setLogLevel("ERROR")
 import delta_pyds
