@@ -14,7 +14,7 @@ from delta_pyds.spark.compat import check_supported
 check_supported()  # before any module that needs a newer pyspark API fails on its own
 
 from delta_pyds.spark.datasource import DeltaDataSource  # noqa: E402
-from delta_pyds.spark.delta_source import register_delta_name, register_source  # noqa: E402
+from delta_pyds.spark.delta_source import register_sources  # noqa: E402
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,12 +28,13 @@ def register(spark: SparkSession, *, delta_name: bool = True) -> None:
     when Spark finds no ``delta`` source of its own (delta-spark's jars keep theirs; see
     :mod:`delta_pyds.spark.delta_source`).
 
+    Also installs the front doors (:mod:`delta_pyds.spark.front_doors`): Spark's own
+    ``df.write...save/saveAsTable/insertInto``, ``df.writeTo(...)`` and
+    ``writeStream...toTable`` of a Delta format then behave as delta-spark's.
+
     Needed when the package ships with ``--py-files`` (Spark only auto-registers
     pip-installed ``pyspark_*`` modules); harmless otherwise."""
-    try:
-        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    except Exception:  # pragma: no cover - some managed platforms lock confs
-        pass
-    register_source(spark, DeltaDataSource)
-    if delta_name:
-        register_delta_name(spark)
+    register_sources(spark, delta_name=delta_name)
+    from delta_pyds.spark.front_doors import install  # the one place the front doors are installed
+
+    install(spark)

@@ -21,7 +21,9 @@ Guarantees of the ``delta`` source registered here:
   fails with :class:`~delta_pyds.errors.CatalogTableReadError`, whose message says to use
   ``read_delta(spark, name=...)`` / ``delta_pyds.sql`` / ``write_delta(df, name=...)``. (``INSERT INTO``
   a delta-spark-shaped entry fails earlier, in Spark's analyzer, with
-  ``INSERT_COLUMN_ARITY_MISMATCH``: the entry has no columns.)"""
+  ``INSERT_COLUMN_ARITY_MISMATCH``: the entry has no columns.) ``register(spark)``'s front doors
+  (:mod:`delta_pyds.spark.front_doors`) meet ``saveAsTable`` / ``insertInto`` / ``writeTo`` in the
+  Python session, before Spark sees them."""
 
 from __future__ import annotations
 
@@ -143,6 +145,25 @@ def register_source(spark: SparkSession, source: type) -> None:
         spark.dataSource.register(source)
 
 
+def register_sources(spark: SparkSession, *, delta_name: bool = True) -> None:
+    """What :func:`delta_pyds.spark.register` does to the session's data sources: the filter
+    pushdown conf, ``pydelta``, and ``delta`` (with ``delta_name``) as :func:`register_delta_name`
+    decides; no front door is installed here (the package's own fallbacks call this)."""
+    try:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    except Exception:  # pragma: no cover - some managed platforms lock confs
+        pass
+    register_source(spark, DeltaDataSource)
+    if delta_name:
+        register_delta_name(spark)
+
+
+def delta_name_checked(spark: SparkSession) -> bool | None:
+    """What :func:`register_delta_name` found for ``spark`` (None: never asked, e.g.
+    ``register(spark, delta_name=False)``): whether ``delta`` reaches this package there."""
+    return _CHECKED.get(spark)
+
+
 def register_delta_name(spark: SparkSession) -> bool:
     """Registers :class:`DeltaNamedSource` as ``delta`` on ``spark`` when Spark finds no
     ``delta`` source (checked once per session); returns whether ``delta`` now reaches this
@@ -159,7 +180,13 @@ def register_delta_name(spark: SparkSession) -> bool:
         ours = False  # something named delta read a path that does not exist
     except Exception as exc:
         if error_condition(exc) == "DATA_SOURCE_NOT_FOUND":
-            register_source(spark, DeltaNamedSource)
+            try:
+                register_source(spark, DeltaNamedSource)
+            except Exception as again:  # a session sharing another's Python sources has it already
+                if error_condition(again) != "DATA_SOURCE_ALREADY_EXISTS" and "DATA_SOURCE_ALREADY_EXISTS" not in str(
+                    again
+                ):
+                    raise
             ours = True
         else:  # a source answered: ours (a Python source) or another (delta-spark's JVM one)
             ours = probe_answer(probe) in str(exc)

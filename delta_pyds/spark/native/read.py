@@ -178,9 +178,9 @@ def _load(spark: SparkSession, storage: Storage, opts: ReadOptions) -> Snapshot:
 
 
 def _datasource_read(spark: SparkSession, opts_map: Mapping[str, str], version: int | None = None) -> DataFrame:
-    from delta_pyds.spark import register
+    from delta_pyds.spark.delta_source import register_sources
 
-    register(spark)
+    register_sources(spark)
     reader = spark.read.format("pydelta")
     for k, v in opts_map.items():
         if k == "path" or (version is not None and k.lower() in ("versionasof", "timestampasof")):

@@ -212,9 +212,9 @@ class DeltaTable(SchemaChanges):
         return Snapshot.load(self._storage, version=version)
 
     def _register(self) -> None:
-        from delta_pyds.spark import register
+        from delta_pyds.spark.delta_source import register_sources
 
-        register(self._spark)
+        register_sources(self._spark)
 
     def _session_time_zone(self) -> str:
         """``spark.sql.session.timeZone``: the zone of timestamps without a UTC offset."""
