@@ -56,6 +56,7 @@ def readings(spark, db, n):
 
 HIVE = (
     r"""
+import sys
 from pyspark.sql import SparkSession
 spark = (
     SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
@@ -130,8 +131,9 @@ spark.stop()
 
 def run_script(tmp_path, name, text):
     script = tmp_path / name
-    script.write_text(text)
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, TZ="UTC")
+    script.write_text(text, encoding="utf-8")
+    # SPARK_TESTING: a local Connect server takes an ephemeral port (15002 may be another's)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, TZ="UTC", SPARK_TESTING="1")
     result = subprocess.run(
         [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env, timeout=900
     )
