@@ -1,4 +1,5 @@
-"""Comparison helpers for tests: rows from Spark and from deltalake as sorted lists."""
+"""Comparison helpers for tests: rows from Spark, deltalake and DuckDB (tests/interop.py) as
+sorted lists."""
 
 from __future__ import annotations
 
@@ -71,15 +72,22 @@ def deltalake_s3_options(server) -> dict:
     }
 
 
-def deltalake_table(path, version=None, storage_options=None):
+def deltalake_table(path, version=None, storage_options=None, *, duckdb=True):
     """All rows of a table read by delta-rs's own query engine (it applies deletion
-    vectors and column mapping, unlike its pyarrow dataset path), as a pyarrow Table."""
+    vectors and column mapping, unlike its pyarrow dataset path), as a pyarrow Table.
+    Every table read here is also read by DuckDB's delta extension (delta-kernel-rs,
+    :mod:`interop`), which must give the same rows (``duckdb=False``: a caller that
+    compares DuckDB itself)."""
     import pyarrow as pa
     from deltalake import DeltaTable, QueryBuilder
+    from interop import check_duckdb_agrees
 
     dt = DeltaTable(path, version=version, storage_options=storage_options)
     result = QueryBuilder().register("t", dt).execute("SELECT * FROM t")
-    return pa.table(result.read_all())
+    table = pa.table(result.read_all())
+    if duckdb:
+        check_duckdb_agrees(str(path), table, version=version, storage_options=storage_options)
+    return table
 
 
 def deltalake_s3_rows(server, url, columns=("id", "p", "s")) -> list:
