@@ -166,6 +166,7 @@ def test_write_front_doors_on_a_hive_metastore(tmp_path):
     check_calls(got, tmp_path, f"{tmp_path}/db.db")
 
 
+@pytest.mark.slow  # javac, a jar and a session of its own in a subprocess
 def test_a_jvm_delta_source_keeps_format_delta(tmp_path):
     """Where a JVM source has the name ``delta`` (delta-spark's jars), ``format("delta")`` stays
     Spark's: its save modes and ``partitionBy`` reach that source (here a Parquet one), never
