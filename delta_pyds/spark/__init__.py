@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from delta_pyds.spark.datasource import DeltaDataSource
-from delta_pyds.spark.delta_source import register_delta_name
+from delta_pyds.spark.delta_source import register_source
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -21,12 +21,12 @@ def register(spark: SparkSession, *, delta_name: bool = True) -> None:
     when Spark finds no ``delta`` source of its own (delta-spark's jars keep theirs; see
     :mod:`delta_pyds.spark.delta_source`).
 
-    Needed when the package ships with ``--py-files`` (Spark only auto-registers
-    pip-installed ``pyspark_*`` modules); harmless otherwise."""
-    try:
-        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    except Exception:  # pragma: no cover - some managed platforms lock confs
-        pass
-    spark.dataSource.register(DeltaDataSource)
+    With ``delta_name`` it also installs Spark's own front doors (``spark.sql``, ``spark.table``,
+    reads by name, the writers' save modes: :mod:`delta_pyds.spark.front_doors`) where ``delta``
+    is this package's. Needed when the package ships with ``--py-files`` (Spark only
+    auto-registers pip-installed ``pyspark_*`` modules); harmless otherwise."""
+    register_source(spark, delta_name=delta_name)
     if delta_name:
-        register_delta_name(spark)
+        from delta_pyds.spark import front_doors
+
+        front_doors.install(spark)

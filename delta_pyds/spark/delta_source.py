@@ -103,6 +103,19 @@ class DeltaNamedSource(DeltaDataSource):
         return super().streamWriter(schema, overwrite)
 
 
+def register_source(spark: SparkSession, *, delta_name: bool = True) -> None:
+    """Registers the ``pydelta`` source on ``spark``, enables filter pushdown and, with
+    ``delta_name``, :func:`register_delta_name` (what ``delta_pyds.register`` does before it
+    installs the front doors; this package's own calls use this one)."""
+    try:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    except Exception:  # pragma: no cover - some managed platforms lock confs
+        pass
+    spark.dataSource.register(DeltaDataSource)
+    if delta_name:
+        register_delta_name(spark)
+
+
 def register_delta_name(spark: SparkSession) -> bool:
     """Registers :class:`DeltaNamedSource` as ``delta`` on ``spark`` when Spark finds no
     ``delta`` source (checked once per session); returns whether ``delta`` now reaches this

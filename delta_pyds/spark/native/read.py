@@ -178,7 +178,7 @@ def _load(spark: SparkSession, storage: Storage, opts: ReadOptions) -> Snapshot:
 
 
 def _datasource_read(spark: SparkSession, opts_map: Mapping[str, str], version: int | None = None) -> DataFrame:
-    from delta_pyds.spark import register
+    from delta_pyds.spark.delta_source import register_source as register
 
     register(spark)
     reader = spark.read.format("pydelta")
