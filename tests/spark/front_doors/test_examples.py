@@ -35,6 +35,7 @@ ALL = (
 )
 CLASSIC_ONLY = {"table_exists.py"}
 WRITERS = pytest.mark.xfail(strict=True, reason="needs front_doors.writers")
+pytestmark = pytest.mark.slow  # a Spark session (classic) or a Connect server per session kind, 7 examples
 
 
 def _run(mode: str, tmp: str) -> dict[str, dict]:
@@ -49,7 +50,7 @@ def _run(mode: str, tmp: str) -> dict[str, dict]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=1500,
+        timeout=3300,  # ~3 min per session kind on 2 idle cores; far more on a loaded machine
     )
     results = {}
     for line in out.stdout.splitlines():
