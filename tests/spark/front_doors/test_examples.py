@@ -159,7 +159,7 @@ def test_quickstart_sql_on_paths(runs):
 def test_utilities(runs):
     r = result(runs, "utilities.py")
     shown = finished(r)
-    assert shown[0] == (["id"], sorted(shown[0][1])) and sorted(shown[0][1]) == ids(0, 1, 2, 3, 4)
+    assert shown[0][0] == ["id"] and sorted(shown[0][1]) == ids(0, 1, 2, 3, 4)
     history = shown[1]
     assert history[0][:2] == ["version", "timestamp"]
     operations = [row[history[0].index("operation")] for row in history[1]]
