@@ -170,7 +170,9 @@ def segment_from_listing(
     if not commits and not checkpoints:
         if any(f.kind == "checkpoint" for f in files):
             raise CorruptLogError(f"the log of {storage.root} holds only incomplete or unusable checkpoints")
-        raise TableNotFoundError(f"no Delta table at {storage.root}: {LOG_DIR} has no commits")
+        raise TableNotFoundError(
+            f"no Delta table at {storage.root}: {LOG_DIR} has no commits (`{storage.root}` is not a Delta table)"
+        )
     latest = max(list(commits) + list(checkpoints))
     if version is None:
         version = latest

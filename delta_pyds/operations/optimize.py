@@ -33,7 +33,18 @@ from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.partition_match import partition_predicate
 
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
-_ZORDER_TYPES = ("byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz")
+_ZORDER_TYPES = (
+    "byte",
+    "short",
+    "integer",
+    "long",
+    "float",
+    "double",
+    "date",
+    "timestamp",
+    "timestamp_ntz",
+    "string",
+)
 
 
 def zorder_columns(snap: Snapshot, cols: Sequence[str], *, clustered: Sequence[Sequence[str]] | None) -> list[str]:
@@ -62,7 +73,8 @@ def zorder_columns(snap: Snapshot, cols: Sequence[str], *, clustered: Sequence[S
             "decimal"
         ):
             raise ArgumentValueError(
-                f"executeZOrderBy: {c} has type {f.type}; only numeric, date and timestamp columns are supported"
+                f"executeZOrderBy: {c} has type {f.type}; only numeric, date, timestamp and string columns"
+                " are supported"
             )
     return [lowered[c.lower()].name for c in cols]
 

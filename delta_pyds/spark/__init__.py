@@ -29,8 +29,9 @@ def register(spark: SparkSession, *, delta_name: bool = True) -> None:
     :mod:`delta_pyds.spark.delta_source`).
 
     Also installs the front doors (:mod:`delta_pyds.spark.front_doors`): Spark's own
-    ``df.write...save/saveAsTable/insertInto``, ``df.writeTo(...)`` and
-    ``writeStream...toTable`` of a Delta format then behave as delta-spark's.
+    ``df.write...save/saveAsTable/insertInto``, ``df.writeTo(...)``, ``writeStream...toTable``,
+    ``spark.sql``, ``spark.table`` and reads by name of a Delta format or table then behave as
+    delta-spark's, where ``delta`` is this package's (never beside delta-spark's jars).
 
     Needed when the package ships with ``--py-files`` (Spark only auto-registers
     pip-installed ``pyspark_*`` modules); harmless otherwise."""

@@ -94,7 +94,15 @@ out["merged"] = sorted(tuple(r) for r in delta_pyds.sql(spark, "SELECT * FROM sa
 DeltaTable.forName(spark, "sales.ds_orders").update("id = 1", {"v": "'u'"})
 out["ds_updated"] = sorted(tuple(r) for r in DeltaTable.forName(spark, "sales.ds_orders").toDF().collect())
 out["ext"] = delta_pyds.read_delta(spark, name="sales.ext").count()
-out["spark_table"] = error_of(lambda: spark.table("sales.orders").collect())
+# Spark's own front doors after register(): by name, a delta-spark-shaped entry included
+out["spark_table"] = sorted(tuple(r) for r in spark.table("sales.orders").collect())
+out["spark_sql"] = sorted(tuple(r) for r in spark.sql("SELECT * FROM sales.ds_orders").collect())
+out["spark_v0"] = spark.read.format("delta").option("versionAsOf", 1).table("sales.orders").count()
+out["spark_update"] = spark.sql("UPDATE sales.orders SET v = 'q' WHERE id = 3").first().num_affected_rows
+out["spark_parquet"] = error_of(lambda: spark.sql("CREATE TABLE sales.pq (id INT) USING parquet").collect())
+out["spark_parquet_rows"] = spark.sql("INSERT INTO sales.pq VALUES (7)").collect() == [] and [
+    tuple(r) for r in spark.table("sales.pq").collect()
+]
 delta_pyds.sql(spark, "DROP TABLE sales.orders")
 delta_pyds.sql(spark, "DROP TABLE sales.ext")
 out["after"] = sorted(r.tableName for r in spark.sql("SHOW TABLES IN sales").collect())
@@ -127,8 +135,12 @@ def test_hive_metastore_shared_by_two_processes(tmp_path):
     assert second["merged"] == [[1, "x"], [2, "z"], [3, "w"]]
     assert second["ds_updated"] == [[1, "u"], [2, "b"]]
     assert second["ext"] == 3
-    assert "CatalogTableReadError" in second["spark_table"] and "read_delta(spark, name=name)" in second["spark_table"]
-    assert second["after"] == ["ds_orders"]
+    assert second["spark_table"] == [[1, "x"], [2, "z"], [3, "w"]]
+    assert second["spark_sql"] == [[1, "u"], [2, "b"]]
+    assert second["spark_v0"] == 2  # version 1: the first write_delta
+    assert second["spark_update"] == 1
+    assert second["spark_parquet"] is None and second["spark_parquet_rows"] == [[7]]  # Spark's own, unchanged
+    assert second["after"] == ["ds_orders", "pq"]
     assert not os.path.exists(tmp_path / "warehouse" / "sales.db" / "orders")  # managed: dropped with its data
     assert deltalake.DeltaTable(str(tmp_path / "ext")).to_pyarrow_table().num_rows == 3  # external: kept
 
@@ -152,11 +164,12 @@ DeltaTable.forName(spark, "cdb.t").update("id = 3", {"v": "'x'"})
 query = delta_pyds.sql(spark, "SELECT t.id, t.v, e.id AS e FROM cdb.t t, cdb.e e")
 out["query"] = sorted(tuple(r) for r in query.collect())
 out["is_delta"] = [DeltaTable.isDeltaTable(spark, "cdb.t"), DeltaTable.isDeltaTable(spark, "cdb.nothing")]
-try:
-    spark.table("cdb.t").collect()
-    out["spark_table"] = None
-except Exception as exc:
-    out["spark_table"] = str(exc)[:2000]
+# Spark's own front doors after register()
+out["spark_table"] = sorted(tuple(r) for r in spark.table("cdb.t").collect())
+v1 = spark.read.format("delta").option("versionAsOf", 1).table("cdb.t")
+out["spark_read_v1"] = sorted(tuple(r) for r in v1.collect())
+out["spark_delete"] = spark.sql("DELETE FROM cdb.t WHERE id = 3").first().num_affected_rows
+out["spark_history"] = [r.operation for r in spark.sql("DESCRIBE HISTORY cdb.t").collect()][:2]
 delta_pyds.sql(spark, "ALTER TABLE cdb.t RENAME TO cdb.t2")
 delta_pyds.sql(spark, "DROP TABLE cdb.t2")
 delta_pyds.sql(spark, "DROP TABLE cdb.e")
@@ -173,7 +186,9 @@ def test_names_from_a_spark_connect_client(tmp_path):
     assert got["deleted"] == 2
     assert got["query"] == [[2, "n2", 1], [3, "x", 1]]
     assert got["is_delta"] == [True, False]
-    assert "CatalogTableReadError" in got["spark_table"]
+    assert got["spark_table"] == [[2, "n2"], [3, "x"]]
+    assert got["spark_read_v1"] == [[0, "n0"], [1, "n1"], [2, "n2"], [3, "n3"]]
+    assert got["spark_delete"] == 1 and got["spark_history"] == ["DELETE", "UPDATE"]
     assert got["after"] == []
     assert not os.path.exists(tmp_path / "cdb.db" / "t2") and not os.path.exists(tmp_path / "cdb.db" / "t")
     assert deltalake.DeltaTable(str(tmp_path / "e")).to_pyarrow_table().num_rows == 1

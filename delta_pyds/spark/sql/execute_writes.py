@@ -56,8 +56,10 @@ def _update(spark: SparkSession, st: Update, r: Resolution) -> DataFrame:
 
 def _merge(spark: SparkSession, st: Merge, r: Resolution) -> DataFrame:
     dt = delta_table(spark, r.target(st))
-    if st.alias:
-        dt = dt.alias(st.alias)
+    # an unaliased target is qualified by its table name (``MERGE INTO t ... SET t.id = s.id``), as in Spark
+    alias = st.alias or (st.table.name[-1] if st.table.name else None)
+    if alias:
+        dt = dt.alias(alias)
     df = _merge_source(spark, st, r)
     if st.source_alias:
         df = df.alias(st.source_alias)

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
-from delta_pyds.errors import ArgumentTypeError, ArgumentValueError, TableNotFoundError
+from delta_pyds.errors import ArgumentTypeError, ArgumentValueError, NotADeltaTableError, TableNotFoundError
 from delta_pyds.protocol import features
 from delta_pyds.spark.tables import maintenance
 from delta_pyds.spark.tables.args import (
@@ -114,7 +114,12 @@ class DeltaTable(SchemaChanges):
         """The table at ``path`` (``hadoopConf``: fsspec storage options). Raises
         :class:`TableNotFoundError` when there is no Delta table there."""
         table = cls(spark, path, hadoopConf)
-        table._snapshot()
+        try:
+            table._snapshot()
+        except TableNotFoundError as exc:  # delta-spark's AnalysisException, also a TableNotFoundError
+            from delta_pyds.spark.analysis_errors import path_error
+
+            raise path_error(path) from exc
         return table
 
     @classmethod
@@ -127,7 +132,13 @@ class DeltaTable(SchemaChanges):
 
         if sparkSession is None:
             raise ArgumentValueError("'sparkSession' cannot be None")
-        entry = delta_entry(sparkSession, tableOrViewName)
+        try:
+            entry = delta_entry(sparkSession, tableOrViewName)
+        except (TableNotFoundError, NotADeltaTableError) as exc:  # delta-spark's AnalysisException
+            from delta_pyds.spark.analysis_errors import name_error
+            from delta_pyds.spark.catalog import parse_name
+
+            raise name_error(parse_name(tableOrViewName), exc) from exc
         assert entry.location is not None
         return cls.forPath(sparkSession, entry.location)
 

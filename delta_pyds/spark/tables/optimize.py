@@ -428,6 +428,9 @@ def cluster_key(df: DataFrame, paths: Sequence[Sequence[str]]) -> Column:
     return F.struct(*[F.col(".".join(f"`{x}`" for x in p)) for p in paths])
 
 
+STRING_PREFIX_BYTES = 6  # a string's Z-order value: its first bytes (see _as_double)
+
+
 def zorder_key(df: DataFrame, cols: Sequence[str], bits: int = 8) -> Column:
     """A Spark column: the Morton (bit-interleaved) code of each column's approximate
     quantile bucket (``2**bits`` buckets; nulls in bucket 0).
@@ -483,11 +486,18 @@ def _spread(bucket: Column, bits: int, stride: int) -> Column:
 
 
 def _as_double(c: str, spark_type: str) -> Column:
+    """The column as a double in its order (non-decreasing): numbers as they are, dates and
+    timestamps as epoch microseconds, strings as their first 6 UTF-8 bytes read big-endian (48 bits,
+    exact in a double; Spark orders strings by their UTF-8 bytes), so strings sharing those bytes
+    share a bucket (delta-spark's range ids are approximate too)."""
     from pyspark.sql import functions as F
 
     col = F.col(f"`{c}`")
     if spark_type in ("date", "timestamp", "timestamp_ntz"):
         return F.unix_micros(col.cast("timestamp")).cast("double")
+    if spark_type == "string":
+        prefix = F.hex(F.substring(F.encode(col, "UTF-8"), 1, STRING_PREFIX_BYTES))
+        return F.conv(F.rpad(prefix, 2 * STRING_PREFIX_BYTES, "0"), 16, 10).cast("double")
     return col.cast("double")
 
 
