@@ -58,8 +58,9 @@ FEATURES: dict[str, Feature] = {
         Feature("variantType-preview", True, True, True),
         Feature("variantShredding", True, True, True),
         Feature("variantShredding-preview", True, True, True),
-        Feature("collations", False, True, False, "writes of collated strings are not implemented"),
-        Feature("collations-preview", True, True, False, "writes of collated strings are not implemented"),
+        # writer-only (the collations RFC; delta-spark's golden tables): binary statistics are allowed
+        Feature("collations", False, True, True, "collations kept in the schema; binary statistics only"),
+        Feature("collations-preview", False, True, True, "collations kept in the schema; binary statistics only"),
         Feature("catalogManaged", True, False, False, "catalog-managed tables need the catalog to commit"),
         Feature("catalogOwned-preview", True, False, False, "catalog-managed tables need the catalog to commit"),
         Feature("geospatial", True, False, False),

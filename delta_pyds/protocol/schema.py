@@ -23,6 +23,9 @@ from delta_pyds.errors import SchemaError
 COLUMN_MAPPING_ID = "delta.columnMapping.id"
 COLUMN_MAPPING_PHYSICAL_NAME = "delta.columnMapping.physicalName"
 PARQUET_FIELD_ID = b"PARQUET:field_id"
+# a string field's declared Spark type (``char(5)``, ``varchar(3)``, ``array<char(2)>``), as
+# Spark and delta-spark keep CHAR/VARCHAR columns: type ``string`` + this field metadata
+CHAR_VARCHAR_TYPE_STRING = "__CHAR_VARCHAR_TYPE_STRING"
 
 PRIMITIVE_TYPES = {
     "string",
@@ -298,10 +301,50 @@ def _parse_struct(obj: dict[str, Any], prefix: str, where: str, depth: int) -> S
                 name,
                 parse_type(f["type"], column=prefix + name, depth=depth + 1),
                 bool(f.get("nullable", True)),
-                dict(metadata),
+                with_declared_type(metadata, f["type"]),
             )
         )
     return StructType(tuple(fields))
+
+
+def with_declared_type(metadata: Mapping[str, Any], type_json: Any) -> dict[str, Any]:
+    """A field's metadata, with :data:`CHAR_VARCHAR_TYPE_STRING` added when its type (Spark's
+    JSON) is or holds ``char(n)`` / ``varchar(n)`` outside nested structs (whose fields carry
+    their own): the string type Delta stores and the declared type Spark reads."""
+    text = _declared_text(type_json)
+    out = dict(metadata)
+    if text is not None and CHAR_VARCHAR_TYPE_STRING not in out:
+        out[CHAR_VARCHAR_TYPE_STRING] = text
+    return out
+
+
+def _declared_text(obj: Any) -> str | None:
+    if isinstance(obj, str):
+        return obj.lower().replace(" ", "") if obj.lower().startswith(("char(", "varchar(")) else None
+    if not isinstance(obj, dict):
+        return None
+    if obj.get("type") == "array":
+        inner = _declared_text(obj.get("elementType"))
+        return f"array<{inner}>" if inner else None
+    if obj.get("type") == "map":
+        key, value = _declared_text(obj.get("keyType")), _declared_text(obj.get("valueType"))
+        if key is None and value is None:
+            return None
+        return f"map<{key or _type_name(obj.get('keyType'))},{value or _type_name(obj.get('valueType'))}>"
+    return None
+
+
+def _type_name(obj: Any) -> str:
+    """A (non-char) Spark JSON type as Spark's simple type string (for map<...> texts)."""
+    if isinstance(obj, str):
+        return {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint"}.get(obj, obj)
+    if isinstance(obj, dict) and obj.get("type") == "array":
+        return f"array<{_type_name(obj.get('elementType'))}>"
+    if isinstance(obj, dict) and obj.get("type") == "map":
+        return f"map<{_type_name(obj.get('keyType'))},{_type_name(obj.get('valueType'))}>"
+    if isinstance(obj, dict) and obj.get("type") == "struct":
+        return "struct<" + ",".join(f"{f['name']}:{_type_name(f['type'])}" for f in obj.get("fields", [])) + ">"
+    return str(obj)
 
 
 def _decimal(precision: int, scale: int, where: str) -> DecimalType:

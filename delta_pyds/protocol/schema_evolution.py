@@ -48,6 +48,7 @@ from delta_pyds.protocol.schema import (
     physical_field,
     physical_type,
     to_arrow_type,
+    with_declared_type,
 )
 
 _INTEGRAL = ("byte", "short", "integer", "long")
@@ -70,7 +71,9 @@ def from_spark_json(obj: Any) -> StructType:
                 raise SchemaError(
                     f"column {f.get('name')!r} has type {_type_text(f['type'])}, which a Delta table cannot store"
                 ) from None
-            meta = {k: v for k, v in (f.get("metadata") or {}).items() if k not in _DROP_METADATA}
+            meta = with_declared_type(
+                {k: v for k, v in (f.get("metadata") or {}).items() if k not in _DROP_METADATA}, f["type"]
+            )
             fields.append(StructField(f["name"], _clean(dtype), bool(f.get("nullable", True)), meta))
         return StructType(tuple(fields))
     result = parse_type(obj)

@@ -335,7 +335,7 @@ def features_in_use(schema: StructType, configuration: Mapping[str, str]) -> set
         if isinstance(collations, dict) and any(
             not str(v).upper().endswith("UTF8_BINARY") for v in collations.values()
         ):
-            used.add("collations-preview")  # delta-spark's name for collated strings
+            used.update(("collations", "domainMetadata"))  # the collations RFC requires domainMetadata
     for t in _walk_types(schema):
         if isinstance(t, PrimitiveType) and t.name == "timestamp_ntz":
             used.add("timestampNtz")
@@ -357,6 +357,8 @@ def required_protocol(
     ``current`` (``min_reader`` / ``min_writer``: explicitly requested versions;
     ``extra_features``: features the write needs beyond schema and configuration)."""
     used = features_in_use(schema, configuration) | set(extra_features)
+    if current is not None and "collations-preview" in writer_features(current):
+        used.discard("collations")  # delta-spark's earlier name of the same feature: kept, not doubled
     cur_reader = current.min_reader_version if current else 1
     cur_writer = current.min_writer_version if current else 2
     cur_features = set(writer_features(current)) | set(reader_features(current)) if current else set()

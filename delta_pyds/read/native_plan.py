@@ -13,7 +13,8 @@ the log in Python. This module computes everything that path needs, without Spar
   string, integer, date, boolean and decimal columns: :func:`escape_directory_values`);
 * which files have a deletion vector (only those pay for reading ``_metadata.row_index``);
 * the physical read schema (physical names under column mapping, Parquet field ids in
-  ``id`` mode) and, for every output column, its physical source or partition column;
+  ``id`` mode, the declared CHAR/VARCHAR types of :mod:`delta_pyds.protocol.char_varchar`)
+  and, for every output column, its physical source or partition column;
 * why a snapshot cannot be served natively (:attr:`NativePlan.unsupported`): files outside
   the table root, files Spark's listing hides (a path segment starting with ``_`` or ``.``),
   file names (not directories) holding ``:`` (``data:1.parquet``: Hadoop refuses them),
@@ -29,7 +30,7 @@ filter to the rows.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_pyds.protocol.char_varchar import with_declared_types
 from delta_pyds.protocol.partition_values import escape_directory_values, parse_partition_values
 from delta_pyds.protocol.paths import ABSOLUTE_PATTERN
 from delta_pyds.protocol.schema import (
@@ -156,6 +158,7 @@ class OutputColumn:
     nullable: bool
     physical: str | None  # the data file column (physical name); None for a partition column
     partition: bool = False
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # the field's (collations, CHAR/VARCHAR)
 
 
 @dataclass
@@ -212,9 +215,9 @@ def plan_native_scan(
     part_lower = {c.lower() for c in partition_columns}
     fields = list(scan.output.fields)
     output = [
-        OutputColumn(f.name, f.type, f.nullable, None, partition=True)
+        OutputColumn(f.name, f.type, f.nullable, None, partition=True, metadata=f.metadata)
         if f.name.lower() in part_lower
-        else OutputColumn(f.name, f.type, f.nullable, f.physical_name(mode))
+        else OutputColumn(f.name, f.type, f.nullable, f.physical_name(mode), metadata=f.metadata)
         for f in fields
     ]
     root = root_uri if root_uri is not None else spark_root_uri(snapshot.storage.root_url)
@@ -228,7 +231,10 @@ def plan_native_scan(
         version=snapshot.version,
         root_uri=root,
         files=table,
-        read_schema=scan.read_schema,
+        # declared CHAR/VARCHAR types reach Spark's reader, which pads CHAR values as for its own tables
+        read_schema=with_declared_types(
+            scan.read_schema, StructType(tuple(f for f in fields if f.name.lower() not in part_lower))
+        ),
         output=output,
         partition_columns=list(partition_columns),
         column_mapping_mode=mode,

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyds.expressions import predicates as P
+from delta_pyds.protocol.char_varchar import CHAR_VARCHAR_KEY
 from delta_pyds.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType
 
 STRING_PREFIX_LENGTH = 32
@@ -98,9 +99,12 @@ def _kind(dtype: DataType) -> str:
 
 
 def _collated(field: StructField) -> bool:
-    """A string column with a non-binary collation: its comparisons (e.g. case-insensitive)
-    do not follow the binary order of its partition values and min/max stats, so it is
+    """A string column with a non-binary collation, or a declared CHAR(n) column: its
+    comparisons (case-insensitive; Spark pads CHAR values and the literals compared with
+    them) do not follow the binary order of its partition values and min/max stats, so it is
     never used for skipping."""
+    if str((field.metadata or {}).get(CHAR_VARCHAR_KEY, "")).lower().startswith("char"):
+        return True
     collations = (field.metadata or {}).get("__COLLATIONS")
     if not isinstance(collations, dict):
         return bool(collations)

@@ -2,16 +2,20 @@
 
 Guarantees: the Spark schema has the table's logical names, types and nullability;
 Delta-internal field metadata (column mapping, type changes, generation expressions,
-identity, invariants) is dropped, comments and collations are kept; ``void`` columns
+identity, invariants) is dropped, comments, collations and declared CHAR/VARCHAR types
+(``__CHAR_VARCHAR_TYPE_STRING``: Spark pads CHAR values on read and literals compared with
+them, as for its own tables) are kept; ``void`` columns
 are dropped, as delta-spark does.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any, cast
 
 from pyspark.sql.types import StructType as SparkStructType
 
+from delta_pyds.protocol.char_varchar import CHAR_VARCHAR_KEY
 from delta_pyds.protocol.schema import (
     ArrayType,
     DataType,
@@ -22,7 +26,7 @@ from delta_pyds.protocol.schema import (
     without_void_columns,
 )
 
-_KEEP_METADATA = {"comment", "__COLLATIONS"}
+_KEEP_METADATA = {"comment", "__COLLATIONS", CHAR_VARCHAR_KEY}
 
 
 def _clean_type(dtype: DataType) -> str | dict[str, Any]:
@@ -48,7 +52,8 @@ def _clean_field(f: StructField) -> dict:
         "name": f.name,
         "type": _clean_type(f.type),
         "nullable": f.nullable,
-        "metadata": {k: v for k, v in f.metadata.items() if k in _KEEP_METADATA},
+        # a deep copy: pyspark's StructField.fromJson rewrites the __COLLATIONS dict it is given
+        "metadata": copy.deepcopy({k: v for k, v in f.metadata.items() if k in _KEEP_METADATA}),
     }
 
 

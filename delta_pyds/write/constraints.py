@@ -1,5 +1,5 @@
-"""What every written row must satisfy: NOT NULL columns, column invariants, CHECK
-constraints, generated columns, and a ``replaceWhere`` predicate — enforced on the
+"""What every written row must satisfy: CHAR/VARCHAR lengths, NOT NULL columns, column
+invariants, CHECK constraints, generated columns, and a ``replaceWhere`` predicate — enforced on the
 executors, batch by batch, before a row reaches a data file.
 
 Where and how: ``df.write.format("pydelta")`` never hands the source a DataFrame, only
@@ -16,7 +16,9 @@ Generated columns missing from the DataFrame are computed; provided ones must eq
 the expression (``<=>``), as the protocol requires. Columns with a default value
 (``CURRENT_DEFAULT``, the allowColumnDefaults feature) that the DataFrame lacks get
 the default, evaluated per batch (a default the evaluator cannot handle refuses only
-writes that omit the column).
+writes that omit the column). CHAR(n) / VARCHAR(n) columns get Spark's write-side check first
+(:func:`delta_pyds.protocol.char_varchar.enforce`: CHAR padded, a longer value refused with
+``EXCEED_LIMIT_LENGTH``), so the other rules see the values as stored.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from delta_pyds.errors import ConstraintViolationError, ExpressionError, OptionV
 from delta_pyds.expressions.ast import Node, columns_of
 from delta_pyds.expressions.evaluator import evaluate_predicate, evaluate_value, resolve_column
 from delta_pyds.expressions.parser import parse
+from delta_pyds.protocol.char_varchar import Declared, declared_limits, enforce
 from delta_pyds.protocol.schema import DataType, StructField, StructType
 from delta_pyds.protocol.table_properties import constraints_of
 
@@ -56,9 +59,10 @@ class WriteChecks:
     not_null: tuple = ()  # (path,...) of non-nullable fields (nested: checked where the parent is set)
     rules: tuple = ()  # _Rule
     generated: tuple = ()  # (column name, _Rule, provided by the DataFrame?): defaults, then generated
+    declared: tuple[Declared, ...] = ()  # top-level CHAR(n) / VARCHAR(n) columns
 
     def __bool__(self) -> bool:
-        return bool(self.not_null or self.rules or self.generated)
+        return bool(self.not_null or self.rules or self.generated or self.declared)
 
     def spark_only(self) -> list[str]:
         """The rules only Spark SQL evaluates (outside the core's subset), described:
@@ -67,8 +71,11 @@ class WriteChecks:
         return [_WHAT[r.kind].format(r.name) + f" ({r.text})" for r in rules if r.node is None and r.kind in _WHAT]
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Fills defaults of missing columns and generated columns, then raises
-        ConstraintViolationError on the first bad row."""
+        """Pads and checks CHAR/VARCHAR values, fills defaults of missing columns and generated
+        columns, then raises ConstraintViolationError on the first bad row."""
+        for d in self.declared:
+            idx = batch.schema.get_field_index(d.column)
+            batch = batch.set_column(idx, batch.schema.field(idx), enforce(batch.column(idx), d))
         for name, rule, provided in self.generated:
             idx = batch.schema.get_field_index(name)
             target = batch.schema.field(idx).type
@@ -266,7 +273,7 @@ def build_checks(
         rules.append(_compile("check", name, text, empty, "checkConstraints", spark_sql))
     if replace_where:
         rules.append(_compile("replaceWhere", "replaceWhere", replace_where, empty, ""))
-    return WriteChecks(tuple(not_null), tuple(rules), tuple(defaults + generated))
+    return WriteChecks(tuple(not_null), tuple(rules), tuple(defaults + generated), declared_limits(schema))
 
 
 def _not_null_paths(dtype: DataType, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:

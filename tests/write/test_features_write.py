@@ -216,16 +216,14 @@ def test_collated_strings_read_with_their_collation_and_never_prune(spark, tmp_p
     assert sorted(r.id for r in df.where("c = 'a'").collect()) == [1, 2]
     assert explain_scan(path, [EqualTo("c", "a")]).report.files_kept == 2
     assert explain_scan(path, [EqualTo("id", 1)]).report.files_kept == 1  # other columns still prune
-    with pytest.raises(UnsupportedFeatureError, match="collations-preview"):
-        write_arrow(path, pa.table({"id": [3], "c": ["b"]}))
-
-
-def test_writing_collated_strings_is_refused_by_name(spark, tmp_path):
-    path = str(tmp_path / "t")
-    df = spark.sql("select 1 id, collate('x', 'UTF8_LCASE') c")
-    with pytest.raises(Exception, match="does not support the table feature collations-preview"):
-        df.write.format("pydelta").mode("append").save(path)
-    assert not os.path.exists(os.path.join(path, "_delta_log"))
+    # appends keep the collation and delta-spark's earlier feature name (not doubled with `collations`)
+    write_arrow(path, pa.table({"id": [3], "c": ["b"]}))
+    snap = Snapshot.load(path)
+    assert snap.version == 3
+    assert "collations-preview" in snap.protocol.writer_features
+    assert "collations" not in snap.protocol.writer_features
+    schema = json.loads(snap.metadata.schema_string)
+    assert schema["fields"][1]["metadata"] == {"__COLLATIONS": {"c": "spark.UTF8_LCASE"}}
 
 
 @pytest.mark.parametrize(

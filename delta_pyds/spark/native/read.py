@@ -338,8 +338,10 @@ def check_listed(plan: NativePlan, listed: pa.Array) -> None:
 
 
 def _logical_fields(plan: NativePlan) -> list[StructField]:
-    """The output columns, nullable all the way down (as Spark's file sources read them)."""
-    return [StructField(c.name, nullable_type(c.type), True, {}) for c in plan.output]
+    """The output columns, nullable all the way down (as Spark's file sources read them), with
+    their field metadata (:func:`to_spark_schema` keeps the keys Spark reads: collations and
+    declared CHAR/VARCHAR types)."""
+    return [StructField(c.name, nullable_type(c.type), True, dict(c.metadata)) for c in plan.output]
 
 
 def _partition_alias(name: str) -> str:

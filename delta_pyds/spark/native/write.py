@@ -57,6 +57,7 @@ from delta_pyds.errors import (
 )
 from delta_pyds.expressions.lexer import tokenize
 from delta_pyds.protocol import features
+from delta_pyds.protocol.char_varchar import Declared, exceeds_message
 from delta_pyds.protocol.identity import IdentityColumn
 from delta_pyds.protocol.partition_values import HIVE_DEFAULT_PARTITION
 from delta_pyds.protocol.schema import (
@@ -290,6 +291,8 @@ def prepare(df: DataFrame, spec: WriteSpec) -> DataFrame:
     computed = {name.lower() for name, _, provided in checks.generated if not provided}
     columns = _logical_columns(df, spec)
     frame = projection.select(df, columns)
+    for d in checks.declared:  # Spark's write-side CHAR/VARCHAR check, before the row rules
+        frame = frame.withColumn(d.column, _declared_value(d))
     violations: list[tuple[Column, Column]] = []
     for name, rule, provided in checks.generated:
         target = spark_type(logical_type(schema.field(name).type))
@@ -355,6 +358,20 @@ def _logical_columns(df: DataFrame, spec: WriteSpec) -> list[Column | str]:
             e = F.lit(None).cast(spark_type(logical_type(f.type)))
         columns.append(e.alias(f.name))
     return columns
+
+
+def _declared_value(d: Declared) -> Column:
+    """The column's value after Spark's write-side check (as
+    :func:`delta_pyds.protocol.char_varchar.enforce`): CHAR padded to its length, trailing
+    spaces beyond the length dropped, a longer value an ``EXCEED_LIMIT_LENGTH`` error."""
+    c, n = _ident(d.column), d.length
+    kept = F.rpad(c, n, " ") if d.kind == "char" else c
+    blank_tail = F.char_length(F.rtrim(F.substring(c, n + 1, (1 << 31) - 1))) == 0
+    return (
+        F.when(c.isNull() | (F.char_length(c) <= n), kept)
+        .when(blank_tail, F.substring(c, 1, n))
+        .otherwise(F.raise_error(_message(exceeds_message(d))))
+    )
 
 
 def _row_rule_violations(checks: WriteChecks, schema: StructType) -> list[tuple[Column, Column]]:

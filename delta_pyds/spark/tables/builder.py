@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
 from delta_pyds.errors import ArgumentValueError, NoCatalogError
 from delta_pyds.operations.create import ColumnSpec, Identity, TableDefinition, create_table
-from delta_pyds.protocol.schema import parse_schema, parse_type
+from delta_pyds.protocol.schema import parse_schema, parse_type, with_declared_type
 from delta_pyds.spark.tables.args import activate
 from delta_pyds.spark.tables.generation_check import check_generation_expressions
 from delta_pyds.storage.store import Storage
@@ -56,16 +56,19 @@ def _raise_type_error(msg: str, objs: Sequence[Any]) -> NoReturn:
     raise TypeError(msg + "".join(f" Found {o!s} with type {type(o)!s}" for o in objs))
 
 
-def _to_delta_type(data_type: str | DataType) -> DeltaDataType:
-    """A Spark DataType or DDL string as a protocol data type."""
-    from pyspark.sql.types import DataType
+def _to_delta_type(name: str, data_type: str | DataType) -> tuple[DeltaDataType, dict[str, Any]]:
+    """A Spark DataType or DDL string as a protocol data type, and the field metadata it
+    implies for column ``name`` (collations, a declared CHAR/VARCHAR type), as Spark's
+    ``StructField`` JSON carries them."""
+    from pyspark.sql.types import DataType, StructField
 
     if isinstance(data_type, str):
         try:
             data_type = DataType.fromDDL(data_type)
         except Exception as exc:
             raise ArgumentValueError(f"dataType: cannot parse {data_type!r} as a Spark SQL type: {exc}") from None
-    return parse_type(data_type.jsonValue())
+    field_json = StructField(name, data_type).jsonValue()  # collations move into the field's metadata
+    return parse_type(field_json["type"]), with_declared_type(field_json.get("metadata") or {}, field_json["type"])
 
 
 class DeltaTableBuilder(Generic[TableT]):
@@ -156,8 +159,9 @@ class DeltaTableBuilder(Generic[TableT]):
                 _raise_type_error(f"IdentityGenerator {name} must be int.", [value])
         if comment is not None and not isinstance(comment, str):
             _raise_type_error("Column comment must be str.", [comment])
+        delta_type, metadata = _to_delta_type(colName, dataType)
         self._columns.append(
-            ColumnSpec(colName, _to_delta_type(dataType), nullable, expression, identity, comment).to_field()
+            ColumnSpec(colName, delta_type, nullable, expression, identity, comment, metadata).to_field()
         )
         return self
 
