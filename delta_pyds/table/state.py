@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from delta_pyds.errors import CorruptLogError
 from delta_pyds.log.checkpoint_reader import CheckpointReader
+from delta_pyds.log.files import LogFile
 from delta_pyds.log.replay import file_keys, latest_per_key, live_once
 from delta_pyds.protocol.actions import DV_TYPE, json_actions_schema, partition_struct_type, read_json_actions
 from delta_pyds.protocol.paths import canonical_array
@@ -215,15 +216,31 @@ def _file_actions(snapshot: Snapshot) -> FileActions:
     else:
         ck_adds, ck_removes = _checkpoint_actions(snapshot, pcols, pstruct)
         commits = snapshot.segment.commits
-    data = snapshot.storage.read_many([c.path for c in commits], sizes=[c.size for c in commits]) if commits else []
+    commit_adds, commit_removes = _commit_file_actions(snapshot.storage, commits, pcols, pstruct)
+    return _reconciled(ck_adds, ck_removes, commit_adds, commit_removes, pstruct, root)
+
+
+def _commit_file_actions(
+    storage: Storage, commits: Sequence[LogFile], pcols: Sequence[str], pstruct: pa.DataType
+) -> tuple[list, list]:
+    """The normalized adds and removes of each commit, in order."""
+    data = storage.read_many([c.path for c in commits], sizes=[c.size for c in commits]) if commits else []
     commit_adds, commit_removes = [], []
     for d, c in zip(data, commits):
         table = read_json_actions(d, json_actions_schema(pcols, d), source=c.path)
         adds = _struct_rows(table.column("add"))
         if adds is not None and b'"tags"' in d:
             adds = _with_tags(adds, d)
-        commit_adds.append(_normalize(adds, pstruct, root))
-        commit_removes.append(_normalize(_struct_rows(table.column("remove")), pstruct, root))
+        commit_adds.append(_normalize(adds, pstruct, storage.root))
+        commit_removes.append(_normalize(_struct_rows(table.column("remove")), pstruct, storage.root))
+    return commit_adds, commit_removes
+
+
+def _reconciled(
+    ck_adds: list, ck_removes: list, commit_adds: list, commit_removes: list, pstruct: pa.DataType, root: str
+) -> FileActions:
+    """Newest action per key wins: the checkpoint's (or base's) actions oldest, then each
+    commit's in line order."""
     # order: checkpoint (oldest) then each commit's actions in line order
     parts, is_add, seq = [], [], []
     position = 0
@@ -241,7 +258,7 @@ def _file_actions(snapshot: Snapshot) -> FileActions:
         push(t, True)
     for t in ck_removes:
         push(t, False)
-    for a_table, r_table, _data in zip(commit_adds, commit_removes, data):
+    for a_table, r_table in zip(commit_adds, commit_removes):
         # within one commit add and remove of the same key cannot both appear (protocol)
         push(a_table, True)
         push(r_table, False)

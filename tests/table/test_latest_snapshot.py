@@ -142,8 +142,9 @@ def test_a_second_statement_reads_only_the_new_commits(tmp_path, monkeypatch):
     write_arrow(path, rows(3))
     first = latest_snapshot(Storage(path))
     assert first.files.num_rows == 1
-    write_arrow(path, rows(2, 10))
-    write_arrow(path, rows(2, 20))
+    deltalake = pytest.importorskip("deltalake")  # another writer: none of this package's post-commit work
+    deltalake.write_deltalake(path, rows(2, 10), mode="append")
+    deltalake.write_deltalake(path, rows(2, 20), mode="append")
     spy = ReadSpy(monkeypatch)
     second = latest_snapshot(Storage(path))
     # the kept version's commit (its digest) and the two new commits, nothing before
