@@ -92,7 +92,9 @@ class StreamSource:
         self.type_widening = is_enabled(read_snapshot.protocol, "typeWidening") or is_enabled(
             read_snapshot.protocol, "typeWidening-preview"
         )
-        self._start_checked = False
+        # the starts already checked: by the first offset and by the first batch (pyspark 4.1 asks
+        # for offsets from the query's start every time, so only its first batch sees a resumed start)
+        self._starts_checked: set[str] = set()
         self.read_protocol = read_snapshot.protocol
         self.policy = ChangePolicy(options.ignore_deletes, options.ignore_changes, options.skip_change_commits)
         self.change_feed = options.read_change_feed
@@ -165,7 +167,7 @@ class StreamSource:
         first = start.unresolved
         if first:
             start = self._resolve_start()
-        self._check_start_once(start, fresh=first)
+        self._check_start_once(start, fresh=first, step="offset")
         if self._available_now and self.available_now_bound is None:
             self.available_now_bound = self._scan(start, None, log, None)
         end = self._scan(start, limits, log, self.available_now_bound)
@@ -185,7 +187,7 @@ class StreamSource:
             start = self.first_batch_start(end)
         if end.position() <= start.position():
             return []
-        self._check_start_once(start, fresh=fresh)
+        self._check_start_once(start, fresh=fresh, step="batch")
         log = CommitLog(self.storage)
         info: dict[int, _VersionInfo] = {}
         out: list = []
@@ -329,7 +331,7 @@ class StreamSource:
             )
         self._check_schema(m, commit.version)
 
-    def _check_start_once(self, start: StreamOffset, *, fresh: bool) -> None:
+    def _check_start_once(self, start: StreamOffset, *, fresh: bool, step: str) -> None:
         """On the first offset or batch of a (re)started query: the stream's schema (the
         table's now) must be able to read the files from ``start`` on, i.e. no non-additive
         change lies between the table at ``start``'s version and now (delta-spark's
@@ -337,15 +339,17 @@ class StreamSource:
         checkpoint at the start of a version (``start`` not where the options start it:
         not ``fresh``) has delivered the version before with that version's schema: a
         non-additive change since then (e.g. a RENAME committed right after its last batch)
-        stops it too, so its sink never gets rows of two schemas."""
-        if self._start_checked:
+        stops it too, so its sink never gets rows of two schemas. Checked on the first offset
+        and again on the first batch (``step``): where Spark asks for offsets from the query's
+        start (pyspark 4.1), the first batch is where a resumed start shows."""
+        if step in self._starts_checked:
             return
         version = start.version
         if version < self.read_version:
             self._check_version_at_start(version, non_additive_only=False)
         if not fresh and not self._starts_the_query(start) and 0 < version <= self.read_version:
             self._check_version_at_start(version - 1, non_additive_only=True)
-        self._start_checked = True
+        self._starts_checked.add(step)
 
     def _starts_the_query(self, start: StreamOffset) -> bool:
         """Whether ``start`` is where the options start the query (nothing delivered before it)."""
