@@ -169,7 +169,7 @@ def test_doc_examples_parse_but_the_error_examples():
 def test_values_are_frozen_and_compare_by_value():
     t = Table(path="/p", position=12)
     stmt = parse("DELETE FROM delta.`/p` AS e WHERE e.id = 1")
-    assert stmt == stmts.Delete(t, alias="e", condition="id = 1")
+    assert stmt == stmts.Delete(t, alias="e", condition="e.id = 1")  # the alias binds to the table in Spark: kept
     assert stmt.table.position == 12
     with pytest.raises(dataclasses.FrozenInstanceError):
         stmt.alias = "x"  # type: ignore[misc]
