@@ -123,7 +123,7 @@ def test_cli_commands():
     out = run("vacuum", path)
     assert out.returncode == 0 and "would delete" in out.stderr
     out = run("files", "/nonexistent/table")
-    assert out.returncode == 1 and out.stderr.startswith("error: no Delta table")
+    assert out.returncode == 1 and "[DELTA_MISSING_DELTA_TABLE] /nonexistent/table is not a Delta table" in out.stderr
 
 
 def test_vacuum_enters_underscore_partitions_and_stale_staging_but_not_hidden_dirs(tmp_path):
