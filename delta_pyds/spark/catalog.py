@@ -45,6 +45,7 @@ from delta_pyds.errors import (
     TableNotFoundError,
 )
 from delta_pyds.spark import jvm_catalog
+from delta_pyds.spark.own_calls import own_calls
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -202,7 +203,8 @@ def text_lookup(spark: SparkSession, parts: Sequence[str], database: str | None,
     else:
         statement = f"SHOW TABLE EXTENDED IN {SESSION_CATALOG}.{quote(database)} LIKE '{pattern}'"
     try:
-        rows = spark.sql(statement).collect()
+        with own_calls():
+            rows = spark.sql(statement).collect()
     except Exception as exc:
         if "SCHEMA_NOT_FOUND" in str(exc) or "NoSuchDatabase" in str(exc):
             return None

@@ -31,7 +31,13 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from delta_pyds.errors import ConcurrentModificationError, NotADeltaTableError, TableExistsError, TableNotFoundError
+from delta_pyds.errors import (
+    AmbiguousCatalogEntryError,
+    ConcurrentModificationError,
+    NotADeltaTableError,
+    TableExistsError,
+    TableNotFoundError,
+)
 from delta_pyds.spark import jvm_catalog
 from delta_pyds.spark.catalog import (
     SESSION_CATALOG,
@@ -44,6 +50,7 @@ from delta_pyds.spark.catalog import (
     sql_string,
 )
 from delta_pyds.spark.delta_source import register_delta_name
+from delta_pyds.spark.own_calls import own_calls
 from delta_pyds.storage.store import Storage
 from delta_pyds.storage.tree import list_tree
 from delta_pyds.transaction.staged_files import cleanup_on_failure
@@ -67,15 +74,28 @@ def absolute_location(location: str) -> str:
     return location if "://" in location or location.startswith("file:") else os.path.abspath(location)
 
 
-def register_entry(spark: SparkSession, name: str | Sequence[str], location: str | None) -> CatalogEntry:
+def register_entry(
+    spark: SparkSession, name: str | Sequence[str], location: str | None, clauses: str = ""
+) -> CatalogEntry:
     """Writes the catalog entry of the Delta table ``name`` (EXTERNAL at ``location``, or
-    MANAGED at Spark's default path when None) and returns it as stored (the table of the
-    database, also where a temporary view has the name)."""
+    MANAGED at Spark's default path when None; ``clauses``: `` COMMENT '...'`` / ``TBLPROPERTIES
+    (...)`` SQL text the entry keeps, quoted by the caller) and returns it as stored (the table of
+    the database, also where a temporary view has the name)."""
     parts = parse_name(name)
     register_delta_name(spark)
     clause = f" LOCATION {sql_string(absolute_location(location))}" if location is not None else ""
-    spark.sql(f"CREATE TABLE {sql_name(parts)} USING delta{clause}")
-    entry = lookup(spark, parts, views=False)
+    with own_calls():  # the package's own statement: Spark's, not the spark.sql door's
+        spark.sql(f"CREATE TABLE {sql_name(parts)} USING delta{clause}{clauses}")
+    try:
+        entry = lookup(spark, parts, views=False)
+    except AmbiguousCatalogEntryError:
+        if location is None or not clauses:
+            raise
+        # a Spark Connect client reads the entry as text, and the COMMENT / TBLPROPERTIES just
+        # written make that text ambiguous: the entry is the one written (later lookups refuse)
+        return CatalogEntry(
+            parts[-2] if len(parts) > 1 else "", parts[-1], False, "delta", "EXTERNAL", absolute_location(location)
+        )
     if entry is None or entry.location is None:
         raise TableNotFoundError(
             f"[TABLE_OR_VIEW_NOT_FOUND] table {'.'.join(parts)}: the entry just written is gone (dropped or renamed"
@@ -87,13 +107,15 @@ def register_entry(spark: SparkSession, name: str | Sequence[str], location: str
 def drop_entry(spark: SparkSession, name: str | Sequence[str], *, if_exists: bool = False) -> None:
     """``DROP TABLE [IF EXISTS] name`` (a managed table's data goes with it)."""
     register_delta_name(spark)
-    spark.sql(f"DROP TABLE {'IF EXISTS ' if if_exists else ''}{sql_name(parse_name(name))}")
+    with own_calls():
+        spark.sql(f"DROP TABLE {'IF EXISTS ' if if_exists else ''}{sql_name(parse_name(name))}")
 
 
 def rename_entry(spark: SparkSession, name: str | Sequence[str], new_name: str | Sequence[str]) -> None:
     """``ALTER TABLE name RENAME TO new_name``."""
     register_delta_name(spark)
-    spark.sql(f"ALTER TABLE {sql_name(parse_name(name))} RENAME TO {sql_name(parse_name(new_name, 'newName'))}")
+    with own_calls():
+        spark.sql(f"ALTER TABLE {sql_name(parse_name(name))} RENAME TO {sql_name(parse_name(new_name, 'newName'))}")
 
 
 def same_location(a: str, b: str) -> bool:
@@ -106,9 +128,11 @@ def create_named(
     mode: str,
     location: str | None,
     make: Callable[[str], T],
+    clauses: str = "",
 ) -> T:
     """Makes the table ``name`` in builder ``mode`` with ``make(location)`` (which commits the
-    table at that location) and registers it (see the module docstring)."""
+    table at that location) and registers it (see the module docstring; ``clauses``: see
+    :func:`register_entry`, for an external table)."""
     parts = parse_name(name, "identifier")
     shown = ".".join(parts)
     entry = lookup(spark, parts, views=False)  # CREATE TABLE t makes a table of the database, beside a view t
@@ -129,7 +153,7 @@ def create_named(
         raise TableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] replace: table {shown} does not exist")
     if location is not None:
         result = make(absolute_location(location))
-        register_entry(spark, parts, location)
+        register_entry(spark, parts, location, clauses)
         return result
     if jvm_catalog.is_classic(spark):
         return commit_then_register(spark, parts, make)

@@ -339,7 +339,12 @@ class Storage:
     def _read_whole(self, path: str, size: int | None) -> bytes:
         """One GET of a whole object; a body of another length than the listing's size
         (a response cut short behind a correct-looking Content-Length) is a fault."""
-        data = cast(bytes, self.fs.cat_file(path))
+        try:
+            data = cast(bytes, self.fs.cat_file(path))
+        except FileNotFoundError:  # s3fs sizes a GET from its listing cache: drop a stale one, ask again
+            self._invalidate(posixpath.dirname(path))
+            self._invalidate(path)
+            data = cast(bytes, self.fs.cat_file(path))
         if size is not None and len(data) != size:
             raise ShortReadError(errno.EIO, f"got {len(data)} of the {size} bytes the listing reported")
         return data
@@ -354,7 +359,10 @@ class Storage:
             self._check_size(p, n)
         if len(paths) == 1 or self.protocol == "file":
             return [self.read_bytes(p, size=n) for p, n in zip(paths, sizes or unknown)]
-        got = self._call("read", paths[0], self.fs.cat, list(paths), on_error="raise")
+        try:
+            got = self._call("read", paths[0], self.fs.cat, list(paths), on_error="raise")
+        except FileNotFoundError:  # perhaps a stale listing cache: one by one, each asked again
+            return [self.read_bytes(p, size=n) for p, n in zip(paths, sizes or unknown)]
         out = [got[p] if p in got else got[self.fs._strip_protocol(p)] for p in paths]
         for i, n in enumerate(sizes or unknown):
             if n is not None and len(out[i]) != n:  # cut short: read it again on its own

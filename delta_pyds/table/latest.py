@@ -92,7 +92,7 @@ def brought_up_to_date(storage: Storage, kept: KeptSnapshot) -> Snapshot | None:
         return None  # a newer checkpoint: a fresh load replays less
     if _digest(storage, mine) != kept.digest:
         return None
-    return Snapshot.extend(base, [commits[v] for v in newer])
+    return Snapshot.extend(base, [commits[v] for v in newer], storage)
 
 
 def keep(key: tuple, snapshot: Snapshot) -> None:

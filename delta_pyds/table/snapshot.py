@@ -139,19 +139,21 @@ class Snapshot:
         return cls(storage, segment, state.commit_data, state.protocol, state.metadata, state.checkpoint)
 
     @classmethod
-    def extend(cls, base: Snapshot, commits: list[LogFile]) -> Snapshot:
+    def extend(cls, base: Snapshot, commits: list[LogFile], storage: Storage | None = None) -> Snapshot:
         """The snapshot of the last of ``commits``, the commit files ``base.version + 1 ..``
         in order with no gap: only those commits are read and parsed; replay applies them
         to ``base``'s reconciled files and app / domain state, exactly as a replay of the
         whole segment would (the commits after a snapshot's version are newer than every
         action it reconciled). Its segment is ``base``'s with the commits appended, so
         writers that read the segment's files (:mod:`delta_pyds.table.state`) see the same
-        log. ``tombstones`` are replayed from the log in full (VACUUM is rare)."""
+        log. ``tombstones`` are replayed from the log in full (VACUUM is rare). ``storage`` (the
+        caller's, which listed ``commits``; default ``base``'s) reads them and is the new snapshot's."""
+        storage = storage or base.storage
         expected = list(range(base.version + 1, base.version + 1 + len(commits)))
         if not commits or [c.version for c in commits] != expected:
             raise ValueError("extend: the commits must follow the base snapshot's version without a gap")
         try:
-            data = base.storage.read_many([c.path for c in commits], sizes=[c.size for c in commits])
+            data = storage.read_many([c.path for c in commits], sizes=[c.size for c in commits])
         except FileNotFoundError as exc:
             raise CorruptLogError(f"a commit file vanished while reading the log: {exc}") from None
         protocol: Protocol | None = None
@@ -175,10 +177,10 @@ class Snapshot:
             replay_files=old.replay_files + commits,
             listed_from=old.listed_from,
         )
-        snap = cls(base.storage, segment, data, protocol, metadata or base.metadata, None)
+        snap = cls(storage, segment, data, protocol, metadata or base.metadata, None)
         if snap.physical_partition_columns != base.physical_partition_columns:
             # the base's files carry other partition columns: replay the whole segment
-            return cls.from_segment(base.storage, segment)
+            return cls.from_segment(storage, segment)
         snap._replay_files = commits
         snap._base = base
         return snap

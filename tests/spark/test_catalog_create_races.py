@@ -18,6 +18,7 @@ import delta_pyds
 from delta_pyds.errors import ConcurrentModificationError, TableExistsError
 from delta_pyds.spark.catalog import lookup
 from delta_pyds.spark.catalog_entries import create_named, register_then_commit
+from delta_pyds.spark.front_doors.sql_door import original_sql as spark_sql  # another session's plain Spark statement
 
 
 @pytest.fixture
@@ -75,7 +76,7 @@ def test_commit_first_against_concurrent_statements(spark, db, tmp_path):
         seen["rename"] = error_of(lambda: spark.sql(f"ALTER TABLE {db}.x RENAME TO {db}.t"))
 
     def create_managed():
-        seen["create"] = error_of(lambda: spark.sql(f"CREATE TABLE {db}.t USING delta"))
+        seen["create"] = error_of(lambda: spark_sql(spark)(f"CREATE TABLE {db}.t USING delta"))
 
     def drop():
         seen["drop"] = error_of(lambda: spark.sql(f"DROP TABLE {db}.t"))
@@ -146,4 +147,4 @@ def test_register_first_order_of_connect_checks_after_the_commit(spark, db, tmp_
     # Spark's own check that makes the SQL order necessary: a MANAGED entry on a non-empty directory
     delta_pyds.write_delta(spark.range(1), f"{tmp_path}/{db}.db/m")
     with pytest.raises(Exception, match="LOCATION_ALREADY_EXISTS"):
-        spark.sql(f"CREATE TABLE {db}.m USING delta")
+        spark_sql(spark)(f"CREATE TABLE {db}.m USING delta")

@@ -18,6 +18,7 @@ from delta_pyds.errors import (
     ArgumentTypeError,
     NoCatalogError,
     NotADeltaTableError,
+    SqlParseError,
     TableExistsError,
     TableNotFoundError,
 )
@@ -85,8 +86,9 @@ def test_names_resolve_per_call(spark, db, tmp_path):
     assert delta_pyds.read_delta(spark, name=f"{db}.t").count() == 1
     spark.sql(f"DROP TABLE {db}.t")  # external: the data stays
     assert os.path.isdir(os.path.join(a, "_delta_log"))
-    with pytest.raises(TableNotFoundError, match="TABLE_OR_VIEW_NOT_FOUND"):
+    with pytest.raises(TableNotFoundError, match="DELTA_MISSING_DELTA_TABLE") as e:
         DeltaTable.forName(spark, f"{db}.t")
+    assert "TABLE_OR_VIEW_NOT_FOUND" in str(e.value.__cause__)
     assert not DeltaTable.isDeltaTable(spark, f"{db}.t")
     spark.sql(f"CREATE TABLE {db}.t USING delta LOCATION '{b}'")
     assert DeltaTable.forName(spark, f"{db}.t").toDF().count() == 2
@@ -118,8 +120,9 @@ def test_builder_table_name_modes(spark, db, tmp_path):
 
 def test_other_entries_and_catalogs_are_refused_by_name(spark, db, tmp_path):
     spark.sql(f"CREATE TABLE {db}.pq (id INT) USING parquet")
-    with pytest.raises(NotADeltaTableError, match="provider parquet"):
-        DeltaTable.forName(spark, f"{db}.pq")
+    with pytest.raises(NotADeltaTableError, match=f"DELTA_MISSING_DELTA_TABLE.*`{db}`.`pq`") as e:
+        DeltaTable.forName(spark, f"{db}.pq")  # delta-spark's error; the cause names the provider
+    assert "provider parquet" in str(e.value.__cause__)
     assert not DeltaTable.isDeltaTable(spark, f"{db}.pq")
     spark.range(1).createOrReplaceTempView("catalog_names_view")
     with pytest.raises(NotADeltaTableError, match="temporary view"):
@@ -163,3 +166,27 @@ def test_convert_to_delta_by_name(spark, db, tmp_path):
     spark.sql(f"CREATE TABLE {db}.managed_pq (id BIGINT) USING parquet")
     with pytest.raises(NotADeltaTableError, match="only EXTERNAL parquet"):
         DeltaTable.convertToDelta(spark, f"{db}.managed_pq")
+
+
+def test_registering_an_existing_table_with_a_comment_and_its_own_properties(spark, db, tmp_path):
+    """As delta-spark: ``CREATE TABLE name USING delta LOCATION 'p'`` may carry COMMENT and TBLPROPERTIES;
+    the properties must be the table's own (all of them), through delta_pyds.sql and the spark.sql door."""
+    path = str(tmp_path / "reg")
+    delta_pyds.write_delta(spark.range(3), path)
+    delta_pyds.sql(spark, f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.appendOnly' = 'false', 'k' = 'v')")
+    spark.sql(f"CREATE TABLE {db}.c USING delta COMMENT 'it''s kept' LOCATION '{path}'")  # clauses in any order
+    info = spark.sql(f"SHOW TABLE EXTENDED IN {db} LIKE 'c'").collect()[0].information
+    assert "Comment: it's kept" in info and "Type: EXTERNAL" in info
+    assert DeltaTable.forName(spark, f"{db}.c").toDF().count() == 3
+    delta_pyds.sql(
+        spark,
+        f"CREATE TABLE {db}.p USING delta LOCATION '{path}' TBLPROPERTIES ('k' = 'v', 'delta.appendOnly' = 'false')",
+    )
+    assert DeltaTable.forName(spark, f"{db}.p").toDF().count() == 3
+    for props in ("('k' = 'other', 'delta.appendOnly' = 'false')", "('k' = 'v')"):
+        with pytest.raises(Exception, match="DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY") as e:
+            spark.sql(f"CREATE TABLE {db}.q USING delta LOCATION '{path}' TBLPROPERTIES {props}")
+        assert "k=v" in str(e.value)
+        assert lookup(spark, (db, "q")) is None  # nothing registered
+    with pytest.raises(SqlParseError, match="COMMENT given twice"):
+        delta_pyds.sql(spark, f"CREATE TABLE {db}.r USING delta LOCATION '{path}' COMMENT 'a' COMMENT 'b'")

@@ -187,7 +187,7 @@ def test_names_from_a_spark_connect_client(tmp_path):
     assert got["query"] == [[2, "n2", 1], [3, "x", 1]]
     assert got["is_delta"] == [True, False]
     assert got["spark_table"] == [[2, "n2"], [3, "x"]]
-    assert got["spark_read_v1"] == [[0, "n0"], [1, "n1"], [2, "n2"], [3, "n3"]]
+    assert got["spark_read_v1"] == [[2, "n2"], [3, "n3"]]  # v0: the one commit of the managed write; v1: the DELETE
     assert got["spark_delete"] == 1 and got["spark_history"] == ["DELETE", "UPDATE"]
     assert got["after"] == []
     assert not os.path.exists(tmp_path / "cdb.db" / "t2") and not os.path.exists(tmp_path / "cdb.db" / "t")

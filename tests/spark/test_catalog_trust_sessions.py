@@ -33,6 +33,7 @@ def error_of(f):
 import delta_pyds
 from delta_pyds import DeltaTable
 from delta_pyds.spark.catalog import lookup, sql_string, text_lookup
+from delta_pyds.spark.front_doors.sql_door import original_sql
 out = {}
 def hostile_tables(spark, db):
     a, other = root + "/a", root + "/other"
@@ -40,8 +41,10 @@ def hostile_tables(spark, db):
     delta_pyds.write_delta(spark.range(100, 103), other)
     rng = random.Random(4)
     for i in range(5):
-        spark.sql(f"CREATE TABLE {db}.h{i} USING delta LOCATION '{a}' COMMENT {sql_string(hostile(rng, other))}"
-                  f" TBLPROPERTIES ('p' = {sql_string(hostile(rng, other))})")
+        # Spark's own statement (delta-spark refuses properties the log lacks): hostile catalog text
+        original_sql(spark)(f"CREATE TABLE {db}.h{i} USING delta LOCATION '{a}'"
+                            f" COMMENT {sql_string(hostile(rng, other))}"
+                            f" TBLPROPERTIES ('p' = {sql_string(hostile(rng, other))})")
     return a, other
 def readings(spark, db, n):
     got = []
@@ -167,7 +170,7 @@ def test_hostile_metadata_and_case_from_a_spark_connect_client(tmp_path):
     assert "AmbiguousCatalogEntryError" in got["forname_lines"]
     assert (got["deleted"], got["other"]) == (2, 3)  # the other table untouched throughout
     assert (got["cs_deleted"], got["upper"]) == (2, 3)
-    assert "TABLE_OR_VIEW_NOT_FOUND" in got["missing"]
+    assert "DELTA_MISSING_DELTA_TABLE" in got["missing"] and "`Cs`" in got["missing"]  # delta-spark's error
     assert got["managed"] == ["MANAGED", 2]
 
 

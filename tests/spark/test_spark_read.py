@@ -9,6 +9,8 @@ import pytest
 from conftest import table_path
 from helpers import arrow_rows, deltalake_table, spark_rows
 
+from delta_pyds.errors import TableNotFoundError
+
 
 def read(spark, path, **options):
     reader = spark.read.format("pydelta")
@@ -78,8 +80,9 @@ def test_bad_options_name_the_option(spark, options, message):
 
 
 def test_missing_table_is_a_clear_error(spark, tmp_path):
-    with pytest.raises(Exception, match="no Delta table"):
-        read(spark, str(tmp_path)).collect()
+    with pytest.raises(TableNotFoundError, match=r"\[DELTA_MISSING_DELTA_TABLE\] `.*` is not a Delta table") as e:
+        read(spark, str(tmp_path)).collect()  # delta-spark's error for a directory without a log
+    assert "no Delta table" in str(e.value.__cause__)
 
 
 def test_columns_option_projects(spark):

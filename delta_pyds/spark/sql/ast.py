@@ -319,12 +319,14 @@ class CreateTable(Statement):
 # ------------------------------------------------------------------- catalog
 @dataclass(frozen=True)
 class RegisterTable(Statement):
-    """``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p'``."""
+    """``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p' [COMMENT 'c'] [TBLPROPERTIES (...)]``."""
 
     statement: ClassVar[str] = "CREATE TABLE"
     name: tuple[str, ...]
     location: str
     if_not_exists: bool = False
+    comment: str | None = None
+    properties: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

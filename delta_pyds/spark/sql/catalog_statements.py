@@ -33,14 +33,27 @@ def command(p: Parser) -> CatalogCommand:
 
 
 def register(p: Parser) -> RegisterTable:
-    """``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p'`` (after CREATE TABLE)."""
+    """``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p' [COMMENT 'c'] [TBLPROPERTIES
+    (...)]`` (after CREATE TABLE; the clauses in any order, each at most once, LOCATION given)."""
     if_not_exists = p.accept("IF", "NOT", "EXISTS")
     parts = p.parts()
     p.expect("USING", "DELTA")
-    p.expect("LOCATION")
-    path = p.string()
-    p.end()
-    return RegisterTable(parts, path, if_not_exists)
+    path: str | None = None
+    comment: str | None = None
+    properties: dict[str, str] | None = None
+    while not p.done():
+        if path is None and p.accept("LOCATION"):
+            path = p.string()
+        elif comment is None and p.accept("COMMENT"):
+            comment = p.string()
+        elif properties is None and p.accept("TBLPROPERTIES"):
+            properties = p.properties()
+        else:
+            p.fail("expected LOCATION, COMMENT or TBLPROPERTIES (each once)")
+    if path is None:
+        p.fail("expected LOCATION 'path'")
+    assert path is not None
+    return RegisterTable(parts, path, if_not_exists, comment, tuple((properties or {}).items()))
 
 
 def describe(p: Parser) -> DescribeTable:

@@ -36,7 +36,8 @@ _COLUMN_STOPS = {"NOT", "GENERATED", "COMMENT", "DEFAULT"}
 def recognise(p: Parser) -> bool:
     """Whether the statement at the start of ``p`` is a Delta CREATE / REPLACE TABLE: it names
     ``delta.`path``` or says ``USING delta``, and is not the registering form
-    ``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p'`` (no columns, no query)."""
+    ``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p' [COMMENT 'c'] [TBLPROPERTIES (...)]``
+    (no columns, no query)."""
     p.i = 0
     heads = (("CREATE", "TABLE"), ("CREATE", "OR", "REPLACE", "TABLE"), ("REPLACE", "TABLE"))
     if not any(p.accept(*words) for words in heads):
@@ -64,17 +65,24 @@ def recognise(p: Parser) -> bool:
 
 
 def _registers(p: Parser) -> bool:
-    """``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p'`` exactly."""
+    """The registering form :func:`~delta_pyds.spark.sql.catalog_statements.register` parses:
+    ``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p' [COMMENT 'c'] [TBLPROPERTIES (...)]``."""
+    from delta_pyds.errors import SqlParseError
+    from delta_pyds.spark.sql.catalog_statements import register
+
     p.i = 0
     ok = False
     if p.accept("CREATE", "TABLE"):
+        start = p.i
         p.accept("IF", "NOT", "EXISTS")
         t = p.peek()
         if t is not None and t.kind in ("word", "ident") and not p.at("DELTA", "."):
-            p.dotted()
-            if p.accept("USING", "DELTA", "LOCATION"):
-                t = p.peek()
-                ok = t is not None and t.kind == "string" and p.peek(1) is None
+            p.i = start
+            try:
+                register(p)
+                ok = True
+            except SqlParseError:
+                ok = False
     p.i = 0
     return ok
 

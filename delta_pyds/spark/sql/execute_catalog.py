@@ -2,9 +2,11 @@
 :mod:`delta_pyds.spark.sql.catalog_statements`): registering an existing Delta table under a
 name, Spark's own DROP TABLE / ALTER TABLE RENAME / SHOW TABLES, and DESCRIBE of a Delta table.
 
-Guarantees: ``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p'`` writes an EXTERNAL
-entry of Spark's session catalog (:mod:`delta_pyds.spark.catalog_entries`) only when ``p``
-holds a Delta table (else :class:`~delta_pyds.errors.TableNotFoundError`); the Spark statements
+Guarantees: ``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p' [COMMENT 'c']
+[TBLPROPERTIES (...)]`` writes an EXTERNAL entry of Spark's session catalog (with the comment and
+properties; :mod:`delta_pyds.spark.catalog_entries`) only when ``p`` holds a Delta table (else
+:class:`~delta_pyds.errors.TableNotFoundError`) and, as delta-spark, only when TBLPROPERTIES
+given are the table's own (``DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY``); the Spark statements
 run as given, after the ``delta`` short name is registered; ``DESCRIBE`` rows come from the
 Delta log (``col_name, data_type, comment``, the partition columns, and with ``EXTENDED`` the
 table's name, type, location, provider and properties)."""
@@ -15,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import TableNotFoundError
-from delta_pyds.spark.catalog import lookup
+from delta_pyds.spark.catalog import lookup, sql_string
 from delta_pyds.spark.catalog_entries import create_named
 from delta_pyds.spark.delta_source import register_delta_name
 from delta_pyds.spark.sql.ast import CatalogCommand, DescribeTable, RegisterTable, Statement
@@ -40,9 +42,42 @@ def _register(spark: SparkSession, st: RegisterTable, r: Resolution) -> DataFram
                 f"CREATE TABLE {'.'.join(st.name)} USING delta LOCATION '{st.location}': no Delta table there "
                 "(a table with columns is created by CREATE TABLE name (col type, ...) USING delta)"
             )
+        if st.properties:
+            same_properties(location, dict(st.properties))
 
-    create_named(spark, st.name, "createIfNotExists" if st.if_not_exists else "create", st.location, check)
+    clauses = f" COMMENT {sql_string(st.comment)}" if st.comment is not None else ""
+    if st.properties:
+        listed = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in st.properties)
+        clauses += f" TBLPROPERTIES ({listed})"
+    mode = "createIfNotExists" if st.if_not_exists else "create"
+    create_named(spark, st.name, mode, st.location, check, clauses)
     return empty(spark, None)
+
+
+# delta-spark leaves these out of the comparison (the protocol's and column mapping's own)
+_UNCOMPARED = ("delta.minReaderVersion", "delta.minWriterVersion", "delta.columnMapping.maxColumnId")
+
+
+def same_properties(location: str, given: dict[str, str]) -> None:
+    """delta-spark's rule for registering an existing table with TBLPROPERTIES: they must be the
+    table's properties, all of them (else ``DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY``)."""
+    from delta_pyds.errors import SchemaChangeError
+    from delta_pyds.table.snapshot import Snapshot
+
+    def kept(props: Mapping[str, str]) -> dict[str, str]:
+        return {k: v for k, v in props.items() if k not in _UNCOMPARED and not k.startswith("delta.feature.")}
+
+    existing = kept(Snapshot.load(location).configuration)
+    if kept(given) != existing:
+        raise SchemaChangeError(
+            f"[DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY] The specified properties do not match the existing"
+            f" properties at {location}.\n\n== Specified ==\n{_shown(kept(given))}\n\n== Existing ==\n"
+            f"{_shown(existing)}"
+        )
+
+
+def _shown(props: Mapping[str, str]) -> str:
+    return "\n".join(f"{k}={v}" for k, v in sorted(props.items()))
 
 
 def _describe(spark: SparkSession, st: DescribeTable, r: Resolution) -> DataFrame:

@@ -201,13 +201,11 @@ def test_change_data_feed_until_merge(runs):
     assert [_changes(t) for t in shown[1:5]] == [CDF_V1, CDF_V2, CDF_V3, CDF_V4]
 
 
-@WRITERS
 def test_change_data_feed(runs):
     shown = finished(result(runs, "change_data_feed.py"))
     assert [_changes(t) for t in shown[1:6]] == [CDF_V1, CDF_V2, CDF_V3, CDF_V4, CDF_V5]
 
 
-@WRITERS
 def test_quickstart(runs):
     shown = finished(result(runs, "quickstart.py"))
     assert [sorted(rows) for _, rows in shown] == [
@@ -220,7 +218,6 @@ def test_quickstart(runs):
     ]
 
 
-@WRITERS
 def test_table_exists(runs):
     r = result(runs, "table_exists.py")
     finished(r)  # the example asserts exists() before and after its write

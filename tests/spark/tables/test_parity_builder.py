@@ -92,8 +92,9 @@ def test_create_modes_like_delta_spark(spark, tmp_path):
 def test_builder_without_name_or_location_and_argument_checks(spark, tmp_path):
     with pytest.raises(NoCatalogError, match="tableName\\(name\\).*location\\(path\\)"):
         DeltaTable.create(spark).addColumn("a", "int").execute()
-    with pytest.raises(TableNotFoundError, match="TABLE_OR_VIEW_NOT_FOUND"):
-        DeltaTable.forName(spark, "testTableNeverCreated")
+    with pytest.raises(TableNotFoundError, match=r"\[DELTA_MISSING_DELTA_TABLE\] `testTableNeverCreated` is not") as e:
+        DeltaTable.forName(spark, "testTableNeverCreated")  # delta-spark's error; the cause says why
+    assert "TABLE_OR_VIEW_NOT_FOUND" in str(e.value.__cause__)
     b = DeltaTable.create(spark)
     with pytest.raises(TypeError):
         b.tableName(1)
