@@ -46,6 +46,7 @@ WRITE_OPTIONS = {
     "txnappid": ("txnAppId", "application id of an idempotent write (with txnVersion)"),
     "txnversion": ("txnVersion", "version of an idempotent write (with txnAppId)"),
     "usermetadata": ("userMetadata", "free text recorded in the commitInfo"),
+    "datachange": ("dataChange", "false: the write only rearranges data (adds and removes marked dataChange=false)"),
     "targetfilesize": ("targetFileSize", "bytes per data file before rolling to a new one (e.g. 128m)"),
     "maxrecordsperfile": ("maxRecordsPerFile", "rows per data file before rolling to a new one"),
     "compression": ("compression", "Parquet codec: snappy (default), zstd, gzip, lz4, none"),
@@ -146,6 +147,7 @@ class WriteOptions:
     txn_app_id: str | None = None
     txn_version: int | None = None
     user_metadata: str | None = None
+    data_change: bool = True  # false: a rearrangement (delta-spark's rearrangeOnly): streams skip it
     target_file_size: int | None = None
     max_records_per_file: int | None = None
     compression: str | None = None  # None: the table's delta.parquet.compression.codec, else snappy
@@ -206,6 +208,7 @@ class WriteOptions:
             txn_app_id=app_id,
             txn_version=txn_version,
             user_metadata=get_option(options, "userMetadata"),
+            data_change=_bool(options, "dataChange", True),
             target_file_size=parse_size(target, "targetFileSize") if target else None,
             max_records_per_file=_int(options, "maxRecordsPerFile", minimum=1),
             compression=codec,

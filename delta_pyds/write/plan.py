@@ -214,6 +214,8 @@ def plan_write(
         opts, storage, data_schema, shape, final_protocol, keep_identity_values, spark_sql_rules=spark_sql_rules
     )
     replace_node, replace_on_data = _replace_where(opts, shape, snapshot)
+    if not opts.data_change:
+        _check_rearrangement(opts, snapshot, shape, replace_on_data)
     if mark_new_table:
         mark_new_table_location(storage)
     return WritePlan(
@@ -461,6 +463,27 @@ def _existing_clustering(opts: WriteOptions, snapshot: Snapshot) -> list:
 
 
 # ----------------------------------------------------------------------- commit
+def _check_rearrangement(opts: WriteOptions, snapshot: Snapshot | None, shape: _TableShape, on_data: bool) -> None:
+    """delta-spark's rules for ``dataChange=false``: no metadata change, no replaceWhere on data columns."""
+    attempted = None
+    if snapshot is None:
+        attempted = "Create a Delta table"
+    elif opts.overwrite and opts.overwrite_schema:
+        attempted = "Overwrite the Delta table schema or change the partition schema"
+    elif shape.metadata is not None:
+        attempted = "Change the Delta table schema"
+    if attempted is not None:
+        raise OptionValueError(
+            "[DELTA_DATA_CHANGE_FALSE] Cannot change table metadata because the 'dataChange' option is set to"
+            f" false. Attempted operation: '{attempted}'."
+        )
+    if opts.overwrite and on_data:
+        raise OptionValueError(
+            "[DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET] 'replaceWhere' cannot be used with data filters"
+            f" when 'dataChange' is set to false. Filters: {opts.replace_where}"
+        )
+
+
 def commit_write(
     plan: WritePlan,
     adds: list[AddFile],
@@ -482,6 +505,9 @@ def commit_write(
         txn.set_domain_metadata(domain, configuration)
     if opts.txn_app_id is not None:
         txn.set_app_transaction(opts.txn_app_id, cast(int, opts.txn_version))  # given together
+    if not opts.data_change:  # a rearrangement: every file action says so (streams skip the commit)
+        for action in [*txn.adds, *txn.removes]:
+            action["dataChange"] = False
     metrics: dict[str, Any] = {"numFiles": len(adds), "numOutputBytes": sum(int(a.get("size") or 0) for a in adds)}
     if num_rows is not None:
         metrics["numOutputRows"] = num_rows

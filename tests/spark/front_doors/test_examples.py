@@ -7,8 +7,8 @@ printed rows (``show()``) are checked against delta-spark's results, worked out 
 what each step does (the examples delete their tables at the end, so the printed rows are the record).
 
 Examples whose first write is ``df.write.format("delta").save(path)`` in the default save mode or
-``saveAsTable`` need the writers' front door (delta_pyds.spark.front_doors.writers): those tests
-are xfail(strict) "needs front_doors.writers" until it is merged. table_exists.py runs on classic
+``saveAsTable`` run through the writers' front door (delta_pyds.spark.front_doors.writers);
+streaming.py's repartition is a ``dataChange=false`` overwrite the stream skips. table_exists.py runs on classic
 sessions only: Spark Connect analyses ``spark.read.load`` lazily (delta-spark's Delta Connect too),
 so the example's ``exists()`` cannot see a missing table there."""
 
@@ -34,7 +34,6 @@ ALL = (
     "streaming.py",
 )
 CLASSIC_ONLY = {"table_exists.py"}
-WRITERS = pytest.mark.xfail(strict=True, reason="needs front_doors.writers")
 pytestmark = pytest.mark.slow  # a Spark session (classic) or a Connect server per session kind, 7 examples
 
 
@@ -224,7 +223,6 @@ def test_table_exists(runs):
     assert "Verifying table exists at /tmp/table_exists" in r["stdout"]
 
 
-@WRITERS
 def test_streaming(runs):
     shown = finished(result(runs, "streaming.py"))
     original, upserted, tbl1, after = shown[0], shown[1], shown[2], shown[-1]
