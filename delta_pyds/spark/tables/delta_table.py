@@ -420,13 +420,25 @@ class DeltaTable(SchemaChanges):
         ``whenNotMatched*`` clauses and ``.execute()`` (copy-on-write)."""
         check_source(source)
         check_condition(condition, "condition", required=True)
-        activate(self._spark)
-        return DeltaMergeBuilder(self._rewriter, source, condition, target_alias=self._alias)
+        rewriter = self._rewriter
+        session = getattr(source, "sparkSession", None)
+        if _another_connect_session(session, self._spark):
+            # a Spark Connect foreachBatch hands its batches over in a session of its own (a
+            # DataFrame of the table's session cannot be joined with them): merge in that one
+            rewriter = TableRewriter(session, self._path, self._options, self._storage)
+        activate(rewriter.spark)
+        return DeltaMergeBuilder(rewriter, source, condition, target_alias=self._alias)
 
     # ------------------------------------------------------------------- optimize
     def optimize(self) -> DeltaOptimizeBuilder:
         activate(self._spark)
         return DeltaOptimizeBuilder(self._rewriter)
+
+
+def _another_connect_session(session: Any, table_session: SparkSession) -> bool:
+    """Whether ``session`` is a Spark Connect session other than ``table_session``."""
+    ids = [getattr(s, "session_id", None) for s in (session, table_session)]
+    return session is not None and session is not table_session and ids[0] is not None and ids[0] != ids[1]
 
 
 def _history_schema() -> SparkStructType:
