@@ -422,7 +422,7 @@ class DeltaTable(SchemaChanges):
         check_condition(condition, "condition", required=True)
         rewriter = self._rewriter
         session = getattr(source, "sparkSession", None)
-        if _another_connect_session(session, self._spark):
+        if session is not None and _another_connect_session(session, self._spark):
             # a Spark Connect foreachBatch hands its batches over in a session of its own (a
             # DataFrame of the table's session cannot be joined with them): merge in that one
             rewriter = TableRewriter(session, self._path, self._options, self._storage)
