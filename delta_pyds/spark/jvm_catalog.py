@@ -142,16 +142,19 @@ def create_managed(spark: SparkSession, database: str, table: str, location: str
     companion = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.catalog.CatalogTable$")
     module = companion.getField("MODULE$").get(None)
     empty = pkg.CatalogStorageFormat.empty()
-    storage = pkg.CatalogStorageFormat(
+    fields = [
         jvm.scala.Some(jvm.java.net.URI(location)),
         empty.inputFormat(),
         empty.outputFormat(),
         empty.serde(),
         False,
         empty.properties(),
-        jvm.scala.Option.empty(),
-    )
-    defaults = [getattr(module, f"apply$default${n}")() for n in range(6, 23)]
+    ]
+    # newer Sparks have a seventh field (an Option, empty here; 4.1 has six); CatalogTable's arity varies too
+    extra = _arity(jvm, "org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat") - len(fields)
+    storage = pkg.CatalogStorageFormat(*fields, *[jvm.scala.Option.empty()] * extra)
+    table_arity = _arity(jvm, "org.apache.spark.sql.catalyst.catalog.CatalogTable")
+    defaults = [getattr(module, f"apply$default${n}")() for n in range(6, table_arity + 1)]
     entry = pkg.CatalogTable(
         _identifier(spark, database, table),
         pkg.CatalogTableType.MANAGED(),
@@ -162,3 +165,9 @@ def create_managed(spark: SparkSession, database: str, table: str, location: str
     )
     with active(spark) as catalog:
         catalog.createTable(entry, False, False)
+
+
+def _arity(jvm: Any, class_name: str) -> int:
+    """The parameter count of the widest public constructor of a JVM class (a Scala case class's)."""
+    constructors = jvm.java.lang.Class.forName(class_name).getConstructors()
+    return max(int(c.getParameterCount()) for c in constructors)
