@@ -51,8 +51,8 @@ def duckdb_table(path: str, version: int | None = None) -> pa.Table:
     root = _ascii_root(os.path.abspath(root))
     con = duckdb_connection()
     if version is None:
-        return con.execute("SELECT * FROM delta_scan(?)", [root]).fetch_arrow_table()
-    return con.execute("SELECT * FROM delta_scan(?, version := ?)", [root, int(version)]).fetch_arrow_table()
+        return con.execute("SELECT * FROM delta_scan(?)", [root]).to_arrow_table()
+    return con.execute("SELECT * FROM delta_scan(?, version := ?)", [root, int(version)]).to_arrow_table()
 
 
 def _ascii_root(root: str) -> str:

@@ -272,6 +272,30 @@ def _session_dynamic(session_partition_overwrite_mode: str | None) -> bool | Non
     return session == "dynamic"
 
 
+def check_data_change(opts: WriteOptions, new_table: bool, changes_metadata: bool, on_data: bool) -> None:
+    """delta-spark's rules for ``dataChange=false`` (a rearrangement): no new table, no schema or
+    metadata change, no ``replaceWhere`` on data columns (``on_data``)."""
+    if opts.data_change:
+        return
+    attempted = None
+    if new_table:
+        attempted = "Create a Delta table"
+    elif opts.overwrite and opts.overwrite_schema:
+        attempted = "Overwrite the Delta table schema or change the partition schema"
+    elif changes_metadata:
+        attempted = "Change the Delta table schema"
+    if attempted is not None:
+        raise OptionValueError(
+            "[DELTA_DATA_CHANGE_FALSE] Cannot change table metadata because the 'dataChange' option is set to"
+            f" false. Attempted operation: '{attempted}'."
+        )
+    if opts.overwrite and on_data:
+        raise OptionValueError(
+            "[DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET] 'replaceWhere' cannot be used with data filters"
+            f" when 'dataChange' is set to false. Filters: {opts.replace_where}"
+        )
+
+
 def _check_overwrite_options(overwrite: bool, replace_where: str | None, dynamic: bool, overwrite_schema: bool) -> None:
     """Raises ValueError for overwrite options given without overwrite mode or together."""
     if replace_where is not None and not overwrite:

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import table_path
+from helpers import deltalake_table
 from table_files import (
     copy,
     edit_actions,
@@ -1364,9 +1365,8 @@ def test_partition_value_with_nul_is_written_escaped_and_read_back(tmp_path):
     assert dirs == ["p=%00", "p=a%00b", "p=c"]
     got = sorted(read_rows(t).to_pylist(), key=lambda r: r["v"])
     assert [r["p"] for r in got] == values
-    import deltalake
 
-    other = sorted(deltalake.DeltaTable(t).to_pyarrow_table().to_pylist(), key=lambda r: r["v"])
+    other = sorted(deltalake_table(t).to_pylist(), key=lambda r: r["v"])
     assert [r["p"] for r in other] == values
 
 

@@ -11,7 +11,7 @@ import deltalake
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers import log_actions
+from helpers import deltalake_table, log_actions
 
 from delta_pyds.errors import (
     DeltaError,
@@ -73,7 +73,7 @@ def test_create_writes_metadata_and_protocol_only(tmp_path):
     assert [f.name for f in dl.schema().fields] == ["id", "v", "v2", "p"]
     # a write generates the identity and the generated column
     write_arrow(path, pa.table({"v": pa.array([1, 2], pa.int32()), "p": ["a", "b"]}))
-    rows = sorted(deltalake.DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda r: r["v"])
+    rows = sorted(deltalake_table(path).to_pylist(), key=lambda r: r["v"])
     assert [(r["id"], r["v"], r["v2"]) for r in rows] == [(1, 1, 2), (2, 2, 4)]
 
 
@@ -95,7 +95,7 @@ def test_create_modes(tmp_path):
     assert log_actions(path, snap.version)[0]["commitInfo"]["operation"] == "REPLACE TABLE"
     create_table(storage, TableDefinition(_cols(("d", INT))), mode="createOrReplace")
     assert Snapshot.load(path).schema.names == ["d"]
-    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 0
+    assert deltalake_table(path).num_rows == 0
     with pytest.raises(ValueError):
         create_table(storage, definition, mode="upsert")
 
@@ -180,7 +180,7 @@ def test_convert_partitioned_parquet_directory(tmp_path):
     assert stats["minValues"] == {"id": 1, "name": "x", "f": 0.5} and stats["maxValues"] == {"id": 3, "name": "z"}
     assert stats["nullCount"] == {"id": 0, "name": 1, "f": 1}
     # deltalake reads the converted table the same way
-    dl = deltalake.DeltaTable(root).to_pyarrow_table()
+    dl = deltalake_table(root)
     assert dl.num_rows == 9
     got = sorted((r["p"] or "", r["day"], r["id"], r["name"] or "") for r in dl.to_pylist())
     assert got[0] == ("", datetime.date(2024, 1, 3), 1, "x")
@@ -315,7 +315,7 @@ def test_convert_refuses_links_out_of_the_directory_and_second_names(tmp_path):
     os.symlink("_store/s.parquet", os.path.join(root, "more.parquet"))
     convert_to_delta(Storage(root))
     assert "more.parquet" in Snapshot.load(root).files.column("path").to_pylist()
-    ids = sorted(deltalake.DeltaTable(root).to_pyarrow_table().column("id").to_pylist())
+    ids = sorted(deltalake_table(root).column("id").to_pylist())
     assert ids == [1, 1, 1, 2, 2, 2, 3, 3, 3, 7]
 
 
@@ -332,7 +332,7 @@ def test_convert_without_stats_and_linked_file_sizes(tmp_path):
     assert all("stats" not in a for a in adds.values()) and len(adds) == 4
     assert adds["more.parquet"]["size"] == os.path.getsize(target)
     assert adds["more.parquet"]["size"] != os.lstat(os.path.join(root, "more.parquet")).st_size
-    assert deltalake.DeltaTable(root).to_pyarrow_table().num_rows == 10
+    assert deltalake_table(root).num_rows == 10
 
 
 @pytest.mark.parametrize("backend", ["local", "memory"])

@@ -9,6 +9,7 @@ import os
 import deltalake
 import pyarrow as pa
 import pytest
+from helpers import deltalake_table
 
 from delta_pyds.errors import FeatureDropError, UnsupportedFeatureError
 from delta_pyds.operations.feature_support import add_feature_support, drop_feature_support
@@ -77,7 +78,7 @@ def test_add_then_drop_a_writer_feature_leaves_the_protocol_delta_spark_leaves(t
     drop_feature_support(Storage(path), "changeDataFeed")
     assert _protocol(path) == (1, 3, set(), set())
     assert deltalake.DeltaTable(path).protocol().min_writer_version == 3
-    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 3
+    assert deltalake_table(path).num_rows == 3
 
 
 def test_drop_writer_features(tmp_path):
@@ -104,7 +105,7 @@ def test_drop_writer_features(tmp_path):
     with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
         add_feature_support(Storage(path), "rowTracking")
         drop_feature_support(Storage(path), "rowTracking")
-    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 3
+    assert deltalake_table(path).num_rows == 3
 
 
 def test_drop_deletion_vectors_never_used_is_immediate(tmp_path):
@@ -114,7 +115,7 @@ def test_drop_deletion_vectors_never_used_is_immediate(tmp_path):
     assert not features.is_enabled(snap.protocol, "deletionVectors")
     assert snap.configuration.get("delta.enableDeletionVectors") == "false"
     assert (snap.protocol.min_reader_version, snap.protocol.min_writer_version) == (1, 2)  # legacy again
-    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 3
+    assert deltalake_table(path).num_rows == 3
 
 
 def test_drop_deletion_vectors_with_history_waits(copy_table):
@@ -168,7 +169,7 @@ def test_drop_v2_checkpoint_writes_a_classic_checkpoint_first(copy_table):
     assert not features.is_enabled(snap.protocol, "v2Checkpoint")
     assert not [n for n in os.listdir(os.path.join(path, "_delta_log")) if ".checkpoint." in n and n.endswith(".json")]
     assert snap.files.num_rows == rows
-    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == sum(
+    assert deltalake_table(path).num_rows == sum(
         json.loads(s)["numRecords"] for s in snap.files.column("stats").to_pylist()
     )
 
@@ -217,4 +218,4 @@ def test_drop_with_a_torn_older_checkpoint_raises_only_named_errors(copy_table, 
     snap = Snapshot.load(path)
     assert not features.is_enabled(snap.protocol, "deletionVectors")
     assert not os.path.exists(torn)  # truncated away with the rest of the old history
-    assert deltalake.DeltaTable(path).to_pyarrow_table().num_rows == 0
+    assert deltalake_table(path).num_rows == 0

@@ -16,7 +16,7 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers import normalize, sort_key
+from helpers import deltalake_table, normalize, sort_key
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -105,9 +105,8 @@ def test_vacuum_never_deletes_through_links_and_collects_garbage_links(tmp_path,
     assert {c: open(c, "rb").read() for c in canaries} == canary_bytes
     assert not any(f.startswith(("k=1/", "k=2/", "store/k2/part")) for f in result.files)
     assert _both_reads(spark, path) == expected
-    import deltalake
 
-    dl = deltalake.DeltaTable(path).to_pyarrow_table().to_pylist()
+    dl = deltalake_table(path).to_pylist()
     assert sorted((r["k"], r["v"]) for r in dl) == sorted((r[0], r[1]) for r in expected)
 
 
@@ -211,10 +210,9 @@ def test_vacuum_collects_what_sigkilled_write_delta_runs_leave(tmp_path, spark):
     remaining = [os.path.join(d, f) for d, _, fs in os.walk(path) if "_pydelta_staging-" in d for f in fs]
     assert remaining == []
     assert not [n for n in os.listdir(path) if n.startswith("_pydelta_staging-")]
-    import deltalake
 
     rows = _both_reads(spark, path)
-    assert len(rows) == deltalake.DeltaTable(path).to_pyarrow_table().num_rows >= 1
+    assert len(rows) == deltalake_table(path).num_rows >= 1
 
 
 def test_vacuum_on_an_object_store_is_unchanged(tmp_path):

@@ -13,6 +13,7 @@ import uuid
 
 import deltalake
 import pytest
+from helpers import deltalake_table
 
 import delta_pyds
 from delta_pyds.errors import ConcurrentModificationError, TableExistsError
@@ -84,10 +85,7 @@ def test_commit_first_against_concurrent_statements(spark, db, tmp_path):
     create_named(spark, t, "create", None, maker(spark, before=rename, after=create_managed))
     assert "LOCATION_ALREADY_EXISTS" in (seen["rename"] or "") and "LOCATION_ALREADY_EXISTS" in seen["create"]
     entry = consistent(spark, db, tmp_path, "t")
-    assert (
-        entry.location == f"{tmp_path}/{db}.db/t"
-        and deltalake.DeltaTable(entry.location).to_pyarrow_table().num_rows == 3
-    )
+    assert entry.location == f"{tmp_path}/{db}.db/t" and deltalake_table(entry.location).num_rows == 3
     spark.sql(f"DROP TABLE {db}.t")
     create_named(spark, t, "create", None, maker(spark, before=drop, after=drop))  # nothing to drop yet
     assert "TABLE_OR_VIEW_NOT_FOUND" in seen["drop"]

@@ -11,6 +11,7 @@ import uuid
 
 import deltalake
 import pytest
+from helpers import deltalake_table
 
 import delta_pyds
 from delta_pyds import DeltaTable
@@ -70,7 +71,7 @@ def test_write_and_read_by_name_as_save_as_table(spark, db, tmp_path):
     delta_pyds.write_delta(spark.range(7, 9), name=name, mode="overwrite")
     assert ids(delta_pyds.read_delta(spark, name=name)) == [7, 8]
     path = f"{tmp_path}/{db}.db/events"
-    assert sorted(deltalake.DeltaTable(path).to_pyarrow_table().column("id").to_pylist()) == [7, 8]
+    assert sorted(deltalake_table(path).column("id").to_pylist()) == [7, 8]
     ext = str(tmp_path / "ext")
     delta_pyds.write_delta(spark.range(2), name=f"{db}.ext", path=ext)  # with a path: external
     assert info(spark, db, "ext")["Type"] == "EXTERNAL"

@@ -16,8 +16,8 @@ import os
 import subprocess
 import sys
 
-import deltalake
 import pytest
+from helpers import deltalake_table
 
 HIVE_SESSION = r"""
 import json, sys
@@ -142,7 +142,7 @@ def test_hive_metastore_shared_by_two_processes(tmp_path):
     assert second["spark_parquet"] is None and second["spark_parquet_rows"] == [[7]]  # Spark's own, unchanged
     assert second["after"] == ["ds_orders", "pq"]
     assert not os.path.exists(tmp_path / "warehouse" / "sales.db" / "orders")  # managed: dropped with its data
-    assert deltalake.DeltaTable(str(tmp_path / "ext")).to_pyarrow_table().num_rows == 3  # external: kept
+    assert deltalake_table(str(tmp_path / "ext")).num_rows == 3  # external: kept
 
 
 CONNECT = r"""
@@ -191,4 +191,4 @@ def test_names_from_a_spark_connect_client(tmp_path):
     assert got["spark_delete"] == 1 and got["spark_history"] == ["DELETE", "UPDATE"]
     assert got["after"] == []
     assert not os.path.exists(tmp_path / "cdb.db" / "t2") and not os.path.exists(tmp_path / "cdb.db" / "t")
-    assert deltalake.DeltaTable(str(tmp_path / "e")).to_pyarrow_table().num_rows == 1
+    assert deltalake_table(str(tmp_path / "e")).num_rows == 1

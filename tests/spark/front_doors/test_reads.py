@@ -14,8 +14,8 @@ import sys
 import time
 import uuid
 
-import deltalake
 import pytest
+from helpers import deltalake_table
 from pyspark.errors import AnalysisException as ErrorsAnalysisException
 from pyspark.sql.utils import AnalysisException
 
@@ -131,7 +131,7 @@ def test_delta_statements_through_spark_sql(spark, tmp_path):
             assert got == want, text
     rows = _rows(spark.sql(f"SELECT * FROM delta.`{a}`"))
     assert rows == _rows(delta_pyds.read_delta(spark, b))
-    assert rows == sorted((r["id"], r["v"]) for r in deltalake.DeltaTable(a).to_pyarrow_table().to_pylist())
+    assert rows == sorted((r["id"], r["v"]) for r in deltalake_table(a).to_pylist())
     assert _rows(spark.sql(f"SELECT * FROM delta.`{a}` VERSION AS OF 0")) == [(i, f"n{i}") for i in range(5)]
     history = [r.operation for r in spark.sql(f"DESCRIBE HISTORY delta.`{a}`").collect()]
     assert {"MERGE", "DELETE", "UPDATE", "SET TBLPROPERTIES"} <= set(history) and history[-1] == "WRITE"

@@ -13,6 +13,7 @@ import uuid
 
 import deltalake
 import pytest
+from helpers import deltalake_table
 from pyspark.errors import AnalysisException
 from pyspark.sql.readwriter import DataFrameWriter
 
@@ -24,7 +25,7 @@ FORMATS = ["delta", "pydelta"]
 
 
 def rows(path):
-    return sorted(tuple(r.values()) for r in deltalake.DeltaTable(path).to_pyarrow_table().to_pylist())
+    return sorted(tuple(r.values()) for r in deltalake_table(path).to_pylist())
 
 
 def log(path):

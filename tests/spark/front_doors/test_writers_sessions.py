@@ -14,6 +14,7 @@ import sys
 
 import deltalake
 import pytest
+from helpers import deltalake_table
 
 CALLS = r"""
 import json, sys
@@ -128,7 +129,7 @@ def run_script(tmp_path, name, text, *args):
 
 
 def rows(path):
-    return sorted(tuple(r.values()) for r in deltalake.DeltaTable(path).to_pyarrow_table().to_pylist())
+    return sorted(tuple(r.values()) for r in deltalake_table(path).to_pylist())
 
 
 def operations(path):

@@ -5,6 +5,7 @@ identity metadata, comments), partitioning, clustering, properties, description 
 from __future__ import annotations
 
 import pytest
+from helpers import deltalake_table
 
 import delta_pyds
 from delta_pyds import DeltaTable, SqlParseError
@@ -259,7 +260,6 @@ def test_replace_as_select_is_one_commit_read_alike_everywhere(spark, tmp_path, 
 
 
 def test_create_as_select_is_one_commit(spark, tmp_path):
-    import deltalake
 
     from tests.helpers import log_actions
 
@@ -272,5 +272,5 @@ def test_create_as_select_is_one_commit(spark, tmp_path):
     assert any("protocol" in a for a in actions) and any("add" in a for a in actions)
     assert Snapshot.load(p).metadata.description == "c"
     assert _rows(spark, p) == [(0, "x"), (1, "x"), (2, "x")]
-    t = deltalake.DeltaTable(p).to_pyarrow_table()
+    t = deltalake_table(p)
     assert sorted(zip(t.column("id").to_pylist(), t.column("s").to_pylist())) == [(0, "x"), (1, "x"), (2, "x")]

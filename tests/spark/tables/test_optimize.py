@@ -20,7 +20,7 @@ import pytest
 from deltalake import write_deltalake
 from dml_engines import each_dml_engine  # noqa: F401  (a fixture)
 from dml_helpers import agree_with_deltalake, dv_files, make_dml_table  # noqa: F401  (dv_files: a fixture)
-from helpers import dml_data, parquet_files, spark_rows
+from helpers import deltalake_table, dml_data, parquet_files, spark_rows
 from pyspark.sql import functions as F
 
 from delta_pyds import DeltaTable, read_delta
@@ -254,7 +254,6 @@ def test_zorder_by_a_string_column(spark, tmp_path):
     agree)."""
     import random
 
-    import deltalake
     import pyarrow.parquet as pq
 
     path = str(tmp_path / "zs")
@@ -265,14 +264,14 @@ def test_zorder_by_a_string_column(spark, tmp_path):
     for _ in range(4):
         rows = [rng.choice(words) for _ in range(250)]
         write_arrow(path, pa.table({"s": rows, "n": list(range(250))}))
-    before = sorted(deltalake.DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda r: (r["s"], r["n"]))
+    before = sorted(deltalake_table(path).to_pylist(), key=lambda r: (r["s"], r["n"]))
     m = DeltaTable.forPath(spark, path).optimize().executeZOrderBy("s").collect()[0].metrics
     assert m.numFilesRemoved == 4 and m.numFilesAdded == 1
     snap = Snapshot.load(path)
     (name,) = snap.files.column("path").to_pylist()
     values = pq.read_table(os.path.join(path, name)).column("s").to_pylist()
     assert values == sorted(values)
-    after = sorted(deltalake.DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda r: (r["s"], r["n"]))
+    after = sorted(deltalake_table(path).to_pylist(), key=lambda r: (r["s"], r["n"]))
     assert after == before
     assert sorted(tuple(r) for r in spark.read.format("pydelta").load(path).collect()) == sorted(
         (r["s"], r["n"]) for r in before

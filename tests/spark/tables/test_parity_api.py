@@ -10,7 +10,6 @@ import glob
 import os
 import threading
 
-import deltalake
 import pyarrow as pa
 import pytest
 from helpers import deltalake_table
@@ -136,7 +135,7 @@ def test_merge_returns_delta_spark_metrics_and_evolves_schema(spark, tmp_path):
     assert df.columns == ["id", "p", "tag"]
     tags = {r.id: r.tag for r in df.collect()}
     assert tags[1] == "one" and tags[50] == "new" and tags[3] is None and len(tags) == 11
-    dl = deltalake.DeltaTable(path).to_pyarrow_table()
+    dl = deltalake_table(path)
     assert dict(zip(dl.column("id").to_pylist(), dl.column("tag").to_pylist())) == tags
     # explicit set of a new column with evolution; without it the column is unknown
     src2 = spark.createDataFrame([(3, 1, 7)], "id long, p long, score int")
@@ -195,7 +194,7 @@ def test_vacuum_deletes_by_default_with_the_retention_check(spark, tmp_path):
     ops = [r.operation for r in dt.history(2).collect()]
     assert ops == ["VACUUM END", "VACUUM START"]
     assert _ids(spark, path) == list(range(12))
-    assert sorted(deltalake.DeltaTable(path).to_pyarrow_table().column("id").to_pylist()) == list(range(12))
+    assert sorted(deltalake_table(path).column("id").to_pylist()) == list(range(12))
 
 
 # ------------------------------------------------------------ protocol, features
@@ -259,12 +258,12 @@ def test_convert_spark_written_parquet_to_delta(spark, tmp_path):
     )
     assert dict(out.dtypes)["ts"] == "timestamp"
     assert dt.history(1).collect()[0].operation == "CONVERT"
-    dl = deltalake.DeltaTable(root).to_pyarrow_table()
+    dl = deltalake_table(root)
     assert sorted(dl.column("id").to_pylist()) == [1, 2, 3]
     # the converted table takes writes like any other
     spark.createDataFrame([(4, "d", None, 0)], df.schema).write.format("pydelta").mode("append").save(root)
     assert sorted(r.id for r in spark.read.format("pydelta").load(root).collect()) == [1, 2, 3, 4]
-    assert sorted(deltalake.DeltaTable(root).to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3, 4]
+    assert sorted(deltalake_table(root).column("id").to_pylist()) == [1, 2, 3, 4]
     # an existing Delta table is returned as is; other formats and names are refused
     v = Snapshot.load(root).version
     DeltaTable.convertToDelta(spark, f"parquet.`{root}`", "part int")

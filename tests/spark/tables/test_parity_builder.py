@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 import os
 
-import deltalake
 import pytest
-from helpers import pydelta_read
+from helpers import deltalake_table, pydelta_read
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from delta_pyds import DeltaTable, IdentityGenerator
@@ -60,7 +59,7 @@ def test_create_with_generated_and_identity_columns(spark, tmp_path):
     ids = [r[0] for r in rows]
     assert len(set(ids)) == 2 and all(i >= 10 and (i - 10) % 5 == 0 for i in ids)
     assert sorted((r[1], r[2]) for r in rows) == [(1, 2), (2, 3)] and all(r[3] is not None for r in rows)
-    dl = deltalake.DeltaTable(path).to_pyarrow_table()
+    dl = deltalake_table(path)
     assert sorted(dl.column("c2").to_pylist()) == [2, 3]
 
 
@@ -86,7 +85,7 @@ def test_create_modes_like_delta_spark(spark, tmp_path):
     fresh = str(tmp_path / "fresh")
     DeltaTable.createOrReplace(spark).location(fresh).addColumn("k", "int").clusterBy("k").execute()
     assert DeltaTable.forPath(spark, fresh).detail().collect()[0].clusteringColumns == ["k"]
-    assert deltalake.DeltaTable(fresh).to_pyarrow_table().num_rows == 0
+    assert deltalake_table(fresh).num_rows == 0
 
 
 def test_builder_without_name_or_location_and_argument_checks(spark, tmp_path):
