@@ -12,7 +12,10 @@ Connect sessions. ``str()`` is delta-spark's ``[ERROR_CLASS] message``; ``getCon
 * a path with no Delta table: ``[DELTA_MISSING_DELTA_TABLE] `<path>` is not a Delta table.``;
   a path that does not exist, on a read: Spark's ``[PATH_NOT_FOUND] Path does not exist: <uri>.``;
 * a name that is no Delta table (no entry, a view, another provider), for ``DeltaTable.forName``:
-  ``[DELTA_MISSING_DELTA_TABLE] `<db>`.`<t>` is not a Delta table.``
+  ``[DELTA_MISSING_DELTA_TABLE] `<db>`.`<t>` is not a Delta table.``;
+* ``DeltaTableBuilder`` usage delta-spark refuses (:class:`DeltaUsageException`, also an
+  :class:`~delta_pyds.errors.ArgumentValueError`): ``DELTA_CLUSTER_BY_WITH_PARTITIONED_BY``,
+  ``DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION``.
 
 The package's own message stays reachable as the exception's ``__cause__``."""
 
@@ -22,11 +25,23 @@ import os
 
 from pyspark.errors import AnalysisException
 
-from delta_pyds.errors import NotADeltaTableError, TableNotFoundError
+from delta_pyds.errors import ArgumentValueError, NotADeltaTableError, TableNotFoundError
 
 MISSING_DELTA_TABLE = "DELTA_MISSING_DELTA_TABLE"
 PATH_NOT_FOUND = "PATH_NOT_FOUND"
-_SQL_STATES = {MISSING_DELTA_TABLE: "42P01", PATH_NOT_FOUND: "42K03"}
+CLUSTER_BY_WITH_PARTITIONED_BY = "DELTA_CLUSTER_BY_WITH_PARTITIONED_BY"
+MISSING_NAME_OR_LOCATION = "DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION"
+_SQL_STATES = {
+    MISSING_DELTA_TABLE: "42P01",
+    PATH_NOT_FOUND: "42K03",
+    CLUSTER_BY_WITH_PARTITIONED_BY: "42613",
+    MISSING_NAME_OR_LOCATION: "42601",
+}
+_USAGE_MESSAGES = {
+    CLUSTER_BY_WITH_PARTITIONED_BY: "Clustering and partitioning cannot both be specified. Please remove "
+    "partitionedBy if you want to create a Delta table with clustering.",
+    MISSING_NAME_OR_LOCATION: "Table name or location has to be specified.",
+}
 
 
 class DeltaAnalysisException(AnalysisException):
@@ -63,6 +78,17 @@ class NotADeltaTableException(DeltaAnalysisException, NotADeltaTableError):
     def __init__(self, message: str, error_class: str = MISSING_DELTA_TABLE, parameters: dict[str, str] | None = None):
         NotADeltaTableError.__init__(self, message)
         self._set(message, error_class, parameters or {})
+
+
+class DeltaUsageException(DeltaAnalysisException, ArgumentValueError):
+    """A ``DeltaTableBuilder`` call delta-spark refuses with an ``AnalysisException`` (clustering and
+    partitioning together, no name and no location): an :class:`ArgumentValueError` and an
+    ``AnalysisException`` with delta-spark's class and text."""
+
+    def __init__(self, error_class: str):
+        message = _USAGE_MESSAGES[error_class]
+        ArgumentValueError.__init__(self, message)
+        self._set(message, error_class, {})
 
 
 def quoted(text: str) -> str:

@@ -18,6 +18,9 @@ Guarantees:
   with another format, a non-``str`` argument, and any error of the lookup other than a missing
   table (``spark.table`` raises Spark's own error then) goes to Spark's original method with the
   same arguments;
+* ``format("delta").load(path)`` (one path, no schema, options the scan reads) reads as
+  ``spark.read.table`` of a Delta name does (:func:`_native_load`: ``_metadata.file_path`` works,
+  Spark's Parquet reader moves the rows); ``format("pydelta")`` stays the Python data source;
 * ``format("delta"|"pydelta").load(path)`` of a path with no Delta table raises (on classic
   sessions, where Spark analyses at ``load``) :mod:`~delta_pyds.spark.analysis_errors`'s
   ``AnalysisException`` with delta-spark's text (``is not a Delta table`` / ``Path does not
@@ -39,7 +42,7 @@ if TYPE_CHECKING:
 DELTA_FORMATS = frozenset({"delta", "pydelta"})
 _INSTALLED: weakref.WeakSet[Any] = weakref.WeakSet()
 _ORIGINAL = "__delta_pyds_original__"
-_FORMAT, _OPTIONS = "_delta_pyds_format", "_delta_pyds_options"
+_FORMAT, _OPTIONS, _SCHEMA = "_delta_pyds_format", "_delta_pyds_options", "_delta_pyds_schema"
 
 
 def install(spark: SparkSession) -> None:
@@ -111,6 +114,7 @@ def _wrap_classic() -> None:
         _wrap(cls, "option", _recording_option)
         _wrap(cls, "options", _recording_options)
         _wrap(cls, "table", functools.partial(_table_door, streaming=cls is DataStreamReader))
+    _wrap(DataFrameReader, "schema", _recording_schema)
     _wrap(DataFrameReader, "load", _load_door)
 
 
@@ -208,9 +212,50 @@ def _set_table(spark: SparkSession) -> None:
     spark.table = table  # type: ignore[method-assign]
 
 
+def _native_load(
+    reader: Any, path: Any, format: str | None, schema: Any, options: Mapping[str, Any]
+) -> DataFrame | None:
+    """``format("delta").load(path)`` as :func:`~delta_pyds.spark.native.read.read_delta` reads
+    ``path`` with the reader's options (Spark's Parquet reader, ``_metadata`` columns, the
+    data source as the fallback), or None for Spark's own ``load``: another format (``pydelta``
+    stays the data source), no session with the doors, a schema given, a path that is not one
+    string, or an option that the scan does not read (the data source warns of it by name)."""
+    from delta_pyds.write.option_names import READ_NAMES, READ_PREFIXES, is_known
+
+    spark = _session(reader)
+    fmt = format or _reader_format(reader)
+    if not (fmt and fmt.lower() == "delta" and installed(spark)) or schema is not None or _reader_schema(reader):
+        return None
+    opts = _reader_options(reader) | {str(k): _text(v) for k, v in options.items()}
+    given = [v for k, v in opts.items() if k.lower() == "path"]
+    path = path if path is not None else (given[-1] if given else None)
+    opts = {k: v for k, v in opts.items() if k.lower() not in ("path", "paths")}
+    if not isinstance(path, str) or not all(is_known(k, READ_NAMES, READ_PREFIXES) for k in opts):
+        return None
+    return read_entry(spark, path, opts, streaming=False)
+
+
+def _reader_schema(reader: Any) -> bool:
+    """Whether the reader was given a schema (``.schema(...)``: recorded on classic readers)."""
+    return bool(reader.__dict__.get(_SCHEMA) or getattr(reader, "_schema", None))
+
+
+def _recording_schema(original: Callable[..., Any]) -> Callable[..., Any]:
+    def schema(self: Any, schema: Any) -> Any:
+        out = original(self, schema)
+        if installed(_session(self)):
+            self.__dict__[_SCHEMA] = True
+        return out
+
+    return schema
+
+
 def _load_door(original: Callable[..., Any]) -> Callable[..., Any]:
     def load(self: Any, path: Any = None, format: str | None = None, schema: Any = None, **options: Any) -> DataFrame:
         try:
+            native = _native_load(self, path, format, schema, options)
+            if native is not None:
+                return native
             return original(self, path, format, schema, **options)
         except Exception as exc:
             fmt = format or _reader_format(self)

@@ -20,7 +20,8 @@ Guarantees:
   that split the live files further (deletion-vector files, partition values) name the
   shorter side within them (:func:`file_filter`);
 * the rows and column types are those of ``spark.read.format("pydelta")`` on the same
-  version (columns are nullable, as in every Spark file source);
+  version; top-level NOT NULL columns are non-nullable, as delta-spark reads them (a null a data
+  file holds there raises: :mod:`~delta_pyds.spark.native.not_null`), nested fields nullable;
 * the version is pinned when the DataFrame is made: later commits are not seen;
 * partition values are the log's: Spark's partition discovery supplies them only when every
   live file sits in Hive directories checked (in Arrow, before Spark runs) to read back to
@@ -65,6 +66,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType as SparkDataType
+from pyspark.sql.types import StructField as SparkStructField
 from pyspark.sql.types import StructType as SparkStructType
 
 from delta_pyds.errors import DataFileError, OptionValueError, UnsupportedFeatureError
@@ -84,6 +86,7 @@ from delta_pyds.spark.native.deleted_rows import (
     with_row_index,
 )
 from delta_pyds.spark.native.locations import SparkLocation, remember_unreachable, spark_target, unreachable_reason
+from delta_pyds.spark.native.not_null import filler, not_null
 from delta_pyds.spark.schema_convert import to_spark_schema
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
@@ -260,7 +263,7 @@ def _in_list(paths: pa.Array) -> Column:
 
 def native_dataframe(spark: SparkSession, plan: NativePlan, location: SparkLocation, storage: Storage) -> DataFrame:
     """The DataFrame of ``plan`` (see the module docstring; no ``where`` applied)."""
-    output_schema = to_spark_schema(StructType(tuple(_logical_fields(plan))))
+    output_schema = non_nullable(to_spark_schema(StructType(tuple(_logical_fields(plan)))), plan)
     # the storage options' Hadoop settings go with this read only (DataFrameReader options
     # reach the Hadoop configuration of its listing and scan), never into the session conf,
     # where credentials would outlive the read and be visible to every query of the session
@@ -295,7 +298,8 @@ def native_dataframe(spark: SparkSession, plan: NativePlan, location: SparkLocat
         dv_df = drop_deleted_rows(spark, dv_df, plan, storage, words=words, only_dv_files=True)
         parts.append(_with_partitions(spark, dv_df, plan, dv_files, by_directory))
     df = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-    if read_schema == output_schema and not by_directory:  # physical = logical, no partition column
+    plain = all(f.nullable for f in output_schema.fields)
+    if plain and read_schema == output_schema and not by_directory:  # physical = logical, no partition column
         return df.drop(ROW_INDEX_COLUMN) if row_index else df
     selected = []
     for col, target in zip(plan.output, output_schema.fields, strict=True):
@@ -303,7 +307,10 @@ def native_dataframe(spark: SparkSession, plan: NativePlan, location: SparkLocat
             expr = F.col(_quote(_partition_alias(col.name)))
         else:
             expr = F.col(_quote(col.physical or col.name))
-        selected.append(expr.cast(target.dataType).alias(col.name, metadata=target.metadata))
+        expr = expr.cast(target.dataType)
+        if not target.nullable:
+            expr = not_null(expr, col.name, target.dataType)
+        selected.append(expr.alias(col.name, metadata=target.metadata))
     return df.select(*selected)
 
 
@@ -338,10 +345,20 @@ def check_listed(plan: NativePlan, listed: pa.Array) -> None:
 
 
 def _logical_fields(plan: NativePlan) -> list[StructField]:
-    """The output columns, nullable all the way down (as Spark's file sources read them), with
-    their field metadata (:func:`to_spark_schema` keeps the keys Spark reads: collations and
-    declared CHAR/VARCHAR types)."""
-    return [StructField(c.name, nullable_type(c.type), True, dict(c.metadata)) for c in plan.output]
+    """The output columns, nested fields nullable (as Spark's file sources read them), top-level
+    NOT NULL columns not (as delta-spark reads them: :func:`non_nullable`), with their field
+    metadata (:func:`to_spark_schema` keeps the keys Spark reads: collations and declared
+    CHAR/VARCHAR types)."""
+    return [StructField(c.name, nullable_type(c.type), c.nullable, dict(c.metadata)) for c in plan.output]
+
+
+def non_nullable(schema: SparkStructType, plan: NativePlan) -> SparkStructType:
+    """``schema`` with the NOT NULL columns that :mod:`.not_null` can keep non-nullable (a type
+    with a :func:`~.not_null.filler`) non-nullable, every other column nullable."""
+    fields = []
+    for f in schema.fields:
+        fields.append(SparkStructField(f.name, f.dataType, f.nullable or filler(f.dataType) is None, f.metadata))
+    return SparkStructType(fields)
 
 
 def _partition_alias(name: str) -> str:

@@ -15,8 +15,11 @@ Guarantees:
   EXTERNAL table there, without one a MANAGED table at Spark's default path under
   ``spark.sql.warehouse.dir`` (where delta-spark puts it); ``create`` fails on a name in use,
   ``replace`` on a free one, ``createIfNotExists`` / ``createOrReplace`` use the entry's
-  location. A builder with neither a name nor a location raises :class:`NoCatalogError` at
-  ``execute()``.
+  location. A builder with neither a name nor a location raises delta-spark's
+  ``DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION`` at ``execute()``, ``partitionedBy`` with
+  ``clusterBy`` its ``DELTA_CLUSTER_BY_WITH_PARTITIONED_BY`` at the second call, as
+  ``AnalysisException`` s (:class:`~delta_pyds.spark.analysis_errors.DeltaUsageException`); two
+  generation specs or an identity step of 0 raise its ``ValueError`` texts at ``addColumn``.
 """
 
 from __future__ import annotations
@@ -25,9 +28,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
-from delta_pyds.errors import ArgumentValueError, NoCatalogError
+from delta_pyds.errors import ArgumentValueError
 from delta_pyds.operations.create import ColumnSpec, Identity, TableDefinition, create_table
 from delta_pyds.protocol.schema import parse_schema, parse_type, with_declared_type
+from delta_pyds.spark.analysis_errors import (
+    CLUSTER_BY_WITH_PARTITIONED_BY,
+    MISSING_NAME_OR_LOCATION,
+    DeltaUsageException,
+)
 from delta_pyds.spark.tables.args import activate
 from delta_pyds.spark.tables.generation_check import check_generation_expressions
 from delta_pyds.storage.store import Storage
@@ -139,9 +147,7 @@ class DeltaTableBuilder(Generic[TableT]):
         identity = None
         expression = None
         if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
-            raise ArgumentValueError(
-                f"column {colName}: give at most one of generatedAlwaysAs and generatedByDefaultAs"
-            )
+            raise ArgumentValueError("generatedByDefaultAs and generatedAlwaysAs cannot both be set.")
         if isinstance(generatedAlwaysAs, IdentityGenerator):
             identity = Identity(generatedAlwaysAs.start, generatedAlwaysAs.step, always=True)
         elif generatedAlwaysAs is not None:
@@ -157,6 +163,8 @@ class DeltaTableBuilder(Generic[TableT]):
         for value, name in ((identity.start, "start"), (identity.step, "step")) if identity else ():
             if isinstance(value, bool) or not isinstance(value, int):
                 _raise_type_error(f"IdentityGenerator {name} must be int.", [value])
+        if identity is not None and identity.step == 0:
+            raise ArgumentValueError("Column identity generation requires step to be non-zero.")
         if comment is not None and not isinstance(comment, str):
             _raise_type_error("Column comment must be str.", [comment])
         delta_type, metadata = _to_delta_type(colName, dataType)
@@ -187,6 +195,7 @@ class DeltaTableBuilder(Generic[TableT]):
                 _raise_type_error("Partitioning column must be str.", [c])
             names.append(c)
         self._partitioned = names
+        self._check_partitioning()
         return self
 
     def clusterBy(self, *cols: str | list[str] | tuple[str, ...]) -> DeltaTableBuilder[TableT]:
@@ -198,7 +207,13 @@ class DeltaTableBuilder(Generic[TableT]):
                 _raise_type_error("Clustering column must be str.", [c])
             names.append(c)
         self._cluster = names
+        self._check_partitioning()
         return self
+
+    def _check_partitioning(self) -> None:
+        """delta-spark's ``validatePartitioning``: clustering and partitioning exclude each other."""
+        if self._partitioned and self._cluster:
+            raise DeltaUsageException(CLUSTER_BY_WITH_PARTITIONED_BY)
 
     def property(self, key: str, value: str) -> DeltaTableBuilder[TableT]:
         if not isinstance(key, str) or not isinstance(value, str):
@@ -228,7 +243,5 @@ class DeltaTableBuilder(Generic[TableT]):
 
             return create_named(self._spark, self._name, self._mode, self._location, make)
         if self._location is None:
-            raise NoCatalogError(
-                f"{self._mode}(): give the table's tableName(name) (Spark's session catalog) or location(path)"
-            )
+            raise DeltaUsageException(MISSING_NAME_OR_LOCATION)
         return make(self._location)

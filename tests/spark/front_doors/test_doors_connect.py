@@ -77,6 +77,9 @@ q = spark.readStream.table("t").writeStream.format("memory").queryName("doors_q"
 q.awaitTermination(120)
 out["stream"] = rows(spark.sql("SELECT * FROM doors_q"))
 out["parquet_table"] = rows(spark.table("pq"))
+# format("delta").load through Spark's Parquet reader: _metadata columns
+loaded = spark.read.format("delta").load(a).select("id", "_metadata.file_name", "_metadata.file_path")
+out["metadata"] = sorted((r.id, r.file_path.endswith("/" + r.file_name)) for r in loaded.collect())
 # errors
 import os
 os.makedirs(root + "/empty")
@@ -116,6 +119,7 @@ def test_doors_from_a_spark_connect_client(tmp_path):
     assert got["cdf"] == [[2, "B", "update_postimage"], [2, "b", "update_preimage"]]
     assert got["stream"] == [[1, "a"], [2, "B"]]
     assert got["parquet_table"] == [[1], [2], [3]]
+    assert got["metadata"] == [[i, True] for i in (1, 2, 3, 4)]
     assert got["forPath"].startswith("[DELTA_MISSING_DELTA_TABLE] `")
     assert got["forPath"].endswith("is not a Delta table.")
     assert got["forName"] == "[DELTA_MISSING_DELTA_TABLE] `missing_t` is not a Delta table."

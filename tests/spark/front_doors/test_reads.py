@@ -15,7 +15,7 @@ import time
 import uuid
 
 import pytest
-from helpers import deltalake_table
+from helpers import adds_of, deltalake_table
 from pyspark.errors import AnalysisException as ErrorsAnalysisException
 from pyspark.sql.utils import AnalysisException
 
@@ -183,6 +183,36 @@ def test_reads_by_name(spark, db):
             assert _rows(got) == want
         else:
             assert sorted(r._change_type for r in got.collect()) == ["update_postimage", "update_preimage"]
+
+
+def _scan_kinds(df):
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return ("parquet" if "FileScan parquet" in plan else "") + ("python" if "(Python)" in plan else "")
+
+
+def test_format_delta_load_reads_through_sparks_parquet_reader(spark, tmp_path):
+    path = str(tmp_path / "t")
+    spark.range(6).selectExpr("id", "id % 2 AS p").write.format("delta").partitionBy("p").save(path)
+    spark.range(6, 8).selectExpr("id", "id % 2 AS p").write.format("delta").mode("append").save(path)
+    files = sorted(a["path"].rsplit("/", 1)[-1] for v in (0, 1) for a in adds_of(path, v))
+    loads = {
+        "load(path)": spark.read.format("delta").load(path),
+        "option(path)": spark.read.format("delta").option("path", path).load(),
+        "load(format=)": spark.read.load(path, format="delta"),
+        "versionAsOf": spark.read.format("delta").option("versionAsOf", 0).load(path),
+    }
+    for door, df in loads.items():
+        assert _scan_kinds(df) == "parquet", door
+        got = df.select("id", "p", "_metadata.file_path", "_metadata.file_name").collect()
+        assert {r.file_name for r in got} <= set(files) and all(r.file_path.endswith(r.file_name) for r in got)
+        assert all(f"/p={r.p}/" in r.file_path for r in got), door
+        want = range(6) if door == "versionAsOf" else range(8)
+        assert sorted(r.id for r in got) == list(want), door
+    # the Python data source: format("pydelta"), a schema given, an option the scan does not read
+    assert _scan_kinds(spark.read.format("pydelta").load(path)) == "python"
+    assert _scan_kinds(spark.read.format("delta").schema("id LONG, p LONG").load(path)) == "python"
+    # (the data source warns of the option by name, from its Python worker)
+    assert _scan_kinds(spark.read.format("delta").option("notAnOption", "1").load(path)) == "python"
 
 
 def test_other_names_and_formats_are_sparks(spark, db):
