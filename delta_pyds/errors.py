@@ -1,5 +1,10 @@
-"""The package's error hierarchy: every error it raises on purpose derives from
-:class:`DeltaError` (bad options are :class:`ValueError`, as Python users expect)."""
+"""The package's error hierarchy: every error it raises about a table, its log, its files, a
+commit, a statement or an argument's value derives from :class:`DeltaError` (bad values are also
+:class:`ValueError`, as Python users expect). Two kinds of error stay Python's own, each kept to
+the places ``tests/test_structure.py`` lists: ``TypeError`` for an argument of the wrong type
+(as delta-spark's Python API raises it), and the internal checks (``ValueError``,
+``RuntimeError``, ``AssertionError``, ``NotImplementedError``, ``KeyError`` of a mapping lookup)
+of helpers whose callers never let them fail: seeing one is a bug to report."""
 
 from __future__ import annotations
 

@@ -174,6 +174,38 @@ def test_every_error_class_is_in_the_error_tree_and_exported():
         assert cls.__name__ in delta_pyds.__all__ and getattr(delta_pyds, cls.__name__) is cls
 
 
+# the bare builtin errors the package raises, per module: internal checks whose callers never let
+# them fail (deletion vector encoding, staged-file bookkeeping, a file-like object's seek, log
+# segments, snapshot extension, statistics alignment, compaction specs, the variant visitor's
+# abstract method, the SQL parser's unreachable end), and StructType's mapping lookup (KeyError)
+INTERNAL_CHECKS = {
+    ("delta_pyds.protocol.deletion_vectors", "ValueError"): 7,
+    ("delta_pyds.write.native_files", "ValueError"): 3,
+    ("delta_pyds.storage.checked_input", "ValueError"): 2,
+    ("delta_pyds.log.segment", "ValueError"): 1,
+    ("delta_pyds.table.snapshot", "ValueError"): 1,
+    ("delta_pyds.skipping.files", "ValueError"): 1,
+    ("delta_pyds.operations.compaction", "RuntimeError"): 1,
+    ("delta_pyds.variant.shredding", "NotImplementedError"): 1,
+    ("delta_pyds.spark.sql.dml", "AssertionError"): 1,
+    ("delta_pyds.protocol.schema", "KeyError"): 1,
+}
+BUILTIN_ERRORS = {"ValueError", "RuntimeError", "AssertionError", "NotImplementedError", "KeyError", "Exception"}
+
+
+def test_bare_builtin_errors_are_type_errors_or_listed_internal_checks():
+    """errors.py's promise: what the package raises on purpose is a DeltaError, Python's TypeError
+    for an argument of the wrong type, or one of the listed internal checks."""
+    found: dict[tuple[str, str], int] = {}
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(target, ast.Name) and target.id in BUILTIN_ERRORS:
+                    found[(name, target.id)] = found.get((name, target.id), 0) + 1
+    assert found == INTERNAL_CHECKS
+
+
 def test_loggers_are_named_after_their_module():
     literal = [n for n, p in MODULES.items() if re.search(r"getLogger\(\s*['\"]", p.read_text(encoding="utf-8"))]
     assert literal == []
