@@ -23,7 +23,8 @@ def load():
             run = json.load(f)
         # bench/run.py's whole-run results; partial runs and other scripts' results are not
         # this page's
-        if "rows" in run and not os.path.basename(path).startswith("partial-"):
+        rows = run.get("rows")
+        if rows and all("mode" in r for r in rows) and not os.path.basename(path).startswith("partial-"):
             runs.append(run)
     return runs
 

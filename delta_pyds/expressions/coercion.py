@@ -3,7 +3,7 @@ parser (typed literals), the evaluator and the function table.
 
 Guarantees: :func:`cast` follows Spark where Arrow differs (strings to timestamps with
 an optional offset or ``Z``, strings to dates and booleans, floats truncated to
-integers) and raises :class:`~delta_pyds.expressions.ast.ExpressionError` instead of an
+integers) and raises :class:`~delta_pyds.errors.ExpressionError` instead of an
 Arrow error; :func:`call_compute` turns Arrow overflow into an ``ExpressionError``
 rather than a wrapped-around value. Dates and times are in UTC.
 """

@@ -5,7 +5,7 @@ for column defaults, ...).
 
 Guarantees: a name absent from :data:`FUNCTIONS` is refused at parse time; arguments a
 function needs as literals (``substring`` positions, ``date_format`` patterns) and
-unsupported pattern letters raise :class:`~delta_pyds.expressions.ast.ExpressionError`.
+unsupported pattern letters raise :class:`~delta_pyds.errors.ExpressionError`.
 Dates and times are evaluated in UTC.
 """
 

@@ -1,6 +1,6 @@
-"""A small Spark SQL expression language: the tokenizer and parser, for what a writer
-must evaluate without Spark: CHECK constraints, column invariants, generation
-expressions and ``replaceWhere`` predicates.
+"""A small Spark SQL expression language: the parser (of :mod:`delta_pyds.expressions.lexer`'s
+tokens), for what a writer must evaluate without Spark: CHECK constraints, column
+invariants, generation expressions and ``replaceWhere`` predicates.
 
 Supported: column references (case-insensitive, backticks, nested ``a.b``), literals
 (numbers, strings, ``TRUE``/``FALSE``/``NULL``, ``DATE '...'``, ``TIMESTAMP '...'``,
@@ -12,7 +12,7 @@ handling, ``current_date()`` / ``current_timestamp()`` for column defaults). Dat
 times are evaluated in UTC.
 
 Guarantees: :func:`parse` returns a tree of :mod:`delta_pyds.expressions.ast` nodes and
-raises :class:`~delta_pyds.expressions.ast.ExpressionError` for anything outside that
+raises :class:`~delta_pyds.errors.ExpressionError` for anything outside that
 subset (naming it), so callers can refuse a write up front instead of guessing.
 """
 

@@ -15,7 +15,8 @@ Guarantees:
   (or ``target=table``) every partition once any partition holds that many;
 * within those partitions it is OPTIMIZE's bin packing with ``maxFileSize`` (default 128
   MiB) as the bin size: files smaller than ``minFileSize`` (and files with a deletion
-  vector), bins of two files or more;
+  vector), bins of two files or more, or of one file with a deletion vector (rewritten to
+  drop its deleted rows);
 * it is a commit of its own from the snapshot the write committed: ``OPTIMIZE`` with
   ``auto: true`` in its ``operationParameters``, ``dataChange=false``, checked for
   conflicts like every OPTIMIZE (a concurrent change to a compacted file makes it lose);

@@ -11,7 +11,7 @@ Guarantees:
 * names resolve on every call, from a structured source where one exists: on a classic session
   the JVM session catalog's ``CatalogTable`` (:mod:`delta_pyds.spark.jvm_catalog`: type,
   provider, location URI; the in-memory catalog and the Hive metastore alike), so no comment or
-  property can stand for a field (DESIGN.md §4). A Spark Connect client has no JVM and no
+  property can stand for a field (docs/catalog.md). A Spark Connect client has no JVM and no
   structured source that works for ``delta`` entries (measured on 4.3: ``DESCRIBE ... AS JSON``
   is refused for the ``PythonTable`` with ``NOT_SUPPORTED_COMMAND_FOR_V2_TABLE``,
   ``catalog.getTable`` describes the ``PythonTable``: MANAGED, no location); there one ``SHOW

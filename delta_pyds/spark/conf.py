@@ -1,10 +1,16 @@
-"""The Spark session confs this package reads, in one place: its own ``spark.pydelta.*``
-confs and the ``spark.databricks.delta.*`` ones it honours as delta-spark does.
+"""The Spark session confs this package reads of its own (``spark.pydelta.*``) and the
+``spark.databricks.delta.*`` ones it honours as delta-spark does, with their readers.
 
 Guarantees:
 
-* every conf read by the package is named here once (:data:`CONFS` maps each name to
-  its default and what it accepts, the table docs/configuration.md documents);
+* :data:`CONFS` names each ``spark.pydelta.*`` and ``spark.databricks.delta.*`` conf the
+  package reads, with its default and what it accepts, except delta-spark's auto compaction
+  family (``spark.databricks.delta.autoCompact.*``), whose names and defaults live with the
+  settings they make (:data:`delta_pyds.operations.auto_compact.CONF_KEYS`); docs/dml.md
+  documents every one of them (tests/test_structure.py checks the names);
+* Spark's own confs the package follows (the session time zone, case sensitivity, the
+  catalog implementation, the SQL dialect's switches, the partition overwrite mode, the
+  default source) are read where that behaviour is followed, each by a named constant;
 * a session that cannot answer (a Spark Connect server refusing ``conf.get``) reads as
   unset: the default applies;
 * a value that does not parse raises :class:`~delta_pyds.errors.SettingValueError` (a

@@ -11,9 +11,14 @@ The Python Data Source API gives sources no column pruning: every column of the
 returned schema is decoded. For wide tables pass ``columns`` (or a user schema with
 ``.schema("id long, name string")``) so only those columns are read.
 
-File skipping uses Spark's filters when ``spark.sql.python.filterPushdown.enabled``
-is true (``delta_pyds.register(spark)`` sets it); with it off, reads are still correct
-but scan every file.
+File skipping uses Spark's filters only where that is safe and Spark lets the source see
+them: ``spark.sql.python.filterPushdown.enabled`` must be true (``delta_pyds.register(spark)``
+sets it; with it off, reads are correct but scan every file), and with the default
+``filterPushdown=auto`` only on a Spark whose planned scans are kept per query (one with
+``DataSourceReader.pushLimit``; Spark 4.1-4.3 share one planned scan between a DataFrame's
+queries, :func:`scan_scoped_pushdown`), else ``.option("filterPushdown", "true")`` turns it
+on for a DataFrame that serves one filtered query. ``read_delta`` skips files on every
+Spark.
 
 The table version is pinned when the DataFrame is created (``load()``): later commits
 are not seen by that DataFrame, as with delta-spark.

@@ -1,7 +1,7 @@
 """The short name ``delta`` for this package's source, where no JVM ``delta`` source exists.
 
 Spark 4.3's ``DataSource.lookupDataSource`` tries the JVM ``DataSourceRegister`` short names
-first, then class names, and only then the session's Python sources (DESIGN.md §2e, measured);
+first, then class names, and only then the session's Python sources (measured; docs/catalog.md);
 a later Spark raises when two sources share a name. :func:`register_delta_name` therefore
 registers :class:`DeltaNamedSource` as ``delta`` only after asking Spark for ``delta`` and
 getting ``DATA_SOURCE_NOT_FOUND``: a session with delta-spark's jars never gets a second

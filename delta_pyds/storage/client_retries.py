@@ -18,7 +18,7 @@ reads them; an option not given leaves the client's default unless said otherwis
   mismatches; never 404), at most ``max_retries`` times (default 3) with pydelta's
   backoff; ``timeout`` / ``connect_timeout`` become aiohttp's ``sock_read`` /
   ``sock_connect`` (gcsfs's ``requests_timeout``);
-* every retry the clients make is logged at WARNING on ``delta_pyds.storage.client``
+* every retry the clients make is logged at WARNING on ``delta_pyds.storage.client_retries``
   (store, operation, path without its query, attempt, fault; the wait where pydelta
   sets it): S3 through a handler of botocore's ``needs-retry`` event (when botocore
   gives up, that too), Azure and GCS where pydelta computes the backoff. Never a

@@ -1,8 +1,8 @@
 """Front doors: Spark's own write calls of a Delta format, met in the Python session.
 
 Spark refuses save modes ErrorIfExists (its default) and Ignore, and ``partitionBy()``, for every
-Python data source before the source runs (DESIGN.md §1, §2f), and hands a Python source's catalog
-table no location (§2e). :func:`install` (called by ``delta_pyds.register(spark)`` only, through
+Python data source before the source runs (docs/limits.md), and hands a Python source's catalog
+table no location (docs/catalog.md). :func:`install` (called by ``delta_pyds.register(spark)`` only, through
 :func:`delta_pyds.spark.front_doors.install`) therefore wraps, for ``spark``'s kind of session
 (classic or Spark Connect), the methods of pyspark's ``DataFrameWriter`` (here),
 ``DataFrameWriterV2`` (:mod:`.writers_v2`) and ``DataStreamWriter`` (:mod:`.stream_writers`).

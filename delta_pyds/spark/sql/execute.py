@@ -4,8 +4,11 @@
 Guarantees: a statement's tables are resolved through Spark's catalog first, each name once
 (:class:`~delta_pyds.spark.sql.table_refs.Resolution`); a name that is no Delta table where a
 Delta statement needs one raises :class:`~delta_pyds.errors.SqlParseError` before anything
-changes. Each Delta statement is one call of the public :class:`~delta_pyds.DeltaTable` API
-(or of ``write_delta`` / the catalog helpers), one commit at most; results have delta-spark's
+changes. Each Delta statement that changes a table is one call of the public
+:class:`~delta_pyds.DeltaTable` API (or of ``write_delta``, the catalog helpers, or for
+``UNSET TBLPROPERTIES``, which ``DeltaTable`` has no method for,
+:func:`~delta_pyds.operations.properties.unset_properties`), one commit at most; ``SHOW
+TBLPROPERTIES`` / ``SHOW PARTITIONS`` read the table's snapshot; results have delta-spark's
 columns (``num_affected_rows`` ...; DESCRIBE HISTORY / DETAIL as ``history()`` / ``detail()``).
 After a Delta statement on a temporary view over ``pydelta``, the view is made again so that
 it reads the new version. The runners of the table maintenance and ALTER TABLE statements are

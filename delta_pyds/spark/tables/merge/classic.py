@@ -3,10 +3,12 @@ then ``writeAllChanges``) over the plan's pinned source.
 
 Guarantees:
 
-* the source is pinned once by the plan (a cache filled by the first job, with a row number
-  per source row; delta-spark's ``materializeSource``), so both phases, the inserted rows,
-  the change data, the deletion-vector marks and generated identity values see the same
-  source rows (a non-deterministic source cannot make them disagree);
+* the source is pinned once by the plan (a local checkpoint filled by the first job, with a
+  row number per source row; delta-spark's ``materializeSource``), so both phases, the
+  inserted rows, the change data, the deletion-vector marks and generated identity values
+  see the same source rows: its blocks are never recomputed from the source (a block lost
+  with an executor fails the statement before it commits), so a non-deterministic source
+  cannot make them disagree;
 * phase 1, :func:`find_touched_files`: the probe
   (:func:`~delta_pyds.spark.tables.merge.probe.probe`, what it pins by the pin policy of
   :mod:`~delta_pyds.spark.tables.merge.pruning`) and ONE Spark job over it

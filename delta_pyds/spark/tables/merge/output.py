@@ -30,7 +30,7 @@ from delta_pyds.errors import IdentityColumnError
 from delta_pyds.protocol.identity import IdentityColumn
 from delta_pyds.spark import projection
 from delta_pyds.spark.tables.merge.clauses import Expression, MergeClause
-from delta_pyds.spark.tables.merge.plan import ACTION, MATCHED, SRC_ID, MergePlan, sql_expr
+from delta_pyds.spark.tables.merge.plan import ACTION, MATCHED, SRC_ID, MergePlan, release_checkpoint, sql_expr
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.spark.tables.resolution import set_columns
 from delta_pyds.spark.tables.rewriter import generated_expressions, regenerate
@@ -135,8 +135,8 @@ class MergeRows:
 
     def release(self) -> None:
         """Frees the pinned rows' blocks (else freed when the DataFrame is collected)."""
-        if self.target is not None and self.target.is_cached:
-            self.target.unpersist()
+        if self.target is not None:
+            release_checkpoint(self.target)
 
     def actions(self, kind: str) -> list[int]:
         """The action numbers of the target-side clauses of ``kind`` (update | delete)."""

@@ -4,18 +4,20 @@ adds to its joined rows.
 
 Guarantees:
 
-* a plan is immutable and complete when built: the clauses (typed
+* a plan is complete when built and its fields are not reassigned after: the clauses (typed
   :class:`~delta_pyds.spark.tables.merge.clauses.MergeClause` values, checked against the
   target and the source), the target's schema and alias, the schema evolution result, the
   pinned source, the candidate target files after pruning and their scan all come from the
-  ONE snapshot passed in (no step loads the table again);
+  ONE snapshot passed in (no step loads the table again); what it memoizes on first use
+  (column references, the target's column lists) is derived from those fields only;
 * action numbers: target-side clauses (``whenMatched*``, then ``whenNotMatchedBySource*``,
   each kind in the order given) are ``1..n``, insert clauses ``n+1..``; ``0`` is no clause;
 * the internal column names start with ``__pydelta_`` (they never collide with a user's
   column in practice and never reach a written file);
 * :meth:`MergePlan.target_name` resolves a user's column name case-insensitively or raises
   :class:`~delta_pyds.errors.ColumnNotFoundError` (a ``ValueError``) naming the table's
-  columns; the source is pinned before anything reads it and unpersisted if planning fails.
+  columns; the source is pinned (a local checkpoint) before anything reads it and released if
+  planning fails.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class MergePlan:
     files: pa.Table  # the candidate target files (snapshot file rows) after pruning
     target: DataFrame  # the target's scan of every candidate file, aliased
     source_rows: int | None  # the source's rows (numSourceRows), when the pruning job counted them
-    pinned: DataFrame | None = None  # the cached source under ``src`` (src adds the SQL names below)
+    pinned: DataFrame | None = None  # the checkpointed source under ``src`` (src adds the SQL names below)
     # source column -> a unique name ``src`` also gives it: SQL text can name it unambiguously
     src_refs: Mapping[str, str] = field(default_factory=dict)
 
@@ -186,8 +188,20 @@ class MergePlan:
         return _target_rows(self.rewriter, self.snap, only_files(self.files, paths), self.evolved, self.talias)
 
     def release(self) -> None:
-        """Unpersists the pinned source."""
-        (self.pinned if self.pinned is not None else self.src).unpersist()
+        """Frees the pinned source's blocks."""
+        release_checkpoint(self.pinned if self.pinned is not None else self.src)
+
+
+def release_checkpoint(df: DataFrame) -> None:
+    """Frees the blocks of ``df``, a DataFrame behind a local checkpoint, now (classic sessions:
+    its RDD is unpersisted); a Spark Connect server drops it with the client's DataFrame, and
+    Spark's cleaner does in any case once the JVM no longer references it."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return
+    plan = jdf.queryExecution().analyzed()
+    if plan.getClass().getSimpleName() == "LogicalRDD":
+        plan.rdd().unpersist(False)
 
 
 def sql_expr(e: Expression) -> Column:
@@ -225,7 +239,7 @@ def plan_merge(
     _check_clauses(rw, snap, target_schema, talias, source, condition, clauses)
     src = _pinned_source(source, evolved)
     by_source = any(c.when == "not_matched_by_source" for c in clauses)
-    with cleanup_on_failure(src.unpersist, what="the pinned merge source"):
+    with cleanup_on_failure(lambda: release_checkpoint(src), what="the pinned merge source"):
         files, source_rows = candidate_files(
             rw, snap, condition, talias, target_schema, src, by_source=by_source, insert_only=not target_side
         )
@@ -273,7 +287,11 @@ def _pinned_source(source: DataFrame, evolved: DeltaStruct | None) -> DataFrame:
     src = source.withColumn(SRC, F.lit(True)).withColumn(SRC_ID, F.monotonically_increasing_id())
     if evolved is not None:
         src = to_schema(src, evolved, add_missing=False, complex_only=True)
-    return src.persist()
+    # a local checkpoint, as delta-spark's materializeSource: its blocks are never recomputed
+    # from the source (a lost block fails the statement before it commits), where a cache's
+    # evicted or lost blocks would be, and a non-deterministic source could then give the two
+    # phases different rows
+    return src.localCheckpoint(eager=False)
 
 
 def _target_rows(

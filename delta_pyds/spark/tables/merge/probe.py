@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from delta_pyds.spark import projection
 from delta_pyds.spark.tables.merge.metrics import MergeOutcome
 from delta_pyds.spark.tables.merge.output import carried_columns, insert_action, target_action
-from delta_pyds.spark.tables.merge.plan import ACTION, MATCHED, SRC, SRC_ID, MergePlan
+from delta_pyds.spark.tables.merge.plan import ACTION, MATCHED, SRC, SRC_ID, MergePlan, release_checkpoint
 from delta_pyds.spark.tables.native_rows import SCAN_FILE, SCAN_ROW
 
 if TYPE_CHECKING:
@@ -56,8 +56,7 @@ class Probe:
     whole: bool = False  # every candidate target row is pinned, not only matched or changed ones
 
     def release(self) -> None:
-        if self.rows.is_cached:
-            self.rows.unpersist()
+        release_checkpoint(self.rows)
 
 
 def probe(plan: MergePlan, *, carry: bool = False, keep_old: bool = False, whole: bool = False) -> Probe:
