@@ -447,18 +447,8 @@ class Suite:
         self.rows.append({"mode": "concurrent", "label": "4 appenders", **stats})
 
 
-MODES = ["full", "narrow", "selective", "plan", "write", "commit", "dv", "dml", "smallfiles", "concurrent"]
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("modes", nargs="*", metavar="MODE", help=f"any of {', '.join(MODES)} (default: all)")
-    parser.add_argument("--scale", type=float, default=1.0, help="table size factor (default 1.0)")
-    parser.add_argument("--reps", type=int, default=4, help="alternated repetitions (first is warm-up)")
-    args = parser.parse_args(argv)
-    unknown = [m for m in args.modes if m not in MODES]
-    if unknown:
-        parser.error(f"unknown mode(s) {', '.join(unknown)}: expected any of {', '.join(MODES)}")
+def bench_session():
+    """The benchmarks' Spark session (local[2], UTC, no UI, 4 GB driver), registered for pydelta."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("TZ", "UTC")
     from pyspark.sql import SparkSession
@@ -475,6 +465,22 @@ def main(argv=None):
     )
     spark.sparkContext.setLogLevel("ERROR")
     delta_pyds.register(spark)
+    return spark
+
+
+MODES = ["full", "narrow", "selective", "plan", "write", "commit", "dv", "dml", "smallfiles", "concurrent"]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("modes", nargs="*", metavar="MODE", help=f"any of {', '.join(MODES)} (default: all)")
+    parser.add_argument("--scale", type=float, default=1.0, help="table size factor (default 1.0)")
+    parser.add_argument("--reps", type=int, default=4, help="alternated repetitions (first is warm-up)")
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.modes if m not in MODES]
+    if unknown:
+        parser.error(f"unknown mode(s) {', '.join(unknown)}: expected any of {', '.join(MODES)}")
+    spark = bench_session()
     import floor_sources
 
     floor_sources.register(spark)

@@ -125,16 +125,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.batches <= args.warmup:
         parser.error("--batches must be larger than --warmup")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("TZ", "UTC")
-
     import pyarrow.parquet as pq
     from dml import FILES, digest
-    from pyspark.sql import SparkSession
-    from run import RESULTS, machine
+    from run import RESULTS, bench_session, machine
     from tables import DATA, dml_table
-
-    import delta_pyds
 
     rows = int(4_000_000 * args.scale)
     base = dml_table(os.path.join(DATA, f"dml-{rows}"), rows, FILES)
@@ -147,16 +141,7 @@ def main(argv: list[str] | None = None) -> None:
         pq.write_table(tbl, files[-1])
         os.utime(files[-1], (1_700_000_000 + i, 1_700_000_000 + i))  # the stream takes them in this order
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    delta_pyds.register(spark)
+    spark = bench_session()
     pd_table, dl_table = os.path.join(DATA, "stream-upsert-pydelta"), os.path.join(DATA, "stream-upsert-deltalake")
     for p in (pd_table, dl_table):
         shutil.rmtree(p, ignore_errors=True)
