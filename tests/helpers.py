@@ -189,6 +189,19 @@ def write_ids(path, ids, mode="append", *, with_p=True, **kwargs):
     write_deltalake(path, pa.table(columns), mode=mode, **kwargs)
 
 
+def forget_last_spark_commit(checkpoint):
+    """Removes the last entry of a streaming query's commit log (and its checksum): as if the
+    driver died after the sink's commit but before Spark recorded the batch. Returns its batch id."""
+    import os
+
+    commits = os.path.join(checkpoint, "commits")
+    last = max(int(n) for n in os.listdir(commits) if n.isdigit())
+    for name in (str(last), f".{last}.crc"):
+        if os.path.exists(os.path.join(commits, name)):
+            os.remove(os.path.join(commits, name))
+    return last
+
+
 # ------------------------------------------------------------------------ the log
 def log_actions(path, version):
     """The actions of one JSON commit of the table at ``path``, as dicts."""

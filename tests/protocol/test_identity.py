@@ -202,6 +202,29 @@ def test_streaming_sink_refuses_identity_tables(spark, tmp_path):
     assert Snapshot.load(dst).version == 0
 
 
+def test_native_stream_generates_identity_values_per_batch(spark, tmp_path):
+    """format("delta") streams on the native path, which plans each micro-batch afresh: every
+    batch's identity values lie above the previous batch's high-water mark."""
+    src, dst, ck = (str(tmp_path / n) for n in ("src", "dst", "ck"))
+    _identity_table(dst)
+    for k in range(3):  # one micro-batch per run: one source commit each
+        write_arrow(src, pa.table({"v": [f"b{k}-{i}" for i in range(4)]}))
+        query = (
+            spark.readStream.format("pydelta")
+            .load(src)
+            .writeStream.format("delta")
+            .option("checkpointLocation", ck)
+            .trigger(availableNow=True)
+            .start(dst)
+        )
+        query.awaitTermination()
+    rows = arrow_rows(deltalake_table(dst), ["id", "v"])
+    assert len(rows) == 12 and len({i for i, _ in rows}) == 12
+    by_batch = {k: {i for i, v in rows if v.startswith(f"b{k}-")} for k in range(3)}
+    assert max(by_batch[0]) < min(by_batch[1]) and max(by_batch[1]) < min(by_batch[2])
+    assert _hwm(dst) == max(i for i, _ in rows)
+
+
 def test_overwrite_schema_replaces_the_identity_declaration(tmp_path):
     path = str(tmp_path / "t")
     _identity_table(path, hwm=5)

@@ -19,7 +19,7 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers import write_ids
+from helpers import forget_last_spark_commit, write_ids
 
 
 def _source(path):
@@ -140,15 +140,6 @@ def _target_ids(target):
     return Counter(DeltaTable(target).to_pyarrow_table().column("id").to_pylist())
 
 
-def _remove_last_commit_log(checkpoint):
-    last = max(int(f) for f in os.listdir(os.path.join(checkpoint, "commits")) if f.isdigit())
-    for name in (str(last), f".{last}.crc"):
-        p = os.path.join(checkpoint, "commits", name)
-        if os.path.exists(p):
-            os.remove(p)
-    return last
-
-
 @pytest.mark.parametrize(
     ("mode", "limits"), [("snapshot", {}), ("snapshot", {"maxFilesPerTrigger": "1"}), ("startingTimestamp", {})]
 )
@@ -160,7 +151,7 @@ def test_crash_after_the_sink_commit_before_commits_n(spark, tmp_path, mode, lim
     options, expected = MODES[mode]
     options = {**options, **limits}
     _run_sink(spark, path, checkpoint, target, options)
-    last = _remove_last_commit_log(checkpoint)
+    last = forget_last_spark_commit(checkpoint)
     assert last == (3 if limits else 0)
     write_ids(path, NEW, with_p=False)
     _run_sink(spark, path, checkpoint, target, options)  # a new DataFrame, as a new process has

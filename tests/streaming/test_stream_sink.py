@@ -11,6 +11,7 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
+from helpers import forget_last_spark_commit
 
 from delta_pyds.errors import StreamSinkError
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
@@ -116,16 +117,6 @@ def _source(path, k):
     write_deltalake(path, pa.table({"id": pa.array(range(10 * k, 10 * k + 10), pa.int64())}), mode="append")
 
 
-def _forget_last_spark_commit(checkpoint):
-    """As if the driver died after the Delta commit but before Spark recorded the batch."""
-    commits = os.path.join(checkpoint, "commits")
-    last = max(int(n) for n in os.listdir(commits) if n.isdigit())
-    for name in (str(last), f".{last}.crc"):
-        if os.path.exists(os.path.join(commits, name)):
-            os.remove(os.path.join(commits, name))
-    return last
-
-
 def test_spark_sink_is_exactly_once_across_crashes(spark, tmp_path):
     src, dst, ck = (str(tmp_path / n) for n in ("src", "dst", "ck"))
     for k in range(3):
@@ -148,11 +139,11 @@ def test_spark_sink_is_exactly_once_across_crashes(spark, tmp_path):
     assert Snapshot.load(dst).app_transactions == {query_id: 2}
     assert Snapshot.load(dst).version == 2  # one commit per micro-batch
 
-    _forget_last_spark_commit(ck)  # crash after the Delta commit: the replay must commit nothing
+    forget_last_spark_commit(ck)  # crash after the Delta commit: the replay must commit nothing
     run()
     assert Snapshot.load(dst).version == 2
 
-    batch = _forget_last_spark_commit(ck)  # crash before the Delta commit
+    batch = forget_last_spark_commit(ck)  # crash before the Delta commit
     os.remove(os.path.join(dst, "_delta_log", f"{2:020d}.json"))
     _source(src, 3)
     run()

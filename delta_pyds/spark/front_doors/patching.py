@@ -176,13 +176,24 @@ def is_delta_entry(spark: SparkSession, name: str) -> bool:
 
 
 def writer_dataframe(writer: Any) -> DataFrame:
-    """The DataFrame a writer writes: classic writers hold it, Spark Connect ones its plan."""
-    df = writer._df
-    if hasattr(df, "sparkSession"):
+    """The DataFrame a writer writes: classic writers hold it, Spark Connect ones its plan
+    (a Connect ``DataStreamWriter`` in its write operation; version-dependent: pyspark 4.1-4.3's
+    attribute names)."""
+    df = getattr(writer, "_df", None)
+    if df is not None and hasattr(df, "sparkSession"):
         return df
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
+    if df is None:
+        return ConnectDataFrame(writer._write_stream._child, writer._session)
     return ConnectDataFrame(df, writer._spark)
+
+
+def writer_session(writer: Any) -> SparkSession:
+    """The session of a writer (classic writers and Connect batch writers: ``_spark``; a Connect
+    ``DataStreamWriter``: ``_session``)."""
+    found = getattr(writer, "_spark", None)
+    return found if found is not None else writer._session
 
 
 def is_connect(spark: SparkSession) -> bool:

@@ -139,14 +139,11 @@ def write_and_commit(
     """:func:`write_delta`, also returning the table's storage (None when nothing was
     committed here: a skipped write or one through the data source)."""
     raw, overwrite = _option_map(df, path, mode, partitionBy, options)
-    if conf.auto_merge(df.sparkSession) and not any(k.lower() == AUTO_MERGE_OPTION.lower() for k in raw):
-        raw[AUTO_MERGE_OPTION] = "true"  # the session's schema evolution switch (mergeSchema wins over it)
-    session_mode = df.sparkSession.conf.get(SESSION_PARTITION_OVERWRITE_MODE, "static") or "static"
-    opts = WriteOptions.parse(raw, overwrite=overwrite, session_partition_overwrite_mode=session_mode)
-    plan = plan_write(opts, from_spark_json(df.schema.jsonValue()), spark_sql_rules=True)
+    plan = plan_session_write(df, raw, overwrite)
     if plan.skip:
         log.info("pydelta: nothing written to %s: %s", plan.storage.root, plan.skip)
         return None, None
+    session_mode = df.sparkSession.conf.get(SESSION_PARTITION_OVERWRITE_MODE, "static") or "static"
     location = None
     if plan.storage.protocol != "file":
         location, reason = spark_target(df.sparkSession, plan.storage)
@@ -154,8 +151,7 @@ def write_and_commit(
             _datasource_write(df, raw, overwrite, session_mode, reason or "")
             return None, None
     try:
-        with optimized_input(df, plan) as rows:  # delta.autoOptimize.optimizeWrite
-            files = write_files(rows, cast(WriteSpec, plan.spec), variant_shredding=_shredding_allowed(plan))
+        files = stage_planned(df, plan)
     except SettingValueError:
         raise
     except Exception as exc:  # write_files deleted what it wrote
@@ -166,6 +162,24 @@ def write_and_commit(
         _datasource_write(df, raw, overwrite, session_mode, why)
         return None, None
     return plan.storage, commit_files(plan, files)
+
+
+def plan_session_write(df: DataFrame, raw: dict[str, str], overwrite: bool) -> WritePlan:
+    """The plan of writing ``df`` with the data source's options ``raw`` (``path``,
+    ``saveMode`` ...) and the session's confs: ``spark.databricks.delta.schema.autoMerge.enabled``
+    (a ``mergeSchema`` option wins over it) and ``spark.sql.sources.partitionOverwriteMode``."""
+    if conf.auto_merge(df.sparkSession) and not any(k.lower() == AUTO_MERGE_OPTION.lower() for k in raw):
+        raw = {**raw, AUTO_MERGE_OPTION: "true"}  # the session's schema evolution switch
+    session_mode = df.sparkSession.conf.get(SESSION_PARTITION_OVERWRITE_MODE, "static") or "static"
+    opts = WriteOptions.parse(raw, overwrite=overwrite, session_partition_overwrite_mode=session_mode)
+    return plan_write(opts, from_spark_json(df.schema.jsonValue()), spark_sql_rules=True)
+
+
+def stage_planned(df: DataFrame, plan: WritePlan) -> StagedResult:
+    """:func:`write_files` of ``df`` for a planned (not skipped) write, through the table's
+    optimized write (``delta.autoOptimize.optimizeWrite``) when it asks for one."""
+    with optimized_input(df, plan) as rows:
+        return write_files(rows, cast(WriteSpec, plan.spec), variant_shredding=_shredding_allowed(plan))
 
 
 def _datasource_write(df: DataFrame, raw: dict[str, str], overwrite: bool, session_mode: str, reason: str) -> None:
@@ -226,11 +240,14 @@ def write_files(
     return result
 
 
-def commit_files(plan: WritePlan, files: StagedResult) -> CommitResult:
-    """Commits the files :func:`write_files` wrote for ``plan`` (one commit, with the
-    plan's conflict checks and retries); on a failure or a skipped commit deletes them."""
+def commit_files(plan: WritePlan, files: StagedResult, *, operation: str = "WRITE") -> CommitResult:
+    """Commits the files :func:`write_files` wrote for ``plan`` (one commit named
+    ``operation``, with the plan's conflict checks and retries); on a failure or a skipped
+    commit deletes them."""
     with delete_on_failure(plan.storage, files.adds):  # keeps them if a commit naming them landed
-        commit = commit_write(plan, files.adds, num_rows=files.num_rows, identity_marks=files.identity)
+        commit = commit_write(
+            plan, files.adds, num_rows=files.num_rows, operation=operation, identity_marks=files.identity
+        )
     if commit.skipped:
         delete_moved(plan.storage, files.moved)
         log.info("pydelta: write to %s skipped (already committed or table created concurrently)", plan.storage.root)

@@ -3,7 +3,8 @@ Connect server in a subprocess running one script; its results come back as JSON
 are not Delta's reach Spark's ``sql`` with the same text, args and kwargs (a recording wrapper of the
 original) and give Spark's rows; Delta statements through ``spark.sql`` agree with ``delta_pyds.sql``
 on a twin table; reads by name with time travel and the change feed, batch and streaming; the
-errors users catch as ``AnalysisException``."""
+errors users catch as ``AnalysisException``; ``writeStream.format("delta").start(path)`` on the native
+sink, exactly once across a replayed batch."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import subprocess
 import sys
 
 SCRIPT = r"""
-import json, sys
+import json, os, sys
 from pyspark.sql import SparkSession
 from pyspark.errors import AnalysisException
 spark = SparkSession.builder.remote("local[1]").config("spark.sql.session.timeZone", "UTC").getOrCreate()
@@ -77,11 +78,25 @@ q = spark.readStream.table("t").writeStream.format("memory").queryName("doors_q"
 q.awaitTermination(120)
 out["stream"] = rows(spark.sql("SELECT * FROM doors_q"))
 out["parquet_table"] = rows(spark.table("pq"))
+# writeStream.format("delta").start(path): the native sink (foreachBatch in a server-side worker),
+# run twice with Spark's last commit log entry removed in between (the replay commits nothing)
+def native_stream():
+    q = (spark.readStream.table("t").writeStream.format("delta").option("checkpointLocation", root + "/ck")
+         .trigger(availableNow=True).start(root + "/streamed"))
+    q.awaitTermination(300)
+    return q
+q = native_stream()
+os.remove(root + "/ck/commits/0")
+os.remove(root + "/ck/commits/.0.crc")
+native_stream()
+streamed = root + "/streamed"
+out["native_stream"] = [q.lastProgress["sink"]["description"].split("[")[0],
+                        rows(delta_pyds.read_delta(spark, streamed)),
+                        [r.operation for r in DeltaTable.forPath(spark, streamed).history().collect()]]
 # format("delta").load through Spark's Parquet reader: _metadata columns
 loaded = spark.read.format("delta").load(a).select("id", "_metadata.file_name", "_metadata.file_path")
 out["metadata"] = sorted((r.id, r.file_path.endswith("/" + r.file_name)) for r in loaded.collect())
 # errors
-import os
 os.makedirs(root + "/empty")
 def caught(f):
     try:
@@ -119,6 +134,7 @@ def test_doors_from_a_spark_connect_client(tmp_path):
     assert got["cdf"] == [[2, "B", "update_postimage"], [2, "b", "update_preimage"]]
     assert got["stream"] == [[1, "a"], [2, "B"]]
     assert got["parquet_table"] == [[1], [2], [3]]
+    assert got["native_stream"] == ["ForeachBatchSink", [[1, "a"], [2, "B"]], ["STREAMING UPDATE"]]
     assert got["metadata"] == [[i, True] for i in (1, 2, 3, 4)]
     assert got["forPath"].startswith("[DELTA_MISSING_DELTA_TABLE] `")
     assert got["forPath"].endswith("is not a Delta table.")
