@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import inspect
+import os
 import pathlib
 import re
 import subprocess
@@ -297,7 +298,7 @@ def test_object_store_tests_carry_the_objectstore_marker():
         )
         return {line.split("::")[0] for line in out.stdout.splitlines() if "::" in line}
 
-    assert collected("objectstore") == {"tests/storage/test_object_store.py"}
+    assert collected("objectstore") == {"tests/storage/test_object_store.py", "tests/storage/test_storage.py"}
     assert collected("not objectstore") == {"tests/storage/test_storage.py"}
     # modules whose fixtures reach a server through request.getfixturevalue mark themselves
     assert collected("not objectstore", ("test_network_faults.py", "test_network_faults_ranges.py")) == set()
@@ -489,3 +490,33 @@ def test_modules_cite_no_document_outside_the_repository():
     """Docstrings point at docs/ pages, never at a design document a user does not have."""
     outside = [n for n, p in MODULES.items() if re.search(r"DESIGN\.md|\.\./shared|§\d", p.read_text(encoding="utf-8"))]
     assert outside == []
+
+
+def test_the_quick_loop_needs_no_object_store_client(tmp_path):
+    """``make quick``'s selection of tests/storage passes with s3fs, adlfs, gcsfs and botocore
+    unimportable: tests that need a client library carry the objectstore marker."""
+    (tmp_path / "no_store_clients.py").write_text(
+        "import sys\n"
+        "for m in ('s3fs', 'adlfs', 'gcsfs', 'botocore', 'boto3', 'aiobotocore'):\n"
+        "    sys.modules[m] = None\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no_store_clients"]
+        + ["-m", "not spark and not objectstore and not slow", "tests/storage"],
+        capture_output=True,
+        text=True,
+        cwd=str(PACKAGE.parent),
+        env=env,
+    )
+    assert out.returncode == 0, out.stdout[-3000:]
+
+
+def test_tests_mirror_the_packages():
+    """Every package of delta_pyds has its tests in the folder of the same path under tests/
+    (the MERGE package's are beside the other DeltaTable operations' in tests/spark/tables)."""
+    tests = PACKAGE.parent / "tests"
+    beside_parent = {"spark/tables/merge"}
+    packages = {p.parent.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("__init__.py")} - {"."}
+    assert sorted(p for p in packages - beside_parent if not (tests / p).is_dir()) == []
+    assert all((tests / p).parent.is_dir() and list((tests / p).parent.glob("test_merge*.py")) for p in beside_parent)

@@ -174,6 +174,7 @@ def test_redact_covers_user_and_password_in_urls():
     assert PASSWORD not in out and "someone:" not in out and "***" in out
 
 
+@pytest.mark.objectstore  # s3fs and botocore raise the errors (no server: a closed port)
 @pytest.mark.parametrize(
     "options",
     [

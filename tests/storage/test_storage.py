@@ -220,6 +220,7 @@ def test_bad_unsafe_opt_in_value():
 # ------------------------------------------------------------------ option mapping
 
 
+@pytest.mark.objectstore  # the client libraries (s3fs, adlfs, gcsfs, botocore), no server
 def test_options_map_to_filesystem_parameters():
     import s3fs
 
@@ -248,6 +249,7 @@ def test_options_map_to_filesystem_parameters():
         filesystem_kwargs(s3fs.S3FileSystem, {"client_kwargs": "{not json"})
 
 
+@pytest.mark.objectstore  # the client libraries (s3fs, adlfs, gcsfs, botocore), no server
 def test_options_for_azure_and_gcs_parameters():
     import adlfs
     import gcsfs
@@ -271,6 +273,7 @@ def _client_error(code, status, message="At least one of the pre-conditions you 
     )
 
 
+@pytest.mark.objectstore  # the client libraries (s3fs, adlfs, gcsfs, botocore), no server
 def test_precondition_failure_detection():
     # s3fs raises a 412 without a Condition field as OSError(EINVAL) caused by the ClientError
     lost = OSError(errno.EINVAL, "At least one of the pre-conditions you specified did not hold")
