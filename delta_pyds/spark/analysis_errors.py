@@ -15,7 +15,9 @@ Connect sessions. ``str()`` is delta-spark's ``[ERROR_CLASS] message``; ``getCon
   ``[DELTA_MISSING_DELTA_TABLE] `<db>`.`<t>` is not a Delta table.``;
 * ``DeltaTableBuilder`` usage delta-spark refuses (:class:`DeltaUsageException`, also an
   :class:`~delta_pyds.errors.ArgumentValueError`): ``DELTA_CLUSTER_BY_WITH_PARTITIONED_BY``,
-  ``DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION``.
+  ``DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION``;
+* a table to create with no columns and no query (:class:`SchemaNotProvidedException`, also a
+  :class:`~delta_pyds.errors.SchemaError`): ``DELTA_SCHEMA_NOT_PROVIDED``.
 
 The package's own message stays reachable as the exception's ``__cause__``."""
 
@@ -25,23 +27,29 @@ import os
 
 from pyspark.errors import AnalysisException
 
-from delta_pyds.errors import ArgumentValueError, NotADeltaTableError, TableNotFoundError
+from delta_pyds.errors import ArgumentValueError, NotADeltaTableError, SchemaError, TableNotFoundError
 
 MISSING_DELTA_TABLE = "DELTA_MISSING_DELTA_TABLE"
 PATH_NOT_FOUND = "PATH_NOT_FOUND"
 CLUSTER_BY_WITH_PARTITIONED_BY = "DELTA_CLUSTER_BY_WITH_PARTITIONED_BY"
 MISSING_NAME_OR_LOCATION = "DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION"
+SCHEMA_NOT_PROVIDED = "DELTA_SCHEMA_NOT_PROVIDED"
 _SQL_STATES = {
     MISSING_DELTA_TABLE: "42P01",
     PATH_NOT_FOUND: "42K03",
     CLUSTER_BY_WITH_PARTITIONED_BY: "42613",
     MISSING_NAME_OR_LOCATION: "42601",
+    SCHEMA_NOT_PROVIDED: "42908",
 }
 _USAGE_MESSAGES = {
     CLUSTER_BY_WITH_PARTITIONED_BY: "Clustering and partitioning cannot both be specified. Please remove "
     "partitionedBy if you want to create a Delta table with clustering.",
     MISSING_NAME_OR_LOCATION: "Table name or location has to be specified.",
 }
+_SCHEMA_NOT_PROVIDED_MESSAGE = (
+    "Table schema is not provided. Please provide the schema (column definition) of the table when using "
+    "REPLACE table and an AS SELECT query is not provided."
+)
 
 
 class DeltaAnalysisException(AnalysisException):
@@ -89,6 +97,16 @@ class DeltaUsageException(DeltaAnalysisException, ArgumentValueError):
         message = _USAGE_MESSAGES[error_class]
         ArgumentValueError.__init__(self, message)
         self._set(message, error_class, {})
+
+
+class SchemaNotProvidedException(DeltaAnalysisException, SchemaError):
+    """A table to create (``DeltaTableBuilder.execute()``, ``CREATE TABLE ... USING delta``) with no
+    columns and no query: a :class:`~delta_pyds.errors.SchemaError` and an ``AnalysisException``
+    with delta-spark's ``DELTA_SCHEMA_NOT_PROVIDED``."""
+
+    def __init__(self) -> None:
+        SchemaError.__init__(self, _SCHEMA_NOT_PROVIDED_MESSAGE)
+        self._set(_SCHEMA_NOT_PROVIDED_MESSAGE, SCHEMA_NOT_PROVIDED, {})
 
 
 def quoted(text: str) -> str:

@@ -253,7 +253,6 @@ ERRORS = [
         "ALTER TABLE: expected COMMENT 'text', SET NOT NULL, DROP NOT NULL, TYPE",
     ),
     ("ALTER TABLE delta.`/p` SET OWNER TO x", "ALTER TABLE: expected SET TBLPROPERTIES, UNSET TBLPROPERTIES"),
-    ("CREATE TABLE delta.`/p` USING delta", "CREATE TABLE: expected a column list or AS <query> at position 35"),
     (
         "CREATE TABLE delta.`/p` (a INT) USING delta AS SELECT 1",
         "CREATE TABLE: AS <query> takes its columns from the query",

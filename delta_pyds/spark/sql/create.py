@@ -13,7 +13,9 @@ commits definition, removes and rows in one commit
 A named table is an entry of Spark's session catalog
 (:func:`~delta_pyds.spark.catalog_entries.create_named`): EXTERNAL with LOCATION, else MANAGED at
 Spark's default path; ``REPLACE`` / ``CREATE OR REPLACE`` / ``IF NOT EXISTS`` of an existing name
-use its location. No pyspark here."""
+use its location. With no columns and no query, a table that exists is used as the mode says
+and a new one raises delta-spark's ``DELTA_SCHEMA_NOT_PROVIDED`` (an ``AnalysisException``). No
+pyspark here."""
 
 from __future__ import annotations
 
@@ -108,9 +110,7 @@ def parse(p: Parser) -> CreateTable:
         st = replace(st, query=p.rest())
         if not st.query:
             p.fail("expected a query after AS")
-    p.end()
-    if st.columns is None and st.query is None:
-        p.fail("expected a column list or AS <query>")
+    p.end()  # no columns and no query: the table's creation raises delta-spark's DELTA_SCHEMA_NOT_PROVIDED
     return st
 
 

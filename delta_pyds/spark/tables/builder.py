@@ -19,7 +19,9 @@ Guarantees:
   ``DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION`` at ``execute()``, ``partitionedBy`` with
   ``clusterBy`` its ``DELTA_CLUSTER_BY_WITH_PARTITIONED_BY`` at the second call, as
   ``AnalysisException`` s (:class:`~delta_pyds.spark.analysis_errors.DeltaUsageException`); two
-  generation specs or an identity step of 0 raise its ``ValueError`` texts at ``addColumn``.
+  generation specs or an identity step of 0 raise its ``ValueError`` texts at ``addColumn``; a
+  table to create with no columns raises its ``DELTA_SCHEMA_NOT_PROVIDED``
+  (:class:`~delta_pyds.spark.analysis_errors.SchemaNotProvidedException`) at ``execute()``.
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
-from delta_pyds.errors import ArgumentValueError
+from delta_pyds.errors import ArgumentValueError, SchemaError
 from delta_pyds.operations.create import ColumnSpec, Identity, TableDefinition, create_table
 from delta_pyds.protocol.schema import parse_schema, parse_type, with_declared_type
 from delta_pyds.spark.analysis_errors import (
     CLUSTER_BY_WITH_PARTITIONED_BY,
     MISSING_NAME_OR_LOCATION,
     DeltaUsageException,
+    SchemaNotProvidedException,
 )
 from delta_pyds.spark.tables.args import activate
 from delta_pyds.spark.tables.generation_check import check_generation_expressions
@@ -235,7 +238,12 @@ class DeltaTableBuilder(Generic[TableT]):
         check_generation_expressions(self._spark, definition.columns)  # any Spark SQL function
 
         def make(location: str) -> TableT:
-            create_table(Storage(location, self._options or None), definition, mode=self._mode, spark_sql=True)
+            try:
+                create_table(Storage(location, self._options or None), definition, mode=self._mode, spark_sql=True)
+            except SchemaError as exc:
+                if definition.columns:
+                    raise
+                raise SchemaNotProvidedException() from exc  # the one refusal of a table with no columns
             return self._open_table(self._spark, location, self._options or None)
 
         if self._name is not None:
