@@ -4,7 +4,7 @@ are not Delta's reach Spark's ``sql`` with the same text, args and kwargs (a rec
 original) and give Spark's rows; Delta statements through ``spark.sql`` agree with ``delta_pyds.sql``
 on a twin table; reads by name with time travel and the change feed, batch and streaming; the
 errors users catch as ``AnalysisException``; ``writeStream.format("delta").start(path)`` on the native
-sink, exactly once across a replayed batch."""
+sink, exactly once across a replayed batch, and ``toTable(name)``."""
 
 from __future__ import annotations
 
@@ -90,6 +90,10 @@ os.remove(root + "/ck/commits/0")
 os.remove(root + "/ck/commits/.0.crc")
 native_stream()
 streamed = root + "/streamed"
+q2 = (spark.readStream.table("t").writeStream.format("delta").option("checkpointLocation", root + "/ck2")
+      .trigger(availableNow=True).toTable("streamed_t"))  # a new managed table, then start at its location
+q2.awaitTermination(300)
+out["to_table"] = [q2.lastProgress["sink"]["description"].split("[")[0], rows(spark.table("streamed_t"))]
 out["native_stream"] = [q.lastProgress["sink"]["description"].split("[")[0],
                         rows(delta_pyds.read_delta(spark, streamed)),
                         [r.operation for r in DeltaTable.forPath(spark, streamed).history().collect()]]
@@ -135,6 +139,7 @@ def test_doors_from_a_spark_connect_client(tmp_path):
     assert got["stream"] == [[1, "a"], [2, "B"]]
     assert got["parquet_table"] == [[1], [2], [3]]
     assert got["native_stream"] == ["ForeachBatchSink", [[1, "a"], [2, "B"]], ["STREAMING UPDATE"]]
+    assert got["to_table"] == ["ForeachBatchSink", [[1, "a"], [2, "B"]]]
     assert got["metadata"] == [[i, True] for i in (1, 2, 3, 4)]
     assert got["forPath"].startswith("[DELTA_MISSING_DELTA_TABLE] `")
     assert got["forPath"].endswith("is not a Delta table.")
