@@ -185,18 +185,18 @@ def test_spark_appends_and_merges_into_a_spark_written_identity_table(spark, cop
     assert sorted(arrow_rows(deltalake_table(path), ["id", "name"])) == after
 
 
+def _stream(spark, src, dst, ck, sink_format):
+    """An availableNow stream of the table ``src`` into ``dst`` through ``sink_format``'s sink."""
+    reader = spark.readStream.format("pydelta").load(src)
+    writer = reader.writeStream.format(sink_format).option("checkpointLocation", ck)
+    return writer.trigger(availableNow=True).start(dst)
+
+
 def test_streaming_sink_refuses_identity_tables(spark, tmp_path):
     src, dst, ck = (str(tmp_path / n) for n in ("src", "dst", "ck"))
     write_arrow(src, pa.table({"v": ["a", "b"]}))
     _identity_table(dst)
-    query = (
-        spark.readStream.format("pydelta")
-        .load(src)
-        .writeStream.format("pydelta")
-        .option("checkpointLocation", ck)
-        .trigger(availableNow=True)
-        .start(dst)
-    )
+    query = _stream(spark, src, dst, ck, "pydelta")
     with pytest.raises(Exception, match="streaming sink cannot generate values for identity column"):
         query.awaitTermination()
     assert Snapshot.load(dst).version == 0
@@ -209,15 +209,7 @@ def test_native_stream_generates_identity_values_per_batch(spark, tmp_path):
     _identity_table(dst)
     for k in range(3):  # one micro-batch per run: one source commit each
         write_arrow(src, pa.table({"v": [f"b{k}-{i}" for i in range(4)]}))
-        query = (
-            spark.readStream.format("pydelta")
-            .load(src)
-            .writeStream.format("delta")
-            .option("checkpointLocation", ck)
-            .trigger(availableNow=True)
-            .start(dst)
-        )
-        query.awaitTermination()
+        _stream(spark, src, dst, ck, "delta").awaitTermination()
     rows = arrow_rows(deltalake_table(dst), ["id", "v"])
     assert len(rows) == 12 and len({i for i, _ in rows}) == 12
     by_batch = {k: {i for i, v in rows if v.startswith(f"b{k}-")} for k in range(3)}

@@ -107,20 +107,26 @@ class DeltaBatchSink:
             compact_after(df.sparkSession, storage, [result])
 
 
+def _overlaid(method: Callable[..., Any], writer: Any, args: tuple, kwargs: dict) -> tuple[dict[str, Any], WriteState]:
+    """A terminal call's arguments by name, and the writer's recorded state with the call's
+    ``options``, ``format`` and ``partitionBy`` laid over a copy (the writer is not changed)."""
+    call = bound(method, writer, args, kwargs)
+    st = copied(writer)
+    for k, v in dict(call.get("options") or {}).items():
+        st.set_option(k, v)
+    if call.get("format") is not None:
+        st.source = call["format"]
+    if call.get("partitionBy") is not None:
+        st.partition_by = columns([call["partitionBy"]])
+    return call, st
+
+
 def _start(method: Callable[..., Any]) -> Callable[..., Any]:
     def start(self: Any, *args: Any, **kwargs: Any) -> Any:
-        call = bound(method, self, args, kwargs)
-        st = copied(self)
-        for k, v in dict(call.get("options") or {}).items():
-            st.set_option(k, v)
-        for key, attr in (("format", "source"), ("outputMode", None), ("queryName", None)):
+        call, st = _overlaid(method, self, args, kwargs)
+        for key in ("outputMode", "queryName"):
             if call.get(key) is not None:
-                if attr is None:
-                    st.extra[key] = call[key]
-                else:
-                    setattr(st, attr, call[key])
-        if call.get("partitionBy") is not None:
-            st.partition_by = columns([call["partitionBy"]])
+                st.extra[key] = call[key]
         path = call.get("path") if call.get("path") is not None else st.option("path")
         sink = _native_sink(self, st, path)
         if sink is None:
@@ -171,15 +177,8 @@ def _start_native(writer: Any, st: WriteState, sink: DeltaBatchSink) -> Any:
 
 def _to_table(method: Callable[..., Any]) -> Callable[..., Any]:
     def toTable(self: Any, *args: Any, **kwargs: Any) -> Any:
-        call = bound(method, self, args, kwargs)
-        st = copied(self)
+        call, st = _overlaid(method, self, args, kwargs)
         options = dict(call.get("options") or {})
-        for k, v in options.items():
-            st.set_option(k, v)
-        if call.get("format") is not None:
-            st.source = call["format"]
-        if call.get("partitionBy") is not None:
-            st.partition_by = columns([call["partitionBy"]])
         if not delta_format(writer_session(self), st.source):
             return method(self, *args, **kwargs)
         location = _table_location(self, call["tableName"], st)
@@ -197,7 +196,6 @@ def _to_table(method: Callable[..., Any]) -> Callable[..., Any]:
 
 def _table_location(writer: Any, name: str, st: Any) -> str:
     """The location of the Delta table ``name``, created empty first when it does not exist."""
-    from delta_pyds.spark.front_doors.patching import writer_dataframe
     from delta_pyds.spark.tables import DeltaTable
 
     df = writer_dataframe(writer)
