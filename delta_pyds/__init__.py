@@ -143,7 +143,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(tables, name)
     if name == "write_delta":
-        from delta_pyds.spark.named_io import write_delta
+        from delta_pyds.spark.io import write_delta
 
         return write_delta
     raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
@@ -153,8 +153,8 @@ def read_delta(spark: SparkSession, path: str | None = None, *, name: str | None
     """The Delta table at ``path`` (or the one Spark's catalog names ``name``: ``t``, ``db.t``,
     ``spark_catalog.db.t``, resolved on each call) as a DataFrame read by Spark's own Parquet
     reader, with the options of the ``pydelta`` source and an optional ``where`` SQL condition
-    (see :mod:`delta_pyds.spark.native.read` and :mod:`delta_pyds.spark.named_io`)."""
-    from delta_pyds.spark.named_io import read_delta as _read_delta
+    (see :mod:`delta_pyds.spark.native.read` and :mod:`delta_pyds.spark.io`)."""
+    from delta_pyds.spark.io import read_delta as _read_delta
 
     return _read_delta(spark, path, name=name, **options)
 

@@ -45,7 +45,7 @@ class UnsupportedFeatureError(DeltaError):
 
 class UnsupportedSparkVersionError(UnsupportedFeatureError):
     """The running pyspark is older than the package supports, or cannot do what was asked
-    (the message names the pyspark version that can; delta_pyds.spark.compat)."""
+    (the message names the pyspark version that can; delta_pyds.spark.session.compat)."""
 
 
 class DeletionVectorError(DeltaError):

@@ -3,7 +3,7 @@
 ``pyspark_*`` module disables every auto-registered source), so errors only log."""
 
 try:
-    from delta_pyds.spark.datasource import DeltaDataSource as DefaultSource  # noqa: F401
+    from delta_pyds.spark.datasource.source import DeltaDataSource as DefaultSource  # noqa: F401
 except Exception as _exc:  # pragma: no cover - only when the install is broken
     import logging as _logging
 

@@ -84,7 +84,7 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_generate_tests(metafunc):
     if "dml_engine" in metafunc.fixturenames:
-        # tests/spark/tables/dml_engines.py, imported by the test module: each DML engine
+        # tests/dml_engines.py, imported by the test module: each DML engine
         from dml_engines import parametrize_engines
 
         parametrize_engines(metafunc)

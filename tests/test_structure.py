@@ -106,7 +106,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_module_scan_sees_the_package():
     assert len(MODULES) > 80
-    assert "delta_pyds.protocol.schema" in MODULES and "delta_pyds.spark.datasource" in MODULES
+    assert "delta_pyds.protocol.schema" in MODULES and "delta_pyds.spark.datasource.source" in MODULES
     assert "delta_pyds.table.snapshot" in _graph()["delta_pyds.read.explain"]
 
 
@@ -153,13 +153,13 @@ def test_every_error_class_is_in_the_error_tree_and_exported():
     defined_elsewhere = []
     for name, path in MODULES.items():
         # the Spark layer's AnalysisException subclasses of the tree's errors (the core cannot import pyspark)
-        if name in ("delta_pyds.errors", "delta_pyds.spark.analysis_errors"):
+        if name in ("delta_pyds.errors", "delta_pyds.spark.session.analysis_errors"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef) and re.search(r"(Error|Exception)$", node.name):
                 defined_elsewhere.append(f"{name}.{node.name}")
     assert defined_elsewhere == []
-    from delta_pyds.spark import analysis_errors
+    from delta_pyds.spark.session import analysis_errors
 
     spark_classes = [
         c for _, c in inspect.getmembers(analysis_errors, inspect.isclass) if c.__module__ == analysis_errors.__name__
@@ -352,7 +352,7 @@ def test_drop_void_is_the_core_rule():
     )
     assert without_void_columns(schema).names == ["a", "s"]
     # the Spark layer's drop_void is the same rule (importing schema_convert imports pyspark)
-    from delta_pyds.spark.schema_convert import drop_void
+    from delta_pyds.spark.session.schema_convert import drop_void
 
     assert drop_void(schema) == without_void_columns(schema)
 
@@ -474,10 +474,10 @@ def test_docstring_cross_references_resolve():
 
 
 def test_every_conf_the_package_reads_is_documented():
-    """spark/conf.py's promise: every spark.pydelta.* / spark.databricks.delta.* conf it names, and
+    """spark/session/conf.py's promise: every spark.pydelta.* / spark.databricks.delta.* conf it names, and
     the auto compaction family, is documented under docs/."""
     docs = "\n".join(p.read_text(encoding="utf-8") for p in (PACKAGE.parent / "docs").rglob("*.md"))
-    conf = MODULES["delta_pyds.spark.conf"].read_text(encoding="utf-8")
+    conf = MODULES["delta_pyds.spark.session.conf"].read_text(encoding="utf-8")
     names = set(re.findall(r"\"(spark\.(?:pydelta|databricks)\.[A-Za-z.]+)\"", conf))
     compaction = MODULES["delta_pyds.operations.auto_compact"].read_text(encoding="utf-8")
     suffixes = re.findall(r"CONF_PREFIX \+ \"([A-Za-z.]+)\"", compaction)
@@ -516,7 +516,7 @@ def test_tests_mirror_the_packages():
     """Every package of delta_pyds has its tests in the folder of the same path under tests/
     (the MERGE package's are beside the other DeltaTable operations' in tests/spark/tables)."""
     tests = PACKAGE.parent / "tests"
-    beside_parent = {"spark/tables/merge"}
+    beside_parent = {"spark/commands/merge"}
     packages = {p.parent.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("__init__.py")} - {"."}
     assert sorted(p for p in packages - beside_parent if not (tests / p).is_dir()) == []
     assert all((tests / p).parent.is_dir() and list((tests / p).parent.glob("test_merge*.py")) for p in beside_parent)

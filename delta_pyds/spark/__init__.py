@@ -2,19 +2,19 @@
 
 This package imports pyspark; the rest of ``delta_pyds`` does not. Importing it on a pyspark
 older than 4.1 raises :class:`~delta_pyds.errors.UnsupportedSparkVersionError` naming the
-version that works (:mod:`delta_pyds.spark.compat`), so ``delta_pyds.register(spark)``, the
+version that works (:mod:`delta_pyds.spark.session.compat`), so ``delta_pyds.register(spark)``, the
 readers and the auto-registration refuse Spark 4.0 by name."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from delta_pyds.spark.compat import check_supported
+from delta_pyds.spark.session.compat import check_supported
 
 check_supported()  # before any module that needs a newer pyspark API fails on its own
 
-from delta_pyds.spark.datasource import DeltaDataSource  # noqa: E402
-from delta_pyds.spark.delta_source import register_sources  # noqa: E402
+from delta_pyds.spark.datasource.registration import register_sources  # noqa: E402
+from delta_pyds.spark.datasource.source import DeltaDataSource  # noqa: E402
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -26,7 +26,7 @@ def register(spark: SparkSession, *, delta_name: bool = True) -> None:
     """Registers the ``pydelta`` source on a session and enables filter pushdown; with
     ``delta_name`` (the default) also the short name ``delta`` for the same source, but only
     when Spark finds no ``delta`` source of its own (delta-spark's jars keep theirs; see
-    :mod:`delta_pyds.spark.delta_source`).
+    :mod:`delta_pyds.spark.datasource.registration`).
 
     Also installs the front doors (:mod:`delta_pyds.spark.front_doors`): Spark's own
     ``df.write...save/saveAsTable/insertInto``, ``df.writeTo(...)``, ``writeStream...toTable``,

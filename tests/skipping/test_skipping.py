@@ -1431,7 +1431,7 @@ def test_pushed_decimals_never_prune_a_matching_file(scale, digits, op, pick, de
     conversion keeps): a file holding a row the exact filter matches is always kept."""
     from pyspark.sql import datasource as ds
 
-    from delta_pyds.spark.filters import translate_filters
+    from delta_pyds.spark.datasource.filters import translate_filters
 
     values = [_dec(u, scale) for u in digits]
     unscaled = max(min(digits[pick % len(digits)] + delta, 10**38 - 1), -(10**38) + 1)
@@ -1458,7 +1458,7 @@ def test_pushed_decimals_never_prune_a_matching_file(scale, digits, op, pick, de
 def test_rounded_pushed_decimal_is_not_translated_but_short_ones_are():
     from pyspark.sql import datasource as ds
 
-    from delta_pyds.spark.filters import translate_filters
+    from delta_pyds.spark.datasource.filters import translate_filters
 
     schema = make_schema(field("d", "decimal(38,10)"))
     long_value = decimal.Decimal("1234567890123456789012345678.1234567891")
@@ -1491,7 +1491,7 @@ def test_rounded_pushed_decimal_is_not_translated_but_short_ones_are():
 def test_pushed_edge_values_keep_the_file_holding_them(typ, value, stat):
     from pyspark.sql import datasource as ds
 
-    from delta_pyds.spark.filters import translate_filters
+    from delta_pyds.spark.datasource.filters import translate_filters
 
     schema = make_schema(field("v", typ))
     files = make_files([stats_json(1, {"v": stat}, {"v": stat}, {"v": 0})])

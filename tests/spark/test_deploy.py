@@ -412,6 +412,6 @@ def test_package_zip_contents(tmp_path):
     first = build_zip(str(tmp_path / "a.zip"))
     second = build_zip(str(tmp_path / "b.zip"))
     names = zipfile.ZipFile(first).namelist()
-    assert "delta_pyds/__init__.py" in names and "delta_pyds/spark/datasource.py" in names
+    assert "delta_pyds/__init__.py" in names and "delta_pyds/spark/datasource/source.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert open(first, "rb").read() == open(second, "rb").read()  # reproducible

@@ -15,8 +15,8 @@ import pytest
 from helpers import deltalake_s3_rows, spark_rows
 
 from delta_pyds import DeltaTable, read_delta, write_delta
-from delta_pyds.spark.conf import DML_ENGINE_CONF
 from delta_pyds.spark.native.read import NativeReadUnavailable
+from delta_pyds.spark.session.conf import DML_ENGINE_CONF
 from delta_pyds.storage.store import Storage
 
 
@@ -140,7 +140,7 @@ def test_merge_into_empty_table_falls_back_at_the_write(spark, s3_server, caplog
     session.conf.set("spark.sql.session.timeZone", "UTC")
     dt = DeltaTable.forPath(session, url, hadoopConf=s3_server.options)
     source = session.range(0, 3).selectExpr("id", "cast(id % 2 as int) p", "'m' s")
-    with caplog.at_level(logging.WARNING, logger="delta_pyds.spark.tables.rewriter"):
+    with caplog.at_level(logging.WARNING, logger="delta_pyds.spark.commands.rewriter"):
         dt.alias("t").merge(source.alias("x"), "t.id = x.id").whenNotMatchedInsertAll().execute()
     assert any("rows written by Python workers" in r.getMessage() for r in caplog.records)
     _check(spark, s3_server, url, [(i, i % 2, "m") for i in range(3)])

@@ -79,8 +79,8 @@ def core_rows(path: str, version: int) -> list:
 
 def dml_rows(spark, path: str, version: int, engine: str) -> list:
     """The rows DML's scan sees (the rewriter's Python-worker or native scan)."""
-    from delta_pyds.spark.conf import DML_ENGINE_CONF
-    from delta_pyds.spark.tables.rewriter import TableRewriter
+    from delta_pyds.spark.commands.rewriter import TableRewriter
+    from delta_pyds.spark.session.conf import DML_ENGINE_CONF
     from delta_pyds.storage.store import Storage
 
     storage = Storage(path)

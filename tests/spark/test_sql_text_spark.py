@@ -243,7 +243,7 @@ def _qualified(text: str, alias: str) -> str:
 
 
 def test_merge_target_filter_keeps_every_file_spark_matches(spark, typed_table):
-    from delta_pyds.spark.tables.merge.pruning import target_filter
+    from delta_pyds.spark.commands.merge.pruning import target_filter
 
     conditions = _conditions(spark, typed_table, 39, 60)
     snap = Snapshot.load(typed_table)

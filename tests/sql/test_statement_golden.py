@@ -28,11 +28,11 @@ import pytest
 
 from delta_pyds.errors import SqlParameterError, SqlParseError
 from delta_pyds.expressions.lexer import Dialect, tokenize
+from delta_pyds.spark.commands.merge.clauses import MergeClause
 from delta_pyds.spark.sql import ast as stmts
 from delta_pyds.spark.sql import parse
 from delta_pyds.spark.sql.execute import RUNNERS
 from delta_pyds.spark.sql.parser import Table
-from delta_pyds.spark.tables.merge.clauses import MergeClause
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "sql.md"

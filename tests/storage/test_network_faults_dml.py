@@ -18,7 +18,7 @@ from faults import Fault, proxied, proxy_fixtures
 from helpers import deltalake_s3_rows, spark_rows
 
 from delta_pyds import DeltaTable, read_delta, write_delta
-from delta_pyds.spark.conf import DML_ENGINE_CONF, INLINE_DV_CONF
+from delta_pyds.spark.session.conf import DML_ENGINE_CONF, INLINE_DV_CONF
 from delta_pyds.storage.store import Storage
 
 QUICK = {"backoff_config.init_backoff": "0.01", "backoff_config.max_backoff": "0.05"}

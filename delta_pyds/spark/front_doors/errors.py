@@ -1,5 +1,5 @@
 """The front doors' errors: a failure of Spark's own call, or of this package's, that delta-spark
-raises as an ``AnalysisException``, turned into :mod:`delta_pyds.spark.analysis_errors`' classes.
+raises as an ``AnalysisException``, turned into :mod:`delta_pyds.spark.session.analysis_errors`' classes.
 
 Guarantees: only an error that says this package found no Delta table (its
 :class:`~delta_pyds.errors.TableNotFoundError`, raised here or inside Spark's Python worker and
@@ -9,7 +9,7 @@ left as it is (the functions return None for it)."""
 from __future__ import annotations
 
 from delta_pyds.errors import TableNotFoundError
-from delta_pyds.spark.analysis_errors import DeltaTableNotFoundException, path_error
+from delta_pyds.spark.session.analysis_errors import DeltaTableNotFoundException, path_error
 
 _MARK = "TableNotFoundError"
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from delta_pyds.errors import DeltaError, OptionValueError
-from delta_pyds.spark.catalog import lookup
-from delta_pyds.spark.delta_source import delta_name_checked
+from delta_pyds.spark.catalog.lookup import lookup
+from delta_pyds.spark.datasource.registration import delta_name_checked
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

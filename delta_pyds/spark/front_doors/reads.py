@@ -5,12 +5,12 @@ the errors of ``spark.read.format("delta").load(path)``, and ``spark.sql`` (:mod
 Guarantees:
 
 * :func:`install` changes nothing where a JVM source has the name ``delta`` (delta-spark's jars:
-  :func:`~delta_pyds.spark.delta_source.register_delta_name` says so) and nothing at import time;
+  :func:`~delta_pyds.spark.datasource.registration.register_delta_name` says so) and nothing at import time;
   it is idempotent. It sets ``spark.sql`` / ``spark.table`` on the session object itself and wraps
   the methods of pyspark's reader classes (classic, and Spark Connect's when the session is one);
   a wrapped method acts only for readers of a session it was installed on, else it is Spark's own;
 * a read by name whose name Spark's catalog gives to a Delta table (provider ``delta``, resolved on
-  each call by :func:`~delta_pyds.spark.catalog.lookup`; a temporary view shadows a table as in
+  each call by :func:`~delta_pyds.spark.catalog.lookup.lookup`; a temporary view shadows a table as in
   Spark) reads the table's location: batch reads as :func:`~delta_pyds.spark.native.read.read_delta`
   with the reader's options (``versionAsOf``, ``timestampAsOf``, ``readChangeFeed`` with
   ``startingVersion`` / ``endingVersion`` / ``startingTimestamp`` / ``endingTimestamp`` ...),
@@ -22,7 +22,7 @@ Guarantees:
   ``spark.read.table`` of a Delta name does (:func:`_native_load`: ``_metadata.file_path`` works,
   Spark's Parquet reader moves the rows); ``format("pydelta")`` stays the Python data source;
 * ``format("delta"|"pydelta").load(path)`` of a path with no Delta table raises (on classic
-  sessions, where Spark analyses at ``load``) :mod:`~delta_pyds.spark.analysis_errors`'s
+  sessions, where Spark analyses at ``load``) :mod:`~delta_pyds.spark.session.analysis_errors`'s
   ``AnalysisException`` with delta-spark's text (``is not a Delta table`` / ``Path does not
   exist``); every other load is Spark's, unchanged."""
 
@@ -33,8 +33,8 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from delta_pyds.spark.catalog import CatalogEntry, lookup
-from delta_pyds.spark.own_calls import own_calls
+from delta_pyds.spark.catalog.lookup import CatalogEntry, lookup
+from delta_pyds.spark.session.own_calls import own_calls
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -47,7 +47,7 @@ _FORMAT, _OPTIONS, _SCHEMA = "_delta_pyds_format", "_delta_pyds_options", "_delt
 
 def install(spark: SparkSession) -> None:
     """Installs the read front doors and ``spark.sql`` on ``spark`` (see the module docstring)."""
-    from delta_pyds.spark.delta_source import delta_name_checked
+    from delta_pyds.spark.datasource.registration import delta_name_checked
     from delta_pyds.spark.front_doors import sql_door
 
     # only where register() gave this package the name delta (never beside a JVM delta source)

@@ -19,10 +19,10 @@ Guarantees:
   resolving the names it reads (one catalog look-up per table name);
 * while a statement runs here or in :func:`delta_pyds.sql`, this package's own ``spark.sql`` calls
   (catalog look-ups, the rewritten query) in the same thread go straight to Spark's ``sql``
-  (:mod:`delta_pyds.spark.own_calls`);
+  (:mod:`delta_pyds.spark.session.own_calls`);
 * a Delta statement that finds no Delta table raises
-  :class:`~delta_pyds.spark.analysis_errors.DeltaTableNotFoundException` (an ``AnalysisException``),
-  a name of another provider :class:`~delta_pyds.spark.analysis_errors.NotADeltaTableException`;
+  :class:`~delta_pyds.spark.session.analysis_errors.DeltaTableNotFoundException` (an ``AnalysisException``),
+  a name of another provider :class:`~delta_pyds.spark.session.analysis_errors.NotADeltaTableException`;
   Spark's own errors pass unchanged."""
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import NotADeltaTableError, TableNotFoundError
-from delta_pyds.spark.analysis_errors import (
+from delta_pyds.spark.session.analysis_errors import (
     DeltaAnalysisException,
     DeltaTableNotFoundException,
     NotADeltaTableException,
 )
-from delta_pyds.spark.own_calls import active, own_calls
+from delta_pyds.spark.session.own_calls import active, own_calls
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

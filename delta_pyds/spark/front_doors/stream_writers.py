@@ -88,8 +88,8 @@ class DeltaBatchSink:
     app_id: str | None = field(default=None, compare=False)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        from delta_pyds.spark.commands.auto_compaction import compact_after
         from delta_pyds.spark.native.stream_write import write_batch
-        from delta_pyds.spark.tables.auto_compaction import compact_after
         from delta_pyds.streaming.sink import sink_app_id
 
         if self.app_id is None:  # the query id, read once (Spark wrote it before the first batch)

@@ -28,17 +28,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from delta_pyds.errors import ArgumentTypeError, DeltaError, SchemaError, TableExistsError, TableNotFoundError
-from delta_pyds.spark.catalog import delta_entry, lookup, parse_name
-from delta_pyds.spark.catalog_entries import create_named, same_location
+from delta_pyds.spark.catalog.entries import create_named, same_location
+from delta_pyds.spark.catalog.lookup import delta_entry, lookup, parse_name
 from delta_pyds.spark.front_doors.patching import WriteState, analysis_error, save_mode
-from delta_pyds.spark.named_io import read_delta, write_delta
+from delta_pyds.spark.io import read_delta, write_delta
 from delta_pyds.write.option_names import WRITE_NAMES, WRITE_PREFIXES, warn_unknown_options
 from delta_pyds.write.options import split_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from delta_pyds.spark.catalog import CatalogEntry
+    from delta_pyds.spark.catalog.lookup import CatalogEntry
 
 _TABLE_EXISTS = (
     "Cannot create table or view {name} because it already exists. Choose a different name, drop or replace"
@@ -135,7 +135,7 @@ def create_as_select(
     """The table ``name`` defined by ``df``'s rows in builder ``mode`` (``CREATE [OR REPLACE]
     TABLE AS SELECT`` / ``REPLACE TABLE AS SELECT``, one commit), registered in the catalog."""
     from delta_pyds.operations.create import TableDefinition
-    from delta_pyds.spark.tables.create_as_select import create_as_select as define
+    from delta_pyds.spark.commands.create_as_select import create_as_select as define
     from delta_pyds.storage.store import Storage
 
     definition = TableDefinition(

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from delta_pyds.errors import ArgumentValueError, TableExistsError, TableNotFoundError
-from delta_pyds.spark.catalog import delta_entry, quote
+from delta_pyds.spark.catalog.lookup import delta_entry, quote
 from delta_pyds.spark.front_doors import write_routes
 from delta_pyds.spark.front_doors.patching import (
     WriteState,

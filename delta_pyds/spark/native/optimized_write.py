@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from delta_pyds.protocol.table_properties import is_true
-from delta_pyds.spark import conf
-from delta_pyds.spark.conf import ADVISORY_CONF, BIN_SIZE_CONF, OPTIMIZE_WRITE_CONF
+from delta_pyds.spark.session import conf
+from delta_pyds.spark.session.conf import ADVISORY_CONF, BIN_SIZE_CONF, OPTIMIZE_WRITE_CONF
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

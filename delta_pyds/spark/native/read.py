@@ -77,7 +77,6 @@ from delta_pyds.protocol.schema import DataType, StructField, StructType, nullab
 from delta_pyds.read.native_plan import FILE_PATH, HAS_DV, NativePlan, OutputColumn, plan_native_scan, sql_string_list
 from delta_pyds.read.options import ReadOptions, get_option, read_change_feed
 from delta_pyds.read.scan_plan import load_snapshot, table_storage
-from delta_pyds.spark.dialect import session_dialect
 from delta_pyds.spark.native.deleted_rows import (
     ROW_INDEX_COLUMN,
     drop_deleted_rows,
@@ -87,7 +86,8 @@ from delta_pyds.spark.native.deleted_rows import (
 )
 from delta_pyds.spark.native.locations import SparkLocation, remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.not_null import filler, not_null
-from delta_pyds.spark.schema_convert import to_spark_schema
+from delta_pyds.spark.session.dialect import session_dialect
+from delta_pyds.spark.session.schema_convert import to_spark_schema
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.write.option_names import READ_NAMES, READ_PREFIXES, check_keywords
@@ -181,7 +181,7 @@ def _load(spark: SparkSession, storage: Storage, opts: ReadOptions) -> Snapshot:
 
 
 def _datasource_read(spark: SparkSession, opts_map: Mapping[str, str], version: int | None = None) -> DataFrame:
-    from delta_pyds.spark.delta_source import register_sources
+    from delta_pyds.spark.datasource.registration import register_sources
 
     register_sources(spark)
     reader = spark.read.format("pydelta")

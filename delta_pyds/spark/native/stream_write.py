@@ -5,7 +5,7 @@ process, exactly once per ``(appId, batchId)``.
 ``df.writeStream.format("delta").start(path)`` runs :func:`write_batch` for each micro-batch after
 ``register(spark)`` (:mod:`delta_pyds.spark.front_doors.stream_writers` starts the query with
 ``foreachBatch``), so a batch costs no Python worker process: the ``pydelta`` sink
-(:mod:`delta_pyds.spark.stream_writer`) starts one to plan each batch's writer, one per executor
+(:mod:`delta_pyds.spark.datasource.stream_writer`) starts one to plan each batch's writer, one per executor
 task and two to commit (docs/cdf-streaming.md has the measured first-batch times).
 
 Guarantees of :func:`write_batch`:

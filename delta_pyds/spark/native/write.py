@@ -71,11 +71,11 @@ from delta_pyds.protocol.schema import (
     is_void_type,
 )
 from delta_pyds.protocol.schema_evolution import from_spark_json
-from delta_pyds.spark import conf, projection
 from delta_pyds.spark.native.conform import conform, logical_type, same_type, spark_type
 from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.optimized_write import optimized_input
 from delta_pyds.spark.native.read import NativeReadUnavailable
+from delta_pyds.spark.session import conf, projection
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.commit import CommitResult
 from delta_pyds.transaction.staged_files import cleanup_on_failure, delete_on_failure

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from delta_pyds.spark.commands.merge.clauses import MergeClause
 from delta_pyds.spark.sql.parser import Table
-from delta_pyds.spark.tables.merge.clauses import MergeClause
 
 
 @dataclass(frozen=True)

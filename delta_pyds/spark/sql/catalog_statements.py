@@ -7,7 +7,7 @@ Guarantees:
 
 * ``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p'`` writes an EXTERNAL entry of
   Spark's session catalog for the Delta table at ``p`` (as delta-spark writes it, see
-  :mod:`delta_pyds.spark.catalog_entries`); no Delta table at ``p`` raises
+  :mod:`delta_pyds.spark.catalog.entries`); no Delta table at ``p`` raises
   :class:`~delta_pyds.errors.TableNotFoundError` and a name in use
   :class:`~delta_pyds.errors.TableExistsError` (nothing with ``IF NOT EXISTS``);
 * ``DROP TABLE``, ``ALTER TABLE ... RENAME TO`` and ``SHOW TABLES`` reach ``spark.sql`` as given,

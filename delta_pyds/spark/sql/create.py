@@ -9,9 +9,9 @@ generated expression, identity, NOT NULL and comment, ``partitionedBy`` / ``clus
 ``property`` per TBLPROPERTIES entry, ``comment``); ``AS SELECT`` reads the query first (its
 Delta tables through the native path), then writes its rows as files of the new definition and
 commits definition, removes and rows in one commit
-(:mod:`delta_pyds.spark.tables.create_as_select`: a failing query leaves the table as it was).
+(:mod:`delta_pyds.spark.commands.create_as_select`: a failing query leaves the table as it was).
 A named table is an entry of Spark's session catalog
-(:func:`~delta_pyds.spark.catalog_entries.create_named`): EXTERNAL with LOCATION, else MANAGED at
+(:func:`~delta_pyds.spark.catalog.entries.create_named`): EXTERNAL with LOCATION, else MANAGED at
 Spark's default path; ``REPLACE`` / ``CREATE OR REPLACE`` / ``IF NOT EXISTS`` of an existing name
 use its location. With no columns and no query, a table that exists is used as the mode says
 and a new one raises delta-spark's ``DELTA_SCHEMA_NOT_PROVIDED`` (an ``AnalysisException``). No

@@ -13,9 +13,9 @@ expressions reach Spark as the Spark SQL text written. No pyspark here."""
 
 from __future__ import annotations
 
+from delta_pyds.spark.commands.merge.clauses import MergeClause, When
 from delta_pyds.spark.sql.ast import Delete, Insert, Merge, SparkTable, Subquery, Table, Update
 from delta_pyds.spark.sql.parser import Parser, name_text
-from delta_pyds.spark.tables.merge.clauses import MergeClause, When
 
 
 def delete(p: Parser) -> Delete:

@@ -97,7 +97,7 @@ def _optimize(spark: SparkSession, st: Optimize, r: Resolution) -> DataFrame:
 
 
 def _reorg(spark: SparkSession, st: Reorg, r: Resolution) -> DataFrame:
-    from delta_pyds.spark.tables.optimize import reorg_purge
+    from delta_pyds.spark.commands.optimize import reorg_purge
 
     builder = delta_table(spark, r.target(st)).optimize()
     if st.where is not None:

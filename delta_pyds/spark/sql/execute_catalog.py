@@ -4,7 +4,7 @@ name, Spark's own DROP TABLE / ALTER TABLE RENAME / SHOW TABLES, and DESCRIBE of
 
 Guarantees: ``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p' [COMMENT 'c']
 [TBLPROPERTIES (...)]`` writes an EXTERNAL entry of Spark's session catalog (with the comment and
-properties; :mod:`delta_pyds.spark.catalog_entries`) only when ``p`` holds a Delta table (else
+properties; :mod:`delta_pyds.spark.catalog.entries`) only when ``p`` holds a Delta table (else
 :class:`~delta_pyds.errors.TableNotFoundError`) and, as delta-spark, only when TBLPROPERTIES
 given are the table's own (``DELTA_CREATE_TABLE_WITH_DIFFERENT_PROPERTY``); the Spark statements
 run as given, after the ``delta`` short name is registered; ``DESCRIBE`` rows come from the
@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import TableNotFoundError
-from delta_pyds.spark.catalog import lookup, sql_string
-from delta_pyds.spark.catalog_entries import create_named
-from delta_pyds.spark.delta_source import register_delta_name
+from delta_pyds.spark.catalog.entries import create_named
+from delta_pyds.spark.catalog.lookup import lookup, sql_string
+from delta_pyds.spark.datasource.registration import register_delta_name
 from delta_pyds.spark.sql.ast import CatalogCommand, DescribeTable, RegisterTable, Statement
 from delta_pyds.spark.sql.parser import TableRef
 from delta_pyds.spark.sql.table_refs import Resolution, empty
@@ -86,7 +86,7 @@ def _describe(spark: SparkSession, st: DescribeTable, r: Resolution) -> DataFram
 
 
 def _describe_rows(spark: SparkSession, ref: TableRef, extended: bool) -> list[tuple[str, str, str | None]]:
-    from delta_pyds.spark.schema_convert import to_spark_schema
+    from delta_pyds.spark.session.schema_convert import to_spark_schema
     from delta_pyds.table.snapshot import Snapshot
 
     snap = Snapshot.load(ref.path)

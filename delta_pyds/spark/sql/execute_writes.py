@@ -10,8 +10,8 @@ query's columns beyond the table's keep their names and are added, as in delta-s
 rows of DELETE, UPDATE, MERGE and INSERT are the metrics of the commit the statement made
 (zeros when none). A MERGE source or INSERT query reads its Delta tables natively.
 ``CREATE ... AS SELECT`` reads the query first, then commits the definition, the removes and
-the rows in one commit (:mod:`delta_pyds.spark.tables.create_as_select`); a named table is an
-entry of Spark's session catalog (:func:`~delta_pyds.spark.catalog_entries.create_named`)."""
+the rows in one commit (:mod:`delta_pyds.spark.commands.create_as_select`); a named table is an
+entry of Spark's session catalog (:func:`~delta_pyds.spark.catalog.entries.create_named`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import SqlParseError, SqlStatementError
-from delta_pyds.spark.conf import auto_merge
+from delta_pyds.spark.session.conf import auto_merge
 from delta_pyds.spark.sql.ast import CreateTable, Delete, Insert, Merge, SparkTable, Statement, Subquery, Update
 from delta_pyds.spark.sql.table_refs import (
     Resolution,
@@ -90,7 +90,7 @@ def _merge_source(spark: SparkSession, st: Merge, r: Resolution) -> DataFrame:
 
 
 def _insert(spark: SparkSession, st: Insert, r: Resolution) -> DataFrame:
-    from delta_pyds.spark.tables.auto_compaction import write_delta
+    from delta_pyds.spark.commands.auto_compaction import write_delta
 
     ref = r.target(st)
     delta_table(spark, ref)
@@ -116,7 +116,7 @@ def _insert(spark: SparkSession, st: Insert, r: Resolution) -> DataFrame:
 
 
 def _create(spark: SparkSession, st: CreateTable, r: Resolution) -> DataFrame:
-    from delta_pyds.spark.catalog_entries import create_named
+    from delta_pyds.spark.catalog.entries import create_named
 
     if st.name is not None:
         create_named(spark, st.name, st.mode, st.path, lambda location: _define(spark, replace(st, path=location)))
@@ -157,8 +157,8 @@ def _define(spark: SparkSession, st: CreateTable) -> None:
 def _run_as_select(spark: SparkSession, st: CreateTable) -> None:
     """``... AS SELECT``: the definition and the query's rows in one commit."""
     from delta_pyds.operations.create import TableDefinition
-    from delta_pyds.spark.tables.args import activate
-    from delta_pyds.spark.tables.create_as_select import create_as_select
+    from delta_pyds.spark.commands.args import activate
+    from delta_pyds.spark.commands.create_as_select import create_as_select
     from delta_pyds.storage.store import Storage
 
     assert st.path is not None and st.query is not None

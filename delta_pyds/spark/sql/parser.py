@@ -113,7 +113,7 @@ class Parser:
     named in errors. ``resolve`` turns a name at a table-reference position of a query into a
     Delta table (:func:`delta_pyds.spark.sql.table_refs.resolver`); without it only
     ``delta.`path``` references are tables there. ``dialect``: how string literals read
-    (the session's, :func:`delta_pyds.spark.dialect.session_dialect`)."""
+    (the session's, :func:`delta_pyds.spark.session.dialect.session_dialect`)."""
 
     def __init__(self, text: str, resolve: Resolver | None = None, dialect: Dialect = DEFAULT_DIALECT):
         self.text = text

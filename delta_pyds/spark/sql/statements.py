@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ArgumentTypeError, UnsupportedFeatureError
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT, Dialect
-from delta_pyds.spark.dialect import session_dialect
-from delta_pyds.spark.own_calls import own_calls
+from delta_pyds.spark.session.dialect import session_dialect
+from delta_pyds.spark.session.own_calls import own_calls
 from delta_pyds.spark.sql import alter, catalog_statements, create, dml
 from delta_pyds.spark.sql.ast import (
     AddConstraint,
@@ -58,7 +58,7 @@ Args = Mapping[str, Any] | list[Any] | tuple[Any, ...]
 
 def sql(spark: SparkSession, statement: str, args: Any = None, **kwargs: Any) -> DataFrame:
     """Runs one statement (see :mod:`delta_pyds.spark.sql`); its own ``spark.sql`` calls are
-    Spark's, past the ``spark.sql`` front door (:mod:`delta_pyds.spark.own_calls`)."""
+    Spark's, past the ``spark.sql`` front door (:mod:`delta_pyds.spark.session.own_calls`)."""
     with own_calls():
         return _sql(spark, statement, args, **kwargs)
 

@@ -6,7 +6,7 @@ Guarantees: a name in a statement resolves as Spark resolves it, on every statem
 once per statement (:func:`resolver`, :class:`Resolution`): a temporary view first (one over a
 whole ``pydelta`` table stands for its table as the target of a Delta statement; in a query
 Spark reads the view itself), then a Delta table of Spark's session catalog
-(:mod:`delta_pyds.spark.catalog`); anything else is Spark's, except an entry whose metadata
+(:mod:`delta_pyds.spark.catalog.lookup`); anything else is Spark's, except an entry whose metadata
 reads two ways (:class:`~delta_pyds.errors.AmbiguousCatalogEntryError`, raised). A query's Delta tables are read
 through ``read_delta`` (the native path, with their time travel) and reach ``spark.sql`` as
 DataFrame arguments, the rest of the text unchanged (braces escaped for pyspark's formatter); a
@@ -26,7 +26,7 @@ from delta_pyds.errors import (
     TableNotFoundError,
 )
 from delta_pyds.log.history import history as commit_history
-from delta_pyds.spark.catalog import lookup
+from delta_pyds.spark.catalog.lookup import lookup
 from delta_pyds.spark.sql.heads import FORMS
 from delta_pyds.spark.sql.parser import NOT_A_TABLE, NamedTable, Parser, Resolver, Table, TableRef, name_text
 from delta_pyds.spark.sql.references import query_refs, stray_paths, walk

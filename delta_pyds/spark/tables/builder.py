@@ -11,17 +11,17 @@ Guarantees:
   no data files; generated and identity columns recorded in field metadata; the protocol
   the definition needs) and returns a ``DeltaTable`` for the location;
 * ``tableName(name)`` names the table in Spark's session catalog
-  (:func:`~delta_pyds.spark.catalog_entries.create_named`): with ``location(path)`` it is an
+  (:func:`~delta_pyds.spark.catalog.entries.create_named`): with ``location(path)`` it is an
   EXTERNAL table there, without one a MANAGED table at Spark's default path under
   ``spark.sql.warehouse.dir`` (where delta-spark puts it); ``create`` fails on a name in use,
   ``replace`` on a free one, ``createIfNotExists`` / ``createOrReplace`` use the entry's
   location. A builder with neither a name nor a location raises delta-spark's
   ``DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION`` at ``execute()``, ``partitionedBy`` with
   ``clusterBy`` its ``DELTA_CLUSTER_BY_WITH_PARTITIONED_BY`` at the second call, as
-  ``AnalysisException`` s (:class:`~delta_pyds.spark.analysis_errors.DeltaUsageException`); two
+  ``AnalysisException`` s (:class:`~delta_pyds.spark.session.analysis_errors.DeltaUsageException`); two
   generation specs or an identity step of 0 raise its ``ValueError`` texts at ``addColumn``; a
   table to create with no columns raises its ``DELTA_SCHEMA_NOT_PROVIDED``
-  (:class:`~delta_pyds.spark.analysis_errors.SchemaNotProvidedException`) at ``execute()``.
+  (:class:`~delta_pyds.spark.session.analysis_errors.SchemaNotProvidedException`) at ``execute()``.
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 from delta_pyds.errors import ArgumentValueError, SchemaError
 from delta_pyds.operations.create import ColumnSpec, Identity, TableDefinition, create_table
 from delta_pyds.protocol.schema import parse_schema, parse_type, with_declared_type
-from delta_pyds.spark.analysis_errors import (
+from delta_pyds.spark.commands.args import activate
+from delta_pyds.spark.commands.generation_check import check_generation_expressions
+from delta_pyds.spark.session.analysis_errors import (
     CLUSTER_BY_WITH_PARTITIONED_BY,
     MISSING_NAME_OR_LOCATION,
     DeltaUsageException,
     SchemaNotProvidedException,
 )
-from delta_pyds.spark.tables.args import activate
-from delta_pyds.spark.tables.generation_check import check_generation_expressions
 from delta_pyds.storage.store import Storage
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class DeltaTableBuilder(Generic[TableT]):
         self._comment: str | None = None
 
     def tableName(self, identifier: str) -> DeltaTableBuilder[TableT]:
-        from delta_pyds.spark.catalog import parse_name
+        from delta_pyds.spark.catalog.lookup import parse_name
 
         if not isinstance(identifier, str):
             _raise_type_error("Identifier must be str.", [identifier])
@@ -247,7 +247,7 @@ class DeltaTableBuilder(Generic[TableT]):
             return self._open_table(self._spark, location, self._options or None)
 
         if self._name is not None:
-            from delta_pyds.spark.catalog_entries import create_named
+            from delta_pyds.spark.catalog.entries import create_named
 
             return create_named(self._spark, self._name, self._mode, self._location, make)
         if self._location is None:

@@ -12,9 +12,9 @@
     DeltaTable.create(spark).location("/data/new").addColumn("id", "BIGINT").execute()
 
 This module is the facade; each operation's guarantees are stated where it is done:
-delete in :mod:`delta_pyds.spark.tables.delete`, update in :mod:`delta_pyds.spark.tables.update` (deletion vectors:
-:mod:`delta_pyds.operations.dv_delete`), merge in :mod:`delta_pyds.spark.tables.merge`,
-optimize in :mod:`delta_pyds.spark.tables.optimize`, vacuum in
+delete in :mod:`delta_pyds.spark.commands.delete`, update in :mod:`delta_pyds.spark.commands.update` (deletion vectors:
+:mod:`delta_pyds.operations.dv_delete`), merge in :mod:`delta_pyds.spark.commands.merge`,
+optimize in :mod:`delta_pyds.spark.commands.optimize`, vacuum in
 :mod:`delta_pyds.operations.vacuum`, restore in :mod:`delta_pyds.operations.restore`,
 properties and protocol in :mod:`delta_pyds.operations.properties`, schema changes
 (delta_pyds extensions: ``addColumns``, ``renameColumn``, ``dropColumns``, ``alterColumn``,
@@ -34,13 +34,13 @@ properties and protocol in :mod:`delta_pyds.operations.properties`, schema chang
 * copy-on-write DML on a table with ``delta.enableChangeDataFeed=true`` writes change data
   files in the same commit; deletion-vector deletes need none;
 * ``vacuum`` deletes as delta-spark's does (``dryRun=True`` only lists), guarded by the
-  retention check (:mod:`delta_pyds.spark.tables.maintenance`);
-* arguments are checked as delta-spark checks them (:mod:`delta_pyds.spark.tables.args`);
+  retention check (:mod:`delta_pyds.spark.commands.maintenance`);
+* arguments are checked as delta-spark checks them (:mod:`delta_pyds.spark.commands.args`);
   every call first makes the table's session the active one of the calling thread;
 * ``create`` / ``createIfNotExists`` / ``replace`` / ``createOrReplace`` return a
   :class:`~delta_pyds.spark.tables.builder.DeltaTableBuilder` (``location(path)`` and/or
   ``tableName(name)``); ``forName`` resolves a name through Spark's session catalog
-  (:mod:`delta_pyds.spark.catalog`) on each call;
+  (:mod:`delta_pyds.spark.catalog.lookup`) on each call;
 * ``restore`` re-adds the files of the old version and removes the files added since
   (``dataChange=true``); it fails, changing nothing, if a needed file is gone (vacuumed).
 """
@@ -58,8 +58,8 @@ import pyarrow.compute as pc
 
 from delta_pyds.errors import ArgumentTypeError, ArgumentValueError, NotADeltaTableError, TableNotFoundError
 from delta_pyds.protocol import features
-from delta_pyds.spark.tables import maintenance
-from delta_pyds.spark.tables.args import (
+from delta_pyds.spark.commands import maintenance
+from delta_pyds.spark.commands.args import (
     ColumnMapping,
     ExpressionOrColumn,
     OptionalExpressionOrColumn,
@@ -72,14 +72,14 @@ from delta_pyds.spark.tables.args import (
     check_timestamp,
     check_version,
 )
-from delta_pyds.spark.tables.auto_compaction import compacting_after
+from delta_pyds.spark.commands.auto_compaction import compacting_after
+from delta_pyds.spark.commands.delete import delete_rows
+from delta_pyds.spark.commands.merge import DeltaMergeBuilder
+from delta_pyds.spark.commands.optimize import DeltaOptimizeBuilder
+from delta_pyds.spark.commands.rewriter import TableRewriter
+from delta_pyds.spark.commands.update import update_rows
 from delta_pyds.spark.tables.builder import DeltaTableBuilder
-from delta_pyds.spark.tables.delete import delete_rows
-from delta_pyds.spark.tables.merge import DeltaMergeBuilder
-from delta_pyds.spark.tables.optimize import DeltaOptimizeBuilder
-from delta_pyds.spark.tables.rewriter import TableRewriter
 from delta_pyds.spark.tables.schema_api import SchemaChanges
-from delta_pyds.spark.tables.update import update_rows
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.latest import latest_snapshot
 from delta_pyds.table.snapshot import Snapshot
@@ -117,7 +117,7 @@ class DeltaTable(SchemaChanges):
         try:
             table._snapshot()
         except TableNotFoundError as exc:  # delta-spark's AnalysisException, also a TableNotFoundError
-            from delta_pyds.spark.analysis_errors import path_error
+            from delta_pyds.spark.session.analysis_errors import path_error
 
             raise path_error(path) from exc
         return table
@@ -125,18 +125,18 @@ class DeltaTable(SchemaChanges):
     @classmethod
     def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> DeltaTable:
         """The Delta table Spark's session catalog names ``tableOrViewName`` (``t``, ``db.t``,
-        ``spark_catalog.db.t``; resolved now, see :mod:`delta_pyds.spark.catalog`). Raises
+        ``spark_catalog.db.t``; resolved now, see :mod:`delta_pyds.spark.catalog.lookup`). Raises
         :class:`TableNotFoundError` when nothing has the name, :class:`NotADeltaTableError` for
         a view or another provider's table, :class:`NoCatalogError` for another catalog."""
-        from delta_pyds.spark.catalog import delta_entry
+        from delta_pyds.spark.catalog.lookup import delta_entry
 
         if sparkSession is None:
             raise ArgumentValueError("'sparkSession' cannot be None")
         try:
             entry = delta_entry(sparkSession, tableOrViewName)
         except (TableNotFoundError, NotADeltaTableError) as exc:  # delta-spark's AnalysisException
-            from delta_pyds.spark.analysis_errors import name_error
-            from delta_pyds.spark.catalog import parse_name
+            from delta_pyds.spark.catalog.lookup import parse_name
+            from delta_pyds.spark.session.analysis_errors import name_error
 
             raise name_error(parse_name(tableOrViewName), exc) from exc
         assert entry.location is not None
@@ -194,7 +194,7 @@ class DeltaTable(SchemaChanges):
         named = _parquet_entry(sparkSession, identifier)
         if named is not None:
             path = maintenance.convert(sparkSession, f"parquet.`{named}`", partitionSchema, collectStats, hadoopConf)
-            from delta_pyds.spark.catalog_entries import drop_entry, register_entry
+            from delta_pyds.spark.catalog.entries import drop_entry, register_entry
 
             drop_entry(sparkSession, identifier)  # EXTERNAL: the files stay
             register_entry(sparkSession, identifier, path)
@@ -223,7 +223,7 @@ class DeltaTable(SchemaChanges):
         return Snapshot.load(self._storage, version=version)
 
     def _register(self) -> None:
-        from delta_pyds.spark.delta_source import register_sources
+        from delta_pyds.spark.datasource.registration import register_sources
 
         register_sources(self._spark)
 
@@ -280,7 +280,7 @@ class DeltaTable(SchemaChanges):
         self, retentionHours: float | None = None, dryRun: bool = False, *, enforceRetention: bool | None = None
     ) -> DataFrame:
         """Deletes files no version inside the retention window needs (delta-spark's
-        semantics: see :mod:`delta_pyds.spark.tables.maintenance`). Returns a DataFrame
+        semantics: see :mod:`delta_pyds.spark.commands.maintenance`). Returns a DataFrame
         ``path``: the table's path, or with ``dryRun=True`` the files it would delete."""
         activate(self._spark)
         if not isinstance(dryRun, bool):
@@ -523,7 +523,7 @@ def _parquet_entry(spark: SparkSession, identifier: str) -> str | None:
 def _catalog_entry(spark: SparkSession, identifier: str) -> Any:
     """The catalog entry ``identifier`` names, None when it is not a session-catalog name."""
     from delta_pyds.errors import DeltaError
-    from delta_pyds.spark.catalog import lookup
+    from delta_pyds.spark.catalog.lookup import lookup
 
     try:
         return lookup(spark, identifier)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import ArgumentTypeError
 from delta_pyds.operations import schema_changes as ops
-from delta_pyds.spark import projection
+from delta_pyds.spark.session import projection
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

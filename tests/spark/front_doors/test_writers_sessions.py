@@ -102,7 +102,7 @@ spark = (
 )
 spark.sparkContext.setLogLevel("ERROR")
 import delta_pyds
-from delta_pyds.spark.delta_source import delta_name_checked
+from delta_pyds.spark.datasource.registration import delta_name_checked
 delta_pyds.register(spark)
 df = spark.createDataFrame([(1, "a"), (2, "b")], "id long, p string")
 df.write.format("delta").partitionBy("p").save(root + "/jvm")  # the JVM source's own write (parquet here)

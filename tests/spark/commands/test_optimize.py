@@ -1,0 +1,278 @@
+"""OPTIMIZE: compaction (deletion vectors applied, a dataChange=false commit, then vacuum),
+Z-order with a partition filter, and the bins on Spark's own writer: exactly one file per
+bin of delta-spark's bin packing (per partition, files sorted by size, packed greedily up to
+the target size, single-file bins left alone), each bin's rows routed to a task of its own,
+a Z-order bin larger than the target split near it; compaction bins read and written by
+pyarrow in the driver and in Spark tasks (spark.pydelta.optimize.localMaxBytes=0). Rows read
+back equal through the data
+source, read_delta and deltalake. The compaction and Z-order tests run on both DML engines
+(the ``each_dml_engine`` fixture)."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from deltalake import write_deltalake
+from dml_engines import each_dml_engine  # noqa: F401  (a fixture)
+from dml_helpers import agree_with_deltalake, dv_files, make_dml_table  # noqa: F401  (dv_files: a fixture)
+from helpers import deltalake_table, dml_data, parquet_files, spark_rows
+from pyspark.sql import functions as F
+
+from delta_pyds import DeltaTable, read_delta
+from delta_pyds.spark.session.conf import DML_ENGINE_CONF, LOCAL_MAX_BYTES_CONF
+from delta_pyds.table.snapshot import Snapshot
+
+_make = make_dml_table
+_agree = agree_with_deltalake
+_data = dml_data
+_data_files = parquet_files
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("each_dml_engine")
+def test_optimize_then_vacuum(spark, tmp_path, dv_files):  # noqa: F811  (the imported fixture)
+    path = _make(str(tmp_path / "t"), files=50, rows_per_file=20, partition=True)
+    t = DeltaTable.forPath(spark, path)
+    t.delete("id % 7 = 0")
+    before = _agree(spark, path)
+    assert Snapshot.load(path).files.num_rows == 150
+    res = t.optimize().executeCompaction().collect()[0]
+    m = res.metrics  # delta-spark's shape: path, metrics struct
+    assert m.numFilesRemoved == 150 and m.numFilesAdded == 3
+    snap = Snapshot.load(path)
+    assert snap.files.num_rows == 3
+    assert all(d is None for d in snap.files.column("deletion_vector").to_pylist())
+    assert _agree(spark, path) == before
+    h = t.history(1).collect()[0]
+    assert h.operation == "OPTIMIZE"
+    # the commit is dataChange=false
+    log = os.path.join(path, "_delta_log", f"{snap.version:020d}.json")
+    actions = [json.loads(line) for line in open(log)]
+    assert all(not a[k]["dataChange"] for a in actions for k in ("add", "remove") if k in a)
+    # vacuum: refuses short retention, a dry run lists, then it deletes the old files
+    # (behaviour change: vacuum() deletes by default, as delta-spark's does)
+    n_files = len(_data_files(path))
+    assert t.vacuum(dryRun=True).count() == 0  # everything is inside the default 7 day window
+    with pytest.raises(ValueError):
+        t.vacuum(0)
+    would = t.vacuum(0, dryRun=True, enforceRetention=False).collect()
+    assert (
+        len(would) == 150 + 1 and len(_data_files(path)) == n_files
+    )  # 150 data files + 1 DV file; a dry run deletes nothing
+    t.vacuum(0, enforceRetention=False)
+    assert len(_data_files(path)) == 3
+    assert not glob.glob(os.path.join(path, "deletion_vector_*.bin"))
+    assert _agree(spark, path) == before
+
+
+@pytest.mark.usefixtures("each_dml_engine")
+def test_optimize_zorder_and_where(spark, tmp_path):
+    import datetime
+
+    path = str(tmp_path / "z")
+    from delta_pyds.write.plan import write_arrow
+
+    for i in range(6):
+        d = _data(i * 40, 40)
+        d = d.append_column("day", pa.array([datetime.date(2024, 1, 1 + (j * 7) % 28) for j in range(40)]))
+        write_arrow(path, d, options={"partitionBy": "part", "delta.enableDeletionVectors": "true"})
+    t = DeltaTable.forPath(spark, path)
+    t.delete("id % 5 = 0")
+    before = _agree(spark, path)
+    with pytest.raises(ValueError):
+        t.optimize().executeZOrderBy("part")
+    m = t.optimize().where("part = 1").executeZOrderBy("id", "day").collect()[0].metrics
+    assert m.numFilesRemoved == 6 and m.numFilesAdded == 1
+    assert _agree(spark, path) == before
+    h = t.history(1).collect()[0]
+    assert h.operation == "OPTIMIZE" and json.loads(h.operationParameters["zOrderBy"]) == ["id", "day"]
+    snap = Snapshot.load(path)
+    assert snap.files.num_rows == 13  # 6 + 6 untouched, 1 rewritten
+    t.optimize().executeCompaction()
+    assert Snapshot.load(path).files.num_rows == 3
+    assert _agree(spark, path) == before
+
+
+def _delta_spark_bins(sizes_by_partition: dict, target: int) -> int:
+    """The number of bins delta-spark's OptimizeExecutor.groupFilesIntoBins makes (files
+    under the target, per partition, sorted by size, a bin closed when the next file
+    would exceed the target; bins of one file dropped)."""
+    count = 0
+    for sizes in sizes_by_partition.values():
+        bins, current, total = [], [], 0
+        for s in sorted(x for x in sizes if x < target):
+            if current and total + s > target:
+                bins.append(current)
+                current, total = [], 0
+            current.append(s)
+            total += s
+        if current:
+            bins.append(current)
+        count += sum(1 for b in bins if len(b) > 1)
+    return count
+
+
+def test_bin_keys_land_on_their_own_partition(spark):
+    """The keys are checked against Spark's own hash partitioning, not only our murmur3."""
+    from delta_pyds.spark.commands.optimize import bin_keys, spark_partition_of
+
+    for n in (1, 2, 3, 7, 16, 50):
+        keys = bin_keys(n)
+        assert len(set(keys)) == n and [spark_partition_of(k, n) for k in keys] == list(range(n))
+        df = spark.createDataFrame([(k,) for k in keys], "k int").repartition(n, "k")
+        got = df.select("k", F.spark_partition_id().alias("p")).collect()
+        assert {r["k"]: r["p"] for r in got} == {k: b for b, k in enumerate(keys)}
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+@pytest.mark.parametrize("in_tasks", [False, True])  # pyarrow bins in the driver / in Spark tasks
+def test_optimize_writes_one_file_per_bin(spark, tmp_path, partitioned, in_tasks):
+    path = str(tmp_path / "t")
+    rows = 0
+    for i in range(12):  # 12 small files (6 per partition when partitioned)
+        n = 200 + 37 * i
+        t = pa.table(
+            {
+                "id": pa.array(range(rows, rows + n), pa.int64()),
+                "p": pa.array([i % 2] * n, pa.int64()),
+                "s": pa.array([f"row-{j}-{i}" for j in range(n)]),
+            }
+        )
+        rows += n
+        write_deltalake(path, t, mode="append", partition_by=["p"] if partitioned else None)
+    snap = Snapshot.load(path)
+    sizes = snap.files.column("size").to_pylist()
+    pvs = snap.files.column("partition_values").to_pylist() if partitioned else [None] * len(sizes)
+    by_part: dict = {}
+    for s, v in zip(sizes, pvs):
+        by_part.setdefault(repr(v), []).append(s)
+    target = int(sum(sizes) / len(sizes) * 3.5)  # about 3 files a bin
+    expected_bins = _delta_spark_bins(by_part, target)
+    assert expected_bins >= 3
+    before = spark_rows(read_delta(spark, path).select("id", "p", "s"))
+    spark.conf.set(DML_ENGINE_CONF, "native")
+    if in_tasks:
+        spark.conf.set(LOCAL_MAX_BYTES_CONF, "0")
+    try:
+        res = DeltaTable.forPath(spark, path).optimize().option("targetFileSize", target).executeCompaction()
+    finally:
+        spark.conf.unset(DML_ENGINE_CONF)
+        spark.conf.unset(LOCAL_MAX_BYTES_CONF)
+    m = res.collect()[0].metrics
+    assert m.numBatches == expected_bins
+    assert m.numFilesAdded == expected_bins, f"{m.numFilesAdded} files for {expected_bins} bins"
+    after = Snapshot.load(path)
+    old = pc.is_in(after.files.column("path"), value_set=snap.files.column("path").combine_chunks())
+    added = after.files.filter(pc.invert(old))
+    assert added.num_rows == expected_bins
+    assert all(s <= target * 1.5 for s in added.column("size").to_pylist())
+    assert all(os.path.exists(os.path.join(path, p)) for p in added.column("path").to_pylist())
+    ours = spark_rows(spark.read.format("pydelta").load(path).select("id", "p", "s"))
+    assert ours == before == spark_rows(read_delta(spark, path).select("id", "p", "s"))
+    from deltalake import DeltaTable as DL
+
+    theirs = sorted(tuple(r.values()) for r in DL(path).to_pyarrow_table().select(["id", "p", "s"]).to_pylist())
+    assert sorted(tuple(r) for r in ours) == theirs
+
+
+def test_zorder_bin_larger_than_target_is_split_near_target(spark, tmp_path):
+    """A Z-order bin holds every file of the partition: Spark's writer splits it by a row
+    limit (the bin's rows per target size) instead of writing one oversized file."""
+    path = str(tmp_path / "t")
+    for i in range(6):
+        ids = range(i * 500, (i + 1) * 500)
+        write_deltalake(
+            path, pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([j % 97 for j in ids])}), mode="append"
+        )
+    snap = Snapshot.load(path)
+    total = sum(snap.files.column("size").to_pylist())
+    target = total // 3
+    spark.conf.set(DML_ENGINE_CONF, "native")
+    try:
+        DeltaTable.forPath(spark, path).optimize().option("targetFileSize", target).executeZOrderBy("id", "v")
+    finally:
+        spark.conf.unset(DML_ENGINE_CONF)
+    after = Snapshot.load(path)
+    cap = -(-3000 * target // total)
+    assert after.files.num_rows == -(-3000 // cap) >= 3
+    assert sorted(spark_rows(read_delta(spark, path).select("id", "v"))) == sorted((j, j % 97) for j in range(3000))
+
+
+def test_zorder_key_is_the_morton_code_of_quantile_buckets(spark):
+    """The Z-order key, computed independently in Python: each column's bucket is the number
+    of its distinct approximate-quantile bounds below the value (null: 0; NaN above every
+    number, as Spark orders it; dates as epoch microseconds), and the key interleaves the
+    buckets' 8 bits, the first column's lowest."""
+    import datetime as dt
+
+    from delta_pyds.spark.commands.optimize import zorder_key
+
+    df = spark.range(3000).selectExpr(
+        "id",
+        "(id * 7919) % 1200 AS x",
+        "CASE WHEN id % 13 = 0 THEN NULL WHEN id % 17 = 0 THEN double('NaN') ELSE CAST(id % 101 AS DOUBLE) END AS z",
+        "date_add(DATE'2020-01-01', CAST(id % 400 AS INT)) AS d",
+        "CAST(NULL AS DOUBLE) AS n",  # no bounds at all: bucket 0 everywhere
+    )
+    cols = ["x", "z", "d", "n"]
+    probe = df.select(
+        F.col("x").cast("double").alias("x"),
+        "z",
+        F.unix_micros(F.col("d").cast("timestamp")).cast("double").alias("d"),
+        "n",
+    )
+    quantiles = probe.approxQuantile(cols, [j / 256 for j in range(1, 256)], 0.001)
+    bounds = [sorted({b for b in q if b is not None}) for q in quantiles]
+    assert len(bounds[0]) > 200 and not bounds[3]
+    got = {r.id: r.k for r in df.select("id", zorder_key(df, cols).alias("k")).collect()}
+    epoch = dt.date(1970, 1, 1)
+    for row in df.collect():
+        values = [float(row.x), row.z, (row.d - epoch).days * 86_400_000_000.0, row.n]
+        key = 0
+        for i, (v, bs) in enumerate(zip(values, bounds)):
+            if v is None:
+                bucket = 0
+            elif v != v:  # NaN
+                bucket = sum(1 for b in bs if b == b)
+            else:
+                bucket = sum(1 for b in bs if v > b)
+            for bit in range(8):
+                key |= ((bucket >> bit) & 1) << (bit * len(cols) + i)
+        assert got[row.id] == key, (row, values)
+    assert len(set(got.values())) > 1000
+
+
+def test_zorder_by_a_string_column(spark, tmp_path):
+    """Strings Z-order as delta-spark and deltalake Z-order them (they were refused): by their
+    order (here 100 distinct values with distinct 6-byte prefixes, each its own bucket, so the
+    one rewritten file holds them sorted); the rows are unchanged (the data source and deltalake
+    agree)."""
+    import random
+
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "zs")
+    words = [f"{w:03d}-é{w * 7 % 13}" for w in range(100)]
+    rng = random.Random(7)
+    from delta_pyds.write.plan import write_arrow
+
+    for _ in range(4):
+        rows = [rng.choice(words) for _ in range(250)]
+        write_arrow(path, pa.table({"s": rows, "n": list(range(250))}))
+    before = sorted(deltalake_table(path).to_pylist(), key=lambda r: (r["s"], r["n"]))
+    m = DeltaTable.forPath(spark, path).optimize().executeZOrderBy("s").collect()[0].metrics
+    assert m.numFilesRemoved == 4 and m.numFilesAdded == 1
+    snap = Snapshot.load(path)
+    (name,) = snap.files.column("path").to_pylist()
+    values = pq.read_table(os.path.join(path, name)).column("s").to_pylist()
+    assert values == sorted(values)
+    after = sorted(deltalake_table(path).to_pylist(), key=lambda r: (r["s"], r["n"]))
+    assert after == before
+    assert sorted(tuple(r) for r in spark.read.format("pydelta").load(path).collect()) == sorted(
+        (r["s"], r["n"]) for r in before
+    )
