@@ -44,7 +44,7 @@ def _best_scan(spark, path, reps):
 
 
 def sink(suite) -> None:
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     spark = suite.spark
     root = os.path.join(DATA, "smallfiles")
@@ -53,14 +53,14 @@ def sink(suite) -> None:
         shutil.rmtree(src, ignore_errors=True)
         for b in range(BATCHES):
             ids = pa.array(range(b * 1000, (b + 1) * 1000), pa.int64())
-            write_arrow(src, pa.table({"id": ids, "v": pa.array([f"v{b}"] * 1000)}))
+            commit_arrow(src, pa.table({"id": ids, "v": pa.array([f"v{b}"] * 1000)}))
     out = {}
     for name, on in (("off", False), ("on", True)):
         dst, ck = os.path.join(root, f"sink-{name}"), os.path.join(root, f"ck-{name}")
         shutil.rmtree(dst, ignore_errors=True)
         shutil.rmtree(ck, ignore_errors=True)
         empty = pa.table({"id": pa.array([], pa.int64()), "v": pa.array([], pa.string())})
-        write_arrow(dst, empty, options={"delta.autoOptimize.autoCompact": "true"} if on else {})
+        commit_arrow(dst, empty, options={"delta.autoOptimize.autoCompact": "true"} if on else {})
         t = time.perf_counter()
         q = (
             spark.readStream.format("pydelta")

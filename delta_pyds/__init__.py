@@ -7,7 +7,7 @@ fsspec and never import pyspark.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from delta_pyds.errors import (
@@ -67,10 +67,13 @@ from delta_pyds.errors import (
 from delta_pyds.version import __version__
 
 if TYPE_CHECKING:
-    # pyspark's types through the Spark layer, which imports pyspark (this module names no
-    # pyspark module, not even for type checking)
-    from delta_pyds.read.explain import ScanExplanation
-    from delta_pyds.spark.native.read import DataFrame, SparkSession
+    # for type checkers only: the entry points as defined in their modules (importing them here
+    # would import pyspark)
+    from delta_pyds.read.explain import explain_scan
+    from delta_pyds.spark import register
+    from delta_pyds.spark.io import read_delta, write_delta
+    from delta_pyds.spark.sql import sql
+    from delta_pyds.spark.tables import DeltaTable, DeltaTableBuilder, IdentityGenerator
 
 __all__ = [
     "register",
@@ -78,6 +81,8 @@ __all__ = [
     "explain_scan",
     "write_delta",
     "DeltaTable",
+    "DeltaTableBuilder",
+    "IdentityGenerator",
     "__version__",
     "DeltaError",
     "ShortReadError",
@@ -135,49 +140,29 @@ __all__ = [
 ]
 
 
+# Each public entry point is defined once, in the module named here, and reached as
+# ``delta_pyds.<name>`` by importing that module on first use, so that ``import delta_pyds``
+# never imports pyspark (the Spark layer's modules do).
+ENTRY_POINTS: dict[str, str] = {
+    "register": "delta_pyds.spark",
+    "read_delta": "delta_pyds.spark.io",
+    "write_delta": "delta_pyds.spark.io",
+    "sql": "delta_pyds.spark.sql",
+    "explain_scan": "delta_pyds.read.explain",
+    "DeltaTable": "delta_pyds.spark.tables",
+    "DeltaTableBuilder": "delta_pyds.spark.tables",
+    "IdentityGenerator": "delta_pyds.spark.tables",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # DeltaTable lives in the Spark layer: imported on first use, so that importing
-    # delta_pyds never imports pyspark
-    if name in ("DeltaTable", "DeltaTableBuilder", "IdentityGenerator"):
-        from delta_pyds.spark import tables
-
-        return getattr(tables, name)
-    if name == "write_delta":
-        from delta_pyds.spark.io import write_delta
-
-        return write_delta
-    raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
+    module = ENTRY_POINTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'delta_pyds' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups find it without this function
+    return value
 
 
-def read_delta(spark: SparkSession, path: str | None = None, *, name: str | None = None, **options: Any) -> DataFrame:
-    """The Delta table at ``path`` (or the one Spark's catalog names ``name``: ``t``, ``db.t``,
-    ``spark_catalog.db.t``, resolved on each call) as a DataFrame read by Spark's own Parquet
-    reader, with the options of the ``pydelta`` source and an optional ``where`` SQL condition
-    (see :mod:`delta_pyds.spark.native.read` and :mod:`delta_pyds.spark.io`)."""
-    from delta_pyds.spark.io import read_delta as _read_delta
-
-    return _read_delta(spark, path, name=name, **options)
-
-
-def explain_scan(path: str, predicates: Sequence[Any] = (), **kwargs: Any) -> ScanExplanation:
-    """Which files a scan with ``predicates`` reads, and why (see :mod:`delta_pyds.read.explain`)."""
-    from delta_pyds.read.explain import explain_scan as _explain
-
-    return _explain(path, predicates, **kwargs)
-
-
-def sql(spark: SparkSession, statement: str, args: Any = None, **kwargs: Any) -> DataFrame:
-    """Runs one SQL statement: Delta's statements (DESCRIBE HISTORY, VACUUM, DELETE, MERGE INTO,
-    ...) and tables named ``delta.`/path``` through delta_pyds, every other statement through
-    ``spark.sql(statement, args, **kwargs)`` unchanged (see :mod:`delta_pyds.spark.sql`)."""
-    from delta_pyds.spark.sql import sql as _sql
-
-    return _sql(spark, statement, args, **kwargs)
-
-
-def register(spark: SparkSession, *, delta_name: bool = True) -> None:
-    """Registers the ``pydelta`` data source on ``spark`` and enables filter pushdown; also as
-    ``delta`` where Spark has no ``delta`` source (see :func:`delta_pyds.spark.register`)."""
-    from delta_pyds.spark import register as _register
-
-    _register(spark, delta_name=delta_name)
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(ENTRY_POINTS))

@@ -28,9 +28,9 @@ def make_dml_table(path, files=4, rows_per_file=50, dv=True, partition=False, co
         conf["delta.enableDeletionVectors"] = "true"
     for i in range(files):
         if writer == "pydelta":  # features deltalake cannot write (row tracking), paths it refuses
-            from delta_pyds.write.plan import write_arrow
+            from delta_pyds.write.plan import commit_arrow
 
-            write_arrow(path, dml_data(i * rows_per_file, rows_per_file), options=conf if i == 0 else None)
+            commit_arrow(path, dml_data(i * rows_per_file, rows_per_file), options=conf if i == 0 else None)
             continue
         write_deltalake(
             path,

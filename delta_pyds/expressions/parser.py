@@ -11,7 +11,7 @@ Supported: column references (case-insensitive, backticks, nested ``a.b``), lite
 handling, ``current_date()`` / ``current_timestamp()`` for column defaults). Dates and
 times are evaluated in UTC.
 
-Guarantees: :func:`parse` returns a tree of :mod:`delta_pyds.expressions.ast` nodes and
+Guarantees: :func:`parse_expression` returns a tree of :mod:`delta_pyds.expressions.ast` nodes and
 raises :class:`~delta_pyds.errors.ExpressionError` for anything outside that
 subset (naming it), so callers can refuse a write up front instead of guessing.
 """
@@ -409,7 +409,7 @@ def _parse_instant(text: str) -> dt.datetime:
     return out[0].as_py()
 
 
-def parse(text: str, dialect: Dialect = DEFAULT_DIALECT) -> Node:
+def parse_expression(text: str, dialect: Dialect = DEFAULT_DIALECT) -> Node:
     """Parses a SQL expression into an AST as Spark reads the same text under ``dialect``
     (raises ExpressionError for anything outside the subset)."""
     if not isinstance(text, str) or not text.strip():

@@ -27,7 +27,7 @@ from delta_pyds.errors import ColumnNotFoundError, ExpressionError
 from delta_pyds.expressions.ast import Call, Case, Cast, Col, Lit
 from delta_pyds.expressions.functions import FUNCTIONS
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT, Dialect
-from delta_pyds.expressions.parser import parse
+from delta_pyds.expressions.parser import parse_expression
 from delta_pyds.protocol.schema import StructType
 
 _INFIX = {
@@ -61,7 +61,7 @@ def safe_spark_sql(text: str, schema: StructType, dialect: Dialect = DEFAULT_DIA
     checks of the module docstring; the rendering reads the same under every dialect."""
     if not isinstance(text, str):
         raise ExpressionError(f"safe_where: expected a SQL condition string, got {type(text).__name__}")
-    tree = parse(text, dialect)
+    tree = parse_expression(text, dialect)
     return _render(tree, schema)
 
 

@@ -16,7 +16,7 @@ from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions import predicates as P
 from delta_pyds.expressions.ast import Call, Col, Lit, resolve_alias
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT, Dialect
-from delta_pyds.expressions.parser import parse
+from delta_pyds.expressions.parser import parse_expression
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "<=>": "<=>"}
@@ -35,7 +35,7 @@ def skipping_predicates(
     if not isinstance(condition, str) or dialect is None:
         return ()
     try:
-        node = parse(condition, dialect)
+        node = parse_expression(condition, dialect)
     except (ExpressionError, ValueError):
         return ()
     if alias is not None:

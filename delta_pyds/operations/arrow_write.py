@@ -2,7 +2,7 @@
 
 Guarantees:
 
-* :func:`write_arrow` writes and commits exactly as :func:`delta_pyds.write.plan.write_arrow`
+* :func:`write_arrow` writes and commits exactly as :func:`delta_pyds.write.plan.commit_arrow`
   does (one task, one commit, the ``pydelta`` write options) and returns that commit;
 * then, when the write's options (``spark.databricks.delta.autoCompact.*``, the names of
   delta-spark's session confs: there is no session here) or else the table's properties
@@ -35,11 +35,11 @@ def write_arrow(
     options: dict | None = None,
 ) -> CommitResult | None:
     """Writes an Arrow table (a record batch, or a reader streaming batches) into a Delta
-    table without Spark (see :func:`delta_pyds.write.plan.write_arrow`), then auto compacts
+    table without Spark (see :func:`delta_pyds.write.plan.commit_arrow`), then auto compacts
     as the module docstring says. Returns the write's commit (None when the plan says to skip)."""
     opts = WriteOptions.parse({**(options or {}), "path": path}, overwrite=mode == "overwrite")
     settings = option_settings(opts.auto_compact)
-    result = write_plan.write_arrow(path, data, mode=mode, options=options)
+    result = write_plan.commit_arrow(path, data, mode=mode, options=options)
     if result is not None and not result.skipped:
         storage = Storage(opts.path, opts.storage_options, allow_unsafe_commits=opts.allow_unsafe_commits)
         compact_after_commit(storage, result, settings)

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from delta_pyds.errors import ArgumentValueError
 from delta_pyds.expressions.ast import columns_of
-from delta_pyds.expressions.parser import parse
+from delta_pyds.expressions.parser import parse_expression
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.protocol.clustering import dotted
 from delta_pyds.protocol.schema import StructType
@@ -81,7 +81,7 @@ def zorder_columns(snap: Snapshot, cols: Sequence[str], *, clustered: Sequence[S
 
 def in_partitions(active: pa.Table, snap: Snapshot, where: str) -> pa.Table:
     """The rows of ``active`` (file actions) in the partitions the SQL ``where`` selects."""
-    node = parse(where)
+    node = parse_expression(where)
     pset = {c.lower() for c in snap.partition_columns}
     data = sorted(".".join(p) for p in columns_of(node) if p[0].lower() not in pset or len(p) > 1)
     if data:

@@ -15,7 +15,7 @@ import pyarrow as pa
 from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions.ast import Call, Col, Node, columns_of, resolve_alias
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT, Dialect
-from delta_pyds.expressions.parser import parse
+from delta_pyds.expressions.parser import parse_expression
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import Transaction
 from delta_pyds.write.partition_match import partition_predicate
@@ -75,7 +75,7 @@ def partition_conjuncts(
     if not isinstance(condition, str) or not snap.partition_columns or dialect is None:
         return None
     try:
-        node = parse(condition, dialect)
+        node = parse_expression(condition, dialect)
     except (ExpressionError, ValueError):
         return None
     if alias is not None and bare_columns:

@@ -15,7 +15,7 @@ Guarantees:
   :class:`~delta_pyds.errors.TableExistsError`, ``ignore`` writes nothing; a new name makes the
   table (EXTERNAL at ``path`` when one is given, else MANAGED under the warehouse directory) and
   registers it (:func:`~delta_pyds.spark.catalog.entries.create_named`); without a name it is
-  :func:`delta_pyds.spark.native.write.write_delta` unchanged."""
+  :func:`delta_pyds.spark.native.write.write_path` unchanged."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from delta_pyds.errors import ArgumentTypeError, TableExistsError
 from delta_pyds.spark.catalog.entries import create_named, same_location
 from delta_pyds.spark.catalog.lookup import delta_entry, lookup, parse_name
-from delta_pyds.spark.commands.auto_compaction import write_delta as write_path  # auto compaction after
-from delta_pyds.spark.native.read import read_delta as read_path
+from delta_pyds.spark.commands.auto_compaction import write_and_compact  # auto compaction after
+from delta_pyds.spark.native.read import read_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 def read_delta(spark: SparkSession, path: str | None = None, *, name: str | None = None, **options: Any) -> DataFrame:
     """The Delta table at ``path``, or the one the catalog names ``name``, as a DataFrame
-    (:func:`delta_pyds.spark.native.read.read_delta`'s options)."""
+    (:func:`delta_pyds.spark.native.read.read_path`'s options)."""
     if (path is None) == (name is None):
         raise ArgumentTypeError("read_delta: give exactly one of the table's 'path' and its catalog 'name'")
     if name is not None:
@@ -61,7 +61,7 @@ def write_delta(
     if name is None:
         if path is None:
             raise ArgumentTypeError("write_delta: give the table's 'path' or its catalog 'name'")
-        return write_path(df, path, mode=mode, partitionBy=partitionBy, **options)
+        return write_and_compact(df, path, mode=mode, partitionBy=partitionBy, **options)
     if not isinstance(mode, str):
         raise ArgumentTypeError(f"'mode' must be a str (append, overwrite, error, errorifexists, ignore), got {mode!r}")
     spark = df.sparkSession
@@ -76,9 +76,9 @@ def write_delta(
             raise TableExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] write_delta: table {name} already exists")
         if mode.lower() == "ignore":
             return None
-        return write_path(df, entry.location, mode=mode, partitionBy=partitionBy, **options)
+        return write_and_compact(df, entry.location, mode=mode, partitionBy=partitionBy, **options)
 
     def make(location: str) -> CommitResult | None:
-        return write_path(df, location, mode=mode, partitionBy=partitionBy, **options)
+        return write_and_compact(df, location, mode=mode, partitionBy=partitionBy, **options)
 
     return create_named(spark, parts, "create", path, make)

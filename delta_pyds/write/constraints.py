@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from delta_pyds.errors import ConstraintViolationError, ExpressionError, OptionValueError, UnsupportedFeatureError
 from delta_pyds.expressions.ast import Node, columns_of
 from delta_pyds.expressions.evaluator import evaluate_predicate, evaluate_value, resolve_column
-from delta_pyds.expressions.parser import parse
+from delta_pyds.expressions.parser import parse_expression
 from delta_pyds.protocol.char_varchar import Declared, declared_limits, enforce
 from delta_pyds.protocol.schema import DataType, StructField, StructType
 from delta_pyds.protocol.table_properties import constraints_of
@@ -162,7 +162,7 @@ def _compile(
     kind: str, name: str, text: str, empty: pa.Table, table_feature: str, spark_sql: bool = False, hint: str = ""
 ) -> _Rule:
     try:
-        node = parse(text)
+        node = parse_expression(text)
         evaluate_predicate(node, empty) if kind not in ("generated", "default") else None
     except ExpressionError as exc:
         if kind == "replaceWhere":
@@ -179,7 +179,7 @@ def _compile(
 
 def _columns_if_parsed(text: str) -> tuple:
     try:
-        return tuple(sorted(columns_of(parse(text))))
+        return tuple(sorted(columns_of(parse_expression(text))))
     except ExpressionError:
         return ()
 

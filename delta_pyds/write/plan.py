@@ -616,7 +616,7 @@ def _operation_parameters(plan: WritePlan) -> dict[str, Any]:
     return params
 
 
-def write_arrow(
+def commit_arrow(
     path: str,
     data: pa.Table | pa.RecordBatch | pa.RecordBatchReader,
     *,

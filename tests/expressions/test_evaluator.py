@@ -13,7 +13,7 @@ import pytest
 from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions.coercion import broadcast
 from delta_pyds.expressions.evaluator import evaluate
-from delta_pyds.expressions.parser import parse
+from delta_pyds.expressions.parser import parse_expression
 
 BATCH = pa.record_batch(
     {
@@ -29,7 +29,7 @@ BATCH = pa.record_batch(
 
 
 def _eval(text: str) -> list:
-    return broadcast(evaluate(parse(text), BATCH), BATCH).to_pylist()
+    return broadcast(evaluate(parse_expression(text), BATCH), BATCH).to_pylist()
 
 
 @pytest.mark.parametrize(

@@ -1356,11 +1356,11 @@ def test_protocol_features_not_an_array_of_strings_are_malformed(tmp_path, field
 
 
 def test_partition_value_with_nul_is_written_escaped_and_read_back(tmp_path):
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     t = str(tmp_path / "nul")
     values = ["a\x00b", "\x00", "c"]
-    write_arrow(t, pa.table({"p": values, "v": [1, 2, 3]}), options={"partitionBy": "p"})
+    commit_arrow(t, pa.table({"p": values, "v": [1, 2, 3]}), options={"partitionBy": "p"})
     dirs = sorted(d for d in os.listdir(t) if d.startswith("p="))
     assert dirs == ["p=%00", "p=a%00b", "p=c"]
     got = sorted(read_rows(t).to_pylist(), key=lambda r: r["v"])
@@ -1380,10 +1380,10 @@ def test_winning_commits_are_read_within_the_bound_on_object_stores():
     from delta_pyds.errors import UnsafeFileError
     from delta_pyds.storage.store import Storage
     from delta_pyds.transaction.commit import Transaction
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     root = f"memory://bound-{_uuid.uuid4().hex[:8]}/t"
-    write_arrow(root, pa.table({"id": pa.array([1], pa.int64())}))
+    commit_arrow(root, pa.table({"id": pa.array([1], pa.int64())}))
     storage = Storage(root, {"maxLogFileBytes": "4096"})
     txn = Transaction(storage, Snapshot.load(storage))
     txn.add_files([])

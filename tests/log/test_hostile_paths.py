@@ -24,7 +24,7 @@ from delta_pyds.operations.vacuum import vacuum
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.staged_files import delete_files
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 LATER = int(time.time() * 1000) + 2 * 86_400_000  # "now" two days ahead: every file is old enough
 
@@ -61,8 +61,8 @@ def _decoys(table: str, tmp_path) -> list[str]:
 
 def _table(tmp_path) -> str:
     t = str(tmp_path / "t")
-    write_arrow(t, pa.table({"id": pa.array([1, 2], pa.int64())}))
-    write_arrow(t, pa.table({"id": pa.array([3], pa.int64())}), mode="overwrite")
+    commit_arrow(t, pa.table({"id": pa.array([1, 2], pa.int64())}))
+    commit_arrow(t, pa.table({"id": pa.array([3], pa.int64())}), mode="overwrite")
     return t
 
 
@@ -110,7 +110,7 @@ def test_vacuum_keeps_files_named_by_absolute_paths_outside_the_root(tmp_path):
     t = _table(tmp_path)
     _add_outside_file(t, str(tmp_path / "outside" / "canary.parquet"))
     assert sorted(read_rows(t).column("id").to_pylist()) == [3, 7]
-    write_arrow(t, pa.table({"id": pa.array([4], pa.int64())}), mode="overwrite")
+    commit_arrow(t, pa.table({"id": pa.array([4], pa.int64())}), mode="overwrite")
     assert Snapshot.load(t).tombstones.num_rows == 3
     vacuum(Snapshot.load(t), retention_hours=0, enforce_retention=False, dry_run=False, now_ms=LATER)
     assert all(os.path.exists(c) for c in canaries)
@@ -166,7 +166,7 @@ def test_vacuum_on_an_object_store_never_reaches_another_bucket(s3_server):
     fs.pipe_file(f"{other}/k", b"keep me")
     fs.pipe_file(f"{s3_server.bucket}/canary-{other}", b"keep me")
     root = s3_server.url(f"hostile-{uuid.uuid4().hex[:8]}")
-    write_arrow(
+    commit_arrow(
         root,
         pa.table({"id": pa.array([1], pa.int64())}),
         options={f"storage.{k}": v for k, v in s3_server.options.items()},
@@ -191,8 +191,8 @@ def test_failed_write_and_log_cleanup_on_an_object_store_stay_below_the_root(s3_
     fs.pipe_file(f"{other}/k", b"keep me")
     root = s3_server.url(f"hostile-{uuid.uuid4().hex[:8]}")
     opts = {f"storage.{k}": v for k, v in s3_server.options.items()}
-    write_arrow(root, pa.table({"id": pa.array([1], pa.int64())}), options=opts)
-    write_arrow(root, pa.table({"id": pa.array([2], pa.int64())}), options=opts)
+    commit_arrow(root, pa.table({"id": pa.array([1], pa.int64())}), options=opts)
+    commit_arrow(root, pa.table({"id": pa.array([2], pa.int64())}), options=opts)
     storage = Storage(root, s3_server.options)
     prefix = root[len("s3://") :]
     fs.pipe_file(f"{prefix}/_delta_log/s3:/{other}/k", b"decoy")
@@ -218,7 +218,7 @@ def test_vacuum_on_memory_filesystem_stays_below_the_root():
     fs = fsspec.filesystem("memory")
     root = f"memory://hostile-{uuid.uuid4().hex[:8]}/t"
     fs.pipe_file("/elsewhere/k", b"keep me")
-    write_arrow(root, pa.table({"id": pa.array([1], pa.int64())}))
+    commit_arrow(root, pa.table({"id": pa.array([1], pa.int64())}))
     for name in ("memory:/elsewhere/k", "file:/elsewhere/k", "s3:/elsewhere/k"):
         fs.pipe_file(f"{root}/{name}", b"decoy")
     res = vacuum(Snapshot.load(root), retention_hours=0, enforce_retention=False, dry_run=False, now_ms=LATER)
@@ -229,7 +229,7 @@ def test_vacuum_on_memory_filesystem_stays_below_the_root():
 # ------------------------------------------------------------------ reads
 def _dv_table(tmp_path) -> str:
     t = str(tmp_path / "t")
-    write_arrow(t, pa.table({"id": pa.array(range(10), pa.int64())}), options={"delta.enableDeletionVectors": "true"})
+    commit_arrow(t, pa.table({"id": pa.array(range(10), pa.int64())}), options={"delta.enableDeletionVectors": "true"})
     return t
 
 
@@ -388,7 +388,7 @@ def test_optimize_restore_overwrite_then_vacuum_keep_outside_files(spark, tmp_pa
     dt_.optimize().executeCompaction()  # rewrites the outside file into the table, removes it
     assert sorted(r.id for r in dt_.toDF().collect()) == [3, 7]
     dt_.restoreToVersion(1)
-    write_arrow(t, pa.table({"id": pa.array([4], pa.int64())}), mode="overwrite")
+    commit_arrow(t, pa.table({"id": pa.array([4], pa.int64())}), mode="overwrite")
     dt_.delete("id = 4")
     # reading with the option refuses the external path at the restored version
     assert sorted(r.id for r in spark.read.format("pydelta").option("versionAsOf", 1).load(t).collect()) == [3, 7]

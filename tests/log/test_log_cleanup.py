@@ -17,7 +17,7 @@ from delta_pyds.log.files import LogFile
 from delta_pyds.log.segment import list_log
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 DAY = 86_400
 
@@ -41,7 +41,7 @@ def _versions(path, suffix=".json"):
 
 
 def _write(path, i, options=None):
-    write_arrow(path, pa.table({"a": [i], "p": [i % 3]}), mode="append", options=options)
+    commit_arrow(path, pa.table({"a": [i], "p": [i % 3]}), mode="append", options=options)
 
 
 def test_expired_commits_are_deleted_up_to_a_checkpoint_and_every_reader_agrees(tmp_path):

@@ -32,7 +32,7 @@ from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.table.state import file_actions
 from delta_pyds.transaction.checkpoint_writer import write_checkpoint
 from delta_pyds.transaction.conflicts import ReadSet, WinningCommit, check
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 LATER = int(time.time() * 1000) + 2 * 86_400_000  # every unreferenced file is old enough
 
@@ -47,7 +47,7 @@ def _base(tmp_path, *, partitioned: bool = False, dv: bool = False) -> str:
     if dv:
         opts["delta.enableDeletionVectors"] = "true"
         opts["delta.enableChangeDataFeed"] = "true"
-    write_arrow(t, pa.table(data), options=opts)
+    commit_arrow(t, pa.table(data), options=opts)
     return t
 
 
@@ -234,7 +234,7 @@ def test_writers_remove_a_superseded_file_once(tmp_path, checkpoint):
         assert _ids(read_rows(t)) == [1, 2, 3, 10, 12]
     state = file_actions(Snapshot.load(t)).active
     assert state.column("path").to_pylist().count("x.parquet") == 1
-    write_arrow(t, pa.table({"id": pa.array([7], pa.int64())}), mode="overwrite")
+    commit_arrow(t, pa.table({"id": pa.array([7], pa.int64())}), mode="overwrite")
     assert _ids(read_rows(t)) == [7]
 
 

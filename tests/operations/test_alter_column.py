@@ -10,13 +10,13 @@ import pytest
 from delta_pyds.errors import ConstraintViolationError, SchemaChangeError
 from delta_pyds.operations.schema_changes import alter_column
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def _table(path: str, widening: bool) -> None:
     data = pa.table({"id": pa.array([1, 2], pa.int32()), "p": pa.array([1, 2], pa.int32()), "s": [None, "x"]})
     options = {"partitionBy": "p", **({"delta.enableTypeWidening": "true"} if widening else {})}
-    write_arrow(path, data, options=options)
+    commit_arrow(path, data, options=options)
 
 
 def test_alter_column_type_widening_rules(tmp_path):

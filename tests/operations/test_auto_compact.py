@@ -28,7 +28,7 @@ from delta_pyds.operations.auto_compact import (
 )
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 ON = {"delta.autoOptimize.autoCompact": "true"}
 
@@ -44,7 +44,7 @@ def _appends(path, count, p="a", *, conf=ON, partitioned=True, start=0):
         options = {"partitionBy": "p"} if partitioned else {}
         if i == 0 and start == 0:
             options.update(conf)
-        result = write_arrow(path, _rows(start + i * 5, 5, p), options=options)
+        result = commit_arrow(path, _rows(start + i * 5, 5, p), options=options)
     return result
 
 
@@ -141,7 +141,7 @@ def test_losing_a_race_to_a_rewrite_commits_nothing_and_loses_no_row(tmp_path):
 def test_a_concurrent_blind_append_keeps_its_rows(tmp_path):
     path = str(tmp_path / "t")
     last = _appends(path, 4)
-    write_arrow(path, _rows(900, 2, "a"))  # lands before the compaction commits
+    commit_arrow(path, _rows(900, 2, "a"))  # lands before the compaction commits
     version = auto_compact(Storage(path), last.version, _added(last), AutoCompactSettings(min_num_files=4))
     assert version == last.version + 2
     assert _ids(path) == list(range(20)) + [900, 901]

@@ -27,7 +27,7 @@ from delta_pyds.operations.manifest import generate_manifest
 from delta_pyds.protocol.schema import PrimitiveType, StructType
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def _cols(*specs):
@@ -72,7 +72,7 @@ def test_create_writes_metadata_and_protocol_only(tmp_path):
     assert dl.to_pyarrow_table().num_rows == 0
     assert [f.name for f in dl.schema().fields] == ["id", "v", "v2", "p"]
     # a write generates the identity and the generated column
-    write_arrow(path, pa.table({"v": pa.array([1, 2], pa.int32()), "p": ["a", "b"]}))
+    commit_arrow(path, pa.table({"v": pa.array([1, 2], pa.int32()), "p": ["a", "b"]}))
     rows = sorted(deltalake_table(path).to_pylist(), key=lambda r: r["v"])
     assert [(r["id"], r["v"], r["v2"]) for r in rows] == [(1, 1, 2), (2, 2, 4)]
 
@@ -87,7 +87,7 @@ def test_create_modes(tmp_path):
     assert create_table(storage, definition, mode="createIfNotExists") is None  # exists: nothing committed
     with pytest.raises(TableExistsError):
         create_table(storage, definition, mode="create")
-    write_arrow(path, pa.table({"a": pa.array([1, 2], pa.int64()), "b": ["x", "y"]}))
+    commit_arrow(path, pa.table({"a": pa.array([1, 2], pa.int64()), "b": ["x", "y"]}))
     table_id = Snapshot.load(path).metadata.id
     create_table(storage, TableDefinition(_cols(("c", INT))), mode="replace")
     snap = Snapshot.load(path)
@@ -220,8 +220,8 @@ def test_convert_refuses_what_it_cannot_convert(tmp_path):
 # ------------------------------------------------------------------------ manifest
 def test_symlink_manifest_per_partition(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"id": [1, 2, 3], "p": ["a", "b", None]}), options={"partitionBy": "p"})
-    write_arrow(path, pa.table({"id": [4], "p": ["a"]}))
+    commit_arrow(path, pa.table({"id": [1, 2, 3], "p": ["a", "b", None]}), options={"partitionBy": "p"})
+    commit_arrow(path, pa.table({"id": [4], "p": ["a"]}))
     written = generate_manifest(Snapshot.load(path), "SYMLINK_FORMAT_MANIFEST")
     assert sorted(written) == [
         "_symlink_format_manifest/p=__HIVE_DEFAULT_PARTITION__/manifest",
@@ -234,7 +234,7 @@ def test_symlink_manifest_per_partition(tmp_path):
     expected = sorted("file:" + p.removeprefix("file://") for p in files if "/p=a/" in p)
     assert sorted(lines) == expected and len(lines) == 2
     # a partition that lost its files loses its manifest
-    write_arrow(path, pa.table({"id": [9], "p": ["a"]}), mode="overwrite")
+    commit_arrow(path, pa.table({"id": [9], "p": ["a"]}), mode="overwrite")
     written = generate_manifest(Snapshot.load(path))
     assert written == ["_symlink_format_manifest/p=a/manifest"]
     assert not os.path.exists(os.path.join(path, "_symlink_format_manifest/p=b/manifest"))
@@ -246,7 +246,7 @@ def test_symlink_manifest_refuses_deletion_vectors_and_column_mapping(copy_table
     with pytest.raises(UnsupportedFeatureError, match="deletion vectors"):
         generate_manifest(Snapshot.load(copy_table("delta-rs/table-with-dv-small")))
     path = str(tmp_path / "cm")
-    write_arrow(path, pa.table({"id": [1]}), options={"delta.columnMapping.mode": "name"})
+    commit_arrow(path, pa.table({"id": [1]}), options={"delta.columnMapping.mode": "name"})
     with pytest.raises(UnsupportedFeatureError, match="column mapping"):
         generate_manifest(Snapshot.load(path))
 
@@ -254,7 +254,7 @@ def test_symlink_manifest_refuses_deletion_vectors_and_column_mapping(copy_table
 def test_symlink_manifest_never_writes_or_deletes_through_a_link_out_of_the_root(tmp_path):
     # issue 24 item 7: a linked _symlink_format_manifest wrote outside and deleted a file there
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"id": [1, 2], "p": ["a", "b"]}), options={"partitionBy": "p"})
+    commit_arrow(path, pa.table({"id": [1, 2], "p": ["a", "b"]}), options={"partitionBy": "p"})
     outside = tmp_path / "outside"
     (outside / "p=zzz").mkdir(parents=True)
     canary = outside / "p=zzz" / "manifest"  # what the stale-manifest cleanup used to delete
@@ -337,7 +337,7 @@ def test_convert_without_stats_and_linked_file_sizes(tmp_path):
 
 @pytest.mark.parametrize("backend", ["local", "memory"])
 def test_first_write_beside_plain_files_is_refused_but_a_crashed_first_write_retries(tmp_path, backend):
-    # issue 24 item 11, without Spark: write_arrow's plan refuses a folder of plain Parquet
+    # issue 24 item 11, without Spark: commit_arrow's plan refuses a folder of plain Parquet
     # files; a first write that died before its commit leaves its own files, and the retry
     # (or a concurrent first writer) must not take them for a foreign folder
     import uuid
@@ -356,14 +356,14 @@ def test_first_write_beside_plain_files_is_refused_but_a_crashed_first_write_ret
     with fs.open(f"{plain}/part-0.parquet", "wb") as f:
         pq.write_table(pa.table({"v": [1]}), f)
     with pytest.raises(TableExistsError, match="convertToDelta"):
-        write_arrow(plain, pa.table({"v": [2]}))
+        commit_arrow(plain, pa.table({"v": [2]}))
     assert fs.ls(plain, detail=False) == [fs._strip_protocol(f"{plain}/part-0.parquet")]  # nothing written
     data = pa.table({"v": [5, 6]})
     plan = plan_write(WriteOptions.parse({"path": fresh}, overwrite=False), from_arrow_schema(data.schema))
     crashed = write_task(plan.spec, data.to_batches())  # files written, the commit never happened
     assert crashed.adds
-    write_arrow(fresh, pa.table({"v": [7]}))  # the retry
-    assert write_arrow(fresh, pa.table({"v": [8]})).version == 1
+    commit_arrow(fresh, pa.table({"v": [7]}))  # the retry
+    assert commit_arrow(fresh, pa.table({"v": [8]})).version == 1
     snapshot = Snapshot.load(fresh)
     assert snapshot.files.num_rows == 2 and not set(snapshot.files.column("path").to_pylist()) & {
         a["path"] for a in crashed.adds

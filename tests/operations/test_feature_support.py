@@ -17,11 +17,11 @@ from delta_pyds.operations.properties import set_properties
 from delta_pyds.protocol import features
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def _table(path, **options):
-    write_arrow(path, pa.table({"id": pa.array([1, 2, 3], pa.int64())}), options=options or None)
+    commit_arrow(path, pa.table({"id": pa.array([1, 2, 3], pa.int64())}), options=options or None)
     return path
 
 

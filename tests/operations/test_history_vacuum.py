@@ -131,11 +131,11 @@ def test_vacuum_enters_underscore_partitions_and_stale_staging_but_not_hidden_di
     # a native write's staging directory left by a dead driver is cleaned once old
     import pyarrow as pa
 
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"_p": ["a", "b"], "v": [1, 2]}), options={"partitionBy": "_p"})
-    write_arrow(path, pa.table({"_p": ["a"], "v": [3]}), mode="overwrite")  # tombstones _p=b
+    commit_arrow(path, pa.table({"_p": ["a", "b"], "v": [1, 2]}), options={"partitionBy": "_p"})
+    commit_arrow(path, pa.table({"_p": ["a"], "v": [3]}), mode="overwrite")  # tombstones _p=b
     orphans = [
         os.path.join(path, "_p=a", "orphan.parquet"),
         os.path.join(path, "_pydelta_staging-dead", "_p=a", "part-0.parquet"),

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from delta_pyds.operations.vacuum import hidden_path, vacuum
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 DAY_MS = 86_400_000
 LATER = lambda: int(time.time() * 1000) + 40 * DAY_MS  # noqa: E731 - past every 7-day window
@@ -50,8 +50,8 @@ def _snapshot_files(path):
 
 def test_vacuum_never_deletes_through_links_and_collects_garbage_links(tmp_path, spark):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"k": [1, 2, 3], "v": [10, 20, 30]}), options={"partitionBy": "k"})
-    write_arrow(path, pa.table({"k": [1, 2, 3], "v": [11, 21, 31]}))
+    commit_arrow(path, pa.table({"k": [1, 2, 3], "v": [10, 20, 30]}), options={"partitionBy": "k"})
+    commit_arrow(path, pa.table({"k": [1, 2, 3], "v": [11, 21, 31]}))
     # a live partition directory moved to another disk and linked back (k=1 -> /disk2/k=1)
     disk2 = tmp_path / "disk2"
     disk2.mkdir()
@@ -113,7 +113,7 @@ def test_vacuum_never_deletes_through_links_and_collects_garbage_links(tmp_path,
 def test_vacuum_keeps_a_live_file_link_and_the_links_it_goes_through(tmp_path):
     # a live data file that is itself a link (to a file outside), reached through a chain
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"v": [1, 2]}))
+    commit_arrow(path, pa.table({"v": [1, 2]}))
     (live,) = _snapshot_files(path)
     outside = tmp_path / "disk2"
     outside.mkdir()
@@ -156,7 +156,7 @@ CRASH_LAYOUT = [  # what Spark's committer leaves when the process dies mid-job
 
 def test_vacuum_collects_stale_staging_content_and_keeps_a_fresh_one(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"k": [1], "v": [1]}), options={"partitionBy": "k"})
+    commit_arrow(path, pa.table({"k": [1], "v": [1]}), options={"partitionBy": "k"})
     stale = _staged(path, f"_pydelta_staging-{uuid.uuid4()}", CRASH_LAYOUT)
     fresh_dir = f"_pydelta_staging-{uuid.uuid4()}"
     fresh = _staged(path, fresh_dir, CRASH_LAYOUT)  # a write in progress
@@ -175,7 +175,7 @@ def test_vacuum_collects_stale_staging_content_and_keeps_a_fresh_one(tmp_path):
 @pytest.mark.slow
 def test_vacuum_collects_what_sigkilled_write_delta_runs_leave(tmp_path, spark):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"k": [0], "v": [0]}), options={"partitionBy": "k"})
+    commit_arrow(path, pa.table({"k": [0], "v": [0]}), options={"partitionBy": "k"})
     script = (
         "import sys\n"
         "from pyspark.sql import SparkSession\n"
@@ -217,7 +217,7 @@ def test_vacuum_collects_what_sigkilled_write_delta_runs_leave(tmp_path, spark):
 
 def test_vacuum_on_an_object_store_is_unchanged(tmp_path):
     root = f"memory://vacuum-{uuid.uuid4().hex}/t"
-    write_arrow(root, pa.table({"v": [1, 2]}))
+    commit_arrow(root, pa.table({"v": [1, 2]}))
     import fsspec
 
     fs = fsspec.filesystem("memory")

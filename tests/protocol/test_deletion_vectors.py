@@ -526,19 +526,19 @@ def test_the_row_cap_applies_only_when_the_file_row_count_is_unknown(tmp_path, m
 
     import delta_pyds.protocol.deletion_vectors as dvmod
     from delta_pyds.cdf.reader import read_changes
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     monkeypatch.setattr(dvmod, "DEFAULT_MAX_DV_ROWS", 4)
     t = str(tmp_path / "t")
-    write_arrow(
+    commit_arrow(
         t,
         pa.table({"id": pa.array(range(10), pa.int64())}),
         options={"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"},
     )
-    write_arrow(
+    commit_arrow(
         t, pa.table({"id": pa.array([-1], pa.int64())}), mode="overwrite", options={"replaceWhere": "id < 6"}
     )  # 6 rows deleted by a vector
-    write_arrow(
+    commit_arrow(
         t, pa.table({"id": pa.array([6], pa.int64())}), mode="overwrite", options={"replaceWhere": "id = 6"}
     )  # merged with the existing vector: 7 rows
     assert sorted(read_rows(t).column("id").to_pylist()) == [-1, 6, 7, 8, 9]

@@ -21,7 +21,7 @@ import pytest  # noqa: E402
 
 from delta_pyds.errors import UnsupportedFeatureError  # noqa: E402
 from delta_pyds.table.snapshot import Snapshot  # noqa: E402
-from delta_pyds.write.plan import write_arrow  # noqa: E402
+from delta_pyds.write.plan import commit_arrow  # noqa: E402
 
 
 def _table_with_feature(path, feature):
@@ -70,10 +70,10 @@ def test_every_feature_is_read_and_written_as_the_table_says(tmp_path, feature):
     assert Snapshot.load(path).version == 0
     if not f.write:
         with pytest.raises(UnsupportedFeatureError, match=feature):
-            write_arrow(path, pa.table({"id": [1]}))
+            commit_arrow(path, pa.table({"id": [1]}))
         assert Snapshot.load(path).version == 0
         return
-    write_arrow(path, pa.table({"id": [1, 2]}))
+    commit_arrow(path, pa.table({"id": [1, 2]}))
     snap = Snapshot.load(path)
     assert snap.version == 1 and snap.num_files == 1
     from delta_pyds.protocol.schema_evolution import logical_arrow_schema

@@ -1,4 +1,4 @@
-"""Identity columns: values generated on write (write_arrow, Spark tasks, MERGE inserts),
+"""Identity columns: values generated on write (commit_arrow, Spark tasks, MERGE inserts),
 high-water marks committed, explicit values refused or kept as the table says, and
 DML keeping the values rows have. Checked against deltalake and a Spark-written table."""
 
@@ -15,7 +15,7 @@ from delta_pyds import DeltaTable
 from delta_pyds.errors import ConstraintViolationError
 from delta_pyds.protocol.identity import TASK_SPACING, IdentityGenerator, identity_columns
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def _identity_table(path, *, start=1, step=1, hwm=None, explicit=False):
@@ -78,11 +78,11 @@ def _hwm(path):
 def test_write_arrow_generates_values_beyond_the_high_water_mark(tmp_path, start, step, hwm, expected):
     path = str(tmp_path / "t")
     _identity_table(path, start=start, step=step, hwm=hwm)
-    write_arrow(path, pa.table({"v": ["a", "b", "c"]}))
+    commit_arrow(path, pa.table({"v": ["a", "b", "c"]}))
     rows = arrow_rows(deltalake_table(path), ["id", "v"])
     assert sorted(rows) == sorted(zip(expected, "abc"))
     assert _hwm(path) == expected[-1]
-    write_arrow(path, pa.table({"v": ["d"]}))
+    commit_arrow(path, pa.table({"v": ["d"]}))
     assert _hwm(path) == expected[-1] + step
     assert (expected[-1] + step, "d") in arrow_rows(deltalake_table(path), ["id", "v"])
 
@@ -91,15 +91,15 @@ def test_explicit_values_are_refused_unless_the_column_allows_them(tmp_path):
     strict, lenient = str(tmp_path / "strict"), str(tmp_path / "lenient")
     _identity_table(strict)
     with pytest.raises(ValueError, match="identity column id.*allowExplicitInsert=false"):
-        write_arrow(strict, pa.table({"id": [7], "v": ["x"]}))
+        commit_arrow(strict, pa.table({"id": [7], "v": ["x"]}))
     assert Snapshot.load(strict).version == 0
     _identity_table(lenient, hwm=3, explicit=True)
-    write_arrow(lenient, pa.table({"id": [100, 2], "v": ["x", "y"]}))
+    commit_arrow(lenient, pa.table({"id": [100, 2], "v": ["x", "y"]}))
     assert sorted(arrow_rows(deltalake_table(lenient), ["id", "v"])) == [(2, "y"), (100, "x")]
     assert _hwm(lenient) == 3  # explicit values do not move the mark
     log = open(os.path.join(lenient, "_delta_log", f"{1:020d}.json")).read()
     assert '"metaData"' not in log
-    write_arrow(lenient, pa.table({"v": ["z"]}))  # left out: generated
+    commit_arrow(lenient, pa.table({"v": ["z"]}))  # left out: generated
     assert (4, "z") in arrow_rows(deltalake_table(lenient), ["id", "v"])
 
 
@@ -107,7 +107,7 @@ def test_overflow_fails_the_write_and_leaves_the_table_unchanged(tmp_path):
     path = str(tmp_path / "t")
     _identity_table(path, start=(1 << 63) - 2, step=1)
     with pytest.raises(ConstraintViolationError, match="overflows a long"):
-        write_arrow(path, pa.table({"v": ["a", "b", "c"]}))
+        commit_arrow(path, pa.table({"v": ["a", "b", "c"]}))
     assert Snapshot.load(path).version == 0
     assert [n for n in os.listdir(path) if n.endswith(".parquet")] == []
 
@@ -194,7 +194,7 @@ def _stream(spark, src, dst, ck, sink_format):
 
 def test_streaming_sink_refuses_identity_tables(spark, tmp_path):
     src, dst, ck = (str(tmp_path / n) for n in ("src", "dst", "ck"))
-    write_arrow(src, pa.table({"v": ["a", "b"]}))
+    commit_arrow(src, pa.table({"v": ["a", "b"]}))
     _identity_table(dst)
     query = _stream(spark, src, dst, ck, "pydelta")
     with pytest.raises(Exception, match="streaming sink cannot generate values for identity column"):
@@ -208,7 +208,7 @@ def test_native_stream_generates_identity_values_per_batch(spark, tmp_path):
     src, dst, ck = (str(tmp_path / n) for n in ("src", "dst", "ck"))
     _identity_table(dst)
     for k in range(3):  # one micro-batch per run: one source commit each
-        write_arrow(src, pa.table({"v": [f"b{k}-{i}" for i in range(4)]}))
+        commit_arrow(src, pa.table({"v": [f"b{k}-{i}" for i in range(4)]}))
         _stream(spark, src, dst, ck, "delta").awaitTermination()
     rows = arrow_rows(deltalake_table(dst), ["id", "v"])
     assert len(rows) == 12 and len({i for i, _ in rows}) == 12
@@ -220,8 +220,8 @@ def test_native_stream_generates_identity_values_per_batch(spark, tmp_path):
 def test_overwrite_schema_replaces_the_identity_declaration(tmp_path):
     path = str(tmp_path / "t")
     _identity_table(path, hwm=5)
-    write_arrow(path, pa.table({"id": [1, 1], "v": ["a", "b"]}), mode="overwrite", options={"overwriteSchema": "true"})
+    commit_arrow(path, pa.table({"id": [1, 1], "v": ["a", "b"]}), mode="overwrite", options={"overwriteSchema": "true"})
     assert identity_columns(Snapshot.load(path).schema) == ()
     assert sorted(arrow_rows(deltalake_table(path), ["id", "v"])) == [(1, "a"), (1, "b")]
-    write_arrow(path, pa.table({"v": ["c"]}))  # a plain column now: left out means null
+    commit_arrow(path, pa.table({"v": ["c"]}))  # a plain column now: left out means null
     assert (None, "c") in arrow_rows(deltalake_table(path), ["id", "v"])

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from helpers import arrow_rows, deltalake_table
 
 from delta_pyds.write.parquet_writer import dictionary_columns
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def _encodings(path):
@@ -36,7 +36,7 @@ def test_unique_fixed_width_columns_are_written_plain(tmp_path):
     )
     assert dictionary_columns(table) == ["k", "s", "arr.list.element", "few"]
     path = str(tmp_path / "t")
-    write_arrow(path, table)
+    commit_arrow(path, table)
     (data_file,) = glob.glob(os.path.join(path, "*.parquet"))
     enc = _encodings(data_file)
     assert "PLAIN_DICTIONARY" not in enc["id"] and "RLE_DICTIONARY" not in enc["id"]
@@ -60,7 +60,7 @@ def test_dictionaries_of_high_cardinality_strings_stop_growing(tmp_path):
     n = 200_000
     table = pa.table({"s": pa.array([f"value-{i:08d}" for i in range(n)])})  # ~3 MB of distinct values
     path = str(tmp_path / "t")
-    write_arrow(path, table, options={"compression": "none"})  # page sizes = value bytes
+    commit_arrow(path, table, options={"compression": "none"})  # page sizes = value bytes
     (data_file,) = glob.glob(os.path.join(path, "*.parquet"))
     col = pq.ParquetFile(data_file).metadata.row_group(0).column(0)
     assert col.has_dictionary_page

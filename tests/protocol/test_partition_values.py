@@ -111,11 +111,11 @@ def test_boolean_partitioned_table_with_nothing_left_after_pruning(tmp_path):
     from delta_pyds.read.native_plan import plan_native_scan
     from delta_pyds.storage.store import Storage
     from delta_pyds.table.snapshot import Snapshot
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     path = str(tmp_path / "t")
     data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "b": pa.array([True, False, None])})
-    write_arrow(path, data, options={"partitionBy": "b"})
+    commit_arrow(path, data, options={"partitionBy": "b"})
     snap = Snapshot.load(Storage(path))
     for condition in ("id = 999", "b IS NULL AND id = 1", "b = true AND id > 5"):
         plan = plan_native_scan(snap, predicates=skipping_predicates(condition, snap.schema))

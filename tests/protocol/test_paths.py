@@ -25,7 +25,7 @@ from table_files import read_rows
 from delta_pyds.protocol.paths import canonical, canonical_array, decode, is_absolute, scheme_of, unsafe_reason
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.checkpoint_writer import write_checkpoint
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 HOSTILE = [
     "10:00",
@@ -142,8 +142,8 @@ def test_canonical_array_touches_only_what_needs_it():
 @pytest.mark.parametrize("value", HOSTILE)
 def test_overwrite_of_an_escaped_partition_removes_the_old_file(tmp_path, value):
     t = str(tmp_path / "t")
-    write_arrow(t, pa.table({"id": [1, 2], "k": [value, "plain"]}), options={"partitionBy": "k"})
-    write_arrow(t, pa.table({"id": [3], "k": [value]}), mode="overwrite")
+    commit_arrow(t, pa.table({"id": [1, 2], "k": [value, "plain"]}), options={"partitionBy": "k"})
+    commit_arrow(t, pa.table({"id": [3], "k": [value]}), mode="overwrite")
     ours, theirs = _both(t)
     assert ours == theirs == [(3, value)]
 
@@ -152,26 +152,26 @@ def test_timestamp_partition_append_then_overwrite(tmp_path):
     t = str(tmp_path / "t")
     ts = dt.datetime(2024, 5, 1, 10, 0, tzinfo=dt.timezone.utc)
     schema = pa.schema([("id", pa.int64()), ("k", pa.timestamp("us", tz="UTC"))])
-    write_arrow(t, pa.table({"id": [1], "k": [ts]}, schema=schema), options={"partitionBy": "k"})
-    write_arrow(t, pa.table({"id": [3], "k": [ts]}, schema=schema), mode="overwrite")
+    commit_arrow(t, pa.table({"id": [1], "k": [ts]}, schema=schema), options={"partitionBy": "k"})
+    commit_arrow(t, pa.table({"id": [3], "k": [ts]}, schema=schema), mode="overwrite")
     ours, theirs = _both(t)
     assert ours == theirs == [(3, ts)]
 
 
 def test_replace_where_on_an_escaped_partition(tmp_path):
     t = str(tmp_path / "t")
-    write_arrow(t, pa.table({"id": [1, 2, 3], "k": ["x/y", "x/y", "z"]}), options={"partitionBy": "k"})
-    write_arrow(t, pa.table({"id": [9], "k": ["x/y"]}), mode="overwrite", options={"replaceWhere": "k = 'x/y'"})
+    commit_arrow(t, pa.table({"id": [1, 2, 3], "k": ["x/y", "x/y", "z"]}), options={"partitionBy": "k"})
+    commit_arrow(t, pa.table({"id": [9], "k": ["x/y"]}), mode="overwrite", options={"replaceWhere": "k = 'x/y'"})
     ours, theirs = _both(t)
     assert ours == theirs == [(3, "z"), (9, "x/y")]
 
 
 def test_removes_in_a_checkpoint_and_after_it(tmp_path):
     t = str(tmp_path / "t")
-    write_arrow(t, pa.table({"id": [1], "k": ["a:b"]}), options={"partitionBy": "k"})
-    write_arrow(t, pa.table({"id": [2], "k": ["a:b"]}), mode="overwrite")
+    commit_arrow(t, pa.table({"id": [1], "k": ["a:b"]}), options={"partitionBy": "k"})
+    commit_arrow(t, pa.table({"id": [2], "k": ["a:b"]}), mode="overwrite")
     _checkpoint(t)
-    write_arrow(t, pa.table({"id": [3], "k": ["a:b"]}), mode="overwrite")
+    commit_arrow(t, pa.table({"id": [3], "k": ["a:b"]}), mode="overwrite")
     ours, theirs = _both(t)
     assert ours == theirs == [(3, "a:b")]
     snap = Snapshot.load(t)
@@ -194,7 +194,7 @@ def test_tables_deltalake_changed_after_its_own_delete_and_overwrite(tmp_path):
     ours, theirs = _both(t)
     assert ours == theirs == [(3, "a b"), (4, "10:00"), (7, "x/y")]
     # and our own writes on top of theirs
-    write_arrow(
+    commit_arrow(
         t,
         pa.table({"id": pa.array([8], pa.int64()), "k": ["10:00"]}),
         mode="overwrite",
@@ -275,10 +275,10 @@ def test_replay_with_partition_values_from_all_of_unicode(tmp_path_factory, valu
     after each step pydelta and deltalake read exactly the expected rows."""
     t = str(tmp_path_factory.mktemp("prop") / "t")
     rows = [(i, v) for i, v in enumerate(values)]
-    write_arrow(t, pa.table({"id": [i for i, _ in rows], "k": [v for _, v in rows]}), options={"partitionBy": "k"})
+    commit_arrow(t, pa.table({"id": [i for i, _ in rows], "k": [v for _, v in rows]}), options={"partitionBy": "k"})
     victim = data.draw(st.sampled_from(values))
     literal = victim.replace("\\", "\\\\").replace("'", "\\'")
-    write_arrow(
+    commit_arrow(
         t, pa.table({"id": [100], "k": [victim]}), mode="overwrite", options={"replaceWhere": f"k = '{literal}'"}
     )
     expected = sorted([(i, v) for i, v in rows if v != victim] + [(100, victim)])
@@ -286,6 +286,6 @@ def test_replay_with_partition_values_from_all_of_unicode(tmp_path_factory, valu
     assert ours == expected
     assert theirs == expected
     _checkpoint(t)
-    write_arrow(t, pa.table({"id": [200], "k": [values[0]]}), mode="overwrite")
+    commit_arrow(t, pa.table({"id": [200], "k": [values[0]]}), mode="overwrite")
     ours, theirs = _both(t)
     assert ours == theirs == [(200, values[0])]

@@ -136,11 +136,11 @@ def test_spark_writes_append_overwrite_partitioned(spark, object_store):
 def _s3_appender(url, options, worker, commits, queue):
     import pyarrow as pa
 
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     stats = []
     for k in range(commits):
-        result = write_arrow(
+        result = commit_arrow(
             url, pa.table({"w": [worker], "k": [k]}), options={**{f"storage.{o}": v for o, v in options.items()}}
         )
         stats.append((result.version, result.attempts))
@@ -156,11 +156,11 @@ def test_concurrent_spark_free_writers_on_s3_lose_no_commit(s3_server):
     import pyarrow as pa
 
     from delta_pyds.table.snapshot import Snapshot
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     url = s3_server.url(f"concurrent/{uuid.uuid4().hex}")
     storage_opts = {f"storage.{o}": v for o, v in s3_server.options.items()}
-    write_arrow(url, pa.table({"w": [-1], "k": [-1]}), options=storage_opts)
+    commit_arrow(url, pa.table({"w": [-1], "k": [-1]}), options=storage_opts)
     writers, commits = 4, 3
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()

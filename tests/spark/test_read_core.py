@@ -196,7 +196,7 @@ def test_readers_agree_on_a_hostile_table(spark, tmp_path):
     checkpoint: every reader still returns the same rows at every step."""
     from delta_pyds import DeltaTable
     from delta_pyds.transaction.checkpoint_writer import write_checkpoint
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     path = str(tmp_path / "hostile")
     opts = {
@@ -207,7 +207,7 @@ def test_readers_agree_on_a_hostile_table(spark, tmp_path):
     }
     for half in (0, 1):
         ids = list(range(half * 20, half * 20 + 20))
-        write_arrow(
+        commit_arrow(
             path,
             pa.table(
                 {
@@ -223,7 +223,7 @@ def test_readers_agree_on_a_hostile_table(spark, tmp_path):
     t.update("id % 5 = 1", {"s": "named_struct('a', -id, 'b', 'u')"})
     snap = Snapshot.load(path)
     write_checkpoint(snap.storage, snap.version)
-    write_arrow(path, pa.table({"id": pa.array([100], pa.int64()), "k": ["x/y"], "s": [{"a": 1, "b": "z"}]}))
+    commit_arrow(path, pa.table({"id": pa.array([100], pa.int64()), "k": ["x/y"], "s": [{"a": 1, "b": "z"}]}))
     assert any(f for f in Snapshot.load(path).files.column("deletion_vector").to_pylist())
     for version in range(Snapshot.load(path).version + 1):
         rows = spark_rows(spark.read.format("pydelta").option("versionAsOf", version).load(path))

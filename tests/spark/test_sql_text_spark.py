@@ -30,11 +30,11 @@ from delta_pyds import DeltaTable, read_delta
 from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions.ast import Lit
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT, Dialect, tokenize
-from delta_pyds.expressions.parser import parse
+from delta_pyds.expressions.parser import parse_expression
 from delta_pyds.expressions.to_predicates import skipping_predicates
 from delta_pyds.read.scan_plan import plan_scan
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 FILES = 12
 BASE_DAY = dt.date(2024, 1, 1)
@@ -60,7 +60,7 @@ def typed_table(tmp_path_factory):
     partitioned by ``p`` (values Spark escapes in paths)."""
     path = str(tmp_path_factory.mktemp("sqltext") / "t")
     for k in range(FILES):
-        write_arrow(path, pa.table(_file_rows(k)), options={"partitionBy": "p"} if k == 0 else None)
+        commit_arrow(path, pa.table(_file_rows(k)), options={"partitionBy": "p"} if k == 0 else None)
     return path
 
 
@@ -73,7 +73,7 @@ def _spark_values(spark, literals: list[str]) -> list:
 
 
 def _our_value(text: str, dialect: Dialect = DEFAULT_DIALECT):
-    node = parse(text, dialect)
+    node = parse_expression(text, dialect)
     assert isinstance(node, Lit), text
     return node.value
 
@@ -217,7 +217,7 @@ def test_pruning_keeps_every_file_spark_matches(spark, typed_table):
     pruned = parsed = 0
     for text, spark_files in zip(conditions, matched):
         try:
-            parse(text)
+            parse_expression(text)
             parsed += 1
         except ExpressionError:
             pass
@@ -301,7 +301,7 @@ def test_the_evaluator_reads_conditions_as_spark(spark, typed_table):
     checked = 0
     for n, text in enumerate(conditions):
         try:
-            node = parse(text)
+            node = parse_expression(text)
         except ExpressionError:
             continue
         ours = evaluate_predicate(node, data.to_batches()[0]).to_pylist()

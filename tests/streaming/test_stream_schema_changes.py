@@ -14,13 +14,13 @@ from test_streaming import Stream
 
 from delta_pyds.errors import StreamingError, StreamingSchemaChangeError
 from delta_pyds.operations.schema_changes import add_columns, alter_column, drop_columns, rename_column
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 CLASS = "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG"
 
 
 def _write(path, **columns):
-    write_arrow(path, pa.table(columns), options={"delta.columnMapping.mode": "name"})
+    commit_arrow(path, pa.table(columns), options={"delta.columnMapping.mode": "name"})
 
 
 def _ids(path, ids, **extra):
@@ -132,12 +132,12 @@ def test_enabling_column_mapping_is_additive_and_removing_it_is_not():
 
 def test_files_older_than_a_type_widening_are_read_widened(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"id": pa.array([1], pa.int32())}), options={"delta.enableTypeWidening": "true"})
+    commit_arrow(path, pa.table({"id": pa.array([1], pa.int32())}), options={"delta.enableTypeWidening": "true"})
     s = Stream(path)
     s.drain()
-    write_arrow(path, pa.table({"id": pa.array([2], pa.int32())}))
+    commit_arrow(path, pa.table({"id": pa.array([2], pa.int32())}))
     alter_column(path, "id", data_type="long")
-    write_arrow(path, pa.table({"id": pa.array([3], pa.int64())}))
+    commit_arrow(path, pa.table({"id": pa.array([3], pa.int64())}))
     s.restart()
     s.drain()
     assert [r[0] for r in s.all_rows()] == [1, 2, 3]
@@ -145,11 +145,11 @@ def test_files_older_than_a_type_widening_are_read_widened(tmp_path):
 
 def test_a_type_change_met_by_a_running_stream_asks_for_a_restart(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"id": pa.array([1], pa.int32())}), options={"delta.enableTypeWidening": "true"})
+    commit_arrow(path, pa.table({"id": pa.array([1], pa.int32())}), options={"delta.enableTypeWidening": "true"})
     s = Stream(path)
     s.drain()
     alter_column(path, "id", data_type="long")
-    write_arrow(path, pa.table({"id": pa.array([2], pa.int64())}))
+    commit_arrow(path, pa.table({"id": pa.array([2], pa.int64())}))
     with pytest.raises(StreamingError, match="changed type.*restart the query") as err:
         s.step()
     assert not isinstance(err.value, StreamingSchemaChangeError)
@@ -160,7 +160,7 @@ def test_a_type_change_met_by_a_running_stream_asks_for_a_restart(tmp_path):
 
 def test_a_change_feed_stream_restarted_right_after_a_rename_is_refused(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(
+    commit_arrow(
         path,
         pa.table({"id": pa.array([1], pa.int64()), "v": pa.array(["v1"])}),
         options={"delta.columnMapping.mode": "name", "delta.enableChangeDataFeed": "true"},
@@ -168,7 +168,7 @@ def test_a_change_feed_stream_restarted_right_after_a_rename_is_refused(tmp_path
     s = Stream(path, readChangeFeed="true")
     s.drain()
     rename_column(path, "v", "w")
-    write_arrow(path, pa.table({"id": pa.array([2], pa.int64()), "w": pa.array(["w2"])}))
+    commit_arrow(path, pa.table({"id": pa.array([2], pa.int64()), "w": pa.array(["w2"])}))
     s.restart()
     with pytest.raises(StreamingSchemaChangeError, match=CLASS):
         s.step()

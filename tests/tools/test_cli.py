@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_pyds.tools.cli import main
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 COMMANDS = ["history", "files", "protocol", "schema", "vacuum"]
 
@@ -27,8 +27,8 @@ def places(tmp_path_factory):
     pq.write_table(pa.table({"a": [1]}), str(root / "parquet" / "part-0.parquet"))
     (root / "empty_log" / "_delta_log").mkdir(parents=True)
     table = str(root / "table")
-    write_arrow(table, pa.table({"a": [1, 2]}))
-    write_arrow(table, pa.table({"a": [3]}))
+    commit_arrow(table, pa.table({"a": [1, 2]}))
+    commit_arrow(table, pa.table({"a": [3]}))
     return {
         "missing": str(root / "missing"),
         "empty": str(root / "empty"),

@@ -11,7 +11,7 @@ import pytest
 
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.staged_files import cleanup_on_failure, delete_on_failure
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def data_file(root, name: str) -> dict:
@@ -26,7 +26,7 @@ def data_file(root, name: str) -> dict:
 @pytest.fixture
 def table(tmp_path):
     root = str(tmp_path / "t")
-    write_arrow(root, pa.table({"id": pa.array([1], pa.int64())}))
+    commit_arrow(root, pa.table({"id": pa.array([1], pa.int64())}))
     return root
 
 

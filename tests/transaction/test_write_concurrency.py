@@ -15,26 +15,26 @@ import pytest
 from helpers import arrow_rows, deltalake_table
 
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def _appender(args):
     path, k, n = args
     import pyarrow as pa
 
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     versions = []
     for j in range(n):
         ids = [k * 1000 + j * 10 + i for i in range(3)]
-        result = write_arrow(path, pa.table({"id": ids, "p": [k % 2] * 3}))
+        result = commit_arrow(path, pa.table({"id": ids, "p": [k % 2] * 3}))
         versions.append(result.version)
     return versions
 
 
 def test_concurrent_appenders_in_processes(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"id": [-1], "p": [0]}), options={"partitionBy": "p"})
+    commit_arrow(path, pa.table({"id": [-1], "p": [0]}), options={"partitionBy": "p"})
     workers, each = 4, 6
     with mp.get_context("spawn").Pool(workers) as pool:
         versions = pool.map(_appender, [(path, k, each) for k in range(workers)])
@@ -53,10 +53,10 @@ def _overwriter(args):
     import pyarrow as pa
 
     from delta_pyds.errors import ConcurrentModificationError
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     try:
-        write_arrow(path, pa.table({"id": [k] * 2, "p": [0, 1]}), mode="overwrite")
+        commit_arrow(path, pa.table({"id": [k] * 2, "p": [0, 1]}), mode="overwrite")
         return "ok"
     except ConcurrentModificationError:
         return "conflict"
@@ -64,7 +64,7 @@ def _overwriter(args):
 
 def test_concurrent_overwrites_never_mix(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"id": [0], "p": [0]}), options={"partitionBy": "p"})
+    commit_arrow(path, pa.table({"id": [0], "p": [0]}), options={"partitionBy": "p"})
     with mp.get_context("spawn").Pool(4) as pool:
         outcomes = pool.map(_overwriter, [(path, k) for k in range(1, 9)])
     assert "ok" in outcomes
@@ -95,7 +95,7 @@ _SPARK_WRITER = textwrap.dedent("""
 @pytest.mark.spark  # spark-submit processes
 def test_concurrent_spark_writers(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(
+    commit_arrow(
         path, pa.table({"id": pa.array([-1], pa.int64()), "p": pa.array([2], pa.int32())}), options={"partitionBy": "p"}
     )
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, TZ="UTC")

@@ -16,7 +16,7 @@ from delta_pyds.errors import SchemaError, UnsupportedFeatureError
 from delta_pyds.expressions.predicates import EqualTo
 from delta_pyds.read.explain import explain_scan
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def _stats(path):
@@ -74,22 +74,22 @@ def test_clustering_columns_are_validated_and_replaced_only_by_overwrite_schema(
         ({"clusterBy": "a", "partitionBy": "b"}, "either partitioned or clustered"),
     ]:
         with pytest.raises((SchemaError, ValueError), match=message):
-            write_arrow(path, data, options=option)
+            commit_arrow(path, data, options=option)
         assert not os.path.exists(os.path.join(path, "_delta_log"))
-    write_arrow(path, data, options={"clusterBy": "a"})
+    commit_arrow(path, data, options={"clusterBy": "a"})
     # overwriteSchema keeps the clustering unless clusterBy says otherwise; an empty value removes it
-    write_arrow(path, data, mode="overwrite", options={"overwriteSchema": "true"})
+    commit_arrow(path, data, mode="overwrite", options={"overwriteSchema": "true"})
     assert json.loads(Snapshot.load(path).domain_metadata["delta.clustering"])["clusteringColumns"] == [["a"]]
     with pytest.raises(SchemaError, match="clustered by a; the new schema lacks a"):
-        write_arrow(path, data.drop(["a"]), mode="overwrite", options={"overwriteSchema": "true"})
-    write_arrow(path, data.drop(["a"]), mode="overwrite", options={"overwriteSchema": "true", "clusterBy": ""})
+        commit_arrow(path, data.drop(["a"]), mode="overwrite", options={"overwriteSchema": "true"})
+    commit_arrow(path, data.drop(["a"]), mode="overwrite", options={"overwriteSchema": "true", "clusterBy": ""})
     assert json.loads(Snapshot.load(path).domain_metadata["delta.clustering"])["clusteringColumns"] == []
     assert deltalake_table(path).num_rows == 2
 
 
 def test_clustering_with_column_mapping_uses_physical_names(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(
+    commit_arrow(
         path, pa.table({"a b": [1, 2], "c": [3, 4]}), options={"clusterBy": "`a b`", "delta.columnMapping.mode": "name"}
     )
     snap = Snapshot.load(path)
@@ -101,7 +101,7 @@ def test_clustering_with_column_mapping_uses_physical_names(tmp_path):
 
 def test_appending_to_a_clustered_table_another_writer_created(copy_table):
     path = copy_table("kernel-rs/crc-full")  # clustering + rowTracking + deletionVectors (Databricks)
-    write_arrow(path, pa.table({"id": [100, 101]}))
+    commit_arrow(path, pa.table({"id": [100, 101]}))
     snap = Snapshot.load(path)
     assert snap.version == 1 and snap.num_files == 1
     assert deltalake_table(path).column("id").to_pylist() == [100, 101]
@@ -163,9 +163,9 @@ def test_missing_columns_get_their_defaults(spark, tmp_path):
     _table_with_defaults(path)
     # uuid() is beyond the evaluator: refused only when the write needs it
     with pytest.raises(UnsupportedFeatureError, match=r"default value of column u \(uuid\(\)\)"):
-        write_arrow(path, pa.table({"id": [0]}))
+        commit_arrow(path, pa.table({"id": [0]}))
     spark.sql("select id, 'u' u from range(1, 3)").write.format("pydelta").mode("append").save(path)
-    write_arrow(path, pa.table({"id": [3], "n": pa.array([None], pa.int32()), "s": ["q"], "u": ["v"]}))
+    commit_arrow(path, pa.table({"id": [3], "n": pa.array([None], pa.int32()), "s": ["q"], "u": ["v"]}))
     rows = sorted(deltalake_table(path).to_pylist(), key=lambda r: r["id"])
     day = dt.date(2024, 2, 29)
     assert rows == [
@@ -179,8 +179,8 @@ def test_missing_columns_get_their_defaults(spark, tmp_path):
 def _collated_table(path):
     """Two files, 'A' and 'a', then the column becomes UTF8_LCASE-collated (as a
     collations-enabled writer would have declared it)."""
-    write_arrow(path, pa.table({"id": [1], "c": ["A"]}))
-    write_arrow(path, pa.table({"id": [2], "c": ["a"]}))
+    commit_arrow(path, pa.table({"id": [1], "c": ["A"]}))
+    commit_arrow(path, pa.table({"id": [2], "c": ["a"]}))
     schema = {
         "type": "struct",
         "fields": [
@@ -217,7 +217,7 @@ def test_collated_strings_read_with_their_collation_and_never_prune(spark, tmp_p
     assert explain_scan(path, [EqualTo("c", "a")]).report.files_kept == 2
     assert explain_scan(path, [EqualTo("id", 1)]).report.files_kept == 1  # other columns still prune
     # appends keep the collation and delta-spark's earlier feature name (not doubled with `collations`)
-    write_arrow(path, pa.table({"id": [3], "c": ["b"]}))
+    commit_arrow(path, pa.table({"id": [3], "c": ["b"]}))
     snap = Snapshot.load(path)
     assert snap.version == 3
     assert "collations-preview" in snap.protocol.writer_features
@@ -233,5 +233,5 @@ def test_collated_strings_read_with_their_collation_and_never_prune(spark, tmp_p
 def test_iceberg_compat_is_refused_by_name_before_writing(tmp_path, prop, feature):
     path = str(tmp_path / "t")
     with pytest.raises(UnsupportedFeatureError, match=f"does not support the table feature {feature}"):
-        write_arrow(path, pa.table({"a": [1]}), options={prop: "true"})
+        commit_arrow(path, pa.table({"a": [1]}), options={prop: "true"})
     assert not os.path.exists(path) or not os.listdir(path)

@@ -11,7 +11,7 @@ import pytest
 from delta_pyds.protocol.schema import PrimitiveType, StructField, StructType
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 from delta_pyds.write.rewrite import plan_rewrite
 
 
@@ -20,7 +20,7 @@ def table(tmp_path) -> str:
     root = str(tmp_path / "t")
     data = pa.table({"id": pa.array([1, 2], pa.int64()), "p": pa.array(["a", "b"])})
     options = {"partitionBy": "p", "delta.parquet.compression.codec": "zstd", "delta.dataSkippingNumIndexedCols": "1"}
-    write_arrow(root, data, options=options)
+    commit_arrow(root, data, options=options)
     return root
 
 

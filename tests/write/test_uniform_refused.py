@@ -17,7 +17,7 @@ from delta_pyds.operations.properties import set_properties
 from delta_pyds.protocol.schema import PrimitiveType, StructField
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 KEY = "delta.universalFormat.enabledFormats"
 MESSAGE = r"DELTA_UNIVERSAL_FORMAT_VIOLATION.*Universal Format \(iceberg\)"
@@ -31,16 +31,16 @@ def _empty(path):
 def test_core_write_refuses_uniform(tmp_path, key):
     path = str(tmp_path / "t")
     with pytest.raises(UnsupportedFeatureError, match=MESSAGE):
-        write_arrow(path, pa.table({"a": [1]}), options={key: "iceberg"})
+        commit_arrow(path, pa.table({"a": [1]}), options={key: "iceberg"})
     assert _empty(path)
 
 
 def test_hudi_is_refused_too_and_an_empty_value_is_accepted(tmp_path):
     path = str(tmp_path / "t")
     with pytest.raises(UnsupportedFeatureError, match=r"Universal Format \(hudi\)"):
-        write_arrow(path, pa.table({"a": [1]}), options={KEY: "hudi"})
+        commit_arrow(path, pa.table({"a": [1]}), options={KEY: "hudi"})
     assert _empty(path)
-    write_arrow(path, pa.table({"a": [1]}), options={KEY: ""})  # no format asked for: nothing to refuse
+    commit_arrow(path, pa.table({"a": [1]}), options={KEY: ""})  # no format asked for: nothing to refuse
     assert Snapshot.load(path).version == 0
 
 
@@ -50,7 +50,7 @@ def test_create_and_set_properties_refuse_uniform(tmp_path):
     with pytest.raises(UnsupportedFeatureError, match=MESSAGE):
         create_table(Storage(path), definition)
     assert _empty(path)
-    write_arrow(path, pa.table({"a": [1]}))
+    commit_arrow(path, pa.table({"a": [1]}))
     with pytest.raises(UnsupportedFeatureError, match=MESSAGE):
         set_properties(Storage(path), {KEY: "iceberg"})
     with pytest.raises(UnsupportedFeatureError, match=MESSAGE):  # with IcebergCompat asked for as well
@@ -60,7 +60,7 @@ def test_create_and_set_properties_refuse_uniform(tmp_path):
 
 
 def test_spark_paths_refuse_uniform(spark, tmp_path):
-    from delta_pyds.spark.native.write import write_delta
+    from delta_pyds.spark.native.write import write_path
 
     path = str(tmp_path / "t")
     df = spark.range(2)
@@ -68,7 +68,7 @@ def test_spark_paths_refuse_uniform(spark, tmp_path):
         df.write.format("pydelta").option(KEY, "iceberg").mode("append").save(path)
     assert _empty(path)
     with pytest.raises(UnsupportedFeatureError, match=MESSAGE):
-        write_delta(df, path, **{KEY: "iceberg"})
+        write_path(df, path, **{KEY: "iceberg"})
     assert _empty(path)
     with pytest.raises(UnsupportedFeatureError, match=MESSAGE):
         DeltaTable.create(spark).location(path).addColumn("id", "long").property(KEY, "iceberg").execute()
@@ -80,12 +80,12 @@ def test_spark_paths_refuse_uniform(spark, tmp_path):
         with pytest.raises(UnsupportedFeatureError, match=MESSAGE):
             delta_pyds.sql(spark, statement)
         assert _empty(path)
-    write_delta(df, path)
+    write_path(df, path)
     with pytest.raises(UnsupportedFeatureError, match=MESSAGE):
         delta_pyds.sql(spark, f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{KEY}' = 'iceberg')")
     with pytest.raises(UnsupportedFeatureError, match=MESSAGE):
         DeltaTable.forPath(spark, path).setProperties({KEY: "iceberg"})
     with pytest.raises(UnsupportedFeatureError, match=MESSAGE):
-        write_delta(df, path, mode="overwrite", overwriteSchema="true", **{KEY: "iceberg"})
+        write_path(df, path, mode="overwrite", overwriteSchema="true", **{KEY: "iceberg"})
     snap = Snapshot.load(path)
     assert snap.version == 0 and KEY not in snap.configuration

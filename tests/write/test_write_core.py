@@ -23,7 +23,7 @@ from delta_pyds.protocol.table_properties import canonical_property, required_pr
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import AppendOnlyError
 from delta_pyds.write.options import WriteOptions
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def our_rows(path, columns):
@@ -206,7 +206,7 @@ def test_stats_of_every_type(tmp_path):
             "allnull": pa.array([None, None, None], pa.int64()),
         }
     )
-    write_arrow(path, data)
+    commit_arrow(path, data)
     stats = json.loads(adds_of(path, 0)[0]["stats"])
     assert stats["numRecords"] == 3
     mins, maxs, nulls = stats["minValues"], stats["maxValues"], stats["nullCount"]
@@ -241,13 +241,13 @@ def test_stats_of_every_type(tmp_path):
 def test_stats_columns_follow_table_properties(tmp_path):
     data = pa.table({f"c{i}": pa.array([i]) for i in range(40)})
     a = str(tmp_path / "a")
-    write_arrow(a, data)
+    commit_arrow(a, data)
     assert list(json.loads(adds_of(a, 0)[0]["stats"])["minValues"]) == [f"c{i}" for i in range(32)]
     b = str(tmp_path / "b")
-    write_arrow(b, data, options={"delta.dataSkippingNumIndexedCols": "3"})
+    commit_arrow(b, data, options={"delta.dataSkippingNumIndexedCols": "3"})
     assert list(json.loads(adds_of(b, 0)[0]["stats"])["nullCount"]) == ["c0", "c1", "c2"]
     c = str(tmp_path / "c")
-    write_arrow(c, data, options={"delta.dataSkippingStatsColumns": "c39, `c5`"})
+    commit_arrow(c, data, options={"delta.dataSkippingStatsColumns": "c39, `c5`"})
     assert list(json.loads(adds_of(c, 0)[0]["stats"])["maxValues"]) == ["c5", "c39"]
 
 
@@ -264,7 +264,7 @@ def test_partitioned_write_round_trips_with_deltalake(tmp_path):
             "v": pa.array([1.5] * 8),
         }
     )
-    write_arrow(path, data, options={"partitionBy": "s,d,ts,b"})
+    commit_arrow(path, data, options={"partitionBy": "s,d,ts,b"})
     cols = ["id", "s", "d", "ts", "b", "v"]
     expected = arrow_rows(data, cols)
     # the empty string is a null partition value (protocol)
@@ -286,7 +286,7 @@ def test_partitioned_write_round_trips_with_deltalake(tmp_path):
 
 def test_files_roll_over_at_max_records_and_are_snappy(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"a": pa.array(range(1000))}), options={"maxRecordsPerFile": "300"})
+    commit_arrow(path, pa.table({"a": pa.array(range(1000))}), options={"maxRecordsPerFile": "300"})
     adds = adds_of(path, 0)
     assert sorted(json.loads(a["stats"])["numRecords"] for a in adds) == [100, 300, 300, 300]
     assert all(a["path"].endswith(".snappy.parquet") for a in adds)
@@ -298,7 +298,7 @@ def test_files_roll_over_at_max_records_and_are_snappy(tmp_path):
 def test_column_mapping_writes_physical_names_and_field_ids(tmp_path):
     path = str(tmp_path / "t")
     data = pa.table({"my id": [1, 2], "part": ["a", "b"], "st": [{"in ner": 1}, None]})
-    write_arrow(path, data, options={"partitionBy": "part", "delta.columnMapping.mode": "id"})
+    commit_arrow(path, data, options={"partitionBy": "part", "delta.columnMapping.mode": "id"})
     snap = Snapshot.load(path)
     assert snap.protocol == Protocol(2, 5)
     fields = {f.name: f for f in snap.schema.fields}
@@ -312,7 +312,7 @@ def test_column_mapping_writes_physical_names_and_field_ids(tmp_path):
     assert int(pf.schema_arrow.field(phys).metadata[b"PARQUET:field_id"]) == fields["my id"].field_id
     assert snap.configuration["delta.columnMapping.maxColumnId"] == "4"
     assert sorted(arrow_rows(deltalake_table(path), ["my id", "part"])) == [(1, "a"), (2, "b")]
-    write_arrow(path, pa.table({"my id": [3], "part": ["a"], "st": [{"in ner": 5}]}))
+    commit_arrow(path, pa.table({"my id": [3], "part": ["a"], "st": [{"in ner": 5}]}))
     assert sorted(our_rows(path, ["my id", "part", "st"]), key=repr) == sorted(
         [(1, "a", (("in ner", 1),)), (2, "b", None), (3, "a", (("in ner", 5),))], key=repr
     )
@@ -321,9 +321,9 @@ def test_column_mapping_writes_physical_names_and_field_ids(tmp_path):
 # --------------------------------------------------------------------- transactions
 def test_append_overwrite_and_versions(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"a": [1, 2]}))
-    write_arrow(path, pa.table({"a": [3]}))
-    write_arrow(path, pa.table({"a": [9]}), mode="overwrite")
+    commit_arrow(path, pa.table({"a": [1, 2]}))
+    commit_arrow(path, pa.table({"a": [3]}))
+    commit_arrow(path, pa.table({"a": [9]}), mode="overwrite")
     assert [r[0] for r in arrow_rows(deltalake_table(path), ["a"])] == [9]
     assert sorted(r[0] for r in arrow_rows(deltalake_table(path, version=1), ["a"])) == [1, 2, 3]
     removes = [a["remove"] for a in log_actions(path, 2) if "remove" in a]
@@ -343,7 +343,7 @@ def test_overwrite_repeats_the_raw_paths_of_other_writers(copy_table):
         if "add" in a
     }
     live = set(Snapshot.load(path).files.column("path").to_pylist())
-    version = write_arrow(path, pa.table({"x": ["A/A"], "y": [1]}), mode="overwrite").version
+    version = commit_arrow(path, pa.table({"x": ["A/A"], "y": [1]}), mode="overwrite").version
     removed = {a["remove"]["path"] for a in log_actions(path, version) if "remove" in a}
     assert len(removed) == len(live) and removed <= before  # the stored strings, not re-encoded ones
     assert arrow_rows(deltalake_table(path), ["x", "y"]) == [("A/A", 1)]
@@ -351,9 +351,9 @@ def test_overwrite_repeats_the_raw_paths_of_other_writers(copy_table):
 
 def test_in_commit_timestamps_increase(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"a": [1]}), options={"delta.enableInCommitTimestamps": "true"})
+    commit_arrow(path, pa.table({"a": [1]}), options={"delta.enableInCommitTimestamps": "true"})
     for _ in range(3):
-        write_arrow(path, pa.table({"a": [1]}))
+        commit_arrow(path, pa.table({"a": [1]}))
     stamps = []
     for v in range(4):
         first = log_actions(path, v)[0]
@@ -364,10 +364,10 @@ def test_in_commit_timestamps_increase(tmp_path):
 
 def test_append_only_tables_refuse_overwrites(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"a": [1]}), options={"delta.appendOnly": "true"})
-    write_arrow(path, pa.table({"a": [2]}))
+    commit_arrow(path, pa.table({"a": [1]}), options={"delta.appendOnly": "true"})
+    commit_arrow(path, pa.table({"a": [2]}))
     with pytest.raises(AppendOnlyError, match="append-only"):
-        write_arrow(path, pa.table({"a": [3]}), mode="overwrite")
+        commit_arrow(path, pa.table({"a": [3]}), mode="overwrite")
     assert Snapshot.load(path).version == 1
 
 
@@ -376,31 +376,31 @@ def test_unsupported_writer_features_are_refused_by_name(copy_table, name, featu
     path = copy_table(name)
     before = sorted(os.listdir(os.path.join(path, "_delta_log")))
     with pytest.raises(UnsupportedFeatureError, match=feature):
-        write_arrow(path, pa.table({"x": [1]}))
+        commit_arrow(path, pa.table({"x": [1]}))
     assert sorted(os.listdir(os.path.join(path, "_delta_log"))) == before
 
 
 def test_schema_mismatch_names_the_columns(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"a": [1], "b": ["x"]}))
+    commit_arrow(path, pa.table({"a": [1], "b": ["x"]}))
     with pytest.raises(SchemaError, match=r"columns not in the table: c.*mergeSchema"):
-        write_arrow(path, pa.table({"a": [1], "c": [1.5]}))
+        commit_arrow(path, pa.table({"a": [1], "c": [1.5]}))
     with pytest.raises(SchemaError, match="column b is string in the table but long in the DataFrame"):
-        write_arrow(path, pa.table({"a": [1], "b": [2]}))
+        commit_arrow(path, pa.table({"a": [1], "b": [2]}))
     # a narrower integer is cast; a missing column is null
-    write_arrow(path, pa.table({"A": pa.array([5], pa.int8())}))
+    commit_arrow(path, pa.table({"A": pa.array([5], pa.int8())}))
     assert sorted(arrow_rows(deltalake_table(path), ["a", "b"]), key=repr) == [(1, "x"), (5, None)]
 
 
 def test_writing_to_deletion_vector_tables(copy_table):
     path = copy_table("kernel-rs/table-with-dv-small")
     before = arrow_rows(deltalake_table(path), ["value"])
-    write_arrow(path, pa.table({"value": pa.array([100, 101], pa.int32())}))
+    commit_arrow(path, pa.table({"value": pa.array([100, 101], pa.int32())}))
     assert sorted(arrow_rows(deltalake_table(path), ["value"])) == sorted(before + [(100,), (101,)])
     stats = json.loads(adds_of(path, Snapshot.load(path).version)[0]["stats"])
     assert stats["tightBounds"] is True
     # an overwrite removes the file together with its deletion vector
-    version = write_arrow(path, pa.table({"value": pa.array([7], pa.int32())}), mode="overwrite").version
+    version = commit_arrow(path, pa.table({"value": pa.array([7], pa.int32())}), mode="overwrite").version
     removes = [a["remove"] for a in log_actions(path, version) if "remove" in a]
     assert any("deletionVector" in r for r in removes)
     assert arrow_rows(deltalake_table(path), ["value"]) == [(7,)]
@@ -409,7 +409,7 @@ def test_writing_to_deletion_vector_tables(copy_table):
 def test_appending_to_a_renamed_partition_column(copy_table):
     path = copy_table("delta-rs/table_with_partitioning_mapping")
     before = arrow_rows(deltalake_table(path), ["newid", "description"])
-    write_arrow(path, pa.table({"newid": pa.array([9], pa.int32()), "description": ["nine"]}))
+    commit_arrow(path, pa.table({"newid": pa.array([9], pa.int32()), "description": ["nine"]}))
     add = adds_of(path, Snapshot.load(path).version)[0]
     assert add["partitionValues"] == {"id": "9"}  # the physical name of the renamed column
     assert sorted(arrow_rows(deltalake_table(path), ["newid", "description"]), key=repr) == sorted(
@@ -422,7 +422,7 @@ def test_appending_to_a_table_deltalake_wrote(tmp_path):
 
     path = str(tmp_path / "t")
     write_deltalake(path, pa.table({"a": [1, 2], "p": ["x", "y"]}), partition_by=["p"])
-    write_arrow(path, pa.table({"a": [3], "p": ["x"]}))
+    commit_arrow(path, pa.table({"a": [3], "p": ["x"]}))
     write_deltalake(path, pa.table({"a": [4], "p": ["z"]}), mode="append")
     expected = [(1, "x"), (2, "y"), (3, "x"), (4, "z")]
     assert sorted(arrow_rows(deltalake_table(path), ["a", "p"])) == expected
@@ -434,7 +434,7 @@ def test_checkpoint_every_interval_reads_back_everywhere(tmp_path):
     path = str(tmp_path / "t")
     for i in range(12):
         mode = "overwrite" if i == 5 else "append"
-        write_arrow(
+        commit_arrow(
             path,
             pa.table({"a": [i], "p": [i % 2]}),
             mode=mode,
@@ -467,13 +467,13 @@ def test_a_failing_checkpoint_never_fails_the_commit(tmp_path, monkeypatch):
 
     path = str(tmp_path / "t")
     for i in range(10):
-        write_arrow(path, pa.table({"a": [i]}))
+        commit_arrow(path, pa.table({"a": [i]}))
 
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
     monkeypatch.setattr(cw, "write_checkpoint", boom)
-    result = write_arrow(path, pa.table({"a": [10]}))
+    result = commit_arrow(path, pa.table({"a": [10]}))
     assert result.version == 10 and not result.checkpoint
     assert len(arrow_rows(deltalake_table(path), ["a"])) == 11
 
@@ -492,7 +492,7 @@ def test_v2_checkpoint_tables_get_v2_spec_checkpoints(copy_table, name):
     )
     row = pa.table({f.name: pa.array([None], f.type) for f in arrow_schema})
     while Snapshot.load(path).version < 10:
-        write_arrow(path, row)
+        commit_arrow(path, row)
     log_dir = os.path.join(path, "_delta_log")
     table = pq.read_table(os.path.join(log_dir, "00000000000000000010.checkpoint.parquet"))
     assert [m for m in table.column("checkpointMetadata").to_pylist() if m] == [{"version": 10, "tags": None}]
@@ -514,13 +514,13 @@ def file_actions_count(snapshot):
 
 def test_replace_where_on_data_columns_refuses_rewrites_that_need_change_data(tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"id": [1, 2, 3]}), options={"delta.enableChangeDataFeed": "true"})
+    commit_arrow(path, pa.table({"id": [1, 2, 3]}), options={"delta.enableChangeDataFeed": "true"})
     before = sorted(os.listdir(path))
     with pytest.raises(DeltaError, match="enable deletion vectors"):
-        write_arrow(path, pa.table({"id": [2]}), mode="overwrite", options={"replaceWhere": "id = 2"})
+        commit_arrow(path, pa.table({"id": [2]}), mode="overwrite", options={"replaceWhere": "id = 2"})
     assert sorted(os.listdir(path)) == before and Snapshot.load(path).version == 0
     # a predicate matching whole files needs no rewrite: allowed
-    write_arrow(path, pa.table({"id": [9]}), mode="overwrite", options={"replaceWhere": "id >= 1"})
+    commit_arrow(path, pa.table({"id": [9]}), mode="overwrite", options={"replaceWhere": "id >= 1"})
     assert arrow_rows(deltalake_table(path), ["id"]) == [(9,)]
 
 
@@ -538,13 +538,13 @@ def test_file_tags_of_other_writers_survive_checkpoints_and_removes(copy_table):
     path = copy_table("kernel-rs/table-with-dv-small")
     tags = _log_tags(path, 1, "add")
     assert all(tags.values())
-    write_arrow(path, pa.table({"value": pa.array([100], pa.int32())}))
+    commit_arrow(path, pa.table({"value": pa.array([100], pa.int32())}))
     write_checkpoint(Storage(path), 2)
     ck = pq.read_table(os.path.join(path, "_delta_log", f"{2:020d}.checkpoint.parquet")).column("add").to_pylist()
     in_checkpoint = {a["path"]: dict(a["tags"]) if a["tags"] else None for a in ck if a}
     assert {p: in_checkpoint[p] for p in tags} == tags
     assert sum(1 for t in in_checkpoint.values() if t is None) == 1  # our file has none
-    write_arrow(path, pa.table({"value": pa.array([1], pa.int32())}), mode="overwrite")  # adds from the checkpoint
+    commit_arrow(path, pa.table({"value": pa.array([1], pa.int32())}), mode="overwrite")  # adds from the checkpoint
     removes = _log_tags(path, 3, "remove")
     assert {p: removes[p] for p in tags} == tags
     assert arrow_rows(deltalake_table(path), ["value"]) == [(1,)]
@@ -558,7 +558,7 @@ def test_checkpoint_keeps_typed_stats_of_rows_whose_bounds_fit_the_type(tmp_path
     path = str(tmp_path / "t")
     schema = pa.schema([("d", pa.decimal128(38, 0))])
     for v in (1, 2, 3):
-        write_arrow(
+        commit_arrow(
             path,
             pa.table({"d": pa.array([decimal.Decimal(v)], pa.decimal128(38, 0))}, schema=schema),
             options={"delta.checkpoint.writeStatsAsStruct": "true"} if v == 1 else None,
@@ -595,7 +595,7 @@ def test_dynamic_partition_overwrite_matches_partitions_spelled_by_other_engines
     path = str(tmp_path / "t")
     ts = dt.datetime(2021, 1, 1, tzinfo=dt.timezone.utc)
     old = pa.table({"d": pa.array([1e10], pa.float64()), "t": pa.array([ts], pa.timestamp("us", "UTC")), "v": [1]})
-    write_arrow(path, old, options={"partitionBy": "d,t"})
+    commit_arrow(path, old, options={"partitionBy": "d,t"})
     log = os.path.join(path, "_delta_log", f"{0:020d}.json")
     actions = [json.loads(line) for line in open(log)]
     for a in actions:
@@ -604,7 +604,7 @@ def test_dynamic_partition_overwrite_matches_partitions_spelled_by_other_engines
     with open(log, "w") as f:
         f.write("\n".join(json.dumps(a) for a in actions) + "\n")
     new = pa.table({"d": pa.array([1e10], pa.float64()), "t": pa.array([ts], pa.timestamp("us", "UTC")), "v": [2]})
-    write_arrow(path, new, mode="overwrite", options={"partitionOverwriteMode": "dynamic"})
+    commit_arrow(path, new, mode="overwrite", options={"partitionOverwriteMode": "dynamic"})
     assert Snapshot.load(path).num_files == 1
     assert deltalake_table(path).column("v").to_pylist() == [2]
 

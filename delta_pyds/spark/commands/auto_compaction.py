@@ -3,7 +3,7 @@ MERGE), with the session's ``spark.databricks.delta.autoCompact.*`` confs.
 
 Guarantees:
 
-* after each commit of such a write, :func:`compact_after` runs
+* after each commit of such a write, :func:`after_commit` (the one post-commit hook) runs
   :func:`delta_pyds.operations.auto_compact.auto_compact` with the session's settings: the
   write's result is returned to the user whatever the compaction does (a bad conf, a lost
   race or a failed rewrite is logged, never raised);
@@ -11,7 +11,7 @@ Guarantees:
   (:func:`delta_pyds.operations.compaction.local_compaction_refusal`) and they hold at
   most :data:`LOCAL_COMPACTION_MAX_BYTES`, else with Spark as OPTIMIZE rewrites them
   (row ids kept, clustered rows sorted);
-* :func:`write_delta` is :func:`delta_pyds.spark.native.write.write_delta` followed by it.
+* :func:`write_and_compact` is :func:`delta_pyds.spark.native.write.write_path` followed by it.
 
 The ``pydelta`` data source and the streaming sink commit in a Python worker that gets no
 session conf: they auto compact from the table properties alone (``spark/datasource/writer.py``,
@@ -19,10 +19,8 @@ session conf: they auto compact from the table properties alone (``spark/datasou
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
-from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -69,29 +67,22 @@ def _spark_rewrite(spark: SparkSession, storage: Storage) -> Any:
     return rewrite
 
 
-@contextlib.contextmanager
-def compacting_after(rw: TableRewriter) -> Iterator[None]:
-    """Runs auto compaction (:func:`compact_after`) after the commits the block's DML makes
-    through ``rw`` (none when the block raises)."""
-    rw.take_commits()
-    yield
-    compact_after(rw.spark, rw.storage, rw.take_commits())
+def after_commit(spark: SparkSession, storage: Storage, result: CommitResult | None) -> None:
+    """The one post-commit hook of the session's writes: auto compaction after the commit
+    ``result`` of ``write_delta``, DELETE, UPDATE, MERGE or a native stream's batch (see the
+    module docstring); nothing when the write committed nothing or added no file."""
+    if result is None or result.skipped or not any("add" in a for a in result.actions):
+        return  # the session's confs are read only when a commit added files
+    settings = session_settings(spark)
+    if settings is None:
+        return
+    compact_after_commit(storage, result, settings, rewrite=_spark_rewrite(spark, storage))
 
 
-def compact_after(spark: SparkSession, storage: Storage, results: Iterable[CommitResult | None]) -> None:
-    """Auto compaction after each of the write's commits ``results`` (see the module docstring)."""
-    for result in results:
-        if result is None or result.skipped or not any("add" in a for a in result.actions):
-            continue  # the session's confs are read only when a commit added files
-        settings = session_settings(spark)
-        if settings is None:
-            return
-        compact_after_commit(storage, result, settings, rewrite=_spark_rewrite(spark, storage))
-
-
-@functools.wraps(native_write.write_delta)
-def write_delta(df: DataFrame, path: str, **kwargs: Any) -> CommitResult | None:
+@functools.wraps(native_write.write_path)
+def write_and_compact(df: DataFrame, path: str, **kwargs: Any) -> CommitResult | None:
+    """:func:`~delta_pyds.spark.native.write.write_path`, then :func:`after_commit`."""
     storage, result = native_write.write_and_commit(df, path, **kwargs)
-    if storage is not None and result is not None:
-        compact_after(df.sparkSession, storage, [result])
+    if storage is not None:
+        after_commit(df.sparkSession, storage, result)
     return result

@@ -8,7 +8,7 @@ Guarantees:
   concurrent change to a file it read or removed does: :mod:`delta_pyds.operations.read_set`)
   and ``commitInfo`` with delta-spark's ``DELETE`` metrics (rows, files, bytes, deletion
   vectors, change files, ``executionTimeMs`` / ``scanTimeMs`` / ``rewriteTimeMs``); the
-  commit made is ``rw.last_commit`` (None when no row matches: nothing is committed);
+  commit made is :func:`delete_rows`'s result (None when no row matches: nothing is committed);
 * without a condition every file is removed, nothing read or written;
 * files that may hold matching rows are found by data skipping on the condition; only
   files holding a matching row change;
@@ -59,12 +59,14 @@ if TYPE_CHECKING:
     from delta_pyds.spark.commands.args import OptionalExpressionOrColumn
 
 
-def delete_rows(rw: TableRewriter, condition: OptionalExpressionOrColumn = None, *, alias: str | None = None) -> None:
+def delete_rows(
+    rw: TableRewriter, condition: OptionalExpressionOrColumn = None, *, alias: str | None = None
+) -> CommitResult | None:
     """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows), over
-    the table under ``alias`` when given (``t.id``: Spark resolves it on the aliased scan)."""
+    the table under ``alias`` when given (``t.id``: Spark resolves it on the aliased scan);
+    returns the commit made (None when no row matches: nothing is committed)."""
     from pyspark.sql import functions as F
 
-    rw.last_commit = None
     times = OpTimes()
     snap = rw.dml_snapshot()
     check_condition_resolves(rw.spark, table_spark_schema(snap), condition, alias=alias)
@@ -72,8 +74,7 @@ def delete_rows(rw: TableRewriter, condition: OptionalExpressionOrColumn = None,
     txn = Transaction(rw.storage, snap)
     params = {"predicate": json.dumps([str(condition)] if condition is not None else [])}
     if condition is None:
-        rw.last_commit = _delete_all(txn, active, params, times)
-        return
+        return _delete_all(txn, active, params, times)
     cond = F.expr(condition) if isinstance(condition, str) else condition
     candidates = rw.candidates(snap, condition, alias=alias)
     record_read(txn, snap, condition, candidates, alias=alias, bare_columns=True, dialect=session_dialect(rw.spark))
@@ -81,12 +82,12 @@ def delete_rows(rw: TableRewriter, condition: OptionalExpressionOrColumn = None,
     if writes_dvs(snap):
         old, bitmaps = dv_hits(scan, cond, active)
         times.scan_done()
-        if bitmaps:
-            rw.last_commit = commit_dv_delete(
-                rw.storage, txn, old, bitmaps, params, inline_max_bytes=rw.inline_dv_limit(), times=times.metrics
-            )
-        return
-    rw.last_commit = _delete_copy_on_write(rw, txn, snap, active, candidates, scan, cond, params, times, alias)
+        if not bitmaps:
+            return None
+        return commit_dv_delete(
+            rw.storage, txn, old, bitmaps, params, inline_max_bytes=rw.inline_dv_limit(), times=times.metrics
+        )
+    return _delete_copy_on_write(rw, txn, snap, active, candidates, scan, cond, params, times, alias)
 
 
 def _delete_all(txn: Transaction, active: pa.Table, params: dict[str, str], times: OpTimes) -> CommitResult:

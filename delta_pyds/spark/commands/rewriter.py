@@ -57,7 +57,6 @@ from delta_pyds.spark.session.dialect import session_dialect
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.latest import latest_snapshot
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.transaction.commit import CommitResult
 from delta_pyds.write.constraints import GENERATION_EXPRESSION
 from delta_pyds.write.parquet_writer import WriteSpec
 from delta_pyds.write.plan import WritePlan
@@ -112,28 +111,9 @@ class TableRewriter:
         self.options = dict(options)
         self.storage = storage
         self.last_skipping: SkippingReport | None = None  # the report of the last pruned scan
-        self._last_commit: CommitResult | None = None
         # which engine the last scan / rewrite ran on: "native" (Spark's Parquet reader and
         # writer) or "python" (pyarrow in Python workers; why not native is logged)
         self.engine: str | None = None
-        # the commits of the DML run last (auto compaction runs after them)
-        self.commits: list[CommitResult] = []
-
-    @property
-    def last_commit(self) -> CommitResult | None:
-        """The commit the last delete / update made (None: it committed nothing)."""
-        return self._last_commit
-
-    @last_commit.setter
-    def last_commit(self, commit: CommitResult | None) -> None:
-        self._last_commit = commit
-        if commit is not None:  # auto compaction runs after it
-            self.commits.append(commit)
-
-    def take_commits(self) -> list[CommitResult]:
-        """The commits recorded since the last call (and forgets them)."""
-        out, self.commits = self.commits, []
-        return out
 
     def dml_snapshot(self) -> Snapshot:
         """The latest snapshot, after the writer protocol check (and the row tracking one)."""

@@ -73,14 +73,14 @@ def update_rows(
     set: ColumnMapping | None = None,
     *,
     alias: str | None = None,
-) -> None:
+) -> CommitResult | None:
     """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
-    (see the module docstring), over the table under ``alias`` when given."""
+    (see the module docstring), over the table under ``alias`` when given; returns the commit
+    made (None when no row matches: nothing is committed)."""
     from pyspark.sql import functions as F
 
     if not set:
         raise ArgumentValueError("update: set must name at least one column")
-    rw.last_commit = None
     times = OpTimes()
     snap = rw.dml_snapshot()
     schema = table_spark_schema(snap)
@@ -92,9 +92,8 @@ def update_rows(
     hit = F.coalesce(cond, F.lit(False))
     refuse_identity_updates(snap, exprs, "update")
     if writes_dvs(snap):
-        rw.last_commit = _update_with_dvs(rw, snap, condition, candidates, scan, hit, exprs, times, alias)
-    else:
-        rw.last_commit = _update_copy_on_write(rw, snap, condition, candidates, scan, cond, exprs, times, alias)
+        return _update_with_dvs(rw, snap, condition, candidates, scan, hit, exprs, times, alias)
+    return _update_copy_on_write(rw, snap, condition, candidates, scan, cond, exprs, times, alias)
 
 
 def _update_copy_on_write(

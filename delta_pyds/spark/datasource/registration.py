@@ -133,7 +133,7 @@ def probe_answer(path: str) -> str:
     return "delta_pyds-probe-answer-" + hashlib.sha256(("delta_pyds probe:" + path).encode()).hexdigest()
 
 
-def register_source(spark: SparkSession, source: type) -> None:
+def register_class(spark: SparkSession, source: type) -> None:
     """``spark.dataSource.register(source)`` with ``spark`` the active session on the JVM side
     (Spark checks the name against the active session's sources: another session's, e.g. the
     parent of a ``spark.newSession()``, would raise ``DATA_SOURCE_ALREADY_EXISTS``)."""
@@ -152,7 +152,7 @@ def register_sources(spark: SparkSession, *, delta_name: bool = True) -> None:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     except Exception:  # pragma: no cover - some managed platforms lock confs
         pass
-    register_source(spark, DeltaDataSource)
+    register_class(spark, DeltaDataSource)
     if delta_name:
         register_delta_name(spark)
 
@@ -180,7 +180,7 @@ def register_delta_name(spark: SparkSession) -> bool:
     except Exception as exc:
         if error_condition(exc) == "DATA_SOURCE_NOT_FOUND":
             try:
-                register_source(spark, DeltaNamedSource)
+                register_class(spark, DeltaNamedSource)
             except Exception as again:  # a session sharing another's Python sources has it already
                 if error_condition(again) != "DATA_SOURCE_ALREADY_EXISTS" and "DATA_SOURCE_ALREADY_EXISTS" not in str(
                     again

@@ -11,7 +11,7 @@ Guarantees:
   a wrapped method acts only for readers of a session it was installed on, else it is Spark's own;
 * a read by name whose name Spark's catalog gives to a Delta table (provider ``delta``, resolved on
   each call by :func:`~delta_pyds.spark.catalog.lookup.lookup`; a temporary view shadows a table as in
-  Spark) reads the table's location: batch reads as :func:`~delta_pyds.spark.native.read.read_delta`
+  Spark) reads the table's location: batch reads as :func:`~delta_pyds.spark.native.read.read_path`
   with the reader's options (``versionAsOf``, ``timestampAsOf``, ``readChangeFeed`` with
   ``startingVersion`` / ``endingVersion`` / ``startingTimestamp`` / ``endingTimestamp`` ...),
   streaming reads as ``spark.readStream.format("pydelta")`` with them. Every other name, a reader
@@ -191,9 +191,9 @@ def read_entry(spark: SparkSession, location: str, options: Mapping[str, str], *
     opts = {k: v for k, v in options.items() if k.lower() not in ("path", "paths")}
     if streaming:
         return spark.readStream.format("pydelta").options(**opts).load(location)
-    from delta_pyds.spark.native.read import read_delta
+    from delta_pyds.spark.native.read import read_path
 
-    return read_delta(spark, location, **opts)
+    return read_path(spark, location, **opts)
 
 
 def _set_table(spark: SparkSession) -> None:
@@ -215,7 +215,7 @@ def _set_table(spark: SparkSession) -> None:
 def _native_load(
     reader: Any, path: Any, format: str | None, schema: Any, options: Mapping[str, Any]
 ) -> DataFrame | None:
-    """``format("delta").load(path)`` as :func:`~delta_pyds.spark.native.read.read_delta` reads
+    """``format("delta").load(path)`` as :func:`~delta_pyds.spark.native.read.read_path` reads
     ``path`` with the reader's options (Spark's Parquet reader, ``_metadata`` columns, the
     data source as the fallback), or None for Spark's own ``load``: another format (``pydelta``
     stays the data source), no session with the doors, a schema given, a path that is not one

@@ -88,7 +88,7 @@ class DeltaBatchSink:
     app_id: str | None = field(default=None, compare=False)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        from delta_pyds.spark.commands.auto_compaction import compact_after
+        from delta_pyds.spark.commands.auto_compaction import after_commit
         from delta_pyds.spark.native.stream_write import write_batch
         from delta_pyds.streaming.sink import sink_app_id
 
@@ -103,8 +103,8 @@ class DeltaBatchSink:
             partition_by=self.partition_by,
             options=self.options,
         )
-        if storage is not None and result is not None:
-            compact_after(df.sparkSession, storage, [result])
+        if storage is not None:
+            after_commit(df.sparkSession, storage, result)
 
 
 def _overlaid(method: Callable[..., Any], writer: Any, args: tuple, kwargs: dict) -> tuple[dict[str, Any], WriteState]:

@@ -107,7 +107,7 @@ class NativeReadUnavailable(UnsupportedFeatureError):
     """The table cannot be read by Spark's own reader (``native="require"``)."""
 
 
-def read_delta(
+def read_path(
     spark: SparkSession,
     path: str,
     *,

@@ -116,7 +116,7 @@ _DAY_MICROS = 86_400_000_000
 _STAND_IN = "__pydelta_partition_dir_"  # staged directory names of materialized partition columns
 
 
-def write_delta(
+def write_path(
     df: DataFrame, path: str, *, mode: str = "append", partitionBy: str | Iterable[str] | None = None, **options: Any
 ) -> CommitResult | None:
     """Writes ``df`` into the Delta table at ``path`` with Spark's Parquet writer.

@@ -32,7 +32,7 @@ def command(p: Parser) -> CatalogCommand:
     return CatalogCommand(p.statement, p.text)
 
 
-def register(p: Parser) -> RegisterTable:
+def parse_register(p: Parser) -> RegisterTable:
     """``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p' [COMMENT 'c'] [TBLPROPERTIES
     (...)]`` (after CREATE TABLE; the clauses in any order, each at most once, LOCATION given)."""
     if_not_exists = p.accept("IF", "NOT", "EXISTS")

@@ -67,10 +67,10 @@ def recognise(p: Parser) -> bool:
 
 
 def _registers(p: Parser) -> bool:
-    """The registering form :func:`~delta_pyds.spark.sql.catalog_statements.register` parses:
+    """The registering form :func:`~delta_pyds.spark.sql.catalog_statements.parse_register` parses:
     ``CREATE TABLE [IF NOT EXISTS] name USING delta LOCATION 'p' [COMMENT 'c'] [TBLPROPERTIES (...)]``."""
     from delta_pyds.errors import SqlParseError
-    from delta_pyds.spark.sql.catalog_statements import register
+    from delta_pyds.spark.sql.catalog_statements import parse_register
 
     p.i = 0
     ok = False
@@ -81,7 +81,7 @@ def _registers(p: Parser) -> bool:
         if t is not None and t.kind in ("word", "ident") and not p.at("DELTA", "."):
             p.i = start
             try:
-                register(p)
+                parse_register(p)
                 ok = True
             except SqlParseError:
                 ok = False
@@ -89,7 +89,7 @@ def _registers(p: Parser) -> bool:
     return ok
 
 
-def parse(p: Parser) -> CreateTable:
+def parse_create(p: Parser) -> CreateTable:
     p.i = 0
     p.statement, p.form = "CREATE TABLE", FORM
     st = CreateTable(_mode(p))

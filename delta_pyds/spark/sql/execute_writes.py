@@ -90,7 +90,7 @@ def _merge_source(spark: SparkSession, st: Merge, r: Resolution) -> DataFrame:
 
 
 def _insert(spark: SparkSession, st: Insert, r: Resolution) -> DataFrame:
-    from delta_pyds.spark.commands.auto_compaction import write_delta
+    from delta_pyds.spark.commands.auto_compaction import write_and_compact
 
     ref = r.target(st)
     delta_table(spark, ref)
@@ -108,7 +108,7 @@ def _insert(spark: SparkSession, st: Insert, r: Resolution) -> DataFrame:
     before = current_version(ref.path)
     options = {"replaceWhere": st.replace_where} if st.replace_where else {}
     mode = "overwrite" if st.overwrite or st.replace_where else "append"
-    commit = write_delta(df, ref.path, mode=mode, **options)
+    commit = write_and_compact(df, ref.path, mode=mode, **options)
     out = ("num_affected_rows", "num_inserted_rows")
     if commit is None:  # the data source path does not hand its commit back
         return metrics_row(spark, newest_metrics_after(ref.path, before), ("numOutputRows",), out)

@@ -132,7 +132,7 @@ def run_statement(
     refs = query_refs(p)
     if not refs:
         return _checked(spark, p, refs, lambda: spark.sql(statement, args, **kwargs))
-    from delta_pyds.spark.native.read import read_delta
+    from delta_pyds.spark.native.read import read_path
 
     keep = escape if not kwargs else (lambda text: text)
     frames: dict[str, Any] = {}
@@ -140,7 +140,7 @@ def run_statement(
     pos = 0
     for n, ref in enumerate(refs):
         key = f"delta_pyds_table_{n}"
-        frames[key] = read_delta(spark, ref.path, **ref.read_options())
+        frames[key] = read_path(spark, ref.path, **ref.read_options())
         pieces.append(keep(statement[pos : ref.start]))
         pieces.append("{" + key + "}" + (f" AS {keep(ref.qualifier)}" if ref.qualifier else ""))
         pos = ref.end
@@ -225,9 +225,9 @@ def run_query(spark: SparkSession, text: str) -> DataFrame:
 
 
 def read_ref(spark: SparkSession, ref: TableRef) -> DataFrame:
-    from delta_pyds.spark.native.read import read_delta
+    from delta_pyds.spark.native.read import read_path
 
-    return read_delta(spark, ref.path, **ref.read_options())
+    return read_path(spark, ref.path, **ref.read_options())
 
 
 def empty(spark: SparkSession, _result: Any) -> DataFrame:

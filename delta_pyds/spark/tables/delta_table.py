@@ -72,7 +72,7 @@ from delta_pyds.spark.commands.args import (
     check_timestamp,
     check_version,
 )
-from delta_pyds.spark.commands.auto_compaction import compacting_after
+from delta_pyds.spark.commands.auto_compaction import after_commit
 from delta_pyds.spark.commands.delete import delete_rows
 from delta_pyds.spark.commands.merge import DeltaMergeBuilder
 from delta_pyds.spark.commands.optimize import DeltaOptimizeBuilder
@@ -107,6 +107,7 @@ class DeltaTable(SchemaChanges):
         self._storage = Storage(path, self._options or None)
         self._alias: str | None = None
         self._rewriter = TableRewriter(spark, path, self._options, self._storage)
+        self._last_commit: CommitResult | None = None  # of the last delete / update / merge
 
     # ---------------------------------------------------------------- constructors
     @classmethod
@@ -239,11 +240,11 @@ class DeltaTable(SchemaChanges):
         (:func:`delta_pyds.read_delta`; it falls back to the ``pydelta`` data source, with a
         logged notice, where Spark cannot read the table natively), under the table's alias
         when :meth:`alias` gave one (as delta-spark's)."""
-        from delta_pyds.spark.native.read import read_delta
+        from delta_pyds.spark.native.read import read_path
 
         # hadoopConf holds storage options: read options take them as storage.<key>
         options = {k if k.lower().startswith("storage.") else f"storage.{k}": v for k, v in self._options.items()}
-        df = read_delta(self._spark, self._path, **options)
+        df = read_path(self._spark, self._path, **options)
         return df.alias(self._alias) if self._alias is not None else df
 
     def alias(self, name: str) -> DeltaTable:
@@ -389,18 +390,23 @@ class DeltaTable(SchemaChanges):
 
     @property
     def lastCommit(self) -> CommitResult | None:
-        """The commit the last ``delete`` / ``update`` of this DeltaTable made (its
-        ``version`` and ``operation_metrics()``), None when it committed nothing; a
+        """The commit the last ``delete`` / ``update`` / ``merge(...).execute()`` of this
+        DeltaTable made (its ``version`` and ``operation_metrics()``), None when it committed nothing; a
         delta_pyds extension (``delta_pyds.sql`` reports a statement's own commit from it,
         never a concurrent one)."""
-        return self._rewriter.last_commit
+        return self._last_commit
+
+    def _record_commit(self, commit: CommitResult | None) -> None:
+        """Keeps a command's commit as :attr:`lastCommit`, then runs the post-commit hook
+        (auto compaction, :func:`~delta_pyds.spark.commands.auto_compaction.after_commit`)."""
+        self._last_commit = commit
+        after_commit(self._spark, self._storage, commit)
 
     def delete(self, condition: OptionalExpressionOrColumn = None) -> None:
         """Deletes the rows matching ``condition`` (SQL string or Column; None: all rows)."""
         check_condition(condition)
         activate(self._spark)
-        with compacting_after(self._rewriter):
-            delete_rows(self._rewriter, condition, alias=self._alias)
+        self._record_commit(delete_rows(self._rewriter, condition, alias=self._alias))
 
     def update(self, condition: OptionalExpressionOrColumn = None, set: ColumnMapping | None = None) -> None:
         """Sets columns (``{"col": "SQL expr" | Column}``) on rows matching ``condition``
@@ -411,8 +417,7 @@ class DeltaTable(SchemaChanges):
         sets = check_column_map(set, "'set'")
         check_condition(condition)
         activate(self._spark)
-        with compacting_after(self._rewriter):
-            update_rows(self._rewriter, condition, sets, alias=self._alias)
+        self._record_commit(update_rows(self._rewriter, condition, sets, alias=self._alias))
 
     # ---------------------------------------------------------------------- merge
     def merge(self, source: DataFrame, condition: ExpressionOrColumn) -> DeltaMergeBuilder:
@@ -427,7 +432,7 @@ class DeltaTable(SchemaChanges):
             # DataFrame of the table's session cannot be joined with them): merge in that one
             rewriter = TableRewriter(session, self._path, self._options, self._storage)
         activate(rewriter.spark)
-        return DeltaMergeBuilder(rewriter, source, condition, target_alias=self._alias)
+        return DeltaMergeBuilder(rewriter, source, condition, target_alias=self._alias, on_commit=self._record_commit)
 
     # ------------------------------------------------------------------- optimize
     def optimize(self) -> DeltaOptimizeBuilder:

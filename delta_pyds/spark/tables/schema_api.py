@@ -53,10 +53,10 @@ class SchemaChanges:
         return Storage(self._path, self._options or None)
 
     def _read_at(self, version: int) -> DataFrame:
-        from delta_pyds.spark.native.read import read_delta
+        from delta_pyds.spark.native.read import read_path
 
         options = {k if k.lower().startswith("storage.") else f"storage.{k}": v for k, v in self._options.items()}
-        return read_delta(self._spark, self._path, versionAsOf=str(version), **options)
+        return read_path(self._spark, self._path, versionAsOf=str(version), **options)
 
     def addColumns(self, columns: Any) -> int:
         """Adds nullable columns (delta_pyds extension; SQL ``ALTER TABLE ADD COLUMNS``).

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from delta_pyds import DeltaTable, read_delta, write_delta
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 ON = "spark.databricks.delta.autoCompact.enabled"
 MIN_FILES = "spark.databricks.delta.autoCompact.minNumFiles"
@@ -116,7 +116,7 @@ def test_the_data_source_takes_the_confs_as_write_options(spark, tmp_path):
         append(30, **{MIN_FILES: "lots"})
     assert sorted(r[0] for r in _three_ways(spark, path, ["id"])) == list(range(30))
     prop = str(tmp_path / "prop")  # the table property on, the option false wins
-    write_arrow(prop, pa.table({"id": pa.array([-1], pa.int64())}), options={"delta.autoOptimize.autoCompact": "true"})
+    commit_arrow(prop, pa.table({"id": pa.array([-1], pa.int64())}), options={"delta.autoOptimize.autoCompact": "true"})
     for start in (0, 10):
         _ids_df(spark, start, 10).drop("p").write.format("pydelta").mode("append").option(ON, "false").option(
             MIN_FILES, "2"
@@ -126,8 +126,8 @@ def test_the_data_source_takes_the_confs_as_write_options(spark, tmp_path):
 
 def test_the_streaming_sink_follows_the_table_property(spark, tmp_path):
     src, dst, ck = (str(tmp_path / n) for n in ("src", "dst", "ck"))
-    write_arrow(src, pa.table({"id": pa.array(range(100), pa.int64())}))
-    write_arrow(dst, pa.table({"id": pa.array([], pa.int64())}), options={"delta.autoOptimize.autoCompact": "true"})
+    commit_arrow(src, pa.table({"id": pa.array(range(100), pa.int64())}))
+    commit_arrow(dst, pa.table({"id": pa.array([], pa.int64())}), options={"delta.autoOptimize.autoCompact": "true"})
     q = (
         spark.readStream.format("pydelta")
         .load(src)
@@ -166,7 +166,7 @@ def test_delete_update_and_merge_each_trigger_it(spark, tmp_path):
 def test_a_row_tracking_table_is_compacted_by_spark(spark, tmp_path):
     # pyarrow alone cannot carry row ids: OPTIMIZE's Spark rewrite does (its own tests check the ids)
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"id": pa.array(range(5), pa.int64())}), options={"delta.enableRowTracking": "true"})
+    commit_arrow(path, pa.table({"id": pa.array(range(5), pa.int64())}), options={"delta.enableRowTracking": "true"})
     with session_confs(spark, **{ON: "true", MIN_FILES: "2"}):
         write_delta(spark.range(5, 10), path)
     assert _last_operation(spark, path)[0] == "OPTIMIZE"

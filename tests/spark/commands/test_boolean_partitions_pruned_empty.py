@@ -8,12 +8,12 @@ from helpers import spark_rows
 
 import delta_pyds
 from delta_pyds import DeltaTable, read_delta
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def test_nothing_left_after_pruning_a_boolean_partitioned_table(spark, tmp_path):
     path = str(tmp_path / "t")
-    write_arrow(
+    commit_arrow(
         path, pa.table({"id": pa.array([1, 2], pa.int64()), "b": pa.array([True, False])}), options={"partitionBy": "b"}
     )
     assert spark_rows(read_delta(spark, path, where="b IS NULL")) == []

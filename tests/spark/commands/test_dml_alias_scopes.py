@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 import delta_pyds
 from delta_pyds import DeltaTable, read_delta
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 ELEMENT = pa.struct([("x", pa.int64())])
 ROWS = {  # id: (x, grp, arr)
@@ -42,7 +42,7 @@ def _table(path: str, dv: bool) -> str:
     options = {"partitionBy": "grp"}  # one file per group: a wrong reading prunes a matching file
     if dv:
         options["delta.enableDeletionVectors"] = "true"
-    write_arrow(path, data, options=options)
+    commit_arrow(path, data, options=options)
     return path
 
 
@@ -148,7 +148,7 @@ def test_backquoted_alias_and_a_column_named_like_the_alias(spark, tmp_path, ids
         p2 = str(tmp_path / f"c{k}")
         for part in ([(1, 3), (2, 1), (3, 2)], [(4, 1)]):  # two files
             ids = pa.array([r[0] for r in part], pa.int64())
-            write_arrow(p2, pa.table({"id": ids, "t": pa.array([{"id": r[1]} for r in part])}))
+            commit_arrow(p2, pa.table({"id": ids, "t": pa.array([{"id": r[1]} for r in part])}))
         read_delta(spark, p2).createOrReplaceTempView("tgt")
         want = spark_rows(spark.sql(f"SELECT id, t FROM tgt AS t WHERE NOT coalesce(({condition}), false)"))
         assert len(want) < 4, condition

@@ -14,7 +14,7 @@ from dml_engines import dml_engine  # noqa: F401  (autouse: native and python en
 from helpers import deltalake_table
 
 from delta_pyds import DeltaTable
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 # a space is stored only with column mapping (delta-spark's rule): the other tables get a dash
 NAMES = ["id", "my-col", "a.b", "x`y", "select", "ünï"]
@@ -33,7 +33,7 @@ def _table(path: str, options: dict[str, str], names: list[str]) -> str:
     ids = list(range(6))
     data = {n: pa.array([i * 10 + k for i in ids], pa.int64()) for k, n in enumerate(names)}
     data["id"] = pa.array(ids, pa.int64())
-    write_arrow(path, pa.table(data), mode="overwrite", options={**options, "maxRecordsPerFile": "3"})
+    commit_arrow(path, pa.table(data), mode="overwrite", options={**options, "maxRecordsPerFile": "3"})
     return path
 
 

@@ -20,7 +20,7 @@ def test_concurrent_blind_append_does_not_fail_delete(spark, tmp_path, monkeypat
     path = _make(str(tmp_path / "t"), files=2, rows_per_file=10)
     t = DeltaTable.forPath(spark, path)
     from delta_pyds.transaction import commit as transaction
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     real = transaction.Transaction.commit
     fired = []
@@ -30,7 +30,7 @@ def test_concurrent_blind_append_does_not_fail_delete(spark, tmp_path, monkeypat
             fired.append(1)
             # a winner at the same version: pydelta's append says isBlindAppend=true (delta-rs
             # 1.6 writes no isBlindAppend, so its appends count as possible rewrites)
-            write_arrow(path, _data(1000, 3))
+            commit_arrow(path, _data(1000, 3))
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(transaction.Transaction, "commit", racing_commit)

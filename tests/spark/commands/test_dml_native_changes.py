@@ -101,13 +101,13 @@ def test_change_data_files_by_spark_writer(native_only, tmp_path, mapping):
 
 
 def test_materialized_partition_columns_by_spark_writer(native_only, tmp_path):
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     spark = native_only
     path = str(tmp_path / "t")
     opts = {"partitionBy": '["p"]', "delta.feature.materializePartitionColumns": "supported"}
-    write_arrow(path, _table(range(20)), options=opts)
-    write_arrow(path, _table(range(20, 40)))
+    commit_arrow(path, _table(range(20)), options=opts)
+    commit_arrow(path, _table(range(20, 40)))
     t = DeltaTable.forPath(spark, path)
     t.delete("id % 5 = 0")
     t.update("id = 7", {"name": "'seven'"})

@@ -17,7 +17,7 @@ from delta_pyds import DeltaTable
 from delta_pyds.spark.session.conf import PIN_TARGET_CONF
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.checkpoint_writer import write_checkpoint
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 VALUES = ["10:00", "x/y", "50%", "#1", "it's", "tab\there", "ü€", "a=b"]
 TS = [
@@ -44,7 +44,7 @@ def _make(path: str, values, *, dv: bool, checkpoint: bool) -> list:
         opts["delta.enableDeletionVectors"] = "true"
     for half in (0, 1):  # two files per partition
         idx = range(half * len(ks) // 2, (half + 1) * len(ks) // 2)
-        write_arrow(
+        commit_arrow(
             path,
             pa.table(
                 {
@@ -123,7 +123,7 @@ def _racing(monkeypatch, action):
 
 
 def _parts(path: str) -> None:
-    write_arrow(
+    commit_arrow(
         path,
         pa.table(
             {
@@ -138,7 +138,7 @@ def _parts(path: str) -> None:
 
 def _overwrite_partition(path: str, k: str, ids) -> None:
     # a non-blind write: replaceWhere removes the partition's files and adds new ones
-    write_arrow(
+    commit_arrow(
         path,
         pa.table({"id": pa.array(ids, pa.int64()), "k": [k] * len(ids), "v": [0.0] * len(ids)}),
         mode="overwrite",
@@ -223,7 +223,7 @@ def test_dml_with_partition_values_from_all_of_unicode(spark, tmp_path_factory):
     def run(ks):
         path = str(tmp_path_factory.mktemp("dmlprop") / "t")
         ids = list(range(2 * len(ks)))
-        write_arrow(
+        commit_arrow(
             path,
             pa.table(
                 {

@@ -14,7 +14,7 @@ from helpers import spark_rows
 from pyspark.sql import functions as F
 
 from delta_pyds import DeltaTable, read_delta
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 REGIONS = ["EU", "US", "ASIA"]
 # per file: a narrow name range that excludes what a wrong reading would look for
@@ -33,7 +33,7 @@ def _table(path: str, dv: bool) -> str:
             }
         )
         options = {"delta.enableDeletionVectors": "true"} if dv and k == 0 else None
-        write_arrow(path, data, options=options)
+        commit_arrow(path, data, options=options)
     return path
 
 
@@ -121,12 +121,12 @@ def test_merge_reads_comments_and_quotes_as_spark(spark, tmp_path, dv, condition
 def test_the_session_s_escaped_string_literals_setting_is_followed(spark, tmp_path, dv):
     # under spark.sql.parser.escapedStringLiterals 'C:\b' is the four characters C : \ b
     path = str(tmp_path / "t")
-    write_arrow(
+    commit_arrow(
         path,
         pa.table({"id": [1, 2], "name": ["C:\\b", "C:\\c"]}),
         options={"delta.enableDeletionVectors": str(dv).lower()},
     )
-    write_arrow(path, pa.table({"id": [3, 4], "name": ["C:\x08", "D"]}))  # what the default reading gives
+    commit_arrow(path, pa.table({"id": [3, 4], "name": ["C:\x08", "D"]}))  # what the default reading gives
     spark.conf.set("spark.sql.parser.escapedStringLiterals", "true")
     try:
         DeltaTable.forPath(spark, path).delete("name = 'C:\\b'")

@@ -16,7 +16,7 @@ import delta_pyds
 from delta_pyds import DeltaTable
 from delta_pyds.spark.tables.delta_table import DeltaTable as _DeltaTableClass
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 # delta-spark's DeltaOperationMetrics (spark/.../DeltaOperations.scala), the names each records
 DELETE = {
@@ -43,7 +43,7 @@ TIMES = ("executionTimeMs", "scanTimeMs", "rewriteTimeMs")
 def _table(path, files=2, **options):
     for i in range(files):
         ids = list(range(i * 5, i * 5 + 5))
-        write_arrow(path, pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array(ids, pa.int64())}), options=options)
+        commit_arrow(path, pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array(ids, pa.int64())}), options=options)
     return path
 
 
@@ -147,7 +147,7 @@ def test_sql_dml_results_are_the_statements_own_commit(spark, tmp_path, monkeypa
     appended = []
 
     def concurrent_append():
-        write_arrow(path, pa.table({"id": pa.array([100, 101], pa.int64()), "v": pa.array([0, 0], pa.int64())}))
+        commit_arrow(path, pa.table({"id": pa.array([100, 101], pa.int64()), "v": pa.array([0, 0], pa.int64())}))
         appended.append(Snapshot.load(path).version)
 
     for name in ("delete", "update"):
@@ -158,16 +158,16 @@ def test_sql_dml_results_are_the_statements_own_commit(spark, tmp_path, monkeypa
             concurrent_append()
 
         monkeypatch.setattr(_DeltaTableClass, name, then_append)
-    import delta_pyds.spark.commands.auto_compaction as native_write  # INSERT's write_delta
+    import delta_pyds.spark.commands.auto_compaction as compaction  # INSERT's write
 
-    original_write = native_write.write_delta
+    original_write = compaction.write_and_compact
 
     def write_then_append(*args, **kwargs):
         result = original_write(*args, **kwargs)
         concurrent_append()
         return result
 
-    monkeypatch.setattr(native_write, "write_delta", write_then_append)
+    monkeypatch.setattr(compaction, "write_and_compact", write_then_append)
     assert delta_pyds.sql(spark, f"DELETE FROM delta.`{path}` WHERE id < 3").collect()[0].num_affected_rows == 3
     assert delta_pyds.sql(spark, f"UPDATE delta.`{path}` SET v = 0 WHERE id = 7").collect()[0].num_affected_rows == 1
     row = delta_pyds.sql(spark, f"INSERT INTO delta.`{path}` VALUES (200, 1), (201, 1), (202, 1)").collect()[0]

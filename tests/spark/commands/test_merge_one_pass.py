@@ -21,7 +21,7 @@ from delta_pyds.errors import DeltaError
 from delta_pyds.spark.commands.merge.probe import LITERAL_IDS
 from delta_pyds.spark.session.conf import PIN_CHANGED_CONF, PIN_TARGET_CONF
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 COLS = DML_COLS
 SOURCE_IDS = [3, 7, 8, 55, 120, 121, 199, 300, 301, 302]
@@ -45,7 +45,7 @@ FEATURES = {
 
 def _make(path: str, options: dict) -> str:
     for i in range(4):  # 4 files of 50 rows: ids 0..199
-        write_arrow(path, dml_data(i * 50, 50), options=options)
+        commit_arrow(path, dml_data(i * 50, 50), options=options)
     return path
 
 
@@ -342,7 +342,7 @@ def test_small_merge_reads_no_source_keys_and_still_counts_the_source(spark, tmp
         m = upsert(_make(str(tmp_path / "pruned"), {}))
         assert (m["numTargetFilesAfterSkipping"], m["numSourceRows"], m["numTargetRowsUpdated"]) == ("1", "3", "2")
         one = str(tmp_path / "one")
-        write_arrow(one, dml_data(0, 50))
+        commit_arrow(one, dml_data(0, 50))
         m = upsert(one)  # one file: nothing to prune
         assert (m["numTargetFilesAfterSkipping"], m["numSourceRows"], m["numTargetRowsInserted"]) == ("1", "3", "1")
         spark.conf.set(KEY_PRUNING_CONF, "lots")
@@ -359,7 +359,7 @@ def test_inserts_exclude_matched_source_rows_beyond_the_literal_set(spark, tmp_p
     source anti-joined with the pinned matched rows instead, with the same result."""
     path = str(tmp_path / "t")
     for i in range(2):
-        write_arrow(path, dml_data(i * 3000, 3000))
+        commit_arrow(path, dml_data(i * 3000, 3000))
     n = LITERAL_IDS + 1000  # matched source rows
     src = spark.range(6000 - n, 6000 + 500, numPartitions=3).selectExpr(
         "id", "id % 3 AS part", "'m' AS name", "-1.0D AS value"

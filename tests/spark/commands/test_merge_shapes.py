@@ -14,7 +14,7 @@ from helpers import DML_COLS, arrow_rows, deltalake_table, dml_data, spark_rows
 
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.cdf.plan import CHANGE_TYPE
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 COLS = DML_COLS
 SOURCE = [(i, i % 3, f"s{i}", -float(i)) for i in (3, 55, 120, 250, 251, 260)]  # 3 match, 3 new
@@ -23,7 +23,7 @@ SCHEMA = "id long, part long, name string, value double"
 
 def _make(path: str, options: dict) -> str:
     for i in range(4):  # 4 files of 50 rows: ids 0..199
-        write_arrow(path, dml_data(i * 50, 50), options=options)
+        commit_arrow(path, dml_data(i * 50, 50), options=options)
     return path
 
 

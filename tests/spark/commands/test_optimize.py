@@ -75,12 +75,12 @@ def test_optimize_zorder_and_where(spark, tmp_path):
     import datetime
 
     path = str(tmp_path / "z")
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     for i in range(6):
         d = _data(i * 40, 40)
         d = d.append_column("day", pa.array([datetime.date(2024, 1, 1 + (j * 7) % 28) for j in range(40)]))
-        write_arrow(path, d, options={"partitionBy": "part", "delta.enableDeletionVectors": "true"})
+        commit_arrow(path, d, options={"partitionBy": "part", "delta.enableDeletionVectors": "true"})
     t = DeltaTable.forPath(spark, path)
     t.delete("id % 5 = 0")
     before = _agree(spark, path)
@@ -259,11 +259,11 @@ def test_zorder_by_a_string_column(spark, tmp_path):
     path = str(tmp_path / "zs")
     words = [f"{w:03d}-é{w * 7 % 13}" for w in range(100)]
     rng = random.Random(7)
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     for _ in range(4):
         rows = [rng.choice(words) for _ in range(250)]
-        write_arrow(path, pa.table({"s": rows, "n": list(range(250))}))
+        commit_arrow(path, pa.table({"s": rows, "n": list(range(250))}))
     before = sorted(deltalake_table(path).to_pylist(), key=lambda r: (r["s"], r["n"]))
     m = DeltaTable.forPath(spark, path).optimize().executeZOrderBy("s").collect()[0].metrics
     assert m.numFilesRemoved == 4 and m.numFilesAdded == 1

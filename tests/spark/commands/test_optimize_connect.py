@@ -18,7 +18,7 @@ import pytest
 
 from delta_pyds import DeltaTable
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 SCRIPT = r"""
 import json, sys
@@ -61,7 +61,7 @@ def test_zorder_from_spark_connect_matches_the_classic_path(spark, tmp_path):
     n = 1200  # every column has far more distinct values than the 255 quantile bounds
     for lo in (0, n // 2):
         ids = list(range(lo, lo + n // 2))
-        write_arrow(
+        commit_arrow(
             base,
             pa.table(
                 {

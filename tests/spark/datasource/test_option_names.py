@@ -16,12 +16,12 @@ from delta_pyds import UnknownArgumentError, read_delta, write_delta
 from delta_pyds.spark.datasource.source import DeltaDataSource
 from delta_pyds.write import option_names
 from delta_pyds.write.option_names import READ_NAMES, WRITE_NAMES, UnknownOptionWarning
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def _two_versions(path):
-    write_arrow(path, pa.table({"id": pa.array([0], pa.int64())}))
-    write_arrow(path, pa.table({"id": pa.array([1], pa.int64())}))
+    commit_arrow(path, pa.table({"id": pa.array([0], pa.int64())}))
+    commit_arrow(path, pa.table({"id": pa.array([1], pa.int64())}))
     return path
 
 
@@ -89,7 +89,7 @@ def test_safe_where_allows_only_columns_literals_and_functions(spark, tmp_path):
     from delta_pyds import ColumnNotFoundError, ExpressionError
 
     path = str(tmp_path / "s")
-    write_arrow(path, pa.table({"id": pa.array(range(10), pa.int64()), "s": pa.array([f"v{i}" for i in range(10)])}))
+    commit_arrow(path, pa.table({"id": pa.array(range(10), pa.int64()), "s": pa.array([f"v{i}" for i in range(10)])}))
     secret = tmp_path / "secret.txt"
     secret.write_text("leak\n")
     got = read_delta(spark, path, safe_where="id >= 7 AND upper(s) <> 'V9' OR s = 'v1'")

@@ -194,13 +194,13 @@ def test_snapshot_cache_never_serves_a_table_recreated_at_the_same_path(tmp_path
 
     from delta_pyds.spark.datasource.reader import cached_snapshot
     from delta_pyds.storage.store import Storage
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     path = str(tmp_path / "t")
-    write_arrow(path, pa.table({"a": [1, 2]}))
+    commit_arrow(path, pa.table({"a": [1, 2]}))
     first = set(cached_snapshot(Storage(path), 0).files.column("path").to_pylist())
     shutil.rmtree(path)
-    write_arrow(path, pa.table({"a": [3, 4, 5]}))
+    commit_arrow(path, pa.table({"a": [3, 4, 5]}))
     second = set(cached_snapshot(Storage(path), 0).files.column("path").to_pylist())
     assert first.isdisjoint(second)
     assert os.path.exists(os.path.join(path, next(iter(second))))

@@ -102,12 +102,12 @@ def test_decimal_literals_beyond_28_digits_never_prune_the_matching_file(spark, 
 
     from helpers import deltalake_table
 
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     path = str(tmp_path / "dec")
     literals = ["1234567890123456789012345678.1234567891", "1234567890123456789012345678.1234567899"]
     for v in literals:  # one file each, so statistics could prune either
-        write_arrow(path, pa.table({"d": pa.array([decimal.Decimal(v)], pa.decimal128(38, 10))}))
+        commit_arrow(path, pa.table({"d": pa.array([decimal.Decimal(v)], pa.decimal128(38, 10))}))
     truth = [decimal.Decimal(v) for v in deltalake_table(path).column("d").to_pylist()]
     ops = {"=": "__eq__", "<=>": "__eq__", ">=": "__ge__", "<=": "__le__", ">": "__gt__", "<": "__lt__"}
     for lit in literals:

@@ -13,7 +13,7 @@ import pyarrow as pa
 from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions.coercion import broadcast
 from delta_pyds.expressions.evaluator import evaluate
-from delta_pyds.expressions.parser import parse
+from delta_pyds.expressions.parser import parse_expression
 
 LONGS = [-(2**63), 2**63 - 1, -1, 0, 1, 7, None]
 INTS = [-(2**31), 2**31 - 1, -1, 0, 1, 7, None]
@@ -45,7 +45,7 @@ ROWS = [(k, LONGS[x], LONGS[y], INTS[x], INTS[y]) for k, (x, y) in enumerate(PAI
 def _core(text: str, row: tuple) -> tuple[str, object]:
     batch = pa.RecordBatch.from_pylist([dict(zip(SCHEMA.names, row))], schema=SCHEMA)
     try:
-        return "value", broadcast(evaluate(parse(text), batch), batch).to_pylist()[0]
+        return "value", broadcast(evaluate(parse_expression(text), batch), batch).to_pylist()[0]
     except ExpressionError as exc:
         found = re.search(r"\[([A-Z_]+)\]", str(exc))
         return "error", found.group(1) if found else str(exc)

@@ -19,13 +19,13 @@ from delta_pyds import DeltaTable
 from delta_pyds.errors import ColumnNotFoundError, FeatureDropError, UnsupportedFeatureError
 from delta_pyds.protocol import features
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def _table(path, n=10, files=1, **options):
     for i in range(files):
         ids = list(range(i * n, (i + 1) * n))
-        write_arrow(
+        commit_arrow(
             path,
             pa.table({"id": pa.array(ids, pa.int64()), "p": pa.array([j % 2 for j in ids], pa.int64())}),
             options={"partitionBy": "p", **options},
@@ -370,7 +370,7 @@ STRUCT_AB = pa.struct([("a", pa.int64()), ("b", pa.int64())])
 
 
 def _struct_table(path):
-    write_arrow(
+    commit_arrow(
         path,
         pa.table(
             {

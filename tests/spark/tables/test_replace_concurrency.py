@@ -16,7 +16,7 @@ import delta_pyds
 from delta_pyds import DeltaTable
 from delta_pyds.errors import ConcurrentAppendError, MetadataChangedError
 from delta_pyds.table.snapshot import Snapshot
-from delta_pyds.write.plan import write_arrow
+from delta_pyds.write.plan import commit_arrow
 
 
 def _race(monkeypatch, winner):
@@ -43,8 +43,8 @@ def _ids(spark, path) -> dict[str, list]:
 
 
 def _table(path):
-    write_arrow(path, pa.table({"id": pa.array([1, 2], pa.int64())}))
-    return lambda: write_arrow(path, pa.table({"id": pa.array([3], pa.int64())}))  # a blind append
+    commit_arrow(path, pa.table({"id": pa.array([1, 2], pa.int64())}))
+    return lambda: commit_arrow(path, pa.table({"id": pa.array([3], pa.int64())}))  # a blind append
 
 
 def _replaces(spark, path):

@@ -43,11 +43,11 @@ def test_enable_deletion_vectors_then_delete_and_upgrade_protocol(spark, tmp_pat
 
 
 def test_column_mapping_and_partitions(spark, tmp_path):
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     path = str(tmp_path / "cm")
     for i in range(4):
-        write_arrow(
+        commit_arrow(
             path,
             _data(i * 25, 25),
             options={"partitionBy": "part", "delta.columnMapping.mode": "name", "delta.enableDeletionVectors": "true"},
@@ -96,12 +96,12 @@ def _row_ids(spark, path):
 
 @pytest.mark.parametrize("dv", [False, True])
 def test_dml_preserves_row_ids_on_row_tracking_tables(spark, tmp_path, dv):
-    from delta_pyds.write.plan import write_arrow
+    from delta_pyds.write.plan import commit_arrow
 
     path = str(tmp_path / "rt")
     props = {"delta.enableRowTracking": "true", "delta.enableDeletionVectors": str(dv).lower()}
-    write_arrow(path, _data(0, 5), options=props)
-    write_arrow(path, _data(5, 5))
+    commit_arrow(path, _data(0, 5), options=props)
+    commit_arrow(path, _data(5, 5))
     t = DeltaTable.forPath(spark, path)
     start = _row_ids(spark, path)
     assert start == {i: (i, 0 if i < 5 else 1) for i in range(10)}

@@ -30,17 +30,21 @@ from delta_pyds.spark.commands.args import (
 from delta_pyds.spark.commands.dv_marks import writes_dvs
 from delta_pyds.spark.commands.merge.classic import find_touched_files, write_all_changes
 from delta_pyds.spark.commands.merge.clauses import MergeClause
-from delta_pyds.spark.commands.merge.commit import now_ms, write_and_commit
+from delta_pyds.spark.commands.merge.commit import commit_merge
 from delta_pyds.spark.commands.merge.insert_only import insert_only_outcome, insert_only_rows
 from delta_pyds.spark.commands.merge.metrics import MergeOutcome, row_metrics
 from delta_pyds.spark.commands.merge.output import MergeRows, identity_to_generate
 from delta_pyds.spark.commands.merge.plan import MergePlan, plan_merge
 from delta_pyds.spark.commands.merge.probe import Probe
-from delta_pyds.spark.commands.rewriter import TableRewriter
+from delta_pyds.spark.commands.rewriter import TableRewriter, now_ms
 from delta_pyds.spark.session import conf
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame
+
+    from delta_pyds.transaction.commit import CommitResult
 
 __all__ = ["DeltaMergeBuilder"]
 
@@ -70,8 +74,10 @@ class DeltaMergeBuilder:
         condition: ExpressionOrColumn,
         *,
         target_alias: str | None = None,
+        on_commit: Callable[[CommitResult | None], None] | None = None,
     ) -> None:
         self._rewriter, self._source, self._condition = rewriter, source, condition
+        self._on_commit = on_commit  # told the commit execute() made (DeltaTable.lastCommit)
         self._target_alias = target_alias
         self._clauses: list[MergeClause] = []  # in the order given
         self._evolve = False
@@ -161,28 +167,31 @@ class DeltaMergeBuilder:
         (``num_affected_rows``, ``num_updated_rows``, ``num_deleted_rows``,
         ``num_inserted_rows``), zeros when no row changes; auto compaction after it
         (:mod:`delta_pyds.spark.commands.auto_compaction`)."""
-        from delta_pyds.spark.commands.auto_compaction import compacting_after
+        from delta_pyds.spark.commands.auto_compaction import after_commit
 
         rw = self._rewriter
         if not self._clauses:
             raise ArgumentValueError(
                 "merge: add at least one whenMatched*, whenNotMatched* or whenNotMatchedBySource* clause"
             )
-        with compacting_after(rw):
-            started = now_ms()
-            plan = plan_merge(
-                rw,
-                rw.dml_snapshot(),  # the one snapshot the merge reads
-                self._source,
-                self._condition,
-                self._clauses,
-                target_alias=self._target_alias,
-                evolve=self._evolve or conf.auto_merge(rw.spark),  # delta-spark: either turns evolution on
-            )
-            try:
-                metrics = _run(plan, started)
-            finally:
-                plan.release()
+        started = now_ms()
+        plan = plan_merge(
+            rw,
+            rw.dml_snapshot(),  # the one snapshot the merge reads
+            self._source,
+            self._condition,
+            self._clauses,
+            target_alias=self._target_alias,
+            evolve=self._evolve or conf.auto_merge(rw.spark),  # delta-spark: either turns evolution on
+        )
+        try:
+            metrics, commit = _run(plan, started)
+        finally:
+            plan.release()
+        if self._on_commit is not None:
+            self._on_commit(commit)  # DeltaTable.lastCommit, then the post-commit hook
+        else:
+            after_commit(rw.spark, rw.storage, commit)
         updated, deleted = metrics["numTargetRowsUpdated"], metrics["numTargetRowsDeleted"]
         inserted = metrics["numTargetRowsInserted"]
         return rw.spark.createDataFrame(
@@ -191,14 +200,16 @@ class DeltaMergeBuilder:
         )
 
 
-def _run(plan: MergePlan, started: int) -> dict[str, int]:
+def _run(plan: MergePlan, started: int) -> tuple[dict[str, int], CommitResult | None]:
     """The MERGE of :meth:`DeltaMergeBuilder.execute` over its plan: phase 1 (or the
-    insert-only outcome), the duplicate-match check, phase 2 and the commit; its metrics."""
+    insert-only outcome), the duplicate-match check, phase 2 and the commit; its metrics and
+    the commit (None when no row changed)."""
     materialized = now_ms()
     dv = writes_dvs(plan.snap)
     keep_old = plan.rewriter.writes_changes(plan.snap)
     pr: Probe | None = None
     rows: MergeRows | None = None
+    commit: CommitResult | None = None
     try:
         generated = identity_to_generate(plan)  # refuses bad identity inserts before any job
         outcome: MergeOutcome
@@ -220,10 +231,10 @@ def _run(plan: MergePlan, started: int) -> dict[str, int]:
                 rows = insert_only_rows(plan, keep_old=keep_old)
             else:
                 rows = write_all_changes(plan, pr, outcome, generated, dv=dv, keep_old=keep_old)
-            write_and_commit(plan, rows, outcome, metrics, dv=dv, started_ms=started)
+            commit = commit_merge(plan, rows, outcome, metrics, dv=dv, started_ms=started)
     finally:
         if rows is not None:
             rows.release()
         if pr is not None:
             pr.release()
-    return metrics
+    return metrics, commit

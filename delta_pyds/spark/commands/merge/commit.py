@@ -10,7 +10,6 @@ metrics; every file written for the commit is deleted if it fails."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ from delta_pyds.protocol.schema import parse_schema
 from delta_pyds.spark.commands.merge.metrics import MergeOutcome, operation_parameters
 from delta_pyds.spark.commands.merge.output import MergeRows
 from delta_pyds.spark.commands.merge.plan import MergePlan
-from delta_pyds.spark.commands.rewriter import TableRewriter
+from delta_pyds.spark.commands.rewriter import TableRewriter, now_ms
 from delta_pyds.spark.session.dialect import session_dialect
 from delta_pyds.transaction.file_actions import num_live_rows, rows_for_paths, stat_rows, sum_size
 
@@ -33,12 +32,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from delta_pyds.protocol.actions import Metadata
-    from delta_pyds.transaction.commit import Transaction
-
-
-def now_ms() -> int:
-    """Milliseconds since the epoch (the operation's timing metrics)."""
-    return int(time.time() * 1000)
+    from delta_pyds.transaction.commit import CommitResult, Transaction
 
 
 def identity_marks(mr: MergeRows, outcome: MergeOutcome) -> dict[str, int]:
@@ -55,7 +49,7 @@ def identity_marks(mr: MergeRows, outcome: MergeOutcome) -> dict[str, int]:
     return marks
 
 
-def write_and_commit(
+def commit_merge(
     plan: MergePlan,
     mr: MergeRows,
     outcome: MergeOutcome,
@@ -63,14 +57,14 @@ def write_and_commit(
     *,
     dv: bool,
     started_ms: int | None = None,
-) -> bool:
+) -> CommitResult | None:
     """Writes the new files (and change data files, or the changed rows' deletion
     vectors) and commits them with the removal of the touched files (delta-spark's MERGE
     operation parameters); deletes what it wrote if the commit fails.
     Fills ``metrics`` (files, bytes, output and copied rows, change files, and inserted rows
     when phase 1 did not count them; ``rewriteTimeMs`` from this call on and
-    ``executionTimeMs`` from ``started_ms``); returns False, committing nothing, when no file
-    is touched and no row inserted."""
+    ``executionTimeMs`` from ``started_ms``); returns the commit, or None, committing nothing,
+    when no file is touched and no row inserted."""
     from delta_pyds.table.state import file_actions
     from delta_pyds.transaction.commit import Transaction
     from delta_pyds.transaction.staged_files import delete_on_failure
@@ -89,7 +83,7 @@ def write_and_commit(
         if not outcome.inserts_counted:
             metrics["numTargetRowsInserted"] = inserted_rows(mr, outcome, metrics, adds, active, dv=dv)
         if not outcome.touched and not adds:  # nothing matched, nothing inserted: no commit
-            return False
+            return None
         marked = with_high_water_marks(parse_schema(metadata.schema_string), marks)
         if marked is not None:
             txn.update_metadata(replace(metadata, schema_string=marked.json()))
@@ -108,8 +102,7 @@ def write_and_commit(
         )
         if started_ms is not None:
             metrics["executionTimeMs"] = done - started_ms
-        rw.commits.append(txn.commit("MERGE", operation_parameters(plan), metrics=metrics))
-    return True
+        return txn.commit("MERGE", operation_parameters(plan), metrics=metrics)
 
 
 def _evolve(plan: MergePlan, txn: Transaction) -> tuple[Metadata, DeltaStruct | None]:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from delta_pyds.errors import ExpressionError
 from delta_pyds.expressions.ast import Call, Col, Lit
 from delta_pyds.expressions.lexer import Dialect
-from delta_pyds.expressions.parser import parse
+from delta_pyds.expressions.parser import parse_expression
 from delta_pyds.spark.commands.args import ExpressionOrColumn
 from delta_pyds.spark.commands.rewriter import TableRewriter
 from delta_pyds.spark.session import projection
@@ -125,7 +125,7 @@ def split_condition(
     if not isinstance(condition, str) or dialect is None:
         return None
     try:
-        tree = parse(condition, dialect)
+        tree = parse_expression(condition, dialect)
     except (ExpressionError, ValueError):
         return None
     targets = {f.name.lower(): f for f in target_schema.fields}
