@@ -40,7 +40,7 @@ def file_hits(scan: DataFrame, hit: Column, *, positions: bool) -> dict[str, tup
 
         from delta_pyds.protocol.deletion_vectors import serialize_deleted_rows
 
-        rows: dict[str, list] = {}
+        rows: dict[str, list[Any]] = {}
         for b in batches:
             if not b.num_rows:
                 continue

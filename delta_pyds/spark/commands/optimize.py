@@ -293,7 +293,7 @@ def result_frame(spark: Any, path: str, metrics: dict[str, Any]) -> DataFrame:
     return spark.createDataFrame(pa.Table.from_pylist([{"path": path, "metrics": metrics}], OPTIMIZE_RESULT_SCHEMA))
 
 
-def records_per_file(active: pa.Table, bins: list, target: int) -> int | None:
+def records_per_file(active: pa.Table, bins: list[list[int]], target: int) -> int | None:
     """A row limit per written file that keeps files near ``target`` bytes when a bin
     holds more than that (Z-order and purge bins hold whole partitions or large files):
     the densest such bin's rows per target size (row counts from the files' statistics);

@@ -460,7 +460,7 @@ def _scan_schema(spark_schema: SparkStructType, tracking: tuple[str, str] | None
     return out
 
 
-def _scan_tasks(snap: Snapshot, files: pa.Table, tracking: tuple[str, str] | None) -> list[tuple]:
+def _scan_tasks(snap: Snapshot, files: pa.Table, tracking: tuple[str, str] | None) -> list[tuple[Any, ...]]:
     """One row per file: path, size, partition values and deletion vector (JSON), and the
     row tracking base id and default commit version (None on untracked tables)."""
     pcols = list(snap.physical_partition_columns)

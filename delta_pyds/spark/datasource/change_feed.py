@@ -30,6 +30,7 @@ from delta_pyds.spark.session.schema_convert import to_spark_schema
 from delta_pyds.table.snapshot import Snapshot
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql.datasource import DataSource
 
 
@@ -135,7 +136,7 @@ class DeltaChangeFeedReader(DataSourceReader):
         return [ChangeFeedPartition(g) for g in groups] or [ChangeFeedPartition([])]
 
     # Spark hands back the partitions this reader made
-    def read(self, partition: ChangeFeedPartition) -> Iterator:  # type: ignore[override]
+    def read(self, partition: ChangeFeedPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         read = reader_for(self.spec)
         for f in partition.files:
             yield from read(f)

@@ -48,12 +48,12 @@ _COMPARISONS = {
 }
 
 
-def translate_filters(filters: Sequence[Any], schema: StructType | None = None) -> tuple[list, list]:
+def translate_filters(filters: Sequence[Any], schema: StructType | None = None) -> tuple[list[Any], list[Any]]:
     """(predicates, untranslated filters). The conjunction of the predicates is implied by
     the conjunction of the filters, so it may be used for skipping (never for dropping
     filters: return every filter to Spark)."""
-    predicates: list = []
-    unused: list = []
+    predicates: list[Any] = []  # expressions.predicates values
+    unused: list[Any] = []  # Spark's filter objects
     for f in filters:
         p = translate_filter(f, schema)
         if p is None:
@@ -106,7 +106,7 @@ def _value(v: Any) -> Any:
     return v
 
 
-def _resolve(attribute: Any, schema: StructType | None) -> tuple | None:
+def _resolve(attribute: Any, schema: StructType | None) -> tuple[str, ...] | None:
     if isinstance(attribute, str):
         attribute = (attribute,)
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
@@ -43,7 +43,7 @@ class DeltaScanReader(DataSourceReader):
         self.opts = opts
         self.version = version
         self.spec = spec
-        self.predicates: tuple = ()
+        self.predicates: tuple[Any, ...] = ()
 
     def _snapshot(self) -> Snapshot:
         return cached_snapshot(self.spec.storage, self.version)
@@ -69,7 +69,7 @@ class DeltaScanReader(DataSourceReader):
         return [DeltaInputPartition(g) for g in groups]
 
     # Spark hands back the partitions this reader made
-    def read(self, partition: DeltaInputPartition) -> Iterator:  # type: ignore[override]
+    def read(self, partition: DeltaInputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         if partition.files is None:
             return
         for task in iter_tasks(partition.files):
@@ -77,7 +77,7 @@ class DeltaScanReader(DataSourceReader):
 
 
 class DeltaFilteringScanReader(DeltaScanReader):
-    def pushFilters(self, filters: list) -> Iterator:
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
         from delta_pyds.spark.datasource.filters import translate_filters
 
         predicates, _unused = translate_filters(list(filters), self.spec.table_schema)

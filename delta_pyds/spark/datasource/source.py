@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from types import FrameType
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -54,9 +53,10 @@ from delta_pyds.write.option_names import READ_NAMES, READ_PREFIXES, WRITE_NAMES
 
 log = logging.getLogger(__name__)
 
-PUSHDOWN_HINT = (
-    "pydelta: spark.sql.python.filterPushdown.enabled is false, so scans read every "
-    "file; set it to true (delta_pyds.register(spark) does) to skip files with filters"
+NO_FILTERS_PUSHED_HINT = (
+    "pydelta: filterPushdown is on but Spark pushed no filter to this read: the query has none, or "
+    "spark.sql.python.filterPushdown.enabled is false (delta_pyds.register(spark) sets it), so the "
+    "scan reads every file"
 )
 
 
@@ -168,37 +168,33 @@ def scan_scoped_pushdown() -> bool:
 
 def _use_skipping(setting: str) -> bool:
     """Whether the reader may define pushFilters and prune files with the filters."""
-    enabled = _planner_pushdown_flag()
-    if enabled is False:
-        if setting != "false":
-            log.warning(PUSHDOWN_HINT)
-        return False  # a reader with pushFilters would fail every read
     if setting == "false":
         return False
+    if not pushing_filters():
+        if setting == "true":
+            log.info(NO_FILTERS_PUSHED_HINT)
+        return False  # Spark calls no pushFilters here; defining it fails the read when the conf is off
     if setting == "true":
-        return enabled is True or enabled is None
+        return True
     if not scan_scoped_pushdown():
         log.info(STALE_PUSHDOWN_HINT)
         return False
-    return enabled is True
+    return True
 
 
-def _planner_pushdown_flag() -> bool | None:
-    """Whether Spark's planner has filter pushdown on (None if it cannot be told).
+PUSHDOWN_WORKER = "pyspark.sql.worker.data_source_pushdown_filters"
 
-    Spark does not tell sources, and it fails every read from a reader that defines
-    pushFilters while the conf is off. It plans reads in one of two Python workers:
-    ``data_source_pushdown_filters`` (only used when pushdown is on and there are
-    filters) and ``plan_data_source_read`` (which holds the flag in a local variable
-    ``enable_pushdown``); the caller's frames tell which."""
-    frame: FrameType | None = sys._getframe(2)
-    depth = 0
-    while frame is not None and depth < 16:
-        if frame.f_code.co_filename.endswith("data_source_pushdown_filters.py"):
-            return True
-        value = frame.f_locals.get("enable_pushdown")
-        if isinstance(value, bool):
-            return value
-        frame = frame.f_back
-        depth += 1
-    return None
+
+def pushing_filters() -> bool:
+    """Whether this ``reader()`` call is the one whose reader Spark gives the query's filters.
+
+    Spark does not tell sources whether filter pushdown is on, and it fails every read from a
+    reader that defines ``pushFilters`` while ``spark.sql.python.filterPushdown.enabled`` is off.
+    It calls ``pushFilters`` in one Python worker only, pyspark's
+    ``data_source_pushdown_filters`` module (4.1-4.3), which it runs only when the conf is on and
+    the query has filters; every other read is planned in ``plan_data_source_read``, where a
+    reader without ``pushFilters`` is right whatever the conf (nothing is pushed there). Each
+    Python worker process runs one worker module (``pyspark.daemon`` imports the one it is
+    started for), so the pushdown worker is the process that has loaded that module: no
+    caller's frames or local variables are read."""
+    return PUSHDOWN_WORKER in sys.modules

@@ -44,6 +44,7 @@ from delta_pyds.streaming.offsets import AdmissionLimits, StreamOffset
 from delta_pyds.streaming.source import StreamSource
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql.datasource import DataSource
 
 
@@ -110,11 +111,11 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._source = StreamSource(self.spec.storage, snapshot, self.stream_opts)
         return self._source
 
-    def _offset(self, d: dict) -> StreamOffset:
+    def _offset(self, d: dict[str, Any]) -> StreamOffset:
         return StreamOffset.from_dict(d, self.source.table_id)
 
     # ------------------------------------------------------------ offsets
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         return self.source.initial_offset().to_dict()
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -134,7 +135,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             max_bytes = limit.max_bytes
         return AdmissionLimits(max_files, max_bytes)
 
-    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None) -> dict[str, Any]:
         if start is None:  # pyspark 4.1 (no read limits): all available from the query's start
             start, limit = self.initialOffset(), ReadAllAvailable()
         assert limit is not None
@@ -143,12 +144,12 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         self.source.prepare_available_now()
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, Any] | None:
         bound = self.source.available_now_bound
         return bound.to_dict() if bound is not None else None
 
     # ------------------------------------------------------------ batches
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         items = self.source.batch_files(self._offset(start), self._offset(end))
         if not items:
             return []
@@ -161,7 +162,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [StreamPartition(g) for g in groups]
 
     # Spark hands back the partitions this reader made
-    def read(self, partition: StreamPartition) -> Iterator:  # type: ignore[override]
+    def read(self, partition: StreamPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         read_change = None
         for item in partition.items:
             if isinstance(item, ChangeFile):
@@ -170,7 +171,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             else:
                 yield from read_file(self.spec, item)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         pass
 
     def stop(self) -> None:

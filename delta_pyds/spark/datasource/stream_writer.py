@@ -25,9 +25,11 @@ from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.write.plan import WritePlan, plan_write
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql.datasource import DataSource
     from pyspark.sql.types import StructType as SparkStructType
 
+    from delta_pyds.protocol.action_types import AddFile
     from delta_pyds.protocol.schema import StructType
 
 log = logging.getLogger(__name__)
@@ -37,7 +39,7 @@ log = logging.getLogger(__name__)
 class StreamCommitMessage(WriterCommitMessage):
     """What one task wrote, and the plan it wrote under (for a table created by the batch)."""
 
-    adds: list = field(default_factory=list)
+    adds: list[AddFile] = field(default_factory=list)
     num_rows: int = 0
     plan: WritePlan | None = None
 
@@ -70,7 +72,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         self.options = options
         self.auto_compact = option_settings(plan.opts.auto_compact)  # a bad value fails the query's start
 
-    def write(self, iterator: Iterator) -> StreamCommitMessage:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StreamCommitMessage:
         from delta_pyds.spark.datasource.writer import task_attempt
 
         task_id, attempt = task_attempt()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
@@ -31,6 +31,11 @@ from delta_pyds.protocol.identity import merge_marks
 from delta_pyds.transaction.staged_files import delete_files, delete_on_failure
 from delta_pyds.write.parquet_writer import WriteSpec, write_task
 from delta_pyds.write.plan import WritePlan, commit_write
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from delta_pyds.protocol.action_types import AddFile
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +58,9 @@ def task_attempt() -> tuple[int, int]:
 class DeltaCommitMessage(WriterCommitMessage):
     """What one task wrote: add actions (JSON-ready dicts) and its row count."""
 
-    adds: list = field(default_factory=list)
+    adds: list[AddFile] = field(default_factory=list)
     num_rows: int = 0
-    identity: dict = field(default_factory=dict)  # identity column -> extreme generated value
+    identity: dict[str, int] = field(default_factory=dict)  # identity column -> extreme generated value
 
 
 class DeltaBatchWriter(DataSourceArrowWriter):
@@ -63,7 +68,7 @@ class DeltaBatchWriter(DataSourceArrowWriter):
         self.plan = plan
         self.auto_compact = option_settings(plan.opts.auto_compact)  # a bad value fails here, on the driver
 
-    def write(self, iterator: Iterator) -> DeltaCommitMessage:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> DeltaCommitMessage:
         if self.plan.skip:
             for _ in iterator:
                 pass

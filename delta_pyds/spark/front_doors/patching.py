@@ -145,7 +145,7 @@ def recording(record: Callable[..., None]) -> Callable[[Callable[..., Any]], Cal
     return make
 
 
-def bound(method: Callable[..., Any], self: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+def bound(method: Callable[..., Any], self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     """The arguments of a call of pyspark's ``method`` by parameter name, defaults applied
     (``**options`` under its own name)."""
     call = inspect.signature(method).bind(self, *args, **kwargs)

@@ -107,7 +107,9 @@ class DeltaBatchSink:
             after_commit(df.sparkSession, storage, result)
 
 
-def _overlaid(method: Callable[..., Any], writer: Any, args: tuple, kwargs: dict) -> tuple[dict[str, Any], WriteState]:
+def _overlaid(
+    method: Callable[..., Any], writer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[dict[str, Any], WriteState]:
     """A terminal call's arguments by name, and the writer's recorded state with the call's
     ``options``, ``format`` and ``partitionBy`` laid over a copy (the writer is not changed)."""
     call = bound(method, writer, args, kwargs)

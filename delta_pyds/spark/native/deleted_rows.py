@@ -168,7 +168,7 @@ def _file_start(uris: list[str], found: RowWords, only_these: bool) -> str:
     return _start_case(column, [keys[i] for i in order], [found.starts[i] for i in order], other)
 
 
-def _start_case(column: str, keys: list, starts: list[int], other: str) -> str:
+def _start_case(column: str, keys: list[Any], starts: list[int], other: str) -> str:
     """SQL: the start of ``column``'s words among ``keys`` (paths sorted as Spark compares
     strings: UTF-8 bytes, i.e. code points; or sizes), by binary search; ``other`` for a
     value that is none of them."""
@@ -244,7 +244,7 @@ def _one_row_exploded(spark: SparkSession, table: pa.Table) -> DataFrame:
     return spark.createDataFrame(packed).select(F.inline("__pydelta_rows"))
 
 
-def _dv_filter(dv_files: list[tuple[str, str, dict]], storage: Storage) -> Any:
+def _dv_filter(dv_files: list[tuple[str, str, dict[str, Any]]], storage: Storage) -> Any:
     """An Arrow UDF (file_path, row_index) -> keep, loading and verifying each file's
     deletion vector (against the file's footer row count) once per Python worker."""
     from pyspark.sql.functions import arrow_udf

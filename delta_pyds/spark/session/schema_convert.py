@@ -47,7 +47,7 @@ def _clean_type(dtype: DataType) -> str | dict[str, Any]:
     return dtype.to_json()
 
 
-def _clean_field(f: StructField) -> dict:
+def _clean_field(f: StructField) -> dict[str, Any]:
     return {
         "name": f.name,
         "type": _clean_type(f.type),

@@ -98,7 +98,7 @@ class DeltaTableBuilder(Generic[TableT]):
         self._location: str | None = None
         self._name: str | None = None
         self._options: dict[str, str] = {}
-        self._columns: list = []
+        self._columns: list[Any] = []  # the StructFields and column specs added, in order
         self._partitioned: list[str] = []
         self._cluster: list[str] | None = None
         self._properties: dict[str, str] = {}
