@@ -9,7 +9,7 @@ Only a test whose result depends on the engine runs twice. A test that never rea
 (no DML row scan or rewrite: history, RESTORE, argument checks, reads) carries the
 ``engine_independent`` marker (on the test, or ``pytestmark`` for a module) and runs once with
 the conf unset. Both are checked, by counting the calls of
-:func:`delta_pyds.spark.commands.native_rows.dml_engine` (the one reader of the conf) during the
+:func:`delta_pyds.spark.native.engine.dml_engine` (the one reader of the conf) during the
 test: a test run on each engine that never read it fails ("mark it engine_independent"), and
 so does a test marked ``engine_independent`` that read it. Tests without the ``spark`` fixture
 run once. ``pytest_generate_tests`` (``tests/conftest.py``) calls :func:`parametrize_engines`."""
@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 from conftest import CALL_FAILED
 
-from delta_pyds.spark.commands import native_rows
+from delta_pyds.spark.native import engine as row_engine
 from delta_pyds.spark.session.conf import DML_ENGINE_CONF
 
 ENGINES = ["native", "python"]
@@ -37,22 +37,22 @@ def parametrize_engines(metafunc) -> None:
 
 
 class _EngineReads:
-    """Counts the calls of ``native_rows.dml_engine`` while installed (it calls the real one)."""
+    """Counts the calls of ``row_engine.dml_engine`` while installed (it calls the real one)."""
 
     def __init__(self) -> None:
         self.count = 0
-        self._real = native_rows.dml_engine
+        self._real = row_engine.dml_engine
 
     def __call__(self, spark):
         self.count += 1
         return self._real(spark)
 
     def __enter__(self) -> _EngineReads:
-        native_rows.dml_engine = self
+        row_engine.dml_engine = self
         return self
 
     def __exit__(self, *exc) -> None:
-        native_rows.dml_engine = self._real
+        row_engine.dml_engine = self._real
 
 
 def _with_engine(request):

@@ -15,7 +15,7 @@ import pytest
 from helpers import deltalake_s3_rows, spark_rows
 
 from delta_pyds import DeltaTable, read_delta, write_delta
-from delta_pyds.spark.native.read import NativeReadUnavailable
+from delta_pyds.spark.native.engine import NativeReadUnavailable
 from delta_pyds.spark.session.conf import DML_ENGINE_CONF
 from delta_pyds.storage.store import Storage
 

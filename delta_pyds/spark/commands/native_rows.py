@@ -27,9 +27,9 @@ and scheme (:func:`~delta_pyds.spark.native.locations.spark_target`), files outs
 or in paths Spark's listing skips, type changes Spark cannot widen) :func:`native_rows`
 returns None and the reason, and the caller uses the Python-worker path; so does
 :func:`native_rewrite` when Spark's writer is the first to find the store unreachable
-(a scan of no files never lists it). The session conf
-:data:`DML_ENGINE_CONF` chooses: ``auto`` (default), ``python`` (always the Python workers) or ``native`` (raise
-:class:`~delta_pyds.spark.native.read.NativeReadUnavailable` instead of falling back).
+(a scan of no files never lists it). Which engine a statement uses is chosen in
+:mod:`delta_pyds.spark.native.engine` (the session conf ``spark.pydelta.dml.engine``: ``auto``,
+``python`` or ``native``).
 """
 
 from __future__ import annotations
@@ -43,13 +43,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType as SparkStructType
 
 __all__ = [
-    "DML_ENGINE_CONF",
     "SCAN_FILE",
     "SCAN_ROW",
     "SCAN_ROW_ID",
     "SCAN_ROW_VERSION",
-    "NativeReadUnavailable",
-    "dml_engine",
     "native_rewrite",
     "native_rows",
 ]
@@ -60,7 +57,6 @@ from delta_pyds.read.native_plan import FILE_PATH, LOG_PATH, NativePlan, plan_na
 from delta_pyds.spark.native.locations import SparkLocation, remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.read import (
     FIELD_ID_CONF,
-    NativeReadUnavailable,
     check_listed,
     drop_deleted_rows,
     file_filter,
@@ -69,8 +65,7 @@ from delta_pyds.spark.native.read import (
     partition_text,
 )
 from delta_pyds.spark.native.write import write_files
-from delta_pyds.spark.session import conf, projection
-from delta_pyds.spark.session.conf import DML_ENGINE_CONF, DML_ENGINES
+from delta_pyds.spark.session import projection
 from delta_pyds.spark.session.schema_convert import to_spark_schema
 from delta_pyds.storage.store import Storage
 from delta_pyds.table.snapshot import Snapshot
@@ -84,7 +79,6 @@ SCAN_FILE = "__pydelta_file"
 SCAN_ROW = "__pydelta_row_index"
 SCAN_ROW_ID = "__pydelta_row_id"
 SCAN_ROW_VERSION = "__pydelta_row_version"
-ENGINES = DML_ENGINES
 _URI = "__pydelta_file_uri"
 _PART = "__pydelta_part_"
 _INDEX = "__pydelta_file_number"
@@ -92,11 +86,6 @@ _INDEX = "__pydelta_file_number"
 # defaults) are literal lookups on the file URI; beyond it, a broadcast join (one more job,
 # but no per-row scan of a long literal map)
 MAX_LITERAL_FILES = 32
-
-
-def dml_engine(spark: SparkSession) -> str:
-    """The session's :data:`~delta_pyds.spark.session.conf.DML_ENGINE_CONF` (``auto`` when unset)."""
-    return conf.choice(spark, DML_ENGINE_CONF, ENGINES, "auto")
 
 
 def native_rows(

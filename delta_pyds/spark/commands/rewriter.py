@@ -52,6 +52,7 @@ from delta_pyds.protocol.table_properties import ENABLE_CDF, is_true
 from delta_pyds.read.scan_plan import plan_scan
 from delta_pyds.skipping.rules import SkippingReport
 from delta_pyds.spark.commands.native_rows import SCAN_FILE, SCAN_ROW, SCAN_ROW_ID, SCAN_ROW_VERSION
+from delta_pyds.spark.native import engine as row_engine
 from delta_pyds.spark.session import projection
 from delta_pyds.spark.session.dialect import session_dialect
 from delta_pyds.storage.store import Storage
@@ -134,9 +135,9 @@ class TableRewriter:
         return df.alias(alias) if alias is not None else df
 
     def _scan(self, snap: Snapshot, files: pa.Table) -> DataFrame:
-        from delta_pyds.spark.commands.native_rows import NativeReadUnavailable, dml_engine, native_rows
+        from delta_pyds.spark.commands.native_rows import native_rows
 
-        engine = dml_engine(self.spark)
+        engine = row_engine.dml_engine(self.spark)  # module attribute: tests count the reads
         if engine != "python":
             df, reason = native_rows(
                 self.spark,
@@ -152,9 +153,12 @@ class TableRewriter:
                 self.engine = "native"
                 log.info("pydelta DML on %s v%s: Spark's Parquet reader and writer", self.path, snap.version)
                 return df
-            if engine == "native":
-                raise NativeReadUnavailable(f"pydelta: Spark's reader cannot serve {self.path}: {reason}")
-            log.warning("pydelta DML on %s: rows through Python workers: %s", self.path, reason)
+            row_engine.fall_back(
+                engine == "native",
+                f"pydelta: Spark's reader cannot serve {self.path}: {reason}",
+                f"pydelta DML on {self.path}: rows through Python workers: {reason}",
+                log,
+            )
         self.engine = "python"
         return self._python_scan(snap, files)
 
@@ -296,14 +300,17 @@ class TableRewriter:
         writer turns out not to reach the store (a scan of no files never asked Spark),
         unless the session's engine is ``native``."""
         if self.engine == "native":
-            from delta_pyds.spark.commands.native_rows import NativeReadUnavailable, dml_engine, native_rewrite
+            from delta_pyds.spark.commands.native_rows import native_rewrite
 
             adds, why = native_rewrite(self.spark, self.storage, df, spec, data_change=data_change)
             if adds is not None:
                 return adds
-            if dml_engine(self.spark) == "native":
-                raise NativeReadUnavailable(f"pydelta: Spark's writer cannot reach {self.path}: {why}")
-            log.warning("pydelta DML on %s: rows written by Python workers: %s", self.path, why)
+            row_engine.fall_back(
+                row_engine.dml_engine(self.spark) == "native",
+                f"pydelta: Spark's writer cannot reach {self.path}: {why}",
+                f"pydelta DML on {self.path}: rows written by Python workers: {why}",
+                log,
+            )
             self.engine = "python"
         return self._python_rewrite(df, spec, data_change)
 

@@ -69,7 +69,7 @@ from pyspark.sql.types import DataType as SparkDataType
 from pyspark.sql.types import StructField as SparkStructField
 from pyspark.sql.types import StructType as SparkStructType
 
-from delta_pyds.errors import DataFileError, OptionValueError, UnsupportedFeatureError
+from delta_pyds.errors import DataFileError, OptionValueError
 from delta_pyds.expressions.lexer import DEFAULT_DIALECT
 from delta_pyds.expressions.safe_sql import safe_spark_sql
 from delta_pyds.expressions.to_predicates import skipping_predicates
@@ -84,6 +84,7 @@ from delta_pyds.spark.native.deleted_rows import (
     row_index_free,
     with_row_index,
 )
+from delta_pyds.spark.native.engine import fall_back, read_mode
 from delta_pyds.spark.native.locations import SparkLocation, remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.not_null import filler, not_null
 from delta_pyds.spark.session.dialect import session_dialect
@@ -101,10 +102,6 @@ MAX_LITERAL_PARTITIONS = 16
 MAX_CASE_PATHS = 4096
 # tables of up to this many live files are listed through a pathGlobFilter of their names
 MAX_GLOB_FILES = 1000
-
-
-class NativeReadUnavailable(UnsupportedFeatureError):
-    """The table cannot be read by Spark's own reader (``native="require"``)."""
 
 
 def read_path(
@@ -125,8 +122,7 @@ def read_path(
     (:mod:`delta_pyds.expressions.safe_sql`); give one of the two. ``native``: ``auto`` (Spark's reader, falling back to
     the data source with a notice), ``require`` (raise :class:`NativeReadUnavailable`
     instead of falling back) or ``never`` (the data source path)."""
-    if native not in ("auto", "require", "never"):
-        raise OptionValueError(f"native: expected 'auto', 'require' or 'never', got {native!r}")
+    native = read_mode(native)
     check_keywords(options, READ_NAMES, READ_PREFIXES, function="read_delta")
     opts_map = {str(k): _option_text(v) for k, v in options.items()}
     opts_map["path"] = path
@@ -201,9 +197,13 @@ def _datasource_read(spark: SparkSession, opts_map: Mapping[str, str], version: 
 def _fallback(
     spark: SparkSession, opts_map: Mapping[str, str], where: Any, native: str, reason: str, version: int | None = None
 ) -> DataFrame:
-    if native == "require":
-        raise NativeReadUnavailable(f"pydelta: Spark's reader cannot read {opts_map['path']}: {reason}")
-    log.warning("pydelta: reading %s through the data source: %s", opts_map["path"], reason)
+    path = opts_map["path"]
+    fall_back(
+        native == "require",
+        f"pydelta: Spark's reader cannot read {path}: {reason}",
+        f"pydelta: reading {path} through the data source: {reason}",
+        log,
+    )
     return _apply_where(_datasource_read(spark, opts_map, version), where)
 
 

@@ -72,9 +72,9 @@ from delta_pyds.protocol.schema import (
 )
 from delta_pyds.protocol.schema_evolution import from_spark_json
 from delta_pyds.spark.native.conform import conform, logical_type, same_type, spark_type
+from delta_pyds.spark.native.engine import NativeReadUnavailable
 from delta_pyds.spark.native.locations import remember_unreachable, spark_target, unreachable_reason
 from delta_pyds.spark.native.optimized_write import optimized_input
-from delta_pyds.spark.native.read import NativeReadUnavailable
 from delta_pyds.spark.session import conf, projection
 from delta_pyds.storage.store import Storage
 from delta_pyds.transaction.commit import CommitResult
@@ -515,7 +515,7 @@ def spark_write_path(spark: SparkSession, storage: Storage, relative: str) -> tu
     needs: a ``file:`` URI locally; elsewhere the location the native read uses
     (:func:`~delta_pyds.spark.native.locations.spark_target`: ``s3a://`` for ``s3://``, ...,
     with the storage options as Hadoop settings). Raises
-    :class:`~delta_pyds.spark.native.read.NativeReadUnavailable` for a store Spark cannot
+    :class:`~delta_pyds.spark.native.engine.NativeReadUnavailable` for a store Spark cannot
     be pointed at (or already failed to reach)."""
     if storage.protocol == "file":
         return "file://" + storage.join(relative), {}

@@ -12,7 +12,7 @@ from dml_engines import dml_engine  # noqa: F401  (autouse: native and python en
 from dml_helpers import make_dml_table
 
 from delta_pyds import DeltaTable
-from delta_pyds.spark.native.read import NativeReadUnavailable
+from delta_pyds.spark.native.engine import NativeReadUnavailable
 from delta_pyds.spark.session.conf import DML_ENGINE_CONF
 
 _make = make_dml_table

@@ -19,7 +19,7 @@ import delta_pyds
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.errors import DeltaError
 from delta_pyds.read.native_plan import spark_file_uri, spark_root_uri
-from delta_pyds.spark.native.read import NativeReadUnavailable
+from delta_pyds.spark.native.engine import NativeReadUnavailable
 
 ALL_TABLES = sorted(
     os.path.relpath(os.path.dirname(d), DATA) for d, _, _ in os.walk(DATA) if os.path.basename(d) == "_delta_log"
