@@ -35,8 +35,10 @@ if TYPE_CHECKING:
 
 
 def read_delta(spark: SparkSession, path: str | None = None, *, name: str | None = None, **options: Any) -> DataFrame:
-    """The Delta table at ``path``, or the one the catalog names ``name``, as a DataFrame
-    (:func:`delta_pyds.spark.native.read.read_path`'s options)."""
+    """``delta_pyds.read_delta``: the Delta table at ``path`` (or the one Spark's catalog names
+    ``name``: ``t``, ``db.t``, ``spark_catalog.db.t``, resolved on each call) as a DataFrame read by
+    Spark's own Parquet reader, with the options of the ``pydelta`` source and an optional
+    ``where`` SQL condition (:func:`delta_pyds.spark.native.read.read_path`)."""
     if (path is None) == (name is None):
         raise ArgumentTypeError("read_delta: give exactly one of the table's 'path' and its catalog 'name'")
     if name is not None:
@@ -56,8 +58,10 @@ def write_delta(
     partitionBy: str | Iterable[str] | None = None,
     **options: Any,
 ) -> CommitResult | None:
-    """Writes ``df`` into the Delta table at ``path``, or into the table the catalog names
-    ``name`` (see the module docstring)."""
+    """``delta_pyds.write_delta``: writes ``df`` into the Delta table at ``path`` with Spark's own
+    Parquet writer and one commit (:func:`delta_pyds.spark.native.write.write_path`), or into the
+    table the catalog names ``name`` (see the module docstring); auto compaction after it.
+    Returns the commit (None when nothing was committed)."""
     if name is None:
         if path is None:
             raise ArgumentTypeError("write_delta: give the table's 'path' or its catalog 'name'")

@@ -7,61 +7,7 @@ import datetime
 
 import pytest
 from conftest import table_path
-from helpers import arrow_rows, deltalake_table, spark_rows
-
-# tables that deltalake reads too: our rows must equal its rows
-INTEROP_TABLES = [
-    "delta-rs/simple_table",
-    "delta-rs/simple_table_with_checkpoint",
-    "delta-rs/delta-0.2.0",
-    "delta-rs/delta-0.8.0",
-    "delta-rs/delta-0.8.0-date",
-    "delta-rs/delta-0.8.0-null-partition",
-    "delta-rs/delta-0.8.0-numeric-partition",
-    "delta-rs/delta-0.8.0-partitioned",
-    "delta-rs/delta-0.8.0-special-partition",
-    "delta-rs/delta-1.2.1-only-struct-stats",
-    "delta-rs/delta-2.2.0-partitioned-types",
-    "delta-rs/delta-checkpoint-stats-optional",
-    "delta-rs/delta-stats-optional",
-    "delta-rs/http_requests",
-    "delta-rs/issue_1374",
-    "delta-rs/partition-type-primitives",
-    "delta-rs/python-0.25.5-checkpoint",
-    "delta-rs/table-with-dv-small",
-    "delta-rs/table-without-dv-small",
-    "delta-rs/table_failed_last_checkpoint_update",
-    "delta-rs/table_with_column_mapping",
-    "delta-rs/table_with_deletion_logs",
-    "delta-rs/table_with_liquid_clustering",
-    "delta-rs/table_with_null_stats_in_notnull_struct",
-    "delta-rs/table_with_partitioning_mapping",
-    "delta-rs/cdf-table-with-cdc-and-dvs",
-    "delta-rs/checkpoint-v2-table",
-    "kernel-rs/app-txn-checkpoint",
-    "kernel-rs/basic_partitioned",
-    "kernel-rs/cdf-column-mapping-id-mode",
-    "kernel-rs/cdf-column-mapping-name-mode",
-    "kernel-rs/cdf-table-with-dv",
-    "kernel-rs/compacted-log-files-table",
-    "kernel-rs/external-table-different-nullability",
-    "kernel-rs/mixed-nulls",
-    "kernel-rs/parsed-stats",
-    "kernel-rs/partitioned_with_materialize_feature",
-    "kernel-rs/stats-writing-all-types/delta",
-    "kernel-rs/timestamp-partitioned-table",
-    "kernel-rs/timestamp-truncation-stats",
-    "kernel-rs/v1-multi-part-partitioned-struct-stats-only",
-    "kernel-rs/v1-multi-part-struct-stats-only",
-    "kernel-rs/v2-checkpoints-json-with-sidecars",
-    "kernel-rs/v2-checkpoints-parquet-with-sidecars",
-    "kernel-rs/v2-checkpoints-json-without-sidecars",
-    "kernel-rs/v2-classic-checkpoint-json",
-    "kernel-rs/v2-classic-checkpoint-parquet",
-    "kernel-rs/v2-parquet-sidecars-struct-stats-only",
-    "kernel-rs/with-short-dv",
-    "kernel-rs/void-column",
-]
+from helpers import INTEROP_TABLES, arrow_rows, deltalake_table, spark_rows
 
 
 @pytest.mark.parametrize("name", INTEROP_TABLES)

@@ -34,7 +34,9 @@ ALL = (
     "streaming.py",
 )
 CLASSIC_ONLY = {"table_exists.py"}
-pytestmark = pytest.mark.slow  # a Spark session (classic) or a Connect server per session kind, 7 examples
+# a Spark session (classic) or a Connect server per session kind, 7 examples; `examples`: .ci/matrix
+# runs them on MATRIX_EXAMPLE_VERSIONS too
+pytestmark = [pytest.mark.slow, pytest.mark.examples]
 
 
 def _run(mode: str, tmp: str) -> dict[str, dict]:

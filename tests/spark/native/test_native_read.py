@@ -32,7 +32,7 @@ FALLBACK = {
 
 
 def test_every_test_table_is_listed():
-    from test_read_tables import INTEROP_TABLES
+    from helpers import INTEROP_TABLES
 
     assert len(ALL_TABLES) > 100
     assert set(INTEROP_TABLES) <= set(ALL_TABLES)
