@@ -6,6 +6,11 @@ OPTIMIZE (:mod:`~delta_pyds.spark.commands.optimize`), VACUUM / CONVERT / GENERA
 :mod:`~delta_pyds.spark.commands.rewriter`; auto compaction is one post-commit hook
 (:func:`~delta_pyds.spark.commands.auto_compaction.after_commit`).
 
-Guarantees: each command returns the commit it made (or ``None`` when it committed nothing); no
-command imports the ``DeltaTable`` facade (:mod:`delta_pyds.spark.tables`), which sits above this
-room (an import contract)."""
+Guarantees: DELETE (:func:`~delta_pyds.spark.commands.delete.delete_rows`), UPDATE
+(:func:`~delta_pyds.spark.commands.update.update_rows`) and MERGE
+(:func:`~delta_pyds.spark.commands.merge.commit.commit_merge`, through
+``DeltaMergeBuilder.execute``) hand back the commit they made, or ``None`` when they committed
+nothing, and keep no commit of their own; OPTIMIZE and the maintenance calls return what
+delta-spark's API returns (a metrics DataFrame, the table, None). No command imports the
+``DeltaTable`` facade (:mod:`delta_pyds.spark.tables`), which sits above this room (an import
+contract)."""
