@@ -80,6 +80,22 @@ def test_in_and_string_filters_give_same_rows_as_full_scan(spark, id_table):
     assert delta_pyds.explain_scan(id_table, [LessThan("id", 0)]).report.files_kept == 0
 
 
+def test_forced_skipping_reads_every_row_when_spark_pushes_nothing(spark, id_table):
+    """#48 item 6: the reader defines ``pushFilters`` only in the worker Spark pushes filters
+    to (``datasource.source.pushing_filters``), so ``filterPushdown=true`` with Spark's
+    pushdown conf off still reads (Spark fails every read from a reader that defines it then),
+    and a query with no filter plans every file."""
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+    try:
+        df = skipping(spark, id_table).where("id = 1234")
+        assert [r.s for r in df.collect()] == ["v1234"]
+        assert df.rdd.getNumPartitions() == 2  # nothing pushed: every file is planned
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    assert skipping(spark, id_table).count() == FILES * ROWS
+    assert skipping(spark, id_table).where("id = 1234").rdd.getNumPartitions() == 1  # pushed: one file
+
+
 def test_default_is_correct_when_a_dataframe_is_reused(spark, id_table):
     """The Spark 4.3 hazard: a filtered query, then an unfiltered one on the same DataFrame
     (or view) must still see every row."""
