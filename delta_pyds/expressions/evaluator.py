@@ -16,6 +16,8 @@ are evaluated in UTC.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,7 +40,9 @@ _ARITH = {"+": "add_checked", "-": "subtract_checked", "*": "multiply_checked"}
 
 
 def evaluate(node: Node, batch: Batch) -> Value:
-    """Evaluates an expression over a batch whose columns have the logical names."""
+    """Evaluates an expression over a batch whose columns have the logical names: literals,
+    columns, casts and CASE here, operators through :data:`_OPERATORS`, any other call through
+    the function table (``ExpressionError`` for an unknown function)."""
     if isinstance(node, Lit):
         return pa.scalar(node.value, node.type)
     if isinstance(node, Col):
@@ -48,41 +52,63 @@ def evaluate(node: Node, batch: Batch) -> Value:
     if isinstance(node, Case):
         return _case(node, batch)
     name, args = node.name, node.args
-    if name in ("and", "or"):
-        a, b = (as_bool(evaluate(x, batch)) for x in args)
-        return (pc.and_kleene if name == "and" else pc.or_kleene)(a, b)
-    if name == "not":
-        return pc.invert(as_bool(evaluate(args[0], batch)))
-    if name in _CMP:
-        a, b = unify(evaluate(args[0], batch), evaluate(args[1], batch))
-        return call_compute(_CMP[name], a, b)
-    if name == "<=>":
-        a, b = unify(evaluate(args[0], batch), evaluate(args[1], batch))
-        eq = pc.fill_null(call_compute("equal", a, b), False)
-        both = pc.and_(pc.is_null(a), pc.is_null(b))
-        return pc.or_(broadcast(eq, batch), broadcast(both, batch))
-    if name in _ARITH:
-        return _arith(name, args, batch)
-    if name in ("/", "div"):
-        return _divide(name, args, batch)
-    if name == "%":
-        return _mod(evaluate(args[0], batch), evaluate(args[1], batch), batch)
-    if name == "negate":
-        return call_compute("negate_checked", evaluate(args[0], batch))
-    if name == "||":
-        return FUNCTIONS["concat"](batch, *[evaluate(x, batch) for x in args])
-    if name == "isnull":
-        return pc.is_null(broadcast(evaluate(args[0], batch), batch))
-    if name == "isnotnull":
-        return pc.is_valid(broadcast(evaluate(args[0], batch), batch))
-    if name == "in":
-        return _in(args, batch)
-    if name in ("like", "ilike"):
-        return _like(name, args, batch)
+    operator = _OPERATORS.get(name)
+    if operator is not None:
+        return operator(name, args, batch)
     fn = FUNCTIONS.get(name)
     if fn is None:
         raise ExpressionError(f"function {name}() is not supported")
     return fn(batch, *[evaluate(a, batch) for a in args])
+
+
+def _and_or(name: str, args: tuple, batch: Batch) -> Value:
+    """Three-valued ``AND`` / ``OR``."""
+    a, b = (as_bool(evaluate(x, batch)) for x in args)
+    return (pc.and_kleene if name == "and" else pc.or_kleene)(a, b)
+
+
+def _not(name: str, args: tuple, batch: Batch) -> Value:
+    """``NOT``: null stays null."""
+    return pc.invert(as_bool(evaluate(args[0], batch)))
+
+
+def _compare(name: str, args: tuple, batch: Batch) -> Value:
+    """``= != < <= > >=`` on the operands brought to one type; a null operand gives null."""
+    a, b = unify(evaluate(args[0], batch), evaluate(args[1], batch))
+    return call_compute(_CMP[name], a, b)
+
+
+def _null_safe_equal(name: str, args: tuple, batch: Batch) -> Value:
+    """``<=>``: never null; two nulls are equal."""
+    a, b = unify(evaluate(args[0], batch), evaluate(args[1], batch))
+    eq = pc.fill_null(call_compute("equal", a, b), False)
+    both = pc.and_(pc.is_null(a), pc.is_null(b))
+    return pc.or_(broadcast(eq, batch), broadcast(both, batch))
+
+
+def _remainder(name: str, args: tuple, batch: Batch) -> Value:
+    """``%`` (see :func:`_mod`)."""
+    return _mod(evaluate(args[0], batch), evaluate(args[1], batch), batch)
+
+
+def _negate(name: str, args: tuple, batch: Batch) -> Value:
+    """Unary minus, checked (``ARITHMETIC_OVERFLOW``)."""
+    return call_compute("negate_checked", evaluate(args[0], batch))
+
+
+def _concat(name: str, args: tuple, batch: Batch) -> Value:
+    """``||``: the ``concat`` function."""
+    return FUNCTIONS["concat"](batch, *[evaluate(x, batch) for x in args])
+
+
+def _isnull(name: str, args: tuple, batch: Batch) -> Value:
+    """``IS NULL``: one boolean per row, never null."""
+    return pc.is_null(broadcast(evaluate(args[0], batch), batch))
+
+
+def _isnotnull(name: str, args: tuple, batch: Batch) -> Value:
+    """``IS NOT NULL``: one boolean per row, never null."""
+    return pc.is_valid(broadcast(evaluate(args[0], batch), batch))
 
 
 def _case(node: Case, batch: Batch) -> Value:
@@ -135,7 +161,7 @@ def _refuse_zero_divisor(a: Value, b: Value, batch: Batch, error: str = "DIVIDE_
         raise ExpressionError(f"[{error}] Division by zero (Spark's ANSI mode)")
 
 
-def _in(args: tuple, batch: Batch) -> Value:
+def _in(name: str, args: tuple, batch: Batch) -> Value:
     """``x IN (items)``, null when no item equals and one is null (Kleene OR)."""
     x = evaluate(args[0], batch)
     items = [evaluate(a, batch) for a in args[1:]]
@@ -201,6 +227,27 @@ def _mod(a: Value, b: Value, batch: Batch) -> pa.Array:
         y = nb[mask].astype(res.dtype)
         res[mask] = np.fmod(x, y)
     return pa.array(res, mask=~mask).cast(out_type)
+
+
+# operator name -> its step, each called as step(name, args, batch)
+_OPERATORS: dict[str, Callable[[str, tuple, Batch], Value]] = {
+    "and": _and_or,
+    "or": _and_or,
+    "not": _not,
+    **dict.fromkeys(_CMP, _compare),
+    "<=>": _null_safe_equal,
+    **dict.fromkeys(_ARITH, _arith),
+    "/": _divide,
+    "div": _divide,
+    "%": _remainder,
+    "negate": _negate,
+    "||": _concat,
+    "isnull": _isnull,
+    "isnotnull": _isnotnull,
+    "in": _in,
+    "like": _like,
+    "ilike": _like,
+}
 
 
 def evaluate_predicate(node: Node, batch: Batch) -> pa.Array:

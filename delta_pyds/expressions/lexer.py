@@ -321,40 +321,63 @@ def _suffixed(text: str, end: int, suffix: str) -> int | None:
 
 
 def _number_or_word(text: str, pos: int) -> tuple[str, int] | None:
-    """The longest of Spark's numeric rules and IDENTIFIER at ``pos`` (ties: numbers first)."""
-    best: tuple[str, int] | None = None
+    """The longest of Spark's numeric rules and IDENTIFIER at ``pos`` (ties: numbers first),
+    as ``(kind, end)``, or None when neither matches."""
+    number_end = _number_end(text, pos)
+    word_end = _word_end(text, pos)
+    if number_end is not None and (word_end is None or number_end >= word_end):
+        return ("number", number_end)
+    if word_end is not None:
+        return ("word", word_end)
+    return None
 
-    def offer(kind: str, end: int | None) -> None:
-        nonlocal best
-        if end is not None and end > pos and (best is None or end > best[1]):
-            best = (kind, end)
 
+def _number_end(text: str, pos: int) -> int | None:
+    """The end of the longest of Spark's numeric rules at ``pos`` (an end past ``pos``), or None."""
+    best: int | None = None
+    for end in _integer_ends(text, pos) + _decimal_ends(text, pos):
+        if end is not None and end > pos and (best is None or end > best):
+            best = end
+    return best
+
+
+def _integer_ends(text: str, pos: int) -> list[int | None]:
+    """Candidate ends of the numeric rules that start with INTEGER_VALUE at ``pos``: the
+    integer alone, with an EXPONENT, with the L / S / Y suffixes, and the integer or its
+    exponent with the F / D / BD suffixes (None: a rule that does not match)."""
     int_end = _digits(text, pos)
-    if int_end > pos:
-        for suffix in ("L", "S", "Y"):
-            offer("number", _suffixed(text, int_end, suffix))
-        offer("number", int_end)
-        offer("number", _exponent(text, int_end))
+    if int_end == pos:
+        return []
+    exp_end = _exponent(text, int_end)
+    ends = [_suffixed(text, int_end, suffix) for suffix in ("L", "S", "Y")]
+    ends += [int_end, exp_end]
+    for base in (int_end, exp_end):
+        if base is not None:
+            ends += [_suffixed(text, base, suffix) for suffix in ("F", "D", "BD")]
+    return ends
+
+
+def _decimal_ends(text: str, pos: int) -> list[int]:
+    """Ends of the numeric rules built on DECIMAL_DIGITS at ``pos``: the digits alone or with
+    EXPONENT, then with the F / D / BD suffixes, each kept only where Spark's
+    ``isValidDecimal`` check passes."""
+    ends: list[int] = []
     for dec_end in _decimal_digit_ends(text, pos):
-        # DECIMAL_DIGITS alone or with EXPONENT, then with the F / D / BD suffixes
-        if _valid_decimal(text, dec_end):
-            offer("number", dec_end)
         exp_end = _exponent(text, dec_end)
-        if exp_end is not None and _valid_decimal(text, exp_end):
-            offer("number", exp_end)
+        candidates: list[int | None] = [dec_end, exp_end]
         for base in (dec_end, exp_end):
-            for suffix in ("F", "D", "BD"):
-                end = _suffixed(text, base, suffix) if base is not None else None
-                if end is not None and _valid_decimal(text, end):
-                    offer("number", end)
-    if int_end > pos:
-        for base in (int_end, _exponent(text, int_end)):
-            for suffix in ("F", "D", "BD"):
-                offer("number", _suffixed(text, base, suffix) if base is not None else None)
+            if base is not None:
+                candidates += [_suffixed(text, base, suffix) for suffix in ("F", "D", "BD")]
+        ends += [end for end in candidates if end is not None and _valid_decimal(text, end)]
+    return ends
+
+
+def _word_end(text: str, pos: int) -> int | None:
+    """The end of the longest IDENTIFIER at ``pos`` (word characters, or letters followed by
+    ``://`` and URI characters), or None when there is none."""
     word_end = pos
     while word_end < len(text) and _is_word_char(text[word_end]):
         word_end += 1
-    offer("word", word_end)
     letters_end = pos
     while letters_end < len(text) and _is_letter(text[letters_end]):
         letters_end += 1
@@ -362,9 +385,9 @@ def _number_or_word(text: str, pos: int) -> tuple[str, int] | None:
         uri_end = letters_end + 3
         while uri_end < len(text) and (_is_word_char(text[uri_end]) or text[uri_end] in _URI_CHARS):
             uri_end += 1
-        if uri_end > letters_end + 3:
-            offer("word", uri_end)
-    return best
+        if uri_end > letters_end + 3 and uri_end > word_end:
+            return uri_end
+    return word_end if word_end > pos else None
 
 
 def _decimal_digit_ends(text: str, pos: int) -> list[int]:

@@ -79,54 +79,79 @@ def _to_predicate(node: Any, schema: StructType) -> Any:
     if not isinstance(node, Call):
         return None, False
     name, args = node.name, node.args
-    if name == "and":
-        parts = [_to_predicate(a, schema) for a in args]
-        kept = [p for p, _ in parts if p is not None]
-        exact = all(p is not None and e for p, e in parts)
-        return (P.conjunction(kept) if kept else None), exact
-    if name == "or":
-        parts = [_to_predicate(a, schema) for a in args]
-        if any(p is None for p, _ in parts):
-            return None, False
-        out = parts[0][0]
-        for p, _ in parts[1:]:
-            out = P.Or(out, p)
-        return out, all(e for _, e in parts)
-    if name == "not":
-        child, exact = _to_predicate(args[0], schema)
-        return (P.Not(child), True) if child is not None and exact else (None, False)
-
-    def column(arg: Any) -> Any:
-        if isinstance(arg, Col) and len(arg.path) == 1:
-            return schema.get(arg.path[0])
-        return None
-
-    ops = {
-        "=": P.EqualTo,
-        "<": P.LessThan,
-        "<=": P.LessThanOrEqual,
-        ">": P.GreaterThan,
-        ">=": P.GreaterThanOrEqual,
-        "<=>": P.EqualNullSafe,
-    }
-    if name in ops and len(args) == 2:
-        a, b = args
-        if isinstance(a, Lit) and isinstance(b, Col):
-            a, b, name = b, a, _FLIP[name]
-        f = column(a)
-        v = _literal_for(b.value, f) if f is not None and isinstance(b, Lit) else _NO
-        if v is not _NO:
-            return ops[name](f.name, v), True
-        return None, False
+    if name in _CONNECTIVES:
+        return _CONNECTIVES[name](args, schema)
+    if name in _COMPARISONS and len(args) == 2:
+        return _comparison(name, args, schema)
     if name == "in" and len(args) >= 2:
-        f = column(args[0])
-        values = args[1:]
-        vals = [_literal_for(v.value, f) if f is not None and isinstance(v, Lit) else _NO for v in values]
-        if vals and all(v is not _NO for v in vals):
-            return P.In(f.name, tuple(vals)), True
-        return None, False
+        return _in_list(args, schema)
     if name in ("isnull", "isnotnull") and len(args) == 1:
-        f = column(args[0])
+        f = _column(args[0], schema)
         if f is not None:
             return (P.IsNull(f.name) if name == "isnull" else P.IsNotNull(f.name)), True
+    return None, False
+
+
+def _and(args: tuple, schema: StructType) -> Any:
+    """``AND``: the conjunction of the parts that give a predicate (exact when all are)."""
+    parts = [_to_predicate(a, schema) for a in args]
+    kept = [p for p, _ in parts if p is not None]
+    exact = all(p is not None and e for p, e in parts)
+    return (P.conjunction(kept) if kept else None), exact
+
+
+def _or(args: tuple, schema: StructType) -> Any:
+    """``OR``: a predicate only when every part gives one."""
+    parts = [_to_predicate(a, schema) for a in args]
+    if any(p is None for p, _ in parts):
+        return None, False
+    out = parts[0][0]
+    for p, _ in parts[1:]:
+        out = P.Or(out, p)
+    return out, all(e for _, e in parts)
+
+
+def _not(args: tuple, schema: StructType) -> Any:
+    """``NOT``: a predicate only when the child's is exact."""
+    child, exact = _to_predicate(args[0], schema)
+    return (P.Not(child), True) if child is not None and exact else (None, False)
+
+
+_CONNECTIVES = {"and": _and, "or": _or, "not": _not}
+_COMPARISONS = {
+    "=": P.EqualTo,
+    "<": P.LessThan,
+    "<=": P.LessThanOrEqual,
+    ">": P.GreaterThan,
+    ">=": P.GreaterThanOrEqual,
+    "<=>": P.EqualNullSafe,
+}
+
+
+def _column(arg: Any, schema: StructType) -> Any:
+    """The top-level column a node names, or None."""
+    if isinstance(arg, Col) and len(arg.path) == 1:
+        return schema.get(arg.path[0])
+    return None
+
+
+def _comparison(name: str, args: tuple, schema: StructType) -> Any:
+    """A column compared with a literal of its type (either side), exact; else none."""
+    a, b = args
+    if isinstance(a, Lit) and isinstance(b, Col):
+        a, b, name = b, a, _FLIP[name]
+    f = _column(a, schema)
+    v = _literal_for(b.value, f) if f is not None and isinstance(b, Lit) else _NO
+    if v is not _NO:
+        return _COMPARISONS[name](f.name, v), True
+    return None, False
+
+
+def _in_list(args: tuple, schema: StructType) -> Any:
+    """``column IN (literals of its type)``, exact; else none."""
+    f = _column(args[0], schema)
+    values = args[1:]
+    vals = [_literal_for(v.value, f) if f is not None and isinstance(v, Lit) else _NO for v in values]
+    if vals and all(v is not _NO for v in vals):
+        return P.In(f.name, tuple(vals)), True
     return None, False

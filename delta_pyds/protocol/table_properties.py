@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from delta_pyds.errors import SettingValueError, UnsupportedFeatureError
 from delta_pyds.protocol.actions import Protocol
@@ -290,57 +291,75 @@ def _walk_types(dtype: DataType) -> Iterator[DataType]:
         yield from _walk_types(dtype.value_type)
 
 
+# a boolean property -> the features it needs when it is "true"
+_ENABLING_PROPERTIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (APPEND_ONLY, ("appendOnly",)),
+    (ENABLE_CDF, ("changeDataFeed",)),
+    (ENABLE_DV, ("deletionVectors",)),
+    (ENABLE_ROW_TRACKING, ("rowTracking", "domainMetadata")),
+    (ENABLE_ICT, ("inCommitTimestamp",)),
+    (ENABLE_TYPE_WIDENING, ("typeWidening",)),
+    (ENABLE_VARIANT_SHREDDING, ("variantShredding", "variantType")),
+    ("delta.enableIcebergCompatV2", ("icebergCompatV2",)),
+    ("delta.enableIcebergCompatV1", ("icebergCompatV1",)),
+)
+
+
 def features_in_use(schema: StructType, configuration: Mapping[str, str]) -> set[str]:
-    """Table features the schema and configuration need (by the protocol's rules)."""
+    """Table features the schema and configuration need (by the protocol's rules): the union
+    of :func:`_configuration_features` and :func:`_schema_features`."""
+    return _configuration_features(configuration) | _schema_features(schema)
+
+
+def _configuration_features(conf: Mapping[str, str]) -> set[str]:
+    """The features the table properties need: the enabling properties set to true
+    (:data:`_ENABLING_PROPERTIES`), CHECK constraints, column mapping ``name`` / ``id``, the
+    ``v2`` checkpoint policy, and every feature asked for by name (``delta.feature.<name>``)."""
     used: set[str] = set()
-    conf = configuration
-    if is_true(conf, APPEND_ONLY):
-        used.add("appendOnly")
+    for key, features in _ENABLING_PROPERTIES:
+        if is_true(conf, key):
+            used.update(features)
     if any(k.startswith(CONSTRAINT_PREFIX) for k in conf):
         used.add("checkConstraints")
-    if is_true(conf, ENABLE_CDF):
-        used.add("changeDataFeed")
     if (conf.get(COLUMN_MAPPING_MODE) or "none").lower() in ("name", "id"):
         used.add("columnMapping")
-    if is_true(conf, ENABLE_DV):
-        used.add("deletionVectors")
-    if is_true(conf, ENABLE_ROW_TRACKING):
-        used.update(("rowTracking", "domainMetadata"))
-    if is_true(conf, ENABLE_ICT):
-        used.add("inCommitTimestamp")
-    if is_true(conf, ENABLE_TYPE_WIDENING):
-        used.add("typeWidening")
-    if is_true(conf, ENABLE_VARIANT_SHREDDING):
-        used.update(("variantShredding", "variantType"))
     if str(conf.get("delta.checkpointPolicy", "")).lower() == "v2":
         used.add("v2Checkpoint")
-    if is_true(conf, "delta.enableIcebergCompatV2"):
-        used.add("icebergCompatV2")
-    if is_true(conf, "delta.enableIcebergCompatV1"):
-        used.add("icebergCompatV1")
     for key in conf:
         if key.startswith(FEATURE_PREFIX):
             used.add(key[len(FEATURE_PREFIX) :])
+    return used
+
+
+def _schema_features(schema: StructType) -> set[str]:
+    """The features the schema needs: those its fields' metadata implies
+    (:func:`_field_features`), ``timestampNtz`` and ``variantType`` for those types anywhere."""
+    used: set[str] = set()
     for f in _walk_fields(schema):
-        meta = f.metadata or {}
-        if "delta.invariants" in meta:
-            used.add("invariants")
-        if "delta.generationExpression" in meta:
-            used.add("generatedColumns")
-        if any(k.startswith("delta.identity.") for k in meta):
-            used.add("identityColumns")
-        if "CURRENT_DEFAULT" in meta:
-            used.add("allowColumnDefaults")
-        collations = meta.get("__COLLATIONS")
-        if isinstance(collations, dict) and any(
-            not str(v).upper().endswith("UTF8_BINARY") for v in collations.values()
-        ):
-            used.update(("collations", "domainMetadata"))  # the collations RFC requires domainMetadata
+        used |= _field_features(f.metadata or {})
     for t in _walk_types(schema):
         if isinstance(t, PrimitiveType) and t.name == "timestamp_ntz":
             used.add("timestampNtz")
         if isinstance(t, PrimitiveType) and t.name == "variant":
             used.add("variantType")
+    return used
+
+
+def _field_features(meta: Mapping[str, Any]) -> set[str]:
+    """The features one field's metadata needs: invariants, generated and identity columns,
+    defaults, and non-binary collations (with domainMetadata, as the collations RFC requires)."""
+    used: set[str] = set()
+    if "delta.invariants" in meta:
+        used.add("invariants")
+    if "delta.generationExpression" in meta:
+        used.add("generatedColumns")
+    if any(k.startswith("delta.identity.") for k in meta):
+        used.add("identityColumns")
+    if "CURRENT_DEFAULT" in meta:
+        used.add("allowColumnDefaults")
+    collations = meta.get("__COLLATIONS")
+    if isinstance(collations, dict) and any(not str(v).upper().endswith("UTF8_BINARY") for v in collations.values()):
+        used.update(("collations", "domainMetadata"))
     return used
 
 

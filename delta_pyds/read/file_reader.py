@@ -25,7 +25,7 @@ Guarantees for every batch yielded by :func:`read_file`:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -446,51 +446,77 @@ def _check_type(physical: pa.DataType, dtype: DataType, mode: str, source: str, 
 
 def readable_as(physical: pa.DataType, dtype: DataType) -> bool:
     """Whether a primitive file column of Arrow type ``physical`` may be read as ``dtype``:
-    the same logical type, or a widening the protocol's typeWidening feature allows."""
+    the same logical type, or a widening the protocol's typeWidening feature allows (decimals
+    and integers by their steps below, every other primitive by its rule in :data:`_READABLE_AS`)."""
     if pa.types.is_dictionary(physical):
         physical = physical.value_type
     if pa.types.is_null(physical):
         return True
     if isinstance(dtype, DecimalType):
-        if pa.types.is_decimal(physical):
-            return (
-                dtype.scale >= physical.scale and dtype.precision - dtype.scale >= physical.precision - physical.scale
-            )
-        bits = _SIGNED_BITS.get(physical) or _UNSIGNED_BITS.get(physical)
-        return bits is not None and dtype.precision - dtype.scale >= _DECIMAL_DIGITS[bits]
+        return _readable_as_decimal(physical, dtype)
     if not isinstance(dtype, PrimitiveType):
         return False
     if is_void_type(dtype):
         return True
     name = dtype.name
     if name in _INTEGER_TARGET_BITS:
-        target = _INTEGER_TARGET_BITS[name]
-        if physical in _SIGNED_BITS:
-            # Spark writes byte and short as INT32 annotated INT(8)/INT(16); a value out of
-            # range fails the (safe) cast
-            return _SIGNED_BITS[physical] <= target or (physical == pa.int32() and target < 32)
-        return physical in _UNSIGNED_BITS and _UNSIGNED_BITS[physical] < target
-    if name == "boolean":
-        return pa.types.is_boolean(physical)
-    if name == "float":
-        return pa.types.is_float32(physical) or pa.types.is_float16(physical)
-    if name == "double":
-        return (
-            pa.types.is_floating(physical)
-            or _SIGNED_BITS.get(physical, 64) <= 32
-            or _UNSIGNED_BITS.get(physical, 64) <= 16
-        )
-    if name == "string":
-        return any(t(physical) for t in _STRINGS) or any(t(physical) for t in _BINARIES[:2])
-    if name == "binary":
-        return any(t(physical) for t in _BINARIES) or any(t(physical) for t in _STRINGS)
-    if name == "date":
-        return pa.types.is_date32(physical)
-    if name == "timestamp":
-        return pa.types.is_timestamp(physical)  # INT96 (naive), millis/micros/nanos, UTC or not
-    if name == "timestamp_ntz":
-        return pa.types.is_timestamp(physical) or pa.types.is_date32(physical)
-    return False
+        return _readable_as_integer(physical, _INTEGER_TARGET_BITS[name])
+    rule = _READABLE_AS.get(name)
+    return rule is not None and rule(physical)
+
+
+def _readable_as_decimal(physical: pa.DataType, dtype: DecimalType) -> bool:
+    """A decimal with no more scale and no more integer digits, or an integer type whose every
+    value fits (:data:`_DECIMAL_DIGITS`)."""
+    if pa.types.is_decimal(physical):
+        return dtype.scale >= physical.scale and dtype.precision - dtype.scale >= physical.precision - physical.scale
+    bits = _SIGNED_BITS.get(physical) or _UNSIGNED_BITS.get(physical)
+    return bits is not None and dtype.precision - dtype.scale >= _DECIMAL_DIGITS[bits]
+
+
+def _readable_as_integer(physical: pa.DataType, target: int) -> bool:
+    """A signed integer no wider than ``target`` bits (or INT32 for byte and short), or an
+    unsigned one narrower."""
+    if physical in _SIGNED_BITS:
+        # Spark writes byte and short as INT32 annotated INT(8)/INT(16); a value out of
+        # range fails the (safe) cast
+        return _SIGNED_BITS[physical] <= target or (physical == pa.int32() and target < 32)
+    return physical in _UNSIGNED_BITS and _UNSIGNED_BITS[physical] < target
+
+
+def _readable_as_float(physical: pa.DataType) -> bool:
+    return pa.types.is_float32(physical) or pa.types.is_float16(physical)
+
+
+def _readable_as_double(physical: pa.DataType) -> bool:
+    return (
+        pa.types.is_floating(physical) or _SIGNED_BITS.get(physical, 64) <= 32 or _UNSIGNED_BITS.get(physical, 64) <= 16
+    )
+
+
+def _readable_as_string(physical: pa.DataType) -> bool:
+    return any(t(physical) for t in _STRINGS) or any(t(physical) for t in _BINARIES[:2])
+
+
+def _readable_as_binary(physical: pa.DataType) -> bool:
+    return any(t(physical) for t in _BINARIES) or any(t(physical) for t in _STRINGS)
+
+
+def _readable_as_timestamp_ntz(physical: pa.DataType) -> bool:
+    return pa.types.is_timestamp(physical) or pa.types.is_date32(physical)
+
+
+# a primitive type name (other than decimals and integers) -> which Arrow types read as it
+_READABLE_AS: dict[str, Callable[[pa.DataType], bool]] = {
+    "boolean": pa.types.is_boolean,
+    "float": _readable_as_float,
+    "double": _readable_as_double,
+    "string": _readable_as_string,
+    "binary": _readable_as_binary,
+    "date": pa.types.is_date32,
+    "timestamp": pa.types.is_timestamp,  # INT96 (naive), millis/micros/nanos, UTC or not
+    "timestamp_ntz": _readable_as_timestamp_ntz,
+}
 
 
 def _type_error(source: str, column: str, dtype: DataType, physical: pa.DataType) -> ColumnTypeError:

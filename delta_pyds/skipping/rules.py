@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -154,60 +154,103 @@ _BAD = object()
 
 def _literal(value: Any, col: ColumnRef) -> Any:
     """A Python literal -> (arrow scalar, comparable python value), or _BAD if it does not
-    fit the column type (then the leaf keeps every file)."""
-    kind = col.kind
+    fit the column type (then the leaf keeps every file): the converter of the column's kind
+    in :data:`_LITERALS`, _BAD for a kind without one or a conversion that fails."""
+    convert = _LITERALS.get(col.kind)
+    if convert is None:
+        return _BAD
     try:
-        if kind == "int":
-            if isinstance(value, bool):
-                return _BAD
-            if isinstance(value, (float, decimal.Decimal)):
-                if not math.isfinite(value) or value != int(value):
-                    return _BAD
-                value = int(value)
-            if isinstance(value, int) and _INT64_MIN <= value <= _INT64_MAX:
-                return pa.scalar(value, pa.int64()), value
-            return _BAD
-        if kind in FLOAT_KINDS:
-            if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
-                return _BAD
-            value = float(value)
-            return pa.scalar(value, pa.float64()), value
-        if kind == "decimal":
-            if isinstance(value, bool):
-                return _BAD
-            if isinstance(value, int):
-                value = decimal.Decimal(value)
-            if not isinstance(value, decimal.Decimal) or not value.is_finite():
-                return _BAD
-            scalar = pa.scalar(value)
-            if not pa.types.is_decimal128(scalar.type):
-                return _BAD
-            return scalar, value
-        if kind == "string":
-            return (pa.scalar(value, pa.string()), value) if isinstance(value, str) else _BAD
-        if kind == "date":
-            if isinstance(value, dt.datetime) or not isinstance(value, dt.date):
-                return _BAD
-            return pa.scalar(value, pa.date32()), value
-        if kind == "timestamp":
-            if not isinstance(value, dt.datetime) or value.tzinfo is None:
-                return _BAD
-            value = value.astimezone(dt.timezone.utc)
-            return pa.scalar(value, pa.timestamp("us", tz="UTC")), value
-        if kind == "timestamp_ntz":
-            if not isinstance(value, dt.datetime) or value.tzinfo is not None:
-                return _BAD
-            return pa.scalar(value, pa.timestamp("us")), value
-        if kind == "boolean":
-            return (pa.scalar(value, pa.bool_()), value) if isinstance(value, bool) else _BAD
-        if kind == "binary":
-            if isinstance(value, (bytes, bytearray, memoryview)):
-                value = bytes(value)
-                return pa.scalar(value, pa.binary()), value
-            return _BAD
+        return convert(value)
     except (pa.ArrowException, ValueError, TypeError, OverflowError, decimal.InvalidOperation):
         return _BAD
+
+
+def _int_literal(value: Any) -> Any:
+    """An int64, or a float / decimal with an integral value (not a bool)."""
+    if isinstance(value, bool):
+        return _BAD
+    if isinstance(value, (float, decimal.Decimal)):
+        if not math.isfinite(value) or value != int(value):
+            return _BAD
+        value = int(value)
+    if isinstance(value, int) and _INT64_MIN <= value <= _INT64_MAX:
+        return pa.scalar(value, pa.int64()), value
     return _BAD
+
+
+def _float_literal(value: Any) -> Any:
+    """Any number but a bool, as a double."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
+        return _BAD
+    value = float(value)
+    return pa.scalar(value, pa.float64()), value
+
+
+def _decimal_literal(value: Any) -> Any:
+    """A finite decimal or an int that fits decimal128."""
+    if isinstance(value, bool):
+        return _BAD
+    if isinstance(value, int):
+        value = decimal.Decimal(value)
+    if not isinstance(value, decimal.Decimal) or not value.is_finite():
+        return _BAD
+    scalar = pa.scalar(value)
+    if not pa.types.is_decimal128(scalar.type):
+        return _BAD
+    return scalar, value
+
+
+def _string_literal(value: Any) -> Any:
+    return (pa.scalar(value, pa.string()), value) if isinstance(value, str) else _BAD
+
+
+def _date_literal(value: Any) -> Any:
+    """A date (not a datetime)."""
+    if isinstance(value, dt.datetime) or not isinstance(value, dt.date):
+        return _BAD
+    return pa.scalar(value, pa.date32()), value
+
+
+def _timestamp_literal(value: Any) -> Any:
+    """An aware datetime, compared in UTC."""
+    if not isinstance(value, dt.datetime) or value.tzinfo is None:
+        return _BAD
+    value = value.astimezone(dt.timezone.utc)
+    return pa.scalar(value, pa.timestamp("us", tz="UTC")), value
+
+
+def _timestamp_ntz_literal(value: Any) -> Any:
+    """A naive datetime."""
+    if not isinstance(value, dt.datetime) or value.tzinfo is not None:
+        return _BAD
+    return pa.scalar(value, pa.timestamp("us")), value
+
+
+def _boolean_literal(value: Any) -> Any:
+    return (pa.scalar(value, pa.bool_()), value) if isinstance(value, bool) else _BAD
+
+
+def _binary_literal(value: Any) -> Any:
+    """bytes, bytearray or memoryview, as bytes."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        value = bytes(value)
+        return pa.scalar(value, pa.binary()), value
+    return _BAD
+
+
+# column kind -> the converter of a literal compared with such a column
+_LITERALS: dict[str, Callable[[Any], Any]] = {
+    "int": _int_literal,
+    "float32": _float_literal,
+    "float64": _float_literal,
+    "decimal": _decimal_literal,
+    "string": _string_literal,
+    "date": _date_literal,
+    "timestamp": _timestamp_literal,
+    "timestamp_ntz": _timestamp_ntz_literal,
+    "boolean": _boolean_literal,
+    "binary": _binary_literal,
+}
 
 
 def _is_nan(value: Any) -> bool:
@@ -255,6 +298,9 @@ def _junction(op: str, children: list[Any]) -> Any:
 
 
 def _normalize(pred: Any, negate: bool, resolve: Resolver) -> Any:
+    """``pred`` (negated when ``negate``) in negation normal form: NOT pushed into the leaves,
+    AND / OR flattened, each leaf a :class:`_Leaf` on a resolved column (:func:`_leaf`) or a
+    constant; an unknown predicate or column keeps every file."""
     if isinstance(pred, P.Not):
         return _normalize(pred.child, not negate, resolve)
     if isinstance(pred, (P.And, P.Or)):
@@ -266,18 +312,17 @@ def _normalize(pred: Any, negate: bool, resolve: Resolver) -> Any:
     col = resolve(column)
     if col is None:
         return _KEEP
+    return _leaf(pred, col, negate, resolve)
+
+
+def _leaf(pred: Any, col: ColumnRef, negate: bool, resolve: Resolver) -> Any:
+    """A predicate on the resolved column ``col`` (negated when ``negate``) as a leaf or a
+    constant (_KEEP when its literals do not fit the column)."""
     if isinstance(pred, (P.IsNull, P.IsNotNull)):
         is_null = isinstance(pred, P.IsNull) != negate
         return _Leaf(col, "isnull" if is_null else "notnull")
     if isinstance(pred, P.EqualNullSafe):
-        if pred.value is None:
-            return _normalize(P.IsNull(column), negate, resolve)
-        if not negate:
-            return _normalize(P.EqualTo(column, pred.value), False, resolve)
-        return _junction(
-            "or",
-            [_normalize(P.IsNull(column), False, resolve), _normalize(P.EqualTo(column, pred.value), True, resolve)],
-        )
+        return _null_safe_leaf(pred, negate, resolve)
     op = _CMP_OPS.get(type(pred))
     if op is not None:
         if pred.value is None:
@@ -287,19 +332,37 @@ def _normalize(pred: Any, negate: bool, resolve: Resolver) -> Any:
             return _KEEP
         return _Leaf(col, _NEGATE[op] if negate else op, (lit[0],), (lit[1],))
     if isinstance(pred, P.In):
-        values = [v for v in pred.values if v is not None]
-        if not values:
-            # `a IN ()` / `a IN (NULL)` is never TRUE; NOT of it is TRUE for every row
-            return _KEEP if negate else _NONE
-        lits = [_literal(v, col) for v in values]
-        if any(lit is _BAD for lit in lits):
-            return _KEEP
-        return _Leaf(col, "notin" if negate else "in", tuple(s for s, _ in lits), tuple(v for _, v in lits))
+        return _in_leaf(pred, col, negate)
     if isinstance(pred, P.StartsWith):
         if negate or col.kind != "string" or not isinstance(pred.prefix, str):
             return _KEEP
         return _Leaf(col, "startswith", (pa.scalar(pred.prefix, pa.string()),), (pred.prefix,))
     return _KEEP
+
+
+def _null_safe_leaf(pred: Any, negate: bool, resolve: Resolver) -> Any:
+    """``a <=> v``: ``a IS NULL`` for a null ``v``, else ``a = v``; negated, ``a IS NULL OR NOT a = v``."""
+    column = pred.column
+    if pred.value is None:
+        return _normalize(P.IsNull(column), negate, resolve)
+    if not negate:
+        return _normalize(P.EqualTo(column, pred.value), False, resolve)
+    return _junction(
+        "or",
+        [_normalize(P.IsNull(column), False, resolve), _normalize(P.EqualTo(column, pred.value), True, resolve)],
+    )
+
+
+def _in_leaf(pred: Any, col: ColumnRef, negate: bool) -> Any:
+    """``a IN (values)`` (``notin`` negated) over its non-null values."""
+    values = [v for v in pred.values if v is not None]
+    if not values:
+        # `a IN ()` / `a IN (NULL)` is never TRUE; NOT of it is TRUE for every row
+        return _KEEP if negate else _NONE
+    lits = [_literal(v, col) for v in values]
+    if any(lit is _BAD for lit in lits):
+        return _KEEP
+    return _Leaf(col, "notin" if negate else "in", tuple(s for s, _ in lits), tuple(v for _, v in lits))
 
 
 def normalize_all(predicates: Sequence[Any], resolve: Resolver) -> Any:
@@ -390,58 +453,80 @@ def _with_prefix_rule(st: ColumnStats, normal: pa.Array, v: pa.Scalar, raw: Any)
 
 
 def _range_prune(leaf: _Leaf, st: ColumnStats) -> pa.Array | None:
-    """TRUE where min/max prove the leaf false for every non-null value."""
+    """TRUE where min/max prove the leaf false for every non-null value (None: no such proof):
+    comparisons and ``startswith`` by :func:`_compare_prune`, ``in`` by :func:`_in_prune`,
+    ``notin`` by :func:`_notin_prune`; nothing for a float leaf with a NaN literal."""
     op, kind = leaf.op, leaf.col.kind
     if st.lo is None or st.hi is None:
         return None
     is_float = kind in FLOAT_KINDS
     if is_float and any(_is_nan(v) for v in leaf.values):
         return None
-    if op in ("eq", "lt", "le", "gt", "ge", "ne", "startswith"):
-        v, raw = leaf.scalars[0], leaf.values[0]
-        if op == "eq":
-            return _k_or(pc.greater(st.lo, v), _all_lt(st, v, raw))
-        if op == "lt":
-            return pc.greater_equal(st.lo, v)
-        if op == "le":
-            return pc.greater(st.lo, v)
-        if is_float and op in ("gt", "ge", "ne"):
-            return None  # NaN may be present without being in the stats
-        if op == "gt":
-            return _all_le(st, v, raw)
-        if op == "ge":
-            return _all_lt(st, v, raw)
-        if op == "ne":
-            same = pc.and_kleene(pc.equal(st.lo, v), pc.equal(st.hi, v))
-            if st.hi_prefix is not None:
-                same = pc.and_kleene(same, pc.invert(st.hi_prefix))
-            return same
-        # startswith: no value >= raw, or the min is already past every string with the prefix
-        past = pc.and_kleene(pc.greater(st.lo, v), pc.invert(pc.starts_with(st.lo, pattern=raw)))
-        return _k_or(_all_lt(st, v, raw), past)
+    if op in _COMPARE_PRUNE_OPS:
+        return _compare_prune(op, leaf, st, is_float)
     if op == "in":
-        pairs = list(zip(leaf.scalars, leaf.values))
-        if len(pairs) <= _IN_LIST_EXACT:
-            return _k_and(*[_k_or(pc.greater(st.lo, s), _all_lt(st, s, r)) for s, r in pairs])
-        lo_s, lo_r = min(pairs, key=lambda p: p[1])
-        hi_s, _ = max(pairs, key=lambda p: p[1])
-        return _k_or(pc.greater(st.lo, hi_s), _all_lt(st, lo_s, lo_r))
+        return _in_prune(leaf, st)
     if op == "notin":
-        if is_float:
-            return None
-        same = pc.equal(st.lo, st.hi)
+        return None if is_float else _notin_prune(leaf, st)
+    return None
+
+
+_COMPARE_PRUNE_OPS = frozenset(("eq", "lt", "le", "gt", "ge", "ne", "startswith"))
+
+
+def _compare_prune(op: str, leaf: _Leaf, st: ColumnStats, is_float: bool) -> pa.Array | None:
+    """TRUE where min/max prove ``column op literal`` false (``op``: a comparison or
+    ``startswith``); for a float column only ``eq lt le`` (NaN may be present without being in
+    the stats)."""
+    v, raw = leaf.scalars[0], leaf.values[0]
+    if op == "eq":
+        return _k_or(pc.greater(st.lo, v), _all_lt(st, v, raw))
+    if op == "lt":
+        return pc.greater_equal(st.lo, v)
+    if op == "le":
+        return pc.greater(st.lo, v)
+    if is_float and op in ("gt", "ge", "ne"):
+        return None  # NaN may be present without being in the stats
+    if op == "gt":
+        return _all_le(st, v, raw)
+    if op == "ge":
+        return _all_lt(st, v, raw)
+    if op == "ne":
+        same = pc.and_kleene(pc.equal(st.lo, v), pc.equal(st.hi, v))
         if st.hi_prefix is not None:
             same = pc.and_kleene(same, pc.invert(st.hi_prefix))
-        hits = None
-        if len(leaf.values) > _IN_LIST_EXACT:
-            try:
-                hits = pc.is_in(st.lo, value_set=pa.array(list(leaf.values), st.lo.type))
-            except (pa.ArrowException, TypeError, ValueError):
-                hits = None
-        if hits is None:
-            hits = _k_or(*[pc.equal(st.lo, s) for s in leaf.scalars])
-        return pc.and_kleene(same, hits)
-    return None
+        return same
+    # startswith: no value >= raw, or the min is already past every string with the prefix
+    past = pc.and_kleene(pc.greater(st.lo, v), pc.invert(pc.starts_with(st.lo, pattern=raw)))
+    return _k_or(_all_lt(st, v, raw), past)
+
+
+def _in_prune(leaf: _Leaf, st: ColumnStats) -> pa.Array | None:
+    """TRUE where min/max prove no value is in the list: each item checked for short lists,
+    the list's range for long ones."""
+    pairs = list(zip(leaf.scalars, leaf.values))
+    if len(pairs) <= _IN_LIST_EXACT:
+        return _k_and(*[_k_or(pc.greater(st.lo, s), _all_lt(st, s, r)) for s, r in pairs])
+    lo_s, lo_r = min(pairs, key=lambda p: p[1])
+    hi_s, _ = max(pairs, key=lambda p: p[1])
+    return _k_or(pc.greater(st.lo, hi_s), _all_lt(st, lo_s, lo_r))
+
+
+def _notin_prune(leaf: _Leaf, st: ColumnStats) -> pa.Array | None:
+    """TRUE where min = max (exact, not a truncated prefix) and that one value is in the list."""
+    lo = cast(pa.Array, st.lo)  # not None: _range_prune checked
+    same = pc.equal(lo, st.hi)
+    if st.hi_prefix is not None:
+        same = pc.and_kleene(same, pc.invert(st.hi_prefix))
+    hits = None
+    if len(leaf.values) > _IN_LIST_EXACT:
+        try:
+            hits = pc.is_in(lo, value_set=pa.array(list(leaf.values), lo.type))
+        except (pa.ArrowException, TypeError, ValueError):
+            hits = None
+    if hits is None:
+        hits = _k_or(*[pc.equal(lo, s) for s in leaf.scalars])
+    return pc.and_kleene(same, hits)
 
 
 def _stats_keep(leaf: _Leaf, st: ColumnStats) -> pa.Array | None:

@@ -17,6 +17,7 @@ import base64
 import math
 import struct
 import uuid
+from collections.abc import Callable
 
 from delta_pyds.variant.encoding import (
     ARRAY,
@@ -271,53 +272,101 @@ _LITERALS = {T_NULL: "null", T_TRUE: "true", T_FALSE: "false"}
 
 
 def _primitive_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
-    """The JSON of the primitive at ``pos`` whose type id is ``info`` (a flat dispatch)."""
+    """The JSON of the primitive at ``pos`` whose type id is ``info`` (a flat dispatch: the
+    literals, then the renderer of the type id in :data:`_PRIMITIVE_JSON`)."""
     if info in _LITERALS:
         return _LITERALS[info]
-    if info in _INT_TYPES:
-        width, what = _INT_TYPES[info]
-        return str(read_int(value, pos + 1, width, what))
-    if info == T_DOUBLE:
-        read_uint(value, pos + 1, 8, "double")
-        return _format_double(struct.unpack_from("<d", value, pos + 1)[0])
-    if info == T_FLOAT:
-        read_uint(value, pos + 1, 4, "float")
-        return _format_float(struct.unpack_from("<f", value, pos + 1)[0])
-    if info in (T_DECIMAL4, T_DECIMAL8, T_DECIMAL16):
-        return _decimal_json(value, pos, info)
-    if info == T_DATE:
-        return '"' + _format_date(read_int(value, pos + 1, 4, "date")) + '"'
-    if info == T_TIMESTAMP:
-        return '"' + _format_instant(read_int(value, pos + 1, 8, "timestamp") * 1000, zone_id) + '"'
-    if info == T_TIMESTAMP_NTZ:
-        return '"' + _format_local(read_int(value, pos + 1, 8, "timestamp_ntz") * 1000) + '"'
-    if info == T_TIMESTAMP_NANOS:
-        return '"' + _format_instant(read_int(value, pos + 1, 8, "timestamp"), zone_id) + '"'
-    if info == T_TIMESTAMP_NTZ_NANOS:
-        return '"' + _format_local(read_int(value, pos + 1, 8, "timestamp_ntz")) + '"'
-    if info == T_TIME:
-        micros = read_int(value, pos + 1, 8, "time")
-        if not 0 <= micros < 86_400_000_000:
-            raise malformed(f"time of day {micros} µs out of range at byte {pos}")
-        return '"' + _format_time_of_day(micros * 1000) + '"'
-    if info == T_BINARY:
-        return '"' + base64.b64encode(_sized_bytes(value, pos, "binary")).decode("ascii") + '"'
-    if info == T_STRING:
-        return _json_string(_utf8(_sized_bytes(value, pos, "string")))
-    if info == T_UUID:
-        if pos + 17 > len(value):
-            raise malformed(f"uuid at byte {pos} runs past the end")
-        return '"' + str(uuid.UUID(bytes=bytes(value[pos + 1 : pos + 17]))) + '"'
-    raise malformed(f"unknown primitive type id {info} at byte {pos}")
+    render = _PRIMITIVE_JSON.get(info)
+    if render is None:
+        raise malformed(f"unknown primitive type id {info} at byte {pos}")
+    return render(value, pos, info, zone_id)
 
 
-def _decimal_json(value: bytes, pos: int, info: int) -> str:
+# Each renderer below is called as render(value, pos, info, zone_id) for the primitive at
+# ``pos`` and returns its JSON text.
+
+
+def _int_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    width, what = _INT_TYPES[info]
+    return str(read_int(value, pos + 1, width, what))
+
+
+def _double_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    read_uint(value, pos + 1, 8, "double")
+    return _format_double(struct.unpack_from("<d", value, pos + 1)[0])
+
+
+def _float_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    read_uint(value, pos + 1, 4, "float")
+    return _format_float(struct.unpack_from("<f", value, pos + 1)[0])
+
+
+def _date_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    return '"' + _format_date(read_int(value, pos + 1, 4, "date")) + '"'
+
+
+def _timestamp_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    return '"' + _format_instant(read_int(value, pos + 1, 8, "timestamp") * 1000, zone_id) + '"'
+
+
+def _timestamp_ntz_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    return '"' + _format_local(read_int(value, pos + 1, 8, "timestamp_ntz") * 1000) + '"'
+
+
+def _timestamp_nanos_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    return '"' + _format_instant(read_int(value, pos + 1, 8, "timestamp"), zone_id) + '"'
+
+
+def _timestamp_ntz_nanos_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    return '"' + _format_local(read_int(value, pos + 1, 8, "timestamp_ntz")) + '"'
+
+
+def _time_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    micros = read_int(value, pos + 1, 8, "time")
+    if not 0 <= micros < 86_400_000_000:
+        raise malformed(f"time of day {micros} µs out of range at byte {pos}")
+    return '"' + _format_time_of_day(micros * 1000) + '"'
+
+
+def _binary_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    return '"' + base64.b64encode(_sized_bytes(value, pos, "binary")).decode("ascii") + '"'
+
+
+def _string_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    return _json_string(_utf8(_sized_bytes(value, pos, "string")))
+
+
+def _uuid_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
+    if pos + 17 > len(value):
+        raise malformed(f"uuid at byte {pos} runs past the end")
+    return '"' + str(uuid.UUID(bytes=bytes(value[pos + 1 : pos + 17]))) + '"'
+
+
+def _decimal_json(value: bytes, pos: int, info: int, zone_id: str) -> str:
     width, max_precision = {T_DECIMAL4: (4, 9), T_DECIMAL8: (8, 18), T_DECIMAL16: (16, 38)}[info]
     scale = read_uint(value, pos + 1, 1, "decimal scale")
     unscaled = read_int(value, pos + 2, width, "decimal")
     if scale > max_precision or abs(unscaled) >= 10**max_precision:
         raise malformed(f"decimal out of range (scale {scale}) at byte {pos}")
     return _format_decimal(unscaled, scale)
+
+
+# primitive type id -> its renderer (null, true and false are the constants in _LITERALS)
+_PRIMITIVE_JSON: dict[int, Callable[[bytes, int, int, str], str]] = {
+    **dict.fromkeys(_INT_TYPES, _int_json),
+    T_DOUBLE: _double_json,
+    T_FLOAT: _float_json,
+    **dict.fromkeys((T_DECIMAL4, T_DECIMAL8, T_DECIMAL16), _decimal_json),
+    T_DATE: _date_json,
+    T_TIMESTAMP: _timestamp_json,
+    T_TIMESTAMP_NTZ: _timestamp_ntz_json,
+    T_TIMESTAMP_NANOS: _timestamp_nanos_json,
+    T_TIMESTAMP_NTZ_NANOS: _timestamp_ntz_nanos_json,
+    T_TIME: _time_json,
+    T_BINARY: _binary_json,
+    T_STRING: _string_json,
+    T_UUID: _uuid_json,
+}
 
 
 def _sized_bytes(value: bytes, pos: int, what: str) -> bytes:

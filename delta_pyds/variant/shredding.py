@@ -313,25 +313,14 @@ def _fixed_width_ints(arr: pa.Array, width: int) -> list:
 
 
 def _primitive_items(arr: pa.Array, path: str) -> tuple[list, Callable]:
-    """Python values of a shredded primitive column and the function encoding one."""
+    """Python values of a shredded primitive column and the function encoding one
+    (:func:`_number_encoder` for booleans, integers and floats; a
+    :class:`~delta_pyds.variant.encoding.MalformedVariantError` for a type a shredded Variant
+    may not use)."""
     t = arr.type
-    if pa.types.is_boolean(t):
-        true_, false_ = bytes([primitive_header(T_TRUE)]), bytes([primitive_header(T_FALSE)])
-        return arr.to_pylist(), lambda v: true_ if v else false_
-    if pa.types.is_int8(t):
-        return arr.to_pylist(), int_encoder(T_INT8, 1)
-    if pa.types.is_int16(t):
-        return arr.to_pylist(), int_encoder(T_INT16, 2)
-    if pa.types.is_int32(t):
-        return arr.to_pylist(), int_encoder(T_INT32, 4)
-    if pa.types.is_int64(t):
-        return arr.to_pylist(), int_encoder(T_INT64, 8)
-    if pa.types.is_float32(t):
-        header = bytes([primitive_header(T_FLOAT)])
-        return arr.to_pylist(), lambda v: header + struct.pack("<f", v)
-    if pa.types.is_float64(t):
-        header = bytes([primitive_header(T_DOUBLE)])
-        return arr.to_pylist(), lambda v: header + struct.pack("<d", v)
+    encoder = _number_encoder(t)
+    if encoder is not None:
+        return arr.to_pylist(), encoder
     if pa.types.is_decimal(t):
         return _decimal_items(arr, path)
     if pa.types.is_date32(t):
@@ -354,6 +343,29 @@ def _primitive_items(arr: pa.Array, path: str) -> tuple[list, Callable]:
         header = bytes([primitive_header(T_UUID)])
         return storage.to_pylist(), lambda v: header + v
     raise MalformedVariantError(f"{path}: {t} is not a type a shredded Variant may use")
+
+
+def _number_encoder(t: pa.DataType) -> Callable | None:
+    """The encoder of one value of a boolean, integer or floating-point column of type ``t``
+    (its Python values as they are), or None for any other type."""
+    if pa.types.is_boolean(t):
+        true_, false_ = bytes([primitive_header(T_TRUE)]), bytes([primitive_header(T_FALSE)])
+        return lambda v: true_ if v else false_
+    if pa.types.is_int8(t):
+        return int_encoder(T_INT8, 1)
+    if pa.types.is_int16(t):
+        return int_encoder(T_INT16, 2)
+    if pa.types.is_int32(t):
+        return int_encoder(T_INT32, 4)
+    if pa.types.is_int64(t):
+        return int_encoder(T_INT64, 8)
+    if pa.types.is_float32(t):
+        header = bytes([primitive_header(T_FLOAT)])
+        return lambda v: header + struct.pack("<f", v)
+    if pa.types.is_float64(t):
+        header = bytes([primitive_header(T_DOUBLE)])
+        return lambda v: header + struct.pack("<d", v)
+    return None
 
 
 def _decimal_items(arr: pa.Array, path: str) -> tuple[list, Callable]:
