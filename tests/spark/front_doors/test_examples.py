@@ -35,7 +35,7 @@ ALL = (
 )
 CLASSIC_ONLY = {"table_exists.py"}
 # a Spark session (classic) or a Connect server per session kind, 7 examples; `examples`: .ci/matrix
-# runs them on MATRIX_EXAMPLE_VERSIONS too
+# runs them on MATRIX_EXAMPLE_VERSIONS too (off in CI: docs/deployment.md)
 pytestmark = [pytest.mark.slow, pytest.mark.examples]
 
 
