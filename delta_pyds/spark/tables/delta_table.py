@@ -396,10 +396,15 @@ class DeltaTable(SchemaChanges):
         never a concurrent one)."""
         return self._last_commit
 
+    def _keep_commit(self, commit: CommitResult | None) -> None:
+        """Keeps a command's commit as :attr:`lastCommit` (a MERGE's builder runs the post-commit
+        hook itself, in the session its rows were read in)."""
+        self._last_commit = commit
+
     def _record_commit(self, commit: CommitResult | None) -> None:
         """Keeps a command's commit as :attr:`lastCommit`, then runs the post-commit hook
         (auto compaction, :func:`~delta_pyds.spark.commands.auto_compaction.after_commit`)."""
-        self._last_commit = commit
+        self._keep_commit(commit)
         after_commit(self._spark, self._storage, commit)
 
     def delete(self, condition: OptionalExpressionOrColumn = None) -> None:
@@ -432,7 +437,7 @@ class DeltaTable(SchemaChanges):
             # DataFrame of the table's session cannot be joined with them): merge in that one
             rewriter = TableRewriter(session, self._path, self._options, self._storage)
         activate(rewriter.spark)
-        return DeltaMergeBuilder(rewriter, source, condition, target_alias=self._alias, on_commit=self._record_commit)
+        return DeltaMergeBuilder(rewriter, source, condition, target_alias=self._alias, on_commit=self._keep_commit)
 
     # ------------------------------------------------------------------- optimize
     def optimize(self) -> DeltaOptimizeBuilder:

@@ -99,10 +99,9 @@ def test_delete_and_update_record_delta_sparks_metrics(spark, tmp_path, dv):
 def test_merge_records_delta_sparks_metrics_and_clause_predicates(spark, tmp_path):
     path = _table(str(tmp_path / "t"))
     src = spark.createDataFrame([(1, 100), (2, 200), (50, 500)], "id long, v long")
+    target = DeltaTable.forPath(spark, path).alias("t")
     (
-        DeltaTable.forPath(spark, path)
-        .alias("t")
-        .merge(src.alias("s"), "t.id = s.id")
+        target.merge(src.alias("s"), "t.id = s.id")
         .whenMatchedUpdate("s.v > 150", {"v": "s.v"})
         .whenMatchedDelete()
         .whenNotMatchedInsertAll()
@@ -111,6 +110,9 @@ def test_merge_records_delta_sparks_metrics_and_clause_predicates(spark, tmp_pat
     )
     h = DeltaTable.forPath(spark, path).history(1).collect()[0]
     m = h.operationMetrics
+    # the MERGE's own commit is the DeltaTable's lastCommit, as a DELETE's or an UPDATE's is
+    assert target.lastCommit.version == h.version == Snapshot.load(path).version
+    assert target.lastCommit.operation_metrics() == dict(m)
     assert MERGE <= set(m), MERGE - set(m)
     # rows written: the touched file's 5 rows less the deleted one, plus the insert, plus the
     # other file's 5 rows (id 9 updated by source)

@@ -189,9 +189,8 @@ class DeltaMergeBuilder:
         finally:
             plan.release()
         if self._on_commit is not None:
-            self._on_commit(commit)  # DeltaTable.lastCommit, then the post-commit hook
-        else:
-            after_commit(rw.spark, rw.storage, commit)
+            self._on_commit(commit)  # DeltaTable.lastCommit
+        after_commit(rw.spark, rw.storage, commit)  # the post-commit hook, in the session of the rows
         updated, deleted = metrics["numTargetRowsUpdated"], metrics["numTargetRowsDeleted"]
         inserted = metrics["numTargetRowsInserted"]
         return rw.spark.createDataFrame(
