@@ -518,15 +518,19 @@ def _notin_prune(leaf: _Leaf, st: ColumnStats) -> pa.Array | None:
     same = pc.equal(lo, st.hi)
     if st.hi_prefix is not None:
         same = pc.and_kleene(same, pc.invert(st.hi_prefix))
-    hits = None
+    return pc.and_kleene(same, _members(lo, leaf))
+
+
+def _members(values: pa.Array, leaf: _Leaf) -> pa.Array | None:
+    """Whether each of ``values`` is one of the leaf's list items (null where it is null): one
+    ``is_in`` for long lists, else an OR of equalities (also when the items do not convert to
+    the values' type)."""
     if len(leaf.values) > _IN_LIST_EXACT:
         try:
-            hits = pc.is_in(lo, value_set=pa.array(list(leaf.values), lo.type))
+            return pc.is_in(values, value_set=pa.array(list(leaf.values), values.type))
         except (pa.ArrowException, TypeError, ValueError):
-            hits = None
-    if hits is None:
-        hits = _k_or(*[pc.equal(lo, s) for s in leaf.scalars])
-    return pc.and_kleene(same, hits)
+            pass
+    return _k_or(*[pc.equal(values, s) for s in leaf.scalars])
 
 
 def _stats_keep(leaf: _Leaf, st: ColumnStats) -> pa.Array | None:
@@ -562,14 +566,7 @@ def _partition_keep(leaf: _Leaf, values: pa.Array) -> pa.Array | None:
         if op in _ARROW_CMP:
             mask = _ARROW_CMP[op](values, leaf.scalars[0])
         elif op == "in":
-            mask = None
-            if len(leaf.values) > _IN_LIST_EXACT:
-                try:
-                    mask = pc.is_in(values, value_set=pa.array(list(leaf.values), values.type))
-                except (pa.ArrowException, TypeError, ValueError):
-                    mask = None
-            if mask is None:
-                mask = _k_or(*[pc.equal(values, s) for s in leaf.scalars])
+            mask = _members(values, leaf)
         elif op == "notin":
             mask = _k_and(*[pc.not_equal(values, s) for s in leaf.scalars])
         elif op == "startswith":
