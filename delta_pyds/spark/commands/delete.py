@@ -11,7 +11,8 @@ Guarantees:
   commit made is :func:`delete_rows`'s result (None when no row matches: nothing is committed);
 * without a condition every file is removed, nothing read or written;
 * files that may hold matching rows are found by data skipping on the condition; only
-  files holding a matching row change;
+  files holding a matching row change; when those candidates are small the rewrite and the
+  search for matching rows are one Spark job (:mod:`delta_pyds.spark.commands.single_pass`);
 * with a table alias (``DeltaTable.alias``, SQL ``DELETE FROM ... AS t``) the condition is
   evaluated by Spark on the table's rows under that alias (Spark's own scoping: a subquery's
   or a lambda's ``t`` is not the table's); skipping reads alias-qualified names only where
@@ -40,6 +41,7 @@ from delta_pyds.operations.read_set import record_read
 from delta_pyds.spark.commands.dv_marks import dv_hits, matching_files, writes_dvs
 from delta_pyds.spark.commands.resolution import check_condition_resolves
 from delta_pyds.spark.commands.rewriter import OpTimes, TableRewriter, table_spark_schema
+from delta_pyds.spark.commands.single_pass import single_pass
 from delta_pyds.spark.session.dialect import session_dialect
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.table.state import file_actions
@@ -56,6 +58,7 @@ from delta_pyds.transaction.staged_files import delete_on_failure
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+    from delta_pyds.protocol.action_types import AddFile
     from delta_pyds.spark.commands.args import OptionalExpressionOrColumn
 
 
@@ -124,14 +127,19 @@ def _delete_copy_on_write(
     as change data files when the table keeps a change feed), in one commit."""
     from pyspark.sql import functions as F
 
-    matched, deleted_rows = matching_files(scan, cond)
+    hit = F.coalesce(cond, F.lit(False))
+    spec = rw.write_spec(snap, row_tracking=True)
+
+    def kept(rows: DataFrame) -> list[AddFile]:
+        return rw.rewrite(rw.tracked(snap, rows.where(~hit)), spec, True)
+
+    one = single_pass(rw, snap, candidates, scan, hit, kept)
+    matched, deleted_rows = (one.matched, one.rows) if one is not None else matching_files(scan, cond)
     times.scan_done()
     if not matched:
         return None
     in_files = rw.rescan(snap, candidates, scan, matched, alias=alias)
-    hit = F.coalesce(cond, F.lit(False))
-    spec = rw.write_spec(snap, row_tracking=True)
-    adds = rw.rewrite(rw.tracked(snap, in_files.where(~hit)), spec, True)
+    adds = one.adds if one is not None and one.adds is not None else kept(in_files)
     written: list[Mapping[str, Any]] = list(adds)
     with delete_on_failure(rw.storage, written):
         cdcs = []

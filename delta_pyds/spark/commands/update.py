@@ -13,7 +13,9 @@ Guarantees:
   from the updated values (a generated partition column moves the row to its partition), and
   one set to a value its expression does not give fails the update
   (:class:`~delta_pyds.errors.ConstraintViolationError`, nothing committed);
-* files that may hold matching rows are found by data skipping on the condition;
+* files that may hold matching rows are found by data skipping on the condition; when those
+  candidates are small the rewrite and the search for matching rows are one Spark job
+  (:mod:`delta_pyds.spark.commands.single_pass`);
 * with a table alias (``DeltaTable.alias``, SQL ``UPDATE ... AS t``) the condition and the
   values are evaluated by Spark on the table's rows under that alias (Spark's own scoping); a
   ``set`` key may be qualified by it; skipping reads alias-qualified names only where its
@@ -53,6 +55,7 @@ from delta_pyds.spark.commands.rewriter import (
     regenerate,
     table_spark_schema,
 )
+from delta_pyds.spark.commands.single_pass import single_pass
 from delta_pyds.spark.session import projection
 from delta_pyds.spark.session.dialect import session_dialect
 from delta_pyds.table.snapshot import Snapshot
@@ -110,13 +113,14 @@ def _update_copy_on_write(
     """Rewrites the files holding a matching row with the rows updated, in one commit."""
     from pyspark.sql import functions as F
 
-    matched, updated_rows = matching_files(scan, cond)
+    hit = F.coalesce(cond, F.lit(False))
+    one = single_pass(rw, snap, candidates, scan, hit, lambda rows: _rewrite_updated(rw, snap, rows, hit, exprs))
+    matched, updated_rows = (one.matched, one.rows) if one is not None else matching_files(scan, cond)
     times.scan_done()
     if not matched:
         return None
-    hit = F.coalesce(cond, F.lit(False))
     in_files = rw.rescan(snap, candidates, scan, matched, alias=alias)
-    adds = _rewrite_updated(rw, snap, in_files, hit, exprs)
+    adds = one.adds if one is not None and one.adds is not None else _rewrite_updated(rw, snap, in_files, hit, exprs)
     written: list[Mapping[str, Any]] = list(adds)
     txn = Transaction(rw.storage, snap)
     with delete_on_failure(rw.storage, written):

@@ -36,6 +36,7 @@ KEY_PRUNING_CONF = "spark.pydelta.merge.sourceKeyPruning.minTargetBytes"
 PIN_TARGET_CONF = "spark.pydelta.merge.pinTarget.maxBytes"
 PIN_CHANGED_CONF = "spark.pydelta.merge.pinChangedRows.maxBytes"
 LOCAL_MAX_BYTES_CONF = "spark.pydelta.optimize.localMaxBytes"
+SINGLE_PASS_CONF = "spark.pydelta.dml.singlePassMaxBytes"
 # delta-spark's
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
@@ -53,6 +54,10 @@ CONFS: dict[str, tuple[str, str]] = {
     PIN_TARGET_CONF: ("16777216", "bytes: a copy-on-write MERGE pins every candidate row up to this size"),
     PIN_CHANGED_CONF: ("1073741824", "bytes: a deletion-vector MERGE pins the changed rows up to this size"),
     LOCAL_MAX_BYTES_CONF: ("268435456", "bytes: OPTIMIZE rewrites up to this much in the driver's process"),
+    SINGLE_PASS_CONF: (
+        "134217728",
+        "bytes: a copy-on-write DELETE/UPDATE of candidates up to this size runs one job (0: off)",
+    ),
     RETENTION_CHECK_CONF: ("true", "true | false: VACUUM refuses a retention below the table's"),
     OPTIMIZE_WRITE_CONF: ("(table property)", "true | false: optimized writes, over the table property"),
     BIN_SIZE_CONF: ("512", "MiB (or a size with k/m/g): the shuffle bin of an optimized write"),

@@ -1,7 +1,7 @@
 """The fixed cost of a small DML on Spark's own engine, counted in Spark jobs (the stable
-number; times are not asserted): a copy-on-write DELETE or UPDATE runs one job to find the
-matching files and one to write, a deletion-vector DELETE one job, a deletion-vector
-UPDATE two. Also: the per-file hits (counts and row positions) are exact when a file's
+number; times are not asserted): a copy-on-write DELETE or UPDATE of small candidate files
+runs one job (the rewrite observes the matching files: tests/spark/commands/test_single_pass.py),
+a deletion-vector DELETE one job, a deletion-vector UPDATE two. Also: the per-file hits (counts and row positions) are exact when a file's
 rows are spread over several tasks."""
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def native(spark):
 @pytest.mark.parametrize(
     ("dv", "op", "most"),
     [
-        (False, "delete", 2),  # matching files, write
-        (False, "update", 2),
+        (False, "delete", 1),  # the rewrite, observing the matching files
+        (False, "update", 1),
         (True, "delete", 1),  # matching rows' positions, nothing written
         (True, "update", 2),  # matching rows' positions, write of the changed rows
     ],
