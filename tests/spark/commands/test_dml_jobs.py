@@ -1,8 +1,8 @@
 """The fixed cost of a small DML on Spark's own engine, counted in Spark jobs (the stable
 number; times are not asserted): a copy-on-write DELETE or UPDATE of small candidate files
 runs one job (the rewrite observes the matching files: tests/spark/commands/test_single_pass.py),
-a deletion-vector DELETE one job, a deletion-vector UPDATE two. Also: the per-file hits (counts and row positions) are exact when a file's
-rows are spread over several tasks."""
+a deletion-vector DELETE one job, a deletion-vector UPDATE two. Also: the per-file hits
+(counts and row positions) are exact when a file's rows are spread over several tasks."""
 
 from __future__ import annotations
 
