@@ -14,9 +14,10 @@ Guarantees:
   rewrites only the observed matched files (no second scan), or commits nothing when no
   row matched; a statement never runs more Spark jobs than the two-job plan;
 * it is tried only when the candidates total at most
-  ``spark.pydelta.dml.singlePassMaxBytes`` (default 128 MiB, one input partition of
-  Spark's; 0 turns it off): then the worst case, candidate files without a match, costs one
-  small extra write, while the saved job is the statement's largest fixed cost;
+  ``spark.pydelta.dml.singlePassMaxBytes`` (default 16 MiB; 0 turns it off): the worst
+  case, candidate files without a match (a needle in an unclustered table), costs a write
+  of the candidates, which at that size is about the fixed cost of the Spark job the
+  single pass saves when every candidate matches;
 * a condition Spark cannot observe (non-deterministic, a subquery) or metrics that do not
   arrive runs the two-job plan, after deleting anything written;
 * not used with a change feed (its change rows need a job of their own) or deletion
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_BYTES = 128 * 1024 * 1024
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 # the observed metrics arrive on Spark's listener bus right after the job; a wait this long
 # means they will not (then the two-job plan runs)
 METRICS_WAIT_SECONDS = 60.0

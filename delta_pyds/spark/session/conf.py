@@ -55,7 +55,7 @@ CONFS: dict[str, tuple[str, str]] = {
     PIN_CHANGED_CONF: ("1073741824", "bytes: a deletion-vector MERGE pins the changed rows up to this size"),
     LOCAL_MAX_BYTES_CONF: ("268435456", "bytes: OPTIMIZE rewrites up to this much in the driver's process"),
     SINGLE_PASS_CONF: (
-        "134217728",
+        "16777216",
         "bytes: a copy-on-write DELETE/UPDATE of candidates up to this size runs one job (0: off)",
     ),
     RETENTION_CHECK_CONF: ("true", "true | false: VACUUM refuses a retention below the table's"),

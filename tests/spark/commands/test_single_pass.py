@@ -40,7 +40,7 @@ def _run(spark, path: str, op: str, cond: str, single: bool) -> int:
     """Runs ``op`` with the single pass on or off; returns its Spark jobs."""
     sc = spark.sparkContext
     group = f"pydelta-single-pass-{time.time_ns()}"
-    spark.conf.set(SINGLE_PASS_CONF, str(128 << 20) if single else "0")
+    spark.conf.set(SINGLE_PASS_CONF, str(16 << 20) if single else "0")
     sc.setJobGroup(group, "counted")
     try:
         t = DeltaTable.forPath(spark, path)
