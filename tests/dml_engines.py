@@ -12,9 +12,15 @@ the conf unset. Both are checked, by counting the calls of
 :func:`delta_pyds.spark.native.engine.dml_engine` (the one reader of the conf) during the
 test: a test run on each engine that never read it fails ("mark it engine_independent"), and
 so does a test marked ``engine_independent`` that read it. Tests without the ``spark`` fixture
-run once. ``pytest_generate_tests`` (``tests/conftest.py``) calls :func:`parametrize_engines`."""
+run once. ``pytest_generate_tests`` (``tests/conftest.py``) calls :func:`parametrize_engines`.
+
+``PYDELTA_TEST_DML_ENGINES`` (space-separated, default ``native python``) narrows the engines:
+``.ci/matrix`` runs the other pyspark versions on ``native`` only (the fallback's pyspark
+interface, ``mapInArrow``, is also what the native engine's row marks run on every version)."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 from conftest import CALL_FAILED
@@ -22,7 +28,9 @@ from conftest import CALL_FAILED
 from delta_pyds.spark.native import engine as row_engine
 from delta_pyds.spark.session.conf import DML_ENGINE_CONF
 
-ENGINES = ["native", "python"]
+ENGINES = os.environ.get("PYDELTA_TEST_DML_ENGINES", "native python").split()
+if not ENGINES or set(ENGINES) - {"native", "python"}:
+    raise ValueError(f"PYDELTA_TEST_DML_ENGINES: expected native and/or python, got {ENGINES}")
 INDEPENDENT = "engine_independent"
 
 

@@ -119,12 +119,12 @@ def _metrics(obs: Any) -> dict[str, Any] | None:
     """The observed metrics, or None when they did not arrive in time (``Observation.get``
     waits without a bound)."""
     got: list[dict[str, Any]] = []
-    failed: list[BaseException] = []
+    failed: list[Exception] = []
 
     def wait() -> None:
         try:
             got.append(obs.get)
-        except BaseException as exc:  # pragma: no cover - reported below
+        except Exception as exc:  # pragma: no cover - reported below
             failed.append(exc)
 
     waiter = threading.Thread(target=wait, name="pydelta-observation", daemon=True)
