@@ -84,14 +84,14 @@ def single_pass(
     from pyspark.sql import functions as F
 
     obs = Observation(f"pydelta_dml_{uuid.uuid4().hex}")
-    observed = scan.observe(
-        obs,
-        F.count(F.when(hit, F.lit(1))).alias("rows"),
-        F.collect_set(F.when(hit, F.col(SCAN_FILE))).alias("files"),
-    )
-    try:
+    try:  # observe analyses its metrics at once: a subquery in them is refused here
+        observed = scan.observe(
+            obs,
+            F.count(F.when(hit, F.lit(1))).alias("rows"),
+            F.collect_set(F.when(hit, F.col(SCAN_FILE))).alias("files"),
+        )
         adds = rewrite(observed)
-    except AnalysisException as exc:  # e.g. a condition Spark's observed metrics refuse
+    except AnalysisException as exc:  # a condition Spark's observed metrics refuse
         log.info("pydelta DML: one-job rewrite not possible (%s); two jobs", exc)
         return None
     metrics = _metrics(obs)
