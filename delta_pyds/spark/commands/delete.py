@@ -38,10 +38,10 @@ import pyarrow as pa
 from delta_pyds.cdf.plan import CHANGE_TYPE
 from delta_pyds.operations.dv_delete import commit_dv_delete
 from delta_pyds.operations.read_set import record_read
-from delta_pyds.spark.commands.dv_marks import dv_hits, matching_files, writes_dvs
+from delta_pyds.spark.commands.dv_marks import dv_hits, writes_dvs
 from delta_pyds.spark.commands.resolution import check_condition_resolves
 from delta_pyds.spark.commands.rewriter import OpTimes, TableRewriter, table_spark_schema
-from delta_pyds.spark.commands.single_pass import single_pass
+from delta_pyds.spark.commands.single_pass import rewrite_matching
 from delta_pyds.spark.session.dialect import session_dialect
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.table.state import file_actions
@@ -133,13 +133,10 @@ def _delete_copy_on_write(
     def kept(rows: DataFrame) -> list[AddFile]:
         return rw.rewrite(rw.tracked(snap, rows.where(~hit)), spec, True)
 
-    one = single_pass(rw, snap, candidates, scan, hit, kept)
-    matched, deleted_rows = (one.matched, one.rows) if one is not None else matching_files(scan, cond)
-    times.scan_done()
-    if not matched:
+    found = rewrite_matching(rw, snap, candidates, scan, hit, kept, times, alias=alias)
+    if found is None:
         return None
-    in_files = rw.rescan(snap, candidates, scan, matched, alias=alias)
-    adds = one.adds if one is not None and one.adds is not None else kept(in_files)
+    matched, deleted_rows, in_files, adds = found.files, found.rows, found.in_files, found.adds
     written: list[Mapping[str, Any]] = list(adds)
     with delete_on_failure(rw.storage, written):
         cdcs = []

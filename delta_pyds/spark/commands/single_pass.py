@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_pyds.spark.commands.dv_marks import matching_files
 from delta_pyds.spark.commands.native_rows import SCAN_FILE
 from delta_pyds.spark.session.conf import SINGLE_PASS_CONF, byte_count
 from delta_pyds.transaction.staged_files import delete_files
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from delta_pyds.protocol.action_types import AddFile
-    from delta_pyds.spark.commands.rewriter import TableRewriter
+    from delta_pyds.spark.commands.rewriter import OpTimes, TableRewriter
     from delta_pyds.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,44 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 # the observed metrics arrive on Spark's listener bus right after the job; a wait this long
 # means they will not (then the two-job plan runs)
 METRICS_WAIT_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Matched:
+    """What a copy-on-write DELETE/UPDATE changes: the files holding a matching row, the
+    number of matching rows, the rows of those files (``in_files``, for change rows) and
+    their rewrite."""
+
+    files: list[str]
+    rows: int
+    in_files: DataFrame
+    adds: list[AddFile]
+
+
+def rewrite_matching(
+    rw: TableRewriter,
+    snap: Snapshot,
+    candidates: pa.Table,
+    scan: DataFrame,
+    hit: Column,
+    rewrite: Callable[[DataFrame], list[AddFile]],
+    times: OpTimes,
+    *,
+    alias: str | None,
+) -> Matched | None:
+    """Finds the candidate files holding a row where ``hit`` holds and rewrites them with
+    ``rewrite``: in one Spark job (:func:`single_pass`) where that applies, else a search
+    job (:func:`~delta_pyds.spark.commands.dv_marks.matching_files`) then the rewrite of
+    only the matched files. None when no row matches (nothing written is left). ``times``
+    marks the end of the search."""
+    one = single_pass(rw, snap, candidates, scan, hit, rewrite)
+    files, rows = (one.matched, one.rows) if one is not None else matching_files(scan, hit)
+    times.scan_done()
+    if not files:
+        return None
+    in_files = rw.rescan(snap, candidates, scan, files, alias=alias)
+    adds = one.adds if one is not None and one.adds is not None else rewrite(in_files)
+    return Matched(files, rows, in_files, adds)
 
 
 @dataclass(frozen=True)

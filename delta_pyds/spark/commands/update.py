@@ -44,7 +44,7 @@ from delta_pyds.operations.dv_delete import stage_dv_marks
 from delta_pyds.operations.read_set import record_read
 from delta_pyds.operations.row_tracking import row_tracking_columns
 from delta_pyds.protocol.action_types import AddFile
-from delta_pyds.spark.commands.dv_marks import dv_hits, matching_files, writes_dvs
+from delta_pyds.spark.commands.dv_marks import dv_hits, writes_dvs
 from delta_pyds.spark.commands.native_rows import SCAN_ROW_ID, SCAN_ROW_VERSION
 from delta_pyds.spark.commands.resolution import check_condition_resolves, set_columns
 from delta_pyds.spark.commands.rewriter import (
@@ -55,7 +55,7 @@ from delta_pyds.spark.commands.rewriter import (
     regenerate,
     table_spark_schema,
 )
-from delta_pyds.spark.commands.single_pass import single_pass
+from delta_pyds.spark.commands.single_pass import rewrite_matching
 from delta_pyds.spark.session import projection
 from delta_pyds.spark.session.dialect import session_dialect
 from delta_pyds.table.snapshot import Snapshot
@@ -114,13 +114,12 @@ def _update_copy_on_write(
     from pyspark.sql import functions as F
 
     hit = F.coalesce(cond, F.lit(False))
-    one = single_pass(rw, snap, candidates, scan, hit, lambda rows: _rewrite_updated(rw, snap, rows, hit, exprs))
-    matched, updated_rows = (one.matched, one.rows) if one is not None else matching_files(scan, cond)
-    times.scan_done()
-    if not matched:
+    found = rewrite_matching(
+        rw, snap, candidates, scan, hit, lambda rows: _rewrite_updated(rw, snap, rows, hit, exprs), times, alias=alias
+    )
+    if found is None:
         return None
-    in_files = rw.rescan(snap, candidates, scan, matched, alias=alias)
-    adds = one.adds if one is not None and one.adds is not None else _rewrite_updated(rw, snap, in_files, hit, exprs)
+    matched, updated_rows, in_files, adds = found.files, found.rows, found.in_files, found.adds
     written: list[Mapping[str, Any]] = list(adds)
     txn = Transaction(rw.storage, snap)
     with delete_on_failure(rw.storage, written):
