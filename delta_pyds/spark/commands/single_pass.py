@@ -80,11 +80,11 @@ def rewrite_matching(
     alias: str | None,
 ) -> Matched | None:
     """Finds the candidate files holding a row where ``hit`` holds and rewrites them with
-    ``rewrite``: in one Spark job (:func:`single_pass`) where that applies, else a search
+    ``rewrite``: in one Spark job (the single pass, :func:`_single_pass`) where that applies, else a search
     job (:func:`~delta_pyds.spark.commands.dv_marks.matching_files`) then the rewrite of
     only the matched files. None when no row matches (nothing written is left). ``times``
     marks the end of the search."""
-    one = single_pass(rw, snap, candidates, scan, hit, rewrite)
+    one = _single_pass(rw, snap, candidates, scan, hit, rewrite)
     files, rows = (one.matched, one.rows) if one is not None else matching_files(scan, hit)
     times.scan_done()
     if not files:
@@ -95,7 +95,7 @@ def rewrite_matching(
 
 
 @dataclass(frozen=True)
-class Pass:
+class _Pass:
     """What a single pass found: the files holding a matching row, the number of matching
     rows, and the rewrite of every candidate file when every one of them matched (None:
     the caller rewrites ``matched``)."""
@@ -105,14 +105,14 @@ class Pass:
     adds: list[AddFile] | None
 
 
-def single_pass(
+def _single_pass(
     rw: TableRewriter,
     snap: Snapshot,
     candidates: pa.Table,
     scan: DataFrame,
     hit: Column,
     rewrite: Callable[[DataFrame], list[AddFile]],
-) -> Pass | None:
+) -> _Pass | None:
     """Runs ``rewrite`` (the statement's rewrite of the rows of a scan) over ``scan`` (every
     candidate file) while observing where ``hit`` holds; None when the single pass does not
     apply or could not be observed (nothing it wrote is left: run the two-job plan)."""
@@ -141,9 +141,9 @@ def single_pass(
     matched = sorted(str(f) for f in metrics["files"] or ())
     rows = int(metrics["rows"] or 0)
     if len(matched) == candidates.num_rows:
-        return Pass(matched, rows, adds)
+        return _Pass(matched, rows, adds)
     delete_files(rw.storage, adds)
-    return Pass(matched, rows, None)
+    return _Pass(matched, rows, None)
 
 
 def _applies(rw: TableRewriter, snap: Snapshot, candidates: pa.Table) -> bool:
