@@ -279,3 +279,37 @@ INTEROP_TABLES = [
     "kernel-rs/with-short-dv",
     "kernel-rs/void-column",
 ]
+
+
+def row_ids(path):
+    """data id -> (row id, row commit version), from the files themselves: the materialized
+    columns where set, else baseRowId + position / defaultRowCommitVersion."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
+    from delta_pyds.table.snapshot import Snapshot
+
+    snap = Snapshot.load(path)
+    conf = snap.configuration
+    id_col = conf["delta.rowTracking.materializedRowIdColumnName"]
+    ver_col = conf["delta.rowTracking.materializedRowCommitVersionColumnName"]
+    out = {}
+    for f in snap.files.to_pylist():
+        table = pq.read_table(os.path.join(path, f["path"]))
+        deleted = (
+            set(load_deleted_rows(snap.storage, DeletionVectorDescriptor.from_dict(f["deletion_vector"])))
+            if f["deletion_vector"]
+            else set()
+        )
+        for pos, row in enumerate(table.to_pylist()):
+            if pos in deleted:
+                continue
+            rid = row.get(id_col)
+            ver = row.get(ver_col)
+            out[row["id"]] = (
+                rid if rid is not None else f["base_row_id"] + pos,
+                ver if ver is not None else f["default_row_commit_version"],
+            )
+    return out

@@ -133,7 +133,7 @@ def _single_pass(
     except AnalysisException as exc:  # a condition Spark's observed metrics refuse
         log.info("pydelta DML: one-job rewrite not possible (%s); two jobs", exc)
         return None
-    metrics = _metrics(obs)
+    metrics = observed_metrics(obs)
     if metrics is None:
         delete_files(rw.storage, adds)
         log.warning("pydelta DML: the rewrite's observed metrics did not arrive; rewriting in two jobs")
@@ -147,14 +147,20 @@ def _single_pass(
 
 
 def _applies(rw: TableRewriter, snap: Snapshot, candidates: pa.Table) -> bool:
-    if not candidates.num_rows or rw.writes_changes(snap):
+    return not rw.writes_changes(snap) and within_limit(rw, candidates)
+
+
+def within_limit(rw: TableRewriter, candidates: pa.Table) -> bool:
+    """Whether ``candidates`` (file rows) are some files totalling at most
+    ``spark.pydelta.dml.singlePassMaxBytes`` (a single pass applies)."""
+    if not candidates.num_rows:
         return False
     limit = byte_count(rw.spark, SINGLE_PASS_CONF, DEFAULT_MAX_BYTES)
     size = pc.sum(candidates.column("size")).as_py() or 0
     return 0 < limit and size <= limit
 
 
-def _metrics(obs: Any) -> dict[str, Any] | None:
+def observed_metrics(obs: Any) -> dict[str, Any] | None:
     """The observed metrics, or None when they did not arrive in time (``Observation.get``
     waits without a bound)."""
     got: list[dict[str, Any]] = []

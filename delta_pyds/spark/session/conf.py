@@ -56,7 +56,7 @@ CONFS: dict[str, tuple[str, str]] = {
     LOCAL_MAX_BYTES_CONF: ("268435456", "bytes: OPTIMIZE rewrites up to this much in the driver's process"),
     SINGLE_PASS_CONF: (
         "16777216",
-        "bytes: a copy-on-write DELETE/UPDATE of candidates up to this size runs one job (0: off)",
+        "bytes: a copy-on-write DELETE/UPDATE/MERGE of candidates up to this size runs one job (0: off)",
     ),
     RETENTION_CHECK_CONF: ("true", "true | false: VACUUM refuses a retention below the table's"),
     OPTIMIZE_WRITE_CONF: ("(table property)", "true | false: optimized writes, over the table property"),

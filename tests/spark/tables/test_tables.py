@@ -7,12 +7,11 @@ test_optimize.py, test_restore.py, test_history_detail.py, test_merge.py)."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from dml_engines import dml_engine  # noqa: F401  (autouse: native and python engines)
 from dml_helpers import agree_with_deltalake, make_dml_table
-from helpers import dml_data, parquet_files
+from helpers import dml_data, parquet_files, row_ids
 
 from delta_pyds import DeltaTable  # noqa: E402
 from delta_pyds.table.snapshot import Snapshot  # noqa: E402
@@ -63,37 +62,6 @@ def test_column_mapping_and_partitions(spark, tmp_path):
     assert Snapshot.load(path).files.num_rows == 4  # one per partition (0, 1, 2, 7)
 
 
-def _row_ids(spark, path):
-    """data id -> (row id, row commit version), from the files themselves: the materialized
-    columns where set, else baseRowId + position / defaultRowCommitVersion."""
-    import pyarrow.parquet as pq
-
-    from delta_pyds.protocol.deletion_vectors import DeletionVectorDescriptor, load_deleted_rows
-
-    snap = Snapshot.load(path)
-    conf = snap.configuration
-    id_col = conf["delta.rowTracking.materializedRowIdColumnName"]
-    ver_col = conf["delta.rowTracking.materializedRowCommitVersionColumnName"]
-    out = {}
-    for f in snap.files.to_pylist():
-        table = pq.read_table(os.path.join(path, f["path"]))
-        deleted = (
-            set(load_deleted_rows(snap.storage, DeletionVectorDescriptor.from_dict(f["deletion_vector"])))
-            if f["deletion_vector"]
-            else set()
-        )
-        for pos, row in enumerate(table.to_pylist()):
-            if pos in deleted:
-                continue
-            rid = row.get(id_col)
-            ver = row.get(ver_col)
-            out[row["id"]] = (
-                rid if rid is not None else f["base_row_id"] + pos,
-                ver if ver is not None else f["default_row_commit_version"],
-            )
-    return out
-
-
 @pytest.mark.parametrize("dv", [False, True])
 def test_dml_preserves_row_ids_on_row_tracking_tables(spark, tmp_path, dv):
     from delta_pyds.write.plan import commit_arrow
@@ -103,13 +71,13 @@ def test_dml_preserves_row_ids_on_row_tracking_tables(spark, tmp_path, dv):
     commit_arrow(path, _data(0, 5), options=props)
     commit_arrow(path, _data(5, 5))
     t = DeltaTable.forPath(spark, path)
-    start = _row_ids(spark, path)
+    start = row_ids(path)
     assert start == {i: (i, 0 if i < 5 else 1) for i in range(10)}
     t.delete("id = 1")  # DV (dv=True) or rewrite of the rest of the file
     v = Snapshot.load(path).version
-    assert _row_ids(spark, path) == {i: start[i] for i in range(10) if i != 1}
+    assert row_ids(path) == {i: start[i] for i in range(10) if i != 1}
     t.update("id = 3", {"name": "'three'"})
-    ids = _row_ids(spark, path)
+    ids = row_ids(path)
     assert ids[3] == (3, v + 1) and ids[2] == start[2] and ids[4] == start[4]
     src = spark.createDataFrame(
         [(4, 1, "four", 4.0), (100, 1, "new", 1.0), (5, 2, "gone", 0.0)],
@@ -123,14 +91,14 @@ def test_dml_preserves_row_ids_on_row_tracking_tables(spark, tmp_path, dv):
         .whenNotMatchedInsertAll()
         .execute()
     )
-    ids = _row_ids(spark, path)
+    ids = row_ids(path)
     assert ids[4] == (4, v + 2) and 5 not in ids and ids[6] == start[6] and ids[0] == start[0]
     assert ids[100][0] > 9 and ids[100][1] == v + 2
     t.optimize().executeCompaction()
-    assert Snapshot.load(path).num_files == 1 and _row_ids(spark, path) == ids
+    assert Snapshot.load(path).num_files == 1 and row_ids(path) == ids
     assert len({r for r, _ in ids.values()}) == len(ids)  # unique
     hwm = json.loads(Snapshot.load(path).domain_metadata["delta.rowTracking"])["rowIdHighWaterMark"]
     assert max(r for r, _ in ids.values()) <= hwm
     _agree(spark, path, expected=list(ids))
     t.restoreToVersion(0)  # the original file comes back with its own row ids
-    assert _row_ids(spark, path) == {i: (i, 0) for i in range(5)}
+    assert row_ids(path) == {i: (i, 0) for i in range(5)}

@@ -4,7 +4,8 @@ delta-spark cuts ``MergeIntoCommand``: :mod:`.clauses` (one typed clause), :mod:
 (the ``when*`` methods, ``execute``), :mod:`.plan` (:class:`~.plan.MergePlan`, built once from
 the clauses and the one snapshot read), :mod:`.evolution` (schema evolution), :mod:`.pruning`
 (target file pruning, the pin policy), :mod:`.classic` (the two-phase executor; phase 1's
-join in :mod:`.probe` and its one job in :mod:`.summary`), :mod:`.insert_only` (the
+join in :mod:`.probe` and its one job in :mod:`.summary`), :mod:`.single_pass` (a small
+copy-on-write merge's rewrite observing what phase 1 finds), :mod:`.insert_only` (the
 insert-only executor), :mod:`.output` (actions, written values, the rows written),
 :mod:`.commit` (write and commit) and :mod:`.metrics` (the outcome, metrics, parameters).
 

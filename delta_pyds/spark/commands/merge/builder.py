@@ -36,8 +36,10 @@ from delta_pyds.spark.commands.merge.metrics import MergeOutcome, row_metrics
 from delta_pyds.spark.commands.merge.output import MergeRows, identity_to_generate
 from delta_pyds.spark.commands.merge.plan import MergePlan, plan_merge
 from delta_pyds.spark.commands.merge.probe import Probe
+from delta_pyds.spark.commands.merge.single_pass import SinglePass, single_pass
 from delta_pyds.spark.commands.rewriter import TableRewriter, now_ms
 from delta_pyds.spark.session import conf
+from delta_pyds.transaction.staged_files import delete_on_failure
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -207,6 +209,7 @@ def _run(plan: MergePlan, started: int) -> tuple[dict[str, int], CommitResult | 
     dv = writes_dvs(plan.snap)
     keep_old = plan.rewriter.writes_changes(plan.snap)
     pr: Probe | None = None
+    one: SinglePass | None = None
     rows: MergeRows | None = None
     commit: CommitResult | None = None
     try:
@@ -214,23 +217,29 @@ def _run(plan: MergePlan, started: int) -> tuple[dict[str, int], CommitResult | 
         outcome: MergeOutcome
         if plan.insert_only and not generated:  # no phase 1: an anti-join and an append
             outcome = insert_only_outcome(plan)
+        elif (one := single_pass(plan, dv=dv, generated=generated, keep_old=keep_old)) is not None:
+            outcome = one.outcome  # phase 1 observed on the rewrite of every candidate file
         else:
             pr, outcome = find_touched_files(plan, dv=dv, generated=generated)
-        if plan.clauses and outcome.several_matches and not plan.delete_all_matched:
-            raise MergeMultipleMatchesError(_SEVERAL_MATCHES)
-        metrics = row_metrics(plan, outcome.counts)
-        metrics.update(
-            numSourceRows=outcome.source_rows,
-            materializeSourceTimeMs=materialized - started,
-            scanTimeMs=now_ms() - materialized,  # phase 1 (delta-spark: finding the touched files)
-        )
-        inserts = metrics["numTargetRowsInserted"] if outcome.inserts_counted else len(plan.inserts)
-        if outcome.touched or inserts:
-            if pr is None:
-                rows = insert_only_rows(plan, keep_old=keep_old)
-            else:
-                rows = write_all_changes(plan, pr, outcome, generated, dv=dv, keep_old=keep_old)
-            commit = commit_merge(plan, rows, outcome, metrics, dv=dv, started_ms=started)
+        written = one.adds if one is not None and one.adds is not None else []
+        with delete_on_failure(plan.rewriter.storage, written):
+            if plan.clauses and outcome.several_matches and not plan.delete_all_matched:
+                raise MergeMultipleMatchesError(_SEVERAL_MATCHES)
+            metrics = row_metrics(plan, outcome.counts)
+            metrics.update(
+                numSourceRows=outcome.source_rows,
+                materializeSourceTimeMs=materialized - started,
+                scanTimeMs=now_ms() - materialized,  # phase 1 (delta-spark: finding the touched files)
+            )
+            inserts = metrics["numTargetRowsInserted"] if outcome.inserts_counted else len(plan.inserts)
+            if outcome.touched or inserts:
+                if pr is None and one is None:
+                    rows = insert_only_rows(plan, keep_old=keep_old)
+                else:
+                    rows = write_all_changes(
+                        plan, pr, outcome, generated, dv=dv, keep_old=keep_old, rewritten=bool(written)
+                    )
+                commit = commit_merge(plan, rows, outcome, metrics, dv=dv, started_ms=started, written=written)
     finally:
         if rows is not None:
             rows.release()

@@ -28,6 +28,7 @@ Guarantees:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from delta_pyds.protocol.identity import IdentityColumn
@@ -95,7 +96,14 @@ def _carries(plan: MergePlan, *, dv: bool) -> bool:
 
 
 def write_all_changes(
-    plan: MergePlan, pr: Probe, outcome: MergeOutcome, generated: list[IdentityColumn], *, dv: bool, keep_old: bool
+    plan: MergePlan,
+    pr: Probe | None,
+    outcome: MergeOutcome,
+    generated: list[IdentityColumn],
+    *,
+    dv: bool,
+    keep_old: bool,
+    rewritten: bool = False,
 ) -> MergeRows:
     """Phase 2 (delta-spark's ``writeAllChanges``): the ``touched`` files' rows joined with
     the pinned source (``left`` outer for copy-on-write or with a ``whenNotMatchedBySource``
@@ -103,12 +111,14 @@ def write_all_changes(
     their actions and written values, and the inserted source rows
     (:func:`~delta_pyds.spark.commands.merge.probe.unmatched_source`). ``keep_old``: keep the
     target's values before the merge (change data files; the target rows are then pinned,
-    as the data and the change data files both read them)."""
+    as the data and the change data files both read them). Without a probe (``pr``: the
+    single pass, :mod:`~delta_pyds.spark.commands.merge.single_pass`) the touched files are
+    read again, or not at all when ``rewritten`` (the single pass wrote them)."""
     target = None
-    if outcome.touched and plan.clauses:
-        target = _pinned_rows(plan, pr, outcome.touched, keep_old=keep_old) if pr.carried else None
+    if outcome.touched and plan.clauses and not rewritten:
+        target = _pinned_rows(plan, pr, outcome.touched, keep_old=keep_old) if pr is not None and pr.carried else None
         if target is None:
-            target = _rejoined_rows(plan, outcome.touched, generated, dv=dv, keep_old=keep_old)
+            target = rejoined_rows(plan, outcome.touched, generated, dv=dv, keep_old=keep_old)
     unmatched = unmatched_source(plan, pr, outcome)
     inserts = insert_rows(plan, unmatched, generated, keep_old=keep_old)
     return merge_rows_of(plan, target, inserts, generated)
@@ -133,17 +143,28 @@ def _pinned_rows(plan: MergePlan, pr: Probe, touched: list[str], *, keep_old: bo
     return projection.select(kept, [*cols, projection.ident(ACTION), projection.ident(MATCHED)])
 
 
-def _rejoined_rows(
-    plan: MergePlan, touched: list[str], generated: list[IdentityColumn], *, dv: bool, keep_old: bool
+def rejoined_rows(
+    plan: MergePlan,
+    touched: list[str],
+    generated: list[IdentityColumn],
+    *,
+    dv: bool,
+    keep_old: bool,
+    scan: DataFrame | None = None,
+    watch: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
-    """Phase 2's target rows: the touched files read again and joined with the source."""
+    """Phase 2's target rows: the touched files read again (or ``scan``, aliased as the
+    target) and joined with the source; ``watch`` wraps the joined rows with their action and
+    whether they are matched (the single pass observes them there)."""
     from pyspark.sql import functions as F
 
     shape = "inner" if dv and not plan.by_source else "left"
-    joined = plan.scan_target(touched).join(plan.src, plan.cond, shape)
+    joined = (scan if scan is not None else plan.scan_target(touched)).join(plan.src, plan.cond, shape)
     has_target, has_source = plan.tfile().isNotNull(), F.col(SRC).isNotNull()
     action, matched = target_action(plan, has_target, has_source)
     joined = joined.select("*", action.alias(ACTION), matched.alias(MATCHED))  # one analysis, not two
+    if watch is not None:
+        joined = watch(joined)
     tcol = plan.tcol()
     values = new_values(plan, tcol, generated, inserted=False)
     cols: list[Column | str] = [named(v, f"{NEW}{i}") for i, v in enumerate(values)]

@@ -57,6 +57,7 @@ def commit_merge(
     *,
     dv: bool,
     started_ms: int | None = None,
+    written: list[AddFile] | None = None,
 ) -> CommitResult | None:
     """Writes the new files (and change data files, or the changed rows' deletion
     vectors) and commits them with the removal of the touched files (delta-spark's MERGE
@@ -64,7 +65,8 @@ def commit_merge(
     Fills ``metrics`` (files, bytes, output and copied rows, change files, and inserted rows
     when phase 1 did not count them; ``rewriteTimeMs`` from this call on and
     ``executionTimeMs`` from ``started_ms``); returns the commit, or None, committing nothing,
-    when no file is touched and no row inserted."""
+    when no file is touched and no row inserted. ``written``: files already written for the
+    commit (the single pass's rewrite of the touched files), committed with the new ones."""
     from delta_pyds.table.state import file_actions
     from delta_pyds.transaction.commit import Transaction
     from delta_pyds.transaction.staged_files import delete_on_failure
@@ -76,9 +78,9 @@ def commit_merge(
     metadata, evolved = _evolve(plan, txn)
     out = mr.data_rows(dv=dv, tracking=plan.tracking)
     spec = rw.write_spec(snap, row_tracking=True, evolved_schema=evolved)
-    adds = rw.rewrite(out, spec, True) if out is not None else []
-    written: list[Mapping[str, Any]] = list(adds)  # grows with the change data files: all deleted if the commit fails
-    with delete_on_failure(rw.storage, written):
+    adds = [*(written or []), *(rw.rewrite(out, spec, True) if out is not None else [])]
+    staged: list[Mapping[str, Any]] = list(adds)  # grows with the change data files: all deleted if the commit fails
+    with delete_on_failure(rw.storage, staged):
         active = file_actions(snap).active
         if not outcome.inserts_counted:
             metrics["numTargetRowsInserted"] = inserted_rows(mr, outcome, metrics, adds, active, dv=dv)
@@ -88,7 +90,7 @@ def commit_merge(
         if marked is not None:
             txn.update_metadata(replace(metadata, schema_string=marked.json()))
         changes = _stage_changes(plan, mr, outcome, txn, evolved) if rw.writes_changes(snap) else []
-        written += changes
+        staged += changes
         record_read(txn, snap, plan.condition, snap.files, alias=plan.talias, dialect=session_dialect(rw.spark))
         _stage_removals(rw, outcome, txn, active, adds, metrics, dv=dv)
         txn.add_files(adds)

@@ -95,13 +95,15 @@ def probe(plan: MergePlan, *, carry: bool = False, keep_old: bool = False, whole
     return Probe(rows.localCheckpoint(eager=False), carried=carry or whole, whole=whole)
 
 
-def unmatched_source(plan: MergePlan, pr: Probe, outcome: MergeOutcome | None = None) -> DataFrame | None:
+def unmatched_source(plan: MergePlan, pr: Probe | None, outcome: MergeOutcome | None = None) -> DataFrame | None:
     """The source rows no candidate target row matches, with their insert action (rows no
     insert clause takes dropped); None without insert clauses, or when phase 1's ``outcome``
     counted every source row as matched. They are the pinned source rows whose numbers are
     not in the outcome's ``matched_ids`` (when phase 1 collected them), else the source
     anti-joined with the probe's matched source row numbers (broadcast when the number of
-    matched (target, source) pairs is known and at most :data:`BROADCAST_IDS`)."""
+    matched (target, source) pairs is known and at most :data:`BROADCAST_IDS`); without a
+    probe (``pr``: the single pass) the source anti-joined with the candidate target rows on
+    the merge condition."""
     from pyspark.sql import functions as F
 
     if not plan.inserts:
@@ -112,6 +114,8 @@ def unmatched_source(plan: MergePlan, pr: Probe, outcome: MergeOutcome | None = 
         return None  # every source row matched: nothing to insert, no job
     if matched_ids is not None:  # a literal set: no job
         rows = plan.src.where(f"NOT ({SRC_ID} IN ({','.join(map(str, matched_ids))}))") if matched_ids else plan.src
+    elif pr is None:
+        rows = plan.src.join(plan.target, plan.cond, "left_anti")
     else:
         hit_ids = pr.rows.where(F.col(MATCHED)).select(SRC_ID)
         if matched_pairs is not None and matched_pairs <= BROADCAST_IDS:
