@@ -149,8 +149,10 @@ def _joined_metrics(plan: MergePlan, n: int) -> list[Column]:
 
 def _bounded_matches(plan: MergePlan) -> int | None:
     """The most source rows that can match: the source's rows, or the candidate files' rows
-    (by their statistics: a target row matched twice is an error, but for an unconditional
-    delete, which inserts nothing), whichever is known and smaller; None when neither is."""
+    (by their statistics: a target row matched twice is an error but for an unconditional
+    ``whenMatchedDelete()``, whose matched source rows may then outnumber them: the numbers
+    observed are still all of them, only more), whichever is known and smaller; None when
+    neither is."""
     from delta_pyds.transaction.file_actions import stat_rows
 
     bounds = [plan.source_rows] if plan.source_rows is not None else []
