@@ -22,20 +22,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 def main(rounds: int) -> None:
     from deltalake import DeltaTable as DL
     from dml import cdc_source
-    from pyspark.sql import SparkSession
+    from run import bench_session
     from tables import DATA
 
-    import delta_pyds
     from delta_pyds import DeltaTable
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    delta_pyds.register(spark)
+    spark = bench_session()
     base, work = os.path.join(DATA, "dml-4000000"), os.path.join(DATA, "cdc-ab")
     src = cdc_source(4_000_000)
     sdf = spark.createDataFrame(src.to_pandas()).cache()

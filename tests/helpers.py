@@ -313,3 +313,17 @@ def row_ids(path):
                 ver if ver is not None else f["default_row_commit_version"],
             )
     return out
+
+
+def spark_jobs(spark, fn) -> int:
+    """The Spark jobs ``fn()`` runs (a job group of its own, read from the status tracker)."""
+    import time
+
+    sc = spark.sparkContext
+    group = f"pydelta-test-jobs-{time.time_ns()}"
+    sc.setJobGroup(group, "counted")
+    try:
+        fn()
+    finally:
+        sc.setJobGroup("", "")
+    return len(sc.statusTracker().getJobIdsForGroup(group))

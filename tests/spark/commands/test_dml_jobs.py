@@ -6,11 +6,9 @@ a deletion-vector DELETE one job, a deletion-vector UPDATE two. Also: the per-fi
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from deltalake import write_deltalake
-from helpers import DML_COLS, deltalake_table, dml_data, spark_rows
+from helpers import DML_COLS, deltalake_table, dml_data, spark_jobs, spark_rows
 from pyspark.sql import functions as F
 
 from delta_pyds import DeltaTable, read_delta
@@ -32,17 +30,6 @@ def _make(path, dv: bool, files: int = 4, rows: int = 50) -> str:
     return path
 
 
-def _jobs(spark, fn) -> int:
-    sc = spark.sparkContext
-    group = f"pydelta-test-jobs-{time.time_ns()}"
-    sc.setJobGroup(group, "counted")
-    try:
-        fn()
-    finally:
-        sc.setJobGroup("", "")
-    return len(sc.statusTracker().getJobIdsForGroup(group))
-
-
 @pytest.fixture
 def native(spark):
     spark.conf.set(DML_ENGINE_CONF, "native")
@@ -61,14 +48,14 @@ def native(spark):
         (True, "update", 2),  # matching rows' positions, write of the changed rows
     ],
 )
-def test_small_dml_runs_few_spark_jobs(native, tmp_path, dv, op, most):
+def test_small_dml_runs_few_sparkspark_jobs(native, tmp_path, dv, op, most):
     spark = native
     path = _make(str(tmp_path / "t"), dv)
     t = DeltaTable.forPath(spark, path)
     if op == "delete":
-        n = _jobs(spark, lambda: t.delete("id % 10 = 3"))
+        n = spark_jobs(spark, lambda: t.delete("id % 10 = 3"))
     else:
-        n = _jobs(spark, lambda: t.update("id % 10 = 3", {"value": "value + 1000"}))
+        n = spark_jobs(spark, lambda: t.update("id % 10 = 3", {"value": "value + 1000"}))
     assert n <= most, f"{op} (dvs={dv}) ran {n} Spark jobs, expected at most {most}"
     m = t.history(1).collect()[0].operationMetrics
     assert m["numDeletedRows" if op == "delete" else "numUpdatedRows"] == "20"
@@ -121,7 +108,7 @@ def test_many_candidate_files_take_per_file_values_from_a_join(native, tmp_path)
     for i in range(files):
         write_deltalake(path, dml_data(i * 5, 5), mode="append", partition_by=["part"])
     t = DeltaTable.forPath(spark, path)
-    n = _jobs(spark, lambda: t.update("id % 2 = 0", {"name": "concat('u', name)"}))
+    n = spark_jobs(spark, lambda: t.update("id % 2 = 0", {"name": "concat('u', name)"}))
     assert n <= 4
     m = t.history(1).collect()[0].operationMetrics
     assert m["numUpdatedRows"] == str(len(range(0, files * 5, 2)))
@@ -148,9 +135,9 @@ def test_many_unpartitioned_files_need_no_join(native, tmp_path, op):
         write_deltalake(path, dml_data(i * 5, 5), mode="append")
     t = DeltaTable.forPath(spark, path)
     if op == "delete":
-        n = _jobs(spark, lambda: t.delete("id % 2 = 0"))
+        n = spark_jobs(spark, lambda: t.delete("id % 2 = 0"))
     else:
-        n = _jobs(spark, lambda: t.update("id % 2 = 0", {"name": "concat('u', name)"}))
+        n = spark_jobs(spark, lambda: t.update("id % 2 = 0", {"name": "concat('u', name)"}))
     assert n <= 2, f"{op} ran {n} Spark jobs"
     m = t.history(1).collect()[0].operationMetrics
     assert m["numDeletedRows" if op == "delete" else "numUpdatedRows"] == str(len(range(0, files * 5, 2)))
@@ -204,7 +191,7 @@ def test_the_tables_storage_options_are_not_read_as_write_options(tmp_path):
     assert spec.max_records_per_file is None and spec.compression == "snappy"
 
 
-def test_a_small_cdc_merge_runs_few_spark_jobs(native, tmp_path):
+def test_a_small_cdc_merge_runs_few_sparkspark_jobs(native, tmp_path):
     """A CDC upsert (issue #38 item 4's shape): every source row matches, more of them than
     phase 2 takes as literals, and their keys fall in 2 of 4 files. Three jobs: the source's
     keys (pruning), the broadcast of the source, the single pass's write of the 2 files
@@ -230,7 +217,7 @@ def test_a_small_cdc_merge_runs_few_spark_jobs(native, tmp_path):
     t = DeltaTable.forPath(spark, path)
     spark.conf.set(KEY_PRUNING_CONF, "0")
     try:
-        jobs = _jobs(
+        jobs = spark_jobs(
             spark,
             lambda: (
                 t.alias("t")

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import logging
 import shutil
-import time
 
 import pytest
 from deltalake import write_deltalake
-from helpers import DML_COLS, deltalake_table, dml_data, parquet_files, row_ids, spark_rows
+from helpers import DML_COLS, deltalake_table, dml_data, parquet_files, row_ids, spark_jobs, spark_rows
 
 from delta_pyds import DeltaTable, read_delta
 from delta_pyds.errors import MergeMultipleMatchesError
@@ -81,16 +80,11 @@ MERGES = {"upsert": _upsert, "mixed": _mixed, "update_only": _update_only, "dele
 def _run(spark, path: str, merge: str, ids: list[int], *, single: bool) -> int:
     """Runs one merge of a source holding ``ids`` with the single pass on or off; returns its
     Spark jobs."""
-    sc = spark.sparkContext
-    group = f"pydelta-merge-single-pass-{time.time_ns()}"
     spark.conf.set(SINGLE_PASS_CONF, str(16 << 20) if single else "0")
-    sc.setJobGroup(group, "counted")
     try:
-        MERGES[merge](DeltaTable.forPath(spark, path), _source(spark, ids))
+        return spark_jobs(spark, lambda: MERGES[merge](DeltaTable.forPath(spark, path), _source(spark, ids)))
     finally:
-        sc.setJobGroup("", "")
         spark.conf.unset(SINGLE_PASS_CONF)
-    return len(sc.statusTracker().getJobIdsForGroup(group))
 
 
 def _uncommitted(path: str) -> list[str]:
@@ -208,14 +202,10 @@ def test_a_cached_source_merges_in_fewer_jobs(engine, tmp_path, merge, fewer):
     try:
         for path, single in ((two, False), (one, True)):
             spark.conf.set(SINGLE_PASS_CONF, str(16 << 20) if single else "0")
-            sc, group = spark.sparkContext, f"pydelta-merge-cached-{time.time_ns()}"
-            sc.setJobGroup(group, "counted")
             try:
-                MERGES[merge](DeltaTable.forPath(spark, path), src)
+                counts.append(spark_jobs(spark, lambda p=path: MERGES[merge](DeltaTable.forPath(spark, p), src)))
             finally:
-                sc.setJobGroup("", "")
                 spark.conf.unset(SINGLE_PASS_CONF)
-            counts.append(len(sc.statusTracker().getJobIdsForGroup(group)))
     finally:
         src.unpersist()
     assert _outcome(spark, one) == _outcome(spark, two)
