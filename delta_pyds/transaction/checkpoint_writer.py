@@ -17,7 +17,11 @@ Guarantees of :func:`write_checkpoint`:
   and only after the commit of ``version`` exists; ``_last_checkpoint`` (with the
   protocol's MD5 checksum) is then replaced unless it already names a newer version;
 * it raises on failure; callers committing data catch and log (a checkpoint is an
-  optimisation, never part of a commit).
+  optimisation, never part of a commit);
+* its state is the snapshot of ``version`` as :func:`delta_pyds.table.latest.snapshot_at`
+  gives it: right after a commit, the table's kept snapshot brought up to date by the new
+  commit (the log is not replayed again for the checkpoint, as delta-spark's post-commit
+  checkpoint uses the snapshot its commit produced); else a load of that version.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from delta_pyds.protocol.table_properties import (
     is_true,
 )
 from delta_pyds.storage.store import Storage
+from delta_pyds.table.latest import snapshot_at
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.table.state import file_actions
 
@@ -361,7 +366,7 @@ def _metadata_row(md: Metadata) -> dict[str, Any]:
 
 def write_checkpoint(storage: Storage, version: int) -> dict:
     """Writes the classic checkpoint of ``version`` and updates ``_last_checkpoint``."""
-    snapshot = Snapshot.load(storage, version=version)
+    snapshot = snapshot_at(storage, version)  # the kept snapshot and the new commit, after a commit
     table, num_adds = checkpoint_table(snapshot)
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="snappy")

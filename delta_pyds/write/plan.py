@@ -69,6 +69,7 @@ from delta_pyds.protocol.table_properties import (
     validate_properties,
 )
 from delta_pyds.storage.store import Storage
+from delta_pyds.table.latest import latest_snapshot, snapshot_at
 from delta_pyds.table.snapshot import Snapshot
 from delta_pyds.transaction.commit import AppendOnlyError, CommitResult, TableExistsError, Transaction
 from delta_pyds.transaction.file_actions import remove_actions
@@ -108,7 +109,7 @@ class WritePlan:
 
 def _load(storage: Storage) -> Snapshot | None:
     try:
-        return Snapshot.load(storage)
+        return latest_snapshot(storage)  # the table's kept snapshot, brought up to date
     except TableNotFoundError:
         return None
 
@@ -469,7 +470,8 @@ def commit_write(
     """Commits the files of a planned write (see the module docstring);
     ``identity_marks`` are the extreme identity values the tasks generated."""
     opts = plan.opts
-    snapshot = Snapshot.load(plan.storage, version=plan.read_version) if plan.read_version >= 0 else None
+    # the snapshot the plan read (the kept one while it is the latest: no second replay)
+    snapshot = snapshot_at(plan.storage, plan.read_version) if plan.read_version >= 0 else None
     txn = _write_transaction(plan, snapshot, identity_marks)
     removed, replacement = 0, None
     if opts.overwrite and snapshot is not None:

@@ -279,3 +279,40 @@ def test_kept_files_are_bounded_in_rows(tmp_path, monkeypatch):
         latest_snapshot(Storage(p)).files  # two files each, built
     latest_snapshot(Storage(str(tmp_path / "t2")))
     assert len(latest._KEPT) == 1  # 2 + 2 rows would pass the bound
+
+
+def test_the_checkpoint_after_a_commit_replays_only_the_new_commit(tmp_path, monkeypatch):
+    """The checkpoint of the version just committed is built on the table's kept snapshot
+    brought up to date by that commit: commits 0-8 are not read again, and it holds what the
+    checkpoint of a fresh load holds (a remove and ten files among them)."""
+    import pyarrow.parquet as pq
+
+    from delta_pyds.transaction.checkpoint_writer import checkpoint_table, write_checkpoint
+
+    deltalake = pytest.importorskip("deltalake")
+    path = str(tmp_path / "t")
+    for i in range(9):
+        write_arrow(path, rows(2, 10 * i))
+    deltalake.DeltaTable(path).delete("id = 10")  # version 9, another writer: a remove to keep
+    # what a statement reads (version 9): its files as writers take them (DML, conflict checks)
+    assert file_actions(latest_snapshot(Storage(path))).active.num_rows == 9
+    no_checkpoint = deltalake.PostCommitHookProperties(create_checkpoint=False)
+    deltalake.write_deltalake(path, rows(2, 100), mode="append", post_commithook_properties=no_checkpoint)
+    spy = ReadSpy(monkeypatch)
+    write_checkpoint(Storage(path), 10)  # what the commit of version 10 does after it
+    # the kept version's commit (its digest) and the new one, nothing before
+    assert set(spy.log_files()) == {"00000000000000000009.json", "00000000000000000010.json"}
+    written = pq.read_table(os.path.join(path, "_delta_log", "00000000000000000010.checkpoint.parquet"))
+    fresh, _ = checkpoint_table(Snapshot.load(path, version=10))
+
+    def actions(t: pa.Table) -> list:
+        out = []
+        for row in t.to_pylist():
+            for kind, action in row.items():
+                if action is not None:
+                    out.append((kind, json.dumps(action, sort_keys=True, default=str)))
+        return sorted(out)
+
+    assert actions(written) == actions(fresh)
+    kinds = [k for k, _ in actions(written)]
+    assert (kinds.count("add"), kinds.count("remove")) == (10, 1)
