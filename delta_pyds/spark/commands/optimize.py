@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -54,12 +53,13 @@ from delta_pyds.operations.optimize import (
 )
 from delta_pyds.protocol.action_types import AddFile
 from delta_pyds.spark.commands.rewriter import SCAN_FILE, TableRewriter
+from delta_pyds.spark.commands.zorder import with_cluster_key, with_zorder_key
 from delta_pyds.transaction.file_actions import sum_size
 
 LOCAL_MAX_BYTES = 256 << 20  # compactions up to this many input bytes run in the driver's process
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
     from delta_pyds.table.snapshot import Snapshot
 
@@ -234,24 +234,26 @@ class DeltaOptimizeBuilder:
         from pyspark.sql import functions as F
 
         rw = self._rewriter
-        # one Spark task per bin: route each file's rows to its bin's task. Each bin's key
-        # is an int that Spark's hash partitioning (pmod(murmur3(key, 42), n)) sends to the
-        # bin's own partition, so no two bins share a task (and so a file)
-        keys = bin_keys(len(bins))
-        bin_of = {active.column("path")[i].as_py(): (b, keys[b]) for b, members in enumerate(bins) for i in members}
-        mapping = rw.spark.createDataFrame(
-            [(p, b, k) for p, (b, k) in bin_of.items()], f"{SCAN_FILE} string, __bin int, __bin_key int"
-        )
-        df = (
-            rw.scan(snap, scan_files)
-            .join(F.broadcast(mapping), SCAN_FILE)
-            .repartition(len(bins), "__bin_key")
-            .drop("__bin_key")
-        )
+        scan = rw.scan(snap, scan_files)
+        # the sort key before the shuffle: its quantiles job reads the files' key columns only
         if zorder:
-            df = df.withColumn("__z", zorder_key(df, zorder)).sortWithinPartitions("__bin", "__z").drop("__z")
+            scan = with_zorder_key(scan, zorder, "__z")
         elif clustered:
-            df = df.withColumn("__z", cluster_key(df, clustered)).sortWithinPartitions("__bin", "__z").drop("__z")
+            scan = with_cluster_key(scan, clustered, "__z")
+        if len(bins) == 1:  # one task reads, sorts and writes every file: no shuffle
+            df = scan.coalesce(1)
+        else:
+            # one Spark task per bin: route each file's rows to its bin's task. Each bin's key
+            # is an int that Spark's hash partitioning (pmod(murmur3(key, 42), n)) sends to the
+            # bin's own partition, so no two bins share a task (and so a file)
+            keys = bin_keys(len(bins))
+            bin_of = {active.column("path")[i].as_py(): (b, keys[b]) for b, members in enumerate(bins) for i in members}
+            mapping = rw.spark.createDataFrame(
+                [(p, b, k) for p, (b, k) in bin_of.items()], f"{SCAN_FILE} string, __bin int, __bin_key int"
+            )
+            df = scan.join(F.broadcast(mapping), SCAN_FILE).repartition(len(bins), "__bin_key").drop("__bin_key")
+        if zorder or clustered:
+            df = df.sortWithinPartitions(*(["__bin"] if len(bins) > 1 else []), "__z").drop("__z")
         return rw.tracked(snap, df)  # table columns (+ row ids and commit versions, kept)
 
 
@@ -409,96 +411,6 @@ def reorg_purge(builder: DeltaOptimizeBuilder) -> DataFrame:
     vector in the builder's partitions (``where``) without its deleted rows, one ``REORG``
     commit (nothing is committed when no file has one); returns the OPTIMIZE result DataFrame."""
     return builder._execute(None, purge=True)
-
-
-def cluster_key(df: DataFrame, paths: Sequence[Sequence[str]]) -> Column:
-    """A sort key clustering rows by the clustering columns: their Z-order code when
-    every column is numeric, date or timestamp, else the columns themselves in order."""
-    from pyspark.sql import functions as F
-
-    if all(len(p) == 1 for p in paths):
-        types = dict(df.dtypes)
-        if all(
-            types.get(p[0], "")
-            in ("tinyint", "smallint", "int", "bigint", "float", "double", "date", "timestamp", "timestamp_ntz")
-            or types.get(p[0], "").startswith("decimal")
-            for p in paths
-        ):
-            return zorder_key(df, [p[0] for p in paths])
-    return F.struct(*[F.col(".".join(f"`{x}`" for x in p)) for p in paths])
-
-
-STRING_PREFIX_BYTES = 6  # a string's Z-order value: its first bytes (see _as_double)
-
-
-def zorder_key(df: DataFrame, cols: Sequence[str], bits: int = 8) -> Column:
-    """A Spark column: the Morton (bit-interleaved) code of each column's approximate
-    quantile bucket (``2**bits`` buckets; nulls in bucket 0).
-
-    The expression stays small whatever the number of bounds: a column's bucket is the count
-    of its bounds (one array literal) below the value, evaluated once per row, and the
-    interleaving runs over the array of buckets in a lambda. Spelling each bound out as its
-    own ``CASE`` and the interleaving bit by bit repeated every bucket ``bits`` times (4,080
-    ``CASE``s for two columns): 5-7x slower in classic sessions (2M rows: 65 s, now 13 s), and
-    a plan Spark Connect clients took 20 s to send and analyse for 1,200 rows."""
-    from pyspark.sql import functions as F
-
-    n = 1 << bits
-    types = dict(df.dtypes)
-    values = [_as_double(c, types.get(c, "")) for c in cols]
-    probe = df.select(*[v.alias(f"__q{i}") for i, v in enumerate(values)])
-    quantiles = probe.approxQuantile([f"__q{i}" for i in range(len(cols))], [j / n for j in range(1, n)], 0.001)
-    buckets = []
-    for v, bounds in zip(values, quantiles):
-        bounds = sorted({b for b in bounds if b is not None})
-        if not bounds:
-            buckets.append(F.lit(0).cast("long"))
-            continue
-        below = F.filter(F.array(*[F.lit(float(x)) for x in bounds]), _greater_than(v))
-        buckets.append(F.size(below).cast("long"))  # a null value is below no bound: bucket 0
-    k = len(cols)
-    shifted = F.zip_with(
-        F.array(*buckets), F.sequence(F.lit(0), F.lit(k - 1)), lambda b, i: _shift_left(_spread(b, bits, k), i)
-    )
-    return F.aggregate(shifted, F.lit(0).cast("long"), lambda acc, x: acc.bitwiseOR(x))
-
-
-def _greater_than(value: Column) -> Callable[[Column], Column]:
-    """``x -> value > x`` (a one-argument function: a second one would be the element's index)."""
-    return lambda x: value > x
-
-
-def _shift_left(value: Column, amount: Column) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.call_function("shiftleft", value, amount)
-
-
-def _spread(bucket: Column, bits: int, stride: int) -> Column:
-    """``bucket``'s low ``bits`` bits moved to positions 0, stride, 2 * stride, ..."""
-    from pyspark.sql import functions as F
-
-    out = F.lit(0).cast("long")
-    for bit in range(bits):
-        one = F.call_function("shiftright", bucket, F.lit(bit)).bitwiseAND(F.lit(1).cast("long"))
-        out = out.bitwiseOR(_shift_left(one, F.lit(bit * stride)))
-    return out
-
-
-def _as_double(c: str, spark_type: str) -> Column:
-    """The column as a double in its order (non-decreasing): numbers as they are, dates and
-    timestamps as epoch microseconds, strings as their first 6 UTF-8 bytes read big-endian (48 bits,
-    exact in a double; Spark orders strings by their UTF-8 bytes), so strings sharing those bytes
-    share a bucket (delta-spark's range ids are approximate too)."""
-    from pyspark.sql import functions as F
-
-    col = F.col(f"`{c}`")
-    if spark_type in ("date", "timestamp", "timestamp_ntz"):
-        return F.unix_micros(col.cast("timestamp")).cast("double")
-    if spark_type == "string":
-        prefix = F.hex(F.substring(F.encode(col, "UTF-8"), 1, STRING_PREFIX_BYTES))
-        return F.conv(F.rpad(prefix, 2 * STRING_PREFIX_BYTES, "0"), 16, 10).cast("double")
-    return col.cast("double")
 
 
 def _commit_metrics(victims: pa.Table, adds: list[AddFile], removed: int, batches: int) -> dict[str, Any]:

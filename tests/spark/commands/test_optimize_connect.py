@@ -33,12 +33,12 @@ spark = (
 assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
 import delta_pyds
 from delta_pyds import DeltaTable
-from delta_pyds.spark.commands.optimize import zorder_key
+from delta_pyds.spark.commands.zorder import with_zorder_key
 delta_pyds.register(spark)
 api, sql = sys.argv[1], sys.argv[2]
 out = {}
 df = delta_pyds.read_delta(spark, api)
-out["keys"] = sorted([r.id, r.k] for r in df.select("id", zorder_key(df, ["x", "y"]).alias("k")).collect())
+out["keys"] = sorted([r.id, r.k] for r in with_zorder_key(df, ["x", "y"], "k").select("id", "k").collect())
 m = DeltaTable.forPath(spark, api).optimize().executeZOrderBy("x", "y").collect()[0].metrics
 out["api"] = [m.numFilesAdded, m.numFilesRemoved]
 m = delta_pyds.sql(spark, f"OPTIMIZE delta.`{sql}` ZORDER BY (x, y)").collect()[0].metrics
@@ -85,10 +85,10 @@ def test_zorder_from_spark_connect_matches_the_classic_path(spark, tmp_path):
     assert got["api"] == got["sql"] == [1, 2]
     # the classic path on a twin: the same key values, the same files holding the rows in the same order
     from delta_pyds import read_delta
-    from delta_pyds.spark.commands.optimize import zorder_key
+    from delta_pyds.spark.commands.zorder import with_zorder_key
 
     df = read_delta(spark, paths["classic"])
-    keys = sorted([r.id, r.k] for r in df.select("id", zorder_key(df, ["x", "y"]).alias("k")).collect())
+    keys = sorted([r.id, r.k] for r in with_zorder_key(df, ["x", "y"], "k").select("id", "k").collect())
     assert got["keys"] == keys
     assert len({k for _, k in keys}) > 255  # many buckets on both columns: a deep key before
     DeltaTable.forPath(spark, paths["classic"]).optimize().executeZOrderBy("x", "y")
