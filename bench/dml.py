@@ -10,6 +10,8 @@ Every timed run starts from a fresh copy of the same table (the copy is not time
 * the same with ``delta.enableDeletionVectors=true`` (pydelta only: deltalake has no DVs);
 * ``dml-small-<n>``: 400 files of 1,000 x scale rows for OPTIMIZE;
 * ``dml-40k``: 40,000 rows in 4 files for the latency rows;
+* ``dml-zorder-<rows>``: 336,000 x scale rows in 8 files for OPTIMIZE ZORDER BY (s, grp): a
+  string and a number column (the size of the new-user trial's flights table);
 * ``cdc``: a 10,000-row CDC upsert whose keys all fall in 2 of the 40 files of ``dml-<rows>``
   (the Spark jobs of one untimed pydelta run are counted and printed).
 
@@ -30,7 +32,7 @@ import pyarrow as pa
 from tables import DATA, dml_table, merge_source
 
 FILES = 40
-PARTS = ("delete", "update", "merge", "cdc", "optimize", "latency")
+PARTS = ("delete", "update", "merge", "cdc", "optimize", "zorder", "latency")
 
 
 def timed(base: str, work: str, fn, reps: int) -> tuple[float, object]:
@@ -259,6 +261,22 @@ def run(suite) -> None:
                 "deltalake": (small, dl_opt),
             },
             1.3,
+        )
+    # ---------------------------------------------------------------- zorder
+    if "zorder" in parts:
+        zrows = int(336_000 * suite.scale)
+        zbase = dml_table(os.path.join(DATA, f"dml-zorder-{zrows}"), zrows, 8)
+        pd_z = lambda p: pd_table(p).optimize().executeZOrderBy("s", "grp")  # noqa: E731
+        dl_z = lambda p: DL(p).optimize.z_order(["s", "grp"])  # noqa: E731
+        compare("zorder", zbase, {"pydelta": pd_z, "deltalake": dl_z})
+        measure(
+            f"optimize: ZORDER BY a string and a number, {zrows:,} rows in 8 files (floor: one sorted file)",
+            {
+                "pydelta": (zbase, pd_z),
+                "floor": (zbase, floor(lambda df: df.coalesce(1).sortWithinPartitions("s", "grp").write.parquet(out))),
+                "deltalake": (zbase, dl_z),
+            },
+            floor_name="deltalake",
         )
     # ---------------------------------------------------------------- latency
     if "latency" not in parts:

@@ -43,6 +43,7 @@ STRING_PREFIX_BYTES = 6  # a string's Z-order value: its first bytes (see _as_do
 # helper columns, + the column's index: its ordering value, its bounds, its bucket
 _VALUE, _BOUNDS, _BUCKET = "__pydelta_zv", "__pydelta_zb", "__pydelta_zl"
 _NAN = "CAST('NaN' AS DOUBLE)"
+_PREFIX_PAD = "X'" + "FF" * STRING_PREFIX_BYTES + "'"  # above every UTF-8 prefix (0xFF is never in UTF-8)
 _ZORDER_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double", "date", "timestamp", "timestamp_ntz")
 
 
@@ -54,13 +55,19 @@ def with_zorder_key(df: DataFrame, cols: Sequence[str], name: str, bits: int = B
     types = dict(df.dtypes)
     k, n = len(cols), 1 << bits
     value, bounds, bucket = ([f"{prefix}{i}" for i in range(k)] for prefix in (_VALUE, _BOUNDS, _BUCKET))
-    valued = df.withColumns({v: _as_double(c, types.get(c, "")) for v, c in zip(value, cols)})
-    quantiles = valued.approxQuantile(value, [j / n for j in range(1, n)], 0.001)
+    kinds = [types.get(c, "") for c in cols]
+    numbers = df.select(*[_as_double(c, t).alias(v) for v, c, t in zip(value, cols, kinds)])
+    quantiles = numbers.approxQuantile(value, [j / n for j in range(1, n)], 0.001)
+    valued = df.withColumns({v: _search_value(c, t) for v, c, t in zip(value, cols, kinds)})
     arrays = {}
-    for b, found in zip(bounds, quantiles):
+    for b, t, found in zip(bounds, kinds, quantiles):
         distinct = sorted({float(x) for x in found if x is not None and x == x})  # NaN: below no value
-        # padded with NaN, which no value is greater than: the search never passes the bounds
-        arrays[b] = F.expr(_array([_double(x) for x in distinct] + [_NAN] * (n - 1 - len(distinct))))
+        # padded with a bound no value is greater than: the search never passes the bounds
+        if t == "string":
+            items = [_prefix(x) for x in distinct] + [_PREFIX_PAD] * (n - 1 - len(distinct))
+        else:
+            items = [_double(x) for x in distinct] + [_NAN] * (n - 1 - len(distinct))
+        arrays[b] = F.expr(_array(items))
     out = valued.withColumns({**arrays, **{c: F.lit(0) for c in bucket}})
     for step in reversed(range(bits)):  # binary search: a bucket's bit per step, the highest first
         half = 1 << step
@@ -106,10 +113,11 @@ def _double(x: float) -> str:
 
 
 def _as_double(c: str, spark_type: str) -> Column:
-    """The column as a double in its order (non-decreasing): numbers as they are, dates and
-    timestamps as epoch microseconds, strings as their first 6 UTF-8 bytes read big-endian (48 bits,
-    exact in a double; Spark orders strings by their UTF-8 bytes), so strings sharing those bytes
-    share a bucket (delta-spark's range ids are approximate too)."""
+    """The column as a double in its order (non-decreasing), for its quantiles: numbers as
+    they are, dates and timestamps as epoch microseconds, strings as their first 6 UTF-8
+    bytes read big-endian (48 bits, exact in a double; Spark orders strings by their UTF-8
+    bytes), so strings sharing those bytes share a bucket (delta-spark's range ids are
+    approximate too)."""
     from pyspark.sql import functions as F
 
     col = F.col(projection.ident(c))
@@ -119,3 +127,22 @@ def _as_double(c: str, spark_type: str) -> Column:
         prefix = F.hex(F.substring(F.encode(col, "UTF-8"), 1, STRING_PREFIX_BYTES))
         return F.conv(F.rpad(prefix, 2 * STRING_PREFIX_BYTES, "0"), 16, 10).cast("double")
     return col.cast("double")
+
+
+def _search_value(c: str, spark_type: str) -> Column:
+    """What the search compares with the bounds, in the order of :func:`_as_double`: a
+    string's first 6 UTF-8 bytes padded with zero bytes, as binary (compared as unsigned
+    bytes, the order of the big-endian number, without its text conversions), else the
+    double itself."""
+    from pyspark.sql import functions as F
+
+    if spark_type != "string":
+        return _as_double(c, spark_type)
+    prefix = F.substring(F.encode(F.col(projection.ident(c)), "UTF-8"), 1, STRING_PREFIX_BYTES)
+    return F.rpad(prefix, STRING_PREFIX_BYTES, F.lit(b"\x00"))
+
+
+def _prefix(x: float) -> str:
+    """A string bound (a 48-bit number from :func:`_as_double`) as the 6 bytes it was read
+    from, a binary literal."""
+    return "X'" + int(x).to_bytes(STRING_PREFIX_BYTES, "big").hex().upper() + "'"

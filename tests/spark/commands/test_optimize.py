@@ -263,6 +263,25 @@ def test_zorder_key_runs_in_generated_code(spark):
     assert len({r.k for r in keyed.collect()}) > 500
 
 
+def test_a_string_zorder_key_orders_as_its_utf8_prefix_number(spark):
+    """A string column's buckets are those of the big-endian number of its first 6 UTF-8 bytes
+    (zero-padded): the search compares the bytes, the quantiles come from the numbers, and both
+    order alike (multi-byte characters, short strings, a prefix shared past 6 bytes, nulls)."""
+    from delta_pyds.spark.commands.zorder import with_zorder_key
+
+    words = ["", "a", "ab", "abcdef", "abcdefZ", "abcdefA", "é", "éa", "€x", "z" * 9, "\U0001f600", "A\x00B"]
+    df = spark.range(3000).selectExpr(
+        "id",
+        f"CASE WHEN id % 31 = 0 THEN NULL ELSE concat(element_at(array({', '.join(repr(w) for w in words)}), "
+        f"CAST(id % {len(words)} + 1 AS INT)), CAST(id % 211 AS STRING)) END AS s",
+    )
+    number = "CAST(conv(rpad(hex(substring(encode(s, 'UTF-8'), 1, 6)), 12, '0'), 16, 10) AS DOUBLE)"
+    by_string = {r.id: r.k for r in with_zorder_key(df, ["s"], "k").select("id", "k").collect()}
+    by_number = {r.id: r.k for r in with_zorder_key(df.selectExpr("id", f"{number} AS s"), ["s"], "k").collect()}
+    assert by_string == by_number
+    assert len(set(by_string.values())) > 100
+
+
 def test_zorder_by_a_string_column(spark, tmp_path):
     """Strings Z-order as delta-spark and deltalake Z-order them (they were refused): by their
     order (here 100 distinct values with distinct 6-byte prefixes, each its own bucket, so the
