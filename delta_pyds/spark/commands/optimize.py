@@ -16,7 +16,8 @@ Guarantees:
   (default :data:`LOCAL_MAX_BYTES`, 256 MiB), else inside
   Spark tasks (bins spread over the session's parallelism);
 * otherwise one Spark task per bin (each bin's rows hash-partitioned to a partition of
-  its own) and, on Spark's writer, exactly one file per compaction bin; a bin larger than
+  its own; a lone bin of at most :data:`ONE_TASK_MAX_BYTES` is read by that task, with no
+  shuffle) and, on Spark's writer, exactly one file per compaction bin; a bin larger than
   the target (Z-order, purge) is split into files of about the target size by a row limit;
 * the rewrite has ``dataChange=false``, applies deletion vectors (rewritten files have
   none) and keeps row ids and commit versions on tracked tables;
@@ -57,6 +58,9 @@ from delta_pyds.spark.commands.zorder import with_cluster_key, with_zorder_key
 from delta_pyds.transaction.file_actions import sum_size
 
 LOCAL_MAX_BYTES = 256 << 20  # compactions up to this many input bytes run in the driver's process
+# a rewrite of one bin of at most this many input bytes runs in one task with no shuffle (the
+# scan of a larger one stays parallel, its rows shuffled to the bin's task)
+ONE_TASK_MAX_BYTES = 256 << 20
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -240,8 +244,10 @@ class DeltaOptimizeBuilder:
             scan = with_zorder_key(scan, zorder, "__z")
         elif clustered:
             scan = with_cluster_key(scan, clustered, "__z")
-        if len(bins) == 1:  # one task reads, sorts and writes every file: no shuffle
-            df = scan.coalesce(1)
+        sizes = active.column("size").to_pylist()
+        one_task = len(bins) == 1 and sum(sizes[i] for i in bins[0]) <= ONE_TASK_MAX_BYTES
+        if one_task:
+            df = scan.coalesce(1)  # one task reads, sorts and writes the bin: no shuffle
         else:
             # one Spark task per bin: route each file's rows to its bin's task. Each bin's key
             # is an int that Spark's hash partitioning (pmod(murmur3(key, 42), n)) sends to the
@@ -253,7 +259,7 @@ class DeltaOptimizeBuilder:
             )
             df = scan.join(F.broadcast(mapping), SCAN_FILE).repartition(len(bins), "__bin_key").drop("__bin_key")
         if zorder or clustered:
-            df = df.sortWithinPartitions(*(["__bin"] if len(bins) > 1 else []), "__z").drop("__z")
+            df = df.sortWithinPartitions(*([] if one_task else ["__bin"]), "__z").drop("__z")
         return rw.tracked(snap, df)  # table columns (+ row ids and commit versions, kept)
 
 
