@@ -11,7 +11,8 @@ Guarantees:
   the number of bounds;
 * Spark's generated code evaluates it, with no higher-order function and no large
   expression: each column's bucket is a binary search over its sorted bounds (a literal
-  array padded with NaN, which no value is greater than), one small step a projection
+  array padded with NaN, or for a string with bytes 0xFF, which no value is greater than),
+  one small step a projection
   (``bucket + IF(value > element_at(bounds, bucket + 2**s), 2**s, 0)``, ``s`` from 7 to 0:
   8 comparisons a row), and the key is the ``|`` of one ``element_at`` a column in a
   literal table of each bucket's bits already spread to their key positions. Measured on a
