@@ -13,6 +13,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -311,3 +312,69 @@ def test_zorder_by_a_string_column(spark, tmp_path):
     assert sorted(tuple(r) for r in spark.read.format("pydelta").load(path).collect()) == sorted(
         (r["s"], r["n"]) for r in before
     )
+
+
+def _zorder_rows(spark, path, cols):
+    """The table's rows through the data source, read_delta and deltalake (asserted equal)."""
+    ours = sorted(tuple(r.asDict()[c] for c in cols) for r in spark.read.format("pydelta").load(path).collect())
+    native = sorted(tuple(r.asDict()[c] for c in cols) for r in read_delta(spark, path).collect())
+    theirs = sorted(tuple(r[c] for c in cols) for r in deltalake_table(path).to_pylist())
+    assert ours == native == theirs
+    return ours
+
+
+def test_zorder_with_escaped_partitions_and_a_hostile_column_name(spark, tmp_path):
+    """ZORDER BY a column whose name has a backquote, a dot and Unicode, on a table partitioned
+    by values Spark escapes, under a root with a space and Unicode: each partition (a bin of
+    its own, Spark's shuffle routes its rows) and then one partition alone (one task, no
+    shuffle) is rewritten sorted, the rows unchanged on both read paths and in deltalake."""
+    from helpers import SPARK_ESCAPED
+
+    path = str(tmp_path / "z root ü€")
+    name = "we`ird.ná-me"
+    parts = ["a b", "x/y", "50%", "ü€", "it's", "a=b", "\t#1", "".join(SPARK_ESCAPED[:8])]
+    for k in range(2):
+        rows = [(p, f"{(i * 7919 + k) % 500:03d}é", i) for p in parts for i in range(k * 60, k * 60 + 60)]
+        write_deltalake(
+            path,
+            pa.table({"p": [r[0] for r in rows], name: [r[1] for r in rows], "n": [r[2] for r in rows]}),
+            partition_by=["p"],
+            mode="append",
+        )
+    cols = ["p", name, "n"]
+    before = _zorder_rows(spark, path, cols)
+    m = DeltaTable.forPath(spark, path).optimize().executeZOrderBy(name, "n").collect()[0].metrics
+    assert (m.numFilesRemoved, m.numFilesAdded) == (2 * len(parts), len(parts))
+    assert _zorder_rows(spark, path, cols) == before
+    write_deltalake(path, pa.table({"p": ["x/y"], name: ["000é"], "n": [-1]}), partition_by=["p"], mode="append")
+    before = _zorder_rows(spark, path, cols)
+    m = DeltaTable.forPath(spark, path).optimize().where("p = 'x/y'").executeZOrderBy(name, "n").collect()[0].metrics
+    assert (m.numFilesRemoved, m.numFilesAdded) == (2, 1)
+    assert _zorder_rows(spark, path, cols) == before
+
+
+def test_a_lone_small_bin_is_zordered_without_a_shuffle(spark, tmp_path, monkeypatch):
+    """One bin of at most ONE_TASK_MAX_BYTES is read, sorted and written by one task: fewer
+    Spark jobs than routing its rows through a shuffle (ONE_TASK_MAX_BYTES = 0), the same rows
+    in the same file order."""
+    import pyarrow.parquet as pq
+    from helpers import spark_jobs
+
+    import delta_pyds.spark.commands.optimize as optimize
+
+    base = str(tmp_path / "base")
+    for k in range(4):
+        ids = list(range(k * 500, k * 500 + 500))
+        write_deltalake(base, pa.table({"id": ids, "x": [(i * 7919) % 1000 for i in ids]}), mode="append")
+    jobs, files = {}, {}
+    for how, limit in (("one task", optimize.ONE_TASK_MAX_BYTES), ("shuffle", 0)):
+        path = str(tmp_path / how)
+        shutil.copytree(base, path)
+        monkeypatch.setattr(optimize, "ONE_TASK_MAX_BYTES", limit)
+        table = DeltaTable.forPath(spark, path)
+        jobs[how] = spark_jobs(spark, lambda table=table: table.optimize().executeZOrderBy("x", "id"))
+        (name,) = Snapshot.load(path).files.column("path").to_pylist()
+        files[how] = pq.read_table(os.path.join(path, name)).column("id").to_pylist()
+    assert jobs["one task"] < jobs["shuffle"], jobs
+    assert files["one task"] == files["shuffle"]
+    assert sorted(files["shuffle"]) == list(range(2000))
