@@ -244,8 +244,7 @@ class DeltaOptimizeBuilder:
             scan = with_zorder_key(scan, zorder, "__z")
         elif clustered:
             scan = with_cluster_key(scan, clustered, "__z")
-        sizes = active.column("size").to_pylist()
-        one_task = len(bins) == 1 and sum(sizes[i] for i in bins[0]) <= ONE_TASK_MAX_BYTES
+        one_task = len(bins) == 1 and sum_size(active.take(pa.array(bins[0], pa.int64()))) <= ONE_TASK_MAX_BYTES
         if one_task:
             df = scan.coalesce(1)  # one task reads, sorts and writes the bin: no shuffle
         else:
